@@ -1,0 +1,48 @@
+#include "app/cli/cli_common.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "engine/core/error.h"
+#include "engine/synth/synthetic_model.h"
+
+namespace inferscope::cli {
+
+void add_model_options(CLI::App& command, ModelOptions& options, bool with_runtime) {
+    command.add_option("-m,--model", options.model_path, "GGUF model file (default: the built-in synthetic model)");
+    command.add_flag("--json", options.json, "machine-readable JSON on stdout");
+    if (!with_runtime) return;
+    command.add_option("-t,--threads", options.threads, "worker threads (default: physical cores)")
+        ->check(CLI::NonNegativeNumber);
+    command.add_option("-c,--ctx-size", options.ctx, "context size in tokens (default: the model's, at most 4096)")
+        ->check(CLI::NonNegativeNumber);
+    command.add_option("--kv-type", options.kv_type, "KV cache element type")
+        ->check(CLI::IsMember({"f16", "f32"}))
+        ->capture_default_str();
+}
+
+std::shared_ptr<const Model> load_model(const ModelOptions& options) {
+    if (options.model_path.empty()) {
+        std::fprintf(stderr, "note: no model given (-m); using the %s\n", std::string(kBuiltinModelLabel).c_str());
+        return load_builtin_default_model();
+    }
+    return Model::load(options.model_path);
+}
+
+SessionOptions session_options(const ModelOptions& options) {
+    SessionOptions s;
+    s.n_threads = options.threads;
+    s.n_ctx = options.ctx;
+    s.kv_dtype = options.kv_type == "f32" ? KvDtype::F32 : KvDtype::F16;
+    return s;
+}
+
+std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special) {
+    return model.tokenizer().encode(text, add_special, /*parse_special=*/true);
+}
+
+void print_json(const nlohmann::json& value) {
+    std::cout << value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
+}  // namespace inferscope::cli

@@ -1,0 +1,42 @@
+#pragma once
+// Options and helpers shared by the inferscope-cli subcommands.
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/model/model.h"
+#include "engine/runtime/session.h"
+
+namespace inferscope::cli {
+
+struct ModelOptions {
+    std::string model_path;  // empty: the built-in synthetic model
+    int threads = 0;
+    int ctx = 0;
+    std::string kv_type = "f16";
+    bool json = false;
+};
+
+// -m/--model and --json on every command; -t, -c and --kv-type where a forward runs.
+void add_model_options(CLI::App& command, ModelOptions& options, bool with_runtime);
+
+// Loads -m, or the built-in synthetic model (saying so on stderr) when -m is absent.
+std::shared_ptr<const Model> load_model(const ModelOptions& options);
+SessionOptions session_options(const ModelOptions& options);
+
+// Tokenizes a prompt as llama.cpp's tools do: special tokens parsed, BOS as the vocabulary says.
+std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special = true);
+
+void print_json(const nlohmann::json& value);
+
+// Each subcommand registers itself on the application.
+void add_info_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_logits_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
+void add_make_model_command(CLI::App& app);
+
+}  // namespace inferscope::cli

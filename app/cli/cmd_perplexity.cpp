@@ -1,0 +1,68 @@
+// `perplexity`: llama-perplexity's method and number on a text file.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "app/cli/cli_common.h"
+#include "engine/core/error.h"
+#include "engine/eval/perplexity.h"
+
+namespace inferscope::cli {
+namespace {
+
+struct PerplexityCliOptions {
+    ModelOptions model;
+    std::string text_path;
+    int n_batch = 512;
+};
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open the text file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void run_perplexity(PerplexityCliOptions o) {
+    if (o.model.ctx == 0) o.model.ctx = 512;
+    const auto model = load_model(o.model);
+    // As llama-perplexity: tokenize once with BOS and without parsing special tokens.
+    const std::vector<TokenId> tokens = model->tokenizer().encode(read_text_file(o.text_path), true, false);
+    InferenceSession session(model, session_options(o.model));
+    PerplexityOptions p;
+    p.n_ctx = o.model.ctx;
+    p.n_batch = o.n_batch;
+    std::fprintf(stderr, "perplexity: %zu tokens, %zu chunks of %d, %s\n", tokens.size(),
+                 tokens.size() / static_cast<size_t>(p.n_ctx), p.n_ctx, session.backend().name().c_str());
+    p.on_chunk = [](int done, int total, double running) {
+        std::fprintf(stderr, "[%d]%.4f%s", done, running, done == total ? "\n" : ",");
+        std::fflush(stderr);
+        return true;
+    };
+    const PerplexityResult r = compute_perplexity(session, tokens, p);
+    if (o.model.json) {
+        print_json({{"ppl", r.ppl},
+                    {"ppl_stderr", r.ppl_stderr},
+                    {"n_tokens_scored", r.n_tokens_scored},
+                    {"n_chunks", r.n_chunks},
+                    {"n_ctx", p.n_ctx},
+                    {"running_ppl", r.running_ppl}});
+        return;
+    }
+    std::printf("PPL = %.4f +/- %.5f  (%lld tokens scored, %d chunks of %d)\n", r.ppl, r.ppl_stderr,
+                static_cast<long long>(r.n_tokens_scored), r.n_chunks, p.n_ctx);
+}
+
+}  // namespace
+
+void add_perplexity_command(CLI::App& app) {
+    auto o = std::make_shared<PerplexityCliOptions>();
+    CLI::App* cmd = app.add_subcommand("perplexity", "perplexity of a text, computed as llama-perplexity does");
+    add_model_options(*cmd, o->model, true);
+    cmd->add_option("-f,--file", o->text_path, "text file")->required();
+    cmd->add_option("-b,--batch-size", o->n_batch, "tokens per forward step")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->callback([o] { run_perplexity(*o); });
+}
+
+}  // namespace inferscope::cli

@@ -1,0 +1,33 @@
+// inferscope-cli: the engine's command-line front end.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <new>
+
+#include "app/cli/cli_common.h"
+#include "engine/core/error.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"InferScope: measure what LLM inference costs, step by step"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "inferscope-cli 0.1.0");
+    inferscope::cli::add_info_command(app);
+    inferscope::cli::add_tokenize_command(app);
+    inferscope::cli::add_generate_command(app);
+    inferscope::cli::add_logits_command(app);
+    inferscope::cli::add_perplexity_command(app);
+    inferscope::cli::add_make_model_command(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "error: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

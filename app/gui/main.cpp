@@ -1,0 +1,73 @@
+// inferscope: the desktop app. With --quit it runs headlessly (reports, tests):
+//   inferscope --model F --prompt TEXT --generate N --export-all DIR --quit
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+#include <cstdio>
+#include <cstring>
+
+#include "ui/automation.h"
+#include "ui/main_window.h"
+
+namespace {
+
+// A headless run (--quit) needs no display: where there is none, use Qt's offscreen
+// platform instead of failing to connect to X11/Wayland.
+void use_offscreen_platform_when_headless(int argc, char** argv) {
+    bool headless = false;
+    for (int i = 1; i < argc; ++i) headless |= std::strcmp(argv[i], "--quit") == 0;
+    const bool has_display = qEnvironmentVariableIsSet("DISPLAY") || qEnvironmentVariableIsSet("WAYLAND_DISPLAY");
+    if (headless && !has_display && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) {
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    use_offscreen_platform_when_headless(argc, argv);
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("InferScope"));
+    QApplication::setApplicationName(QStringLiteral("InferScope"));
+    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QApplication::tr("InferScope: watch what LLM inference costs, step by step."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("model"), QApplication::tr("GGUF model to open (default: the built-in model)"),
+                                 QStringLiteral("[model.gguf]"));
+    const QCommandLineOption model_option(QStringLiteral("model"), QApplication::tr("GGUF model to open."), QStringLiteral("file"));
+    const QCommandLineOption prompt_option(QStringLiteral("prompt"), QApplication::tr("Prompt text."), QStringLiteral("text"));
+    const QCommandLineOption generate_option(QStringLiteral("generate"), QApplication::tr("Generate N tokens after loading."),
+                                             QStringLiteral("N"));
+    const QCommandLineOption export_option(QStringLiteral("export-all"),
+                                           QApplication::tr("Export every chart (PNG, SVG, CSV, JSON) into a folder."),
+                                           QStringLiteral("dir"));
+    const QCommandLineOption quit_option(QStringLiteral("quit"),
+                                         QApplication::tr("Quit when done, without showing a window (headless)."));
+    parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option});
+    parser.process(app);
+
+    inferscope::ui::AutomationOptions options;
+    options.model = parser.isSet(model_option) ? parser.value(model_option)
+                                               : parser.positionalArguments().value(0, QString());
+    options.prompt = parser.value(prompt_option);
+    bool valid_count = true;
+    options.generate = parser.isSet(generate_option) ? parser.value(generate_option).toInt(&valid_count) : 0;
+    if (!valid_count || options.generate < 0) {
+        std::fprintf(stderr, "error: --generate needs a non-negative number of tokens\n");
+        return 1;
+    }
+    options.export_dir = parser.value(export_option);
+    options.quit = parser.isSet(quit_option);
+
+    inferscope::ui::MainWindow window(/*interactive=*/!options.quit);
+    inferscope::ui::AutomationRunner runner(window, options);
+    QObject::connect(&runner, &inferscope::ui::AutomationRunner::finished, &app, [&](int code) {
+        if (options.quit) QApplication::exit(code);
+    });
+    if (!options.quit) window.show();
+    QTimer::singleShot(0, &runner, &inferscope::ui::AutomationRunner::start);
+    return QApplication::exec();
+}

@@ -1,0 +1,37 @@
+#pragma once
+// The interface between the runtime and a compute device. A backend owns the KV storage
+// and runs whole forward passes; the runtime owns the block bookkeeping (KvBlockPool) and
+// everything above it. The CPU backend is the reference; the Vulkan backend (gpu/)
+// implements the same interface.
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/backend/activation_tap.h"
+#include "engine/backend/batch.h"
+#include "engine/runtime/kv_block_pool.h"
+
+namespace inferscope {
+
+class Model;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual std::string name() const = 0;
+
+    // Allocates storage for every block of `layout`; CapacityError when it cannot be met.
+    virtual void allocate_kv(const KvLayout& layout) = 0;
+
+    // Runs the model on `tokens`. Each token's K and V are written at its position in its
+    // sequence's blocks (the caller has grown the sequences in `pool` to cover them), and it
+    // attends to positions 0..pos of its own sequence. Writes one row of n_vocab logits per
+    // token with output = true, in batch order, to `logits`.
+    virtual void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) = 0;
+
+    // Observer of named intermediate tensors; nullptr (the default) costs nothing.
+    virtual void set_activation_tap(ActivationTap* tap) = 0;
+};
+
+}  // namespace inferscope

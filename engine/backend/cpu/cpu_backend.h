@@ -1,0 +1,62 @@
+#pragma once
+// The CPU backend: the reference forward pass over a ragged batch, F32 activations,
+// weights used in place from the mapped file, the paged KV cache in host memory.
+#include <memory>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/kv_storage.h"
+#include "engine/backend/cpu/matmul.h"
+#include "engine/core/thread_pool.h"
+
+namespace inferscope {
+
+class Model;
+struct LayerWeights;
+
+class CpuBackend final : public Backend {
+public:
+    CpuBackend(std::shared_ptr<const Model> model, int n_threads);
+
+    std::string name() const override;
+    void allocate_kv(const KvLayout& layout) override;
+    void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) override;
+    void set_activation_tap(ActivationTap* tap) override { tap_ = tap; }
+
+    int thread_count() const { return pool_.size(); }
+
+private:
+    // Activation buffers for one step, row-major with one row per batch token.
+    struct Activations {
+        std::vector<float> x;          // [n x n_embd] residual stream
+        std::vector<float> normed;     // [n x n_embd]
+        std::vector<float> q;          // [n x q_dim]
+        std::vector<float> k;          // [n x kv_dim]
+        std::vector<float> v;          // [n x kv_dim]
+        std::vector<float> context;    // [n x q_dim] attention output per head, concatenated
+        std::vector<float> projected;  // [n x n_embd] attention or FFN output
+        std::vector<float> gate;       // [n x n_ff]
+        std::vector<float> up;         // [n x n_ff]
+        void resize(int64_t n, const ModelConfig& c);
+    };
+
+    void embed(std::span<const BatchToken> tokens);
+    void attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    void store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    void attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    void ffn_block(int layer, std::span<const BatchToken> tokens);
+    void output_logits(std::span<const BatchToken> tokens, float* logits);
+    void rms_norm_rows(const std::vector<float>& weight, int64_t n, std::vector<float>& out, const std::vector<float>& in);
+    void publish(const char* suffix, int layer, const std::vector<float>& data, int64_t cols,
+                 std::span<const BatchToken> tokens);
+
+    std::shared_ptr<const Model> model_;
+    ThreadPool pool_;
+    CpuKvStorage kv_;
+    MatmulScratch scratch_;
+    Activations act_;
+    std::vector<float> output_rows_;  // [n_outputs x n_embd] final hidden states of output tokens
+    ActivationTap* tap_ = nullptr;
+};
+
+}  // namespace inferscope

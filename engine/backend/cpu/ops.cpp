@@ -1,0 +1,62 @@
+#include "engine/backend/cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace inferscope {
+
+void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* out) {
+    double sum_squares = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum_squares += static_cast<double>(x[i] * x[i]);
+    const float mean = static_cast<float>(sum_squares / static_cast<double>(n));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
+}
+
+void apply_rope(float* heads, int n_heads, int head_dim, int32_t pos, const RopeParams& rope) {
+    // The angle of pair i is built by repeated multiplication in float, as ggml does, so
+    // that positions far into the context rotate by the same float angles as llama.cpp.
+    const float theta_scale = std::pow(rope.freq_base, -2.0f / static_cast<float>(rope.rope_dim));
+    const int half = rope.rope_dim / 2;
+    float theta_base = static_cast<float>(pos);
+    for (int i = 0; i < half; ++i) {
+        const float factor = rope.freq_factors != nullptr ? rope.freq_factors[i] : 1.0f;
+        const float theta = rope.freq_scale * (theta_base / factor);
+        const float cos_theta = std::cos(theta);
+        const float sin_theta = std::sin(theta);
+        const int first = rope.style == RopeStyle::Normal ? 2 * i : i;
+        const int second = rope.style == RopeStyle::Normal ? 2 * i + 1 : i + half;
+        for (int h = 0; h < n_heads; ++h) {
+            float* head = heads + static_cast<int64_t>(h) * head_dim;
+            const float a = head[first];
+            const float b = head[second];
+            head[first] = a * cos_theta - b * sin_theta;
+            head[second] = a * sin_theta + b * cos_theta;
+        }
+        theta_base *= theta_scale;
+    }
+}
+
+void swiglu_inplace(float* gate, const float* up, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void softmax_inplace(float* scores, int64_t n) {
+    const float max_score = *std::max_element(scores, scores + n);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        scores[i] = std::exp(scores[i] - max_score);
+        sum += static_cast<double>(scores[i]);
+    }
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) scores[i] *= inv_sum;
+}
+
+}  // namespace inferscope

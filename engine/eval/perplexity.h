@@ -1,0 +1,41 @@
+#pragma once
+// Perplexity with llama.cpp's llama-perplexity method: the text (tokenized once, BOS
+// prepended when the vocabulary adds one) is cut into floor(n_tokens / n_ctx) chunks; each
+// chunk starts from an empty cache with its first token replaced by BOS; only the second
+// half of each chunk is scored (logits at positions n_ctx/2 .. n_ctx-2 predict the next
+// token). PPL = exp(mean NLL); the error is PPL x the standard error of the mean NLL.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/tokenizer/tokenizer.h"
+
+namespace inferscope {
+
+class InferenceSession;
+
+struct PerplexityOptions {
+    int n_ctx = 512;
+    int n_batch = 512;  // tokens per forward step within a chunk
+    // Called after each chunk with (chunks done, chunks total, running PPL); return false
+    // to cancel (the result then covers the chunks done).
+    std::function<bool(int, int, double)> on_chunk;
+};
+
+struct PerplexityResult {
+    double ppl = 0;
+    double ppl_stderr = 0;
+    int64_t n_tokens_scored = 0;
+    int n_chunks = 0;
+    std::vector<double> running_ppl;  // after each chunk, as llama-perplexity prints it
+    bool cancelled = false;
+};
+
+// `tokens` is the tokenized text, BOS included when the vocabulary adds one. Throws
+// InvalidArgument when there are fewer than 2 x n_ctx tokens (llama-perplexity's rule) or
+// the session's context is smaller than n_ctx.
+PerplexityResult compute_perplexity(InferenceSession& session, std::span<const TokenId> tokens,
+                                    const PerplexityOptions& options);
+
+}  // namespace inferscope

@@ -1,0 +1,162 @@
+#pragma once
+// Internal to engine/formats: the in-memory layouts of ggml's block formats (as in
+// ggml-common.h) and the small numeric helpers shared by the quant_*.cpp files.
+//
+// Blocks are never accessed in place: rows come from mmapped files at arbitrary offsets, so
+// each block is copied into (load_block) or out of (store_block) a properly aligned local
+// struct with memcpy. That keeps every access aligned and free of aliasing questions; the
+// copies are small and compilers turn them into plain loads.
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// Bit-exactness with ggml depends on every float operation rounding once, as written: no
+// contraction of a*b+c into a fused multiply-add. GCC contracts by default even in ISO C++
+// mode whenever the target has FMA (-march=native, -mfma), so the files that implement the
+// formats (the only ones that include this header) switch it off here.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace inferscope::quant_detail {
+
+static_assert(std::endian::native == std::endian::little,
+              "GGUF tensor data is little-endian; the block structs are read in host order");
+
+inline constexpr int kQK = 32;    // elements per block of the legacy formats (Q4_0 .. Q8_1)
+inline constexpr int kQK_K = 256;  // elements per super-block of the K-quants
+
+struct BlockQ4_0 {
+    uint16_t d;          // scale (f16)
+    uint8_t qs[kQK / 2];  // element j in the low nibble of qs[j], element j+16 in the high one
+};
+struct BlockQ4_1 {
+    uint16_t d, m;  // scale and minimum (f16)
+    uint8_t qs[kQK / 2];
+};
+struct BlockQ5_0 {
+    uint16_t d;
+    uint8_t qh[4];  // bit j (little-endian u32) is the 5th bit of element j
+    uint8_t qs[kQK / 2];
+};
+struct BlockQ5_1 {
+    uint16_t d, m;
+    uint8_t qh[4];
+    uint8_t qs[kQK / 2];
+};
+struct BlockQ8_0 {
+    uint16_t d;
+    int8_t qs[kQK];
+};
+struct BlockQ8_1 {
+    uint16_t d, s;  // scale, and d * sum(qs) (both f16)
+    int8_t qs[kQK];
+};
+struct BlockQ2_K {
+    uint8_t scales[kQK_K / 16];  // per 16 elements: low nibble scale, high nibble min
+    uint8_t qs[kQK_K / 4];
+    uint16_t d, dmin;
+};
+struct BlockQ3_K {
+    uint8_t hmask[kQK_K / 8];
+    uint8_t qs[kQK_K / 4];
+    uint8_t scales[12];  // sixteen 6-bit scales, offset by 32
+    uint16_t d;
+};
+struct BlockQ4_K {
+    uint16_t d, dmin;
+    uint8_t scales[12];  // eight 6-bit scales and eight 6-bit mins
+    uint8_t qs[kQK_K / 2];
+};
+struct BlockQ5_K {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[kQK_K / 8];
+    uint8_t qs[kQK_K / 2];
+};
+struct BlockQ6_K {
+    uint8_t ql[kQK_K / 2];
+    uint8_t qh[kQK_K / 4];
+    int8_t scales[kQK_K / 16];
+    uint16_t d;
+};
+struct BlockQ8_K {
+    float d;
+    int8_t qs[kQK_K];
+    int16_t bsums[kQK_K / 16];  // sums of qs in groups of 16
+};
+
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(offsetof(BlockQ2_K, d) == 80 && offsetof(BlockQ3_K, d) == 108);
+static_assert(offsetof(BlockQ6_K, d) == 208 && offsetof(BlockQ8_K, bsums) == 260);
+
+template <class Block>
+inline Block load_block(const uint8_t* row, int64_t index) {
+    static_assert(std::is_trivially_copyable_v<Block>);
+    Block block;
+    std::memcpy(&block, row + index * static_cast<int64_t>(sizeof(Block)), sizeof(Block));
+    return block;
+}
+
+template <class Block>
+inline void store_block(uint8_t* row, int64_t index, const Block& block) {
+    std::memcpy(row + index * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
+}
+
+// ggml's nearest_int(): adds 1.5*2^23 so that the FPU rounds away the fraction (round half
+// to even under the default rounding mode) and reads the integer back from the mantissa.
+// Reproduced bit for bit, including its (meaningless but deterministic) result for
+// |x| >= 2^22, inf and NaN, so that degenerate blocks encode exactly as llama.cpp's.
+inline int nearest_int(float x) {
+    const float biased = x + 12582912.f;
+    return static_cast<int>(std::bit_cast<uint32_t>(biased) & 0x007FFFFFu) - 0x00400000;
+}
+
+// C's float -> integer conversion as x86-64 performs it (cvttss2si): truncation toward
+// zero, and INT32_MIN ("integer indefinite") for NaN and out-of-range values. ggml's legacy
+// quantizers write `(int8_t)(x + 8.5f)`; this plus a cast to the narrow type reproduces it
+// without undefined behaviour for degenerate inputs.
+inline int32_t truncate_to_int_x86(float x) {
+    if (!(x > -2147483648.f && x < 2147483648.f)) return INT32_MIN;
+    return static_cast<int32_t>(x);
+}
+
+// Round to nearest, ties to even, saturated to int8, as AVX's round_ps(NEAREST) +
+// cvtps_epi32 + packs_epi32/packs_epi16 do (NaN and |x| >= 2^31 become INT32_MIN, -128).
+inline int8_t round_even_saturate_int8(float x) {
+    if (!(x > -2147483648.f && x < 2147483648.f)) return INT8_MIN;
+    const float r = std::nearbyint(x);  // default rounding mode: to nearest, ties to even
+    if (r > 127.f) return INT8_MAX;
+    if (r < -128.f) return INT8_MIN;
+    return static_cast<int8_t>(r);
+}
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block (get_scale_min_k4).
+inline void k4_scale_min(int j, const uint8_t* scales, uint8_t& scale, uint8_t& min) {
+    if (j < 4) {
+        scale = scales[j] & 63;
+        min = scales[j + 4] & 63;
+    } else {
+        scale = static_cast<uint8_t>((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4));
+        min = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+    }
+}
+
+// The sixteen signed scales (-32..31) of a Q3_K block.
+inline void q3k_scales(const uint8_t* packed, int8_t out[16]) {
+    for (int j = 0; j < 16; ++j) {
+        const int low = j < 8 ? (packed[j] & 0xF) : (packed[j - 8] >> 4);
+        const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+        out[j] = static_cast<int8_t>((low | (high << 4)) - 32);
+    }
+}
+
+}  // namespace inferscope::quant_detail

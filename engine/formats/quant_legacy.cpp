@@ -1,0 +1,368 @@
+// The legacy 32-element block formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1.
+//
+// Every expression below keeps the operand order and the float/int types of ggml's code
+// (ggml-quants.c for (de)quantization, ggml-cpu/quants.c's *_generic for the dot products),
+// because float rounding depends on them: e.g. Q4_0's dot computes (sumi*dx)*dy while
+// Q8_0's computes sumi*(dx*dy). FMA contraction is switched off for these files (see
+// quant_blocks.h), so each operation rounds once, as written.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "engine/core/fp16.h"
+#include "engine/formats/quant_blocks.h"
+#include "engine/formats/quant_impl.h"
+
+namespace inferscope::quant_detail {
+namespace {
+
+// The element of largest magnitude (the first one, on ties), with its sign.
+float signed_absmax(const float* x, int n) {
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        if (amax < std::fabs(x[j])) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
+void min_max(const float* x, int n, float& min, float& max) {
+    min = FLT_MAX;
+    max = -FLT_MAX;
+    for (int j = 0; j < n; ++j) {
+        if (x[j] < min) min = x[j];
+        if (x[j] > max) max = x[j];
+    }
+}
+
+// The 5th bits of the two elements j and j+16 of a Q5 block.
+inline int q5_high_low(uint32_t qh, int j) { return static_cast<int>(((qh >> j) << 4) & 0x10u); }
+inline int q5_high_high(uint32_t qh, int j) { return static_cast<int>((qh >> (j + 12)) & 0x10u); }
+
+inline uint32_t load_qh(const uint8_t qh[4]) {
+    uint32_t value;
+    std::memcpy(&value, qh, sizeof(value));
+    return value;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ dequantization
+
+void dequantize_q4_0(const uint8_t* src, float* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
+        const auto b = load_block<BlockQ4_0>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        for (int j = 0; j < kQK / 2; ++j) {
+            dst[j] = static_cast<float>((b.qs[j] & 0x0F) - 8) * d;
+            dst[j + kQK / 2] = static_cast<float>((b.qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+void dequantize_q4_1(const uint8_t* src, float* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
+        const auto b = load_block<BlockQ4_1>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        const float m = fp16_to_fp32(b.m);
+        for (int j = 0; j < kQK / 2; ++j) {
+            dst[j] = static_cast<float>(b.qs[j] & 0x0F) * d + m;
+            dst[j + kQK / 2] = static_cast<float>(b.qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+void dequantize_q5_0(const uint8_t* src, float* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
+        const auto b = load_block<BlockQ5_0>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        const uint32_t qh = load_qh(b.qh);
+        for (int j = 0; j < kQK / 2; ++j) {
+            dst[j] = static_cast<float>(((b.qs[j] & 0x0F) | q5_high_low(qh, j)) - 16) * d;
+            dst[j + kQK / 2] = static_cast<float>(((b.qs[j] >> 4) | q5_high_high(qh, j)) - 16) * d;
+        }
+    }
+}
+
+void dequantize_q5_1(const uint8_t* src, float* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
+        const auto b = load_block<BlockQ5_1>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        const float m = fp16_to_fp32(b.m);
+        const uint32_t qh = load_qh(b.qh);
+        for (int j = 0; j < kQK / 2; ++j) {
+            dst[j] = static_cast<float>((b.qs[j] & 0x0F) | q5_high_low(qh, j)) * d + m;
+            dst[j + kQK / 2] = static_cast<float>((b.qs[j] >> 4) | q5_high_high(qh, j)) * d + m;
+        }
+    }
+}
+
+void dequantize_q8_0(const uint8_t* src, float* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
+        const auto b = load_block<BlockQ8_0>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(b.qs[j]) * d;
+    }
+}
+
+void dequantize_q8_1(const uint8_t* src, float* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
+        const auto b = load_block<BlockQ8_1>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(b.qs[j]) * d;
+    }
+}
+
+// ------------------------------------------------------------------ reference quantization
+// ggml writes `MIN(15, (int8_t)(x0 + 8.5f))`: truncation (so +8.5 rounds half up around the
+// offset 8), clamped above only. truncate_to_int_x86 + the int8 cast reproduce that exactly.
+
+void quantize_q4_0_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        const float max = signed_absmax(src, kQK);
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        BlockQ4_0 b{};
+        b.d = fp32_to_fp16(d);
+        for (int j = 0; j < kQK / 2; ++j) {
+            const auto lo = static_cast<int8_t>(truncate_to_int_x86(src[j] * id + 8.5f));
+            const auto hi = static_cast<int8_t>(truncate_to_int_x86(src[j + kQK / 2] * id + 8.5f));
+            const auto q0 = static_cast<uint8_t>(std::min<int>(15, lo));
+            const auto q1 = static_cast<uint8_t>(std::min<int>(15, hi));
+            b.qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+        }
+        store_block(dst, i, b);
+    }
+}
+
+void quantize_q4_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        float min, max;
+        min_max(src, kQK, min, max);
+        const float d = (max - min) / 15.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        BlockQ4_1 b{};
+        b.d = fp32_to_fp16(d);
+        b.m = fp32_to_fp16(min);
+        for (int j = 0; j < kQK / 2; ++j) {
+            const auto lo = static_cast<int8_t>(truncate_to_int_x86((src[j] - min) * id + 0.5f));
+            const auto hi = static_cast<int8_t>(truncate_to_int_x86((src[j + kQK / 2] - min) * id + 0.5f));
+            const auto q0 = static_cast<uint8_t>(std::min<int>(15, lo));
+            const auto q1 = static_cast<uint8_t>(std::min<int>(15, hi));
+            b.qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+        }
+        store_block(dst, i, b);
+    }
+}
+
+void quantize_q5_0_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        const float max = signed_absmax(src, kQK);
+        const float d = max / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        BlockQ5_0 b{};
+        b.d = fp32_to_fp16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < kQK / 2; ++j) {
+            const auto lo = static_cast<int8_t>(truncate_to_int_x86(src[j] * id + 16.5f));
+            const auto hi = static_cast<int8_t>(truncate_to_int_x86(src[j + kQK / 2] * id + 16.5f));
+            const auto q0 = static_cast<uint8_t>(std::min<int>(31, lo));
+            const auto q1 = static_cast<uint8_t>(std::min<int>(31, hi));
+            b.qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            qh |= ((q0 & 0x10u) >> 4) << j;
+            qh |= ((q1 & 0x10u) >> 4) << (j + kQK / 2);
+        }
+        std::memcpy(b.qh, &qh, sizeof(qh));
+        store_block(dst, i, b);
+    }
+}
+
+void quantize_q5_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        float min, max;
+        min_max(src, kQK, min, max);
+        const float d = (max - min) / 31.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        BlockQ5_1 b{};
+        b.d = fp32_to_fp16(d);
+        b.m = fp32_to_fp16(min);
+        uint32_t qh = 0;
+        for (int j = 0; j < kQK / 2; ++j) {
+            // ggml: `(uint8_t)(x0 + 0.5f)`, no clamp (x0 <= 31 by construction).
+            const auto q0 = static_cast<uint8_t>(truncate_to_int_x86((src[j] - min) * id + 0.5f));
+            const auto q1 = static_cast<uint8_t>(truncate_to_int_x86((src[j + kQK / 2] - min) * id + 0.5f));
+            b.qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            qh |= ((q0 & 0x10u) >> 4) << j;
+            qh |= ((q1 & 0x10u) >> 4) << (j + kQK / 2);
+        }
+        std::memcpy(b.qh, &qh, sizeof(qh));
+        store_block(dst, i, b);
+    }
+}
+
+namespace {
+
+float absmax(const float* x, int n) {
+    float amax = 0.0f;
+    for (int j = 0; j < n; ++j) amax = amax > std::fabs(x[j]) ? amax : std::fabs(x[j]);  // ggml's MAX()
+    return amax;
+}
+
+// quantize_row_q8_0_ref / q8_1_ref: d = amax/127, q = roundf(x * (1/d)) -- half away from
+// zero, and the multiplier is the reciprocal of the float (not yet f16-rounded) d.
+inline int8_t q8_ref_quant(float x, float id) {
+    return static_cast<int8_t>(truncate_to_int_x86(std::round(x * id)));
+}
+
+}  // namespace
+
+void quantize_q8_0_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        const float d = absmax(src, kQK) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        BlockQ8_0 b{};
+        b.d = fp32_to_fp16(d);
+        for (int j = 0; j < kQK; ++j) b.qs[j] = q8_ref_quant(src[j], id);
+        store_block(dst, i, b);
+    }
+}
+
+void quantize_q8_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        const float d = absmax(src, kQK) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        BlockQ8_1 b{};
+        b.d = fp32_to_fp16(d);
+        int sum = 0;
+        for (int j = 0; j < kQK; ++j) {
+            b.qs[j] = q8_ref_quant(src[j], id);
+            sum += b.qs[j];
+        }
+        b.s = fp32_to_fp16(static_cast<float>(sum) * d);
+        store_block(dst, i, b);
+    }
+}
+
+// ------------------------------------------------------------------ activation quantization
+// ggml-cpu's x86 quantize_row_q8_0 / q8_1 (the AVX/AVX2 path, which is what llama.cpp runs
+// on every x86-64 machine built with its default GGML_NATIVE) differ from the _ref versions
+// in two ways, both reproduced here:
+//  * the multiplier is id = 127/amax, computed directly (not 1/(amax/127)); the two can
+//    differ by one ulp;
+//  * x*id is rounded with _mm256_round_ps(_MM_ROUND_NEAREST): to nearest, ties to EVEN
+//    (roundf would take 2.5 to 3; this takes it to 2).
+// The stored scale is still f16(amax/127), and Q8_1's s is f16(d * sum(q)) with the float d.
+
+void quantize_q8_0_activations(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        const float amax = absmax(src, kQK);
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        BlockQ8_0 b{};
+        b.d = fp32_to_fp16(amax / 127.0f);
+        for (int j = 0; j < kQK; ++j) b.qs[j] = round_even_saturate_int8(src[j] * id);
+        store_block(dst, i, b);
+    }
+}
+
+void quantize_q8_1_activations(const float* src, uint8_t* dst, int64_t blocks) {
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        const float amax = absmax(src, kQK);
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        BlockQ8_1 b{};
+        b.d = fp32_to_fp16(d);
+        int sum = 0;
+        for (int j = 0; j < kQK; ++j) {
+            b.qs[j] = round_even_saturate_int8(src[j] * id);
+            sum += b.qs[j];
+        }
+        b.s = fp32_to_fp16(d * static_cast<float>(sum));
+        store_block(dst, i, b);
+    }
+}
+
+// ------------------------------------------------------------------ dot products
+// Integer sums within a block (exact), then one float update of the running sum per block,
+// with ggml's operand order. The running sum is a float, as in ggml.
+
+float vec_dot_q4_0_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < blocks; ++i) {
+        const auto bw = load_block<BlockQ4_0>(w, i);
+        const auto bx = load_block<BlockQ8_0>(x, i);
+        int sumi = 0;
+        for (int j = 0; j < kQK / 2; ++j) {
+            sumi += ((bw.qs[j] & 0x0F) - 8) * bx.qs[j];
+            sumi += ((bw.qs[j] >> 4) - 8) * bx.qs[j + kQK / 2];
+        }
+        sumf += static_cast<float>(sumi) * fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d);
+    }
+    return sumf;
+}
+
+float vec_dot_q4_1_q8_1(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < blocks; ++i) {
+        const auto bw = load_block<BlockQ4_1>(w, i);
+        const auto bx = load_block<BlockQ8_1>(x, i);
+        int sumi = 0;
+        for (int j = 0; j < kQK / 2; ++j) {
+            sumi += (bw.qs[j] & 0x0F) * bx.qs[j];
+            sumi += (bw.qs[j] >> 4) * bx.qs[j + kQK / 2];
+        }
+        // d_w*d_x*sum(qw*qx) + m_w*s_x, where s_x = d_x*sum(qx): the min term needs no qw.
+        sumf += (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d)) * static_cast<float>(sumi) +
+                fp16_to_fp32(bw.m) * fp16_to_fp32(bx.s);
+    }
+    return sumf;
+}
+
+float vec_dot_q5_0_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < blocks; ++i) {
+        const auto bw = load_block<BlockQ5_0>(w, i);
+        const auto bx = load_block<BlockQ8_0>(x, i);
+        const uint32_t qh = load_qh(bw.qh);
+        int sumi = 0;
+        for (int j = 0; j < kQK / 2; ++j) {
+            sumi += (((bw.qs[j] & 0x0F) | q5_high_low(qh, j)) - 16) * bx.qs[j];
+            sumi += (((bw.qs[j] >> 4) | q5_high_high(qh, j)) - 16) * bx.qs[j + kQK / 2];
+        }
+        sumf += (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d)) * static_cast<float>(sumi);
+    }
+    return sumf;
+}
+
+float vec_dot_q5_1_q8_1(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < blocks; ++i) {
+        const auto bw = load_block<BlockQ5_1>(w, i);
+        const auto bx = load_block<BlockQ8_1>(x, i);
+        const uint32_t qh = load_qh(bw.qh);
+        int sumi = 0;
+        for (int j = 0; j < kQK / 2; ++j) {
+            sumi += ((bw.qs[j] & 0x0F) | q5_high_low(qh, j)) * bx.qs[j];
+            sumi += ((bw.qs[j] >> 4) | q5_high_high(qh, j)) * bx.qs[j + kQK / 2];
+        }
+        sumf += (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d)) * static_cast<float>(sumi) +
+                fp16_to_fp32(bw.m) * fp16_to_fp32(bx.s);
+    }
+    return sumf;
+}
+
+float vec_dot_q8_0_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < blocks; ++i) {
+        const auto bw = load_block<BlockQ8_0>(w, i);
+        const auto bx = load_block<BlockQ8_0>(x, i);
+        int sumi = 0;
+        for (int j = 0; j < kQK; ++j) sumi += bw.qs[j] * bx.qs[j];
+        sumf += static_cast<float>(sumi) * (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d));
+    }
+    return sumf;
+}
+
+}  // namespace inferscope::quant_detail

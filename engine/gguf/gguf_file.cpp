@@ -1,0 +1,364 @@
+#include "engine/gguf/gguf_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "engine/core/error.h"
+#include "engine/gguf/mapped_file.h"
+
+namespace inferscope {
+namespace {
+
+constexpr uint32_t kMaxArrayNesting = 8;
+constexpr uint64_t kMaxDimension = uint64_t{1} << 62;
+
+// Sequential little-endian reads over the file with bounds checks; every failure reports
+// the offset where the problem starts.
+class Cursor {
+public:
+    Cursor(std::span<const uint8_t> bytes, const std::string& path) : bytes_(bytes), path_(path) {}
+
+    uint64_t offset() const { return offset_; }
+    uint64_t remaining() const { return bytes_.size() - offset_; }
+
+    [[noreturn]] void fail(const std::string& problem) const { fail_at(offset_, problem); }
+    [[noreturn]] void fail_at(uint64_t offset, const std::string& problem) const {
+        throw GgufError(path_, offset, problem);
+    }
+
+    template <typename T>
+    T read(const char* what) {
+        if (remaining() < sizeof(T)) {
+            fail("file ends inside " + std::string(what) + " (needs " + std::to_string(sizeof(T)) +
+                 " bytes, " + std::to_string(remaining()) + " left): the file is truncated");
+        }
+        T value;
+        std::memcpy(&value, bytes_.data() + offset_, sizeof(T));
+        offset_ += sizeof(T);
+        return value;
+    }
+
+    std::string read_string(const char* what) {
+        const uint64_t start = offset_;
+        const auto length = read<uint64_t>(what);
+        if (length > remaining()) {
+            fail_at(start, std::string(what) + " claims " + std::to_string(length) + " bytes but only " +
+                               std::to_string(remaining()) + " remain in the file");
+        }
+        std::string s(reinterpret_cast<const char*>(bytes_.data() + offset_), length);
+        offset_ += length;
+        return s;
+    }
+
+    // Checks that `count` items of at least `min_item_bytes` each can still fit in the file
+    // before anything is allocated for them.
+    void require_items(uint64_t count, uint64_t min_item_bytes, const std::string& what) const {
+        if (min_item_bytes != 0 && count > remaining() / min_item_bytes) {
+            fail(what + " count " + std::to_string(count) + " cannot fit in the " + std::to_string(remaining()) +
+                 " bytes left in the file");
+        }
+    }
+
+    void seek(uint64_t offset) { offset_ = offset; }
+
+private:
+    std::span<const uint8_t> bytes_;
+    const std::string& path_;
+    uint64_t offset_ = 0;
+};
+
+uint64_t min_encoded_size(GgufType type) {
+    switch (type) {
+        case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
+        case GgufType::UINT16: case GgufType::INT16: return 2;
+        case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
+        case GgufType::UINT64: case GgufType::INT64: case GgufType::FLOAT64: return 8;
+        case GgufType::STRING: return 8;
+        case GgufType::ARRAY: return 12;
+    }
+    return 1;
+}
+
+GgufType read_type(Cursor& cur, const char* what) {
+    const uint64_t at = cur.offset();
+    const auto id = cur.read<uint32_t>(what);
+    if (!gguf_type_is_valid(id)) cur.fail_at(at, std::string("invalid ") + what + " " + std::to_string(id) + " (valid: 0..12)");
+    return static_cast<GgufType>(id);
+}
+
+GgufValue read_value(Cursor& cur, GgufType type, uint32_t depth) {
+    switch (type) {
+        case GgufType::UINT8: return GgufValue::u8(cur.read<uint8_t>("a uint8 value"));
+        case GgufType::INT8: return GgufValue::i8(cur.read<int8_t>("an int8 value"));
+        case GgufType::UINT16: return GgufValue::u16(cur.read<uint16_t>("a uint16 value"));
+        case GgufType::INT16: return GgufValue::i16(cur.read<int16_t>("an int16 value"));
+        case GgufType::UINT32: return GgufValue::u32(cur.read<uint32_t>("a uint32 value"));
+        case GgufType::INT32: return GgufValue::i32(cur.read<int32_t>("an int32 value"));
+        case GgufType::UINT64: return GgufValue::u64(cur.read<uint64_t>("a uint64 value"));
+        case GgufType::INT64: return GgufValue::i64(cur.read<int64_t>("an int64 value"));
+        case GgufType::FLOAT32: return GgufValue::f32(cur.read<float>("a float32 value"));
+        case GgufType::FLOAT64: return GgufValue::f64(cur.read<double>("a float64 value"));
+        case GgufType::BOOL: {
+            const uint64_t at = cur.offset();
+            const auto b = cur.read<uint8_t>("a bool value");
+            if (b > 1) cur.fail_at(at, "bool value " + std::to_string(b) + " is neither 0 nor 1");
+            return GgufValue::boolean(b != 0);
+        }
+        case GgufType::STRING: return GgufValue::string(cur.read_string("a string value"));
+        case GgufType::ARRAY: {
+            if (depth >= kMaxArrayNesting) {
+                cur.fail("arrays nested deeper than " + std::to_string(kMaxArrayNesting) + " levels");
+            }
+            GgufArray array;
+            array.element_type = read_type(cur, "array element type");
+            const auto count = cur.read<uint64_t>("an array length");
+            cur.require_items(count, min_encoded_size(array.element_type), "array element");
+            array.items.reserve(count);
+            for (uint64_t i = 0; i < count; ++i) array.items.push_back(read_value(cur, array.element_type, depth + 1));
+            return GgufValue::array(std::move(array));
+        }
+    }
+    cur.fail("unreachable value type");
+}
+
+bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
+
+}  // namespace
+
+uint64_t GgufTensorInfo::rows() const {
+    uint64_t r = 1;
+    for (size_t i = 1; i < dims.size(); ++i) r *= dims[i];
+    return r;
+}
+
+std::string GgufTensorInfo::shape_string() const {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(dims[i]);
+    }
+    return s + "]";
+}
+
+GgufFile::GgufFile(GgufFile&&) noexcept = default;
+GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
+GgufFile::~GgufFile() = default;
+
+GgufFile GgufFile::open(const std::string& path) {
+    GgufFile file;
+    file.path_ = path;
+    file.mapping_ = std::make_unique<MappedFile>(path);
+    file.bytes_ = file.mapping_->bytes();
+    file.parse();
+    return file;
+}
+
+GgufFile GgufFile::from_bytes(std::vector<uint8_t> bytes, const std::string& name) {
+    GgufFile file;
+    file.path_ = name;
+    file.owned_bytes_ = std::move(bytes);
+    file.bytes_ = file.owned_bytes_;
+    file.parse();
+    return file;
+}
+
+void GgufFile::parse() {
+    Cursor cur(bytes_, path_);
+    const auto magic = cur.read<uint32_t>("the magic number");
+    if (magic != kGgufMagic) {
+        char shown[5] = {};
+        std::memcpy(shown, &magic, 4);
+        for (char& c : shown) {
+            if (c != 0 && (c < 32 || c > 126)) c = '?';
+        }
+        cur.fail_at(0, "not a GGUF file (magic is \"" + std::string(shown) + "\", expected \"GGUF\")");
+    }
+    version_ = cur.read<uint32_t>("the version");
+    if (version_ == 1) cur.fail_at(4, "GGUF version 1 is not supported (only versions 2 and 3); re-convert the model");
+    if (version_ != 2 && version_ != 3) {
+        cur.fail_at(4, "unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
+    }
+    const auto tensor_count = cur.read<uint64_t>("the tensor count");
+    const auto kv_count = cur.read<uint64_t>("the metadata count");
+    // A key-value pair needs at least 8 (key length) + 4 (type) + 1 bytes; a tensor info at
+    // least 8 (name length) + 4 (dims) + 8 (one dim) + 4 (type) + 8 (offset).
+    cur.require_items(kv_count, 13, "metadata");
+    cur.require_items(tensor_count, 32, "tensor");
+
+    metadata_.reserve(kv_count);
+    for (uint64_t i = 0; i < kv_count; ++i) {
+        const uint64_t at = cur.offset();
+        std::string key = cur.read_string("a metadata key");
+        if (key.empty()) cur.fail_at(at, "metadata key #" + std::to_string(i) + " is empty");
+        const GgufType type = read_type(cur, "metadata value type");
+        GgufValue value = read_value(cur, type, 0);
+        if (!metadata_index_.emplace(key, metadata_.size()).second) {
+            cur.fail_at(at, "duplicate metadata key \"" + key + "\"");
+        }
+        metadata_.push_back({std::move(key), std::move(value), at});
+    }
+
+    if (const GgufValue* alignment = find("general.alignment")) {
+        if (alignment->type() != GgufType::UINT32 || !is_power_of_two(alignment->as_u64())) {
+            cur.fail("general.alignment must be a power-of-two uint32, got " + std::string(gguf_type_name(alignment->type())) +
+                     " " + alignment->to_display_string());
+        }
+        alignment_ = static_cast<uint32_t>(alignment->as_u64());
+    }
+
+    tensors_.reserve(tensor_count);
+    for (uint64_t i = 0; i < tensor_count; ++i) {
+        const uint64_t at = cur.offset();
+        GgufTensorInfo info;
+        info.name = cur.read_string("a tensor name");
+        if (info.name.empty()) cur.fail_at(at, "tensor #" + std::to_string(i) + " has an empty name");
+        const std::string label = "tensor \"" + info.name + "\"";
+        const uint64_t dims_at = cur.offset();
+        const auto n_dims = cur.read<uint32_t>("a tensor dimension count");
+        if (n_dims == 0 || n_dims > kGgufMaxDims) {
+            cur.fail_at(dims_at, label + " has " + std::to_string(n_dims) + " dimensions (allowed: 1.." +
+                                     std::to_string(kGgufMaxDims) + ")");
+        }
+        info.element_count = 1;
+        for (uint32_t d = 0; d < n_dims; ++d) {
+            const uint64_t dim_at = cur.offset();
+            const auto dim = cur.read<uint64_t>("a tensor dimension");
+            if (dim == 0 || dim > kMaxDimension) {
+                cur.fail_at(dim_at, label + " dimension " + std::to_string(d) + " is " + std::to_string(dim));
+            }
+            if (info.element_count > std::numeric_limits<uint64_t>::max() / dim ||
+                info.element_count * dim > kMaxDimension) {
+                cur.fail_at(dim_at, label + " element count overflows (shape too large)");
+            }
+            info.element_count *= dim;
+            info.dims.push_back(dim);
+        }
+        const uint64_t type_at = cur.offset();
+        const auto type_id = cur.read<uint32_t>("a tensor type");
+        const auto traits = ggml_type_traits(type_id);
+        if (!traits) cur.fail_at(type_at, label + " has unknown tensor type id " + std::to_string(type_id));
+        info.type = traits->type;
+        if (info.dims[0] % traits->block_elements != 0) {
+            cur.fail_at(type_at, label + " row length " + std::to_string(info.dims[0]) + " is not a multiple of the " +
+                                     std::string(traits->name) + " block size " + std::to_string(traits->block_elements));
+        }
+        info.byte_count = info.element_count / traits->block_elements * traits->block_bytes;
+        const uint64_t offset_at = cur.offset();
+        info.offset = cur.read<uint64_t>("a tensor data offset");
+        if (info.offset % alignment_ != 0) {
+            cur.fail_at(offset_at, label + " data offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
+                                       std::to_string(alignment_));
+        }
+        if (!tensor_index_.emplace(info.name, tensors_.size()).second) {
+            cur.fail_at(at, "duplicate tensor name \"" + info.name + "\"");
+        }
+        tensors_.push_back(std::move(info));
+    }
+
+    data_offset_ = align_up(cur.offset(), alignment_);
+    if (!tensors_.empty() && data_offset_ > bytes_.size()) {
+        cur.fail("the tensor data section would start at " + std::to_string(data_offset_) + ", past the end of the " +
+                 std::to_string(bytes_.size()) + "-byte file: the file is truncated");
+    }
+    const uint64_t data_size = tensors_.empty() ? 0 : bytes_.size() - data_offset_;
+    for (auto& info : tensors_) {
+        if (info.offset > data_size || info.byte_count > data_size - info.offset) {
+            cur.fail_at(data_offset_ + std::min(info.offset, data_size),
+                        "tensor \"" + info.name + "\" data [" + std::to_string(info.offset) + ", +" +
+                            std::to_string(info.byte_count) + ") lies outside the " + std::to_string(data_size) +
+                            "-byte data section: the file is truncated or corrupt");
+        }
+        info.data = bytes_.subspan(data_offset_ + info.offset, info.byte_count);
+    }
+
+    std::vector<const GgufTensorInfo*> by_offset;
+    for (const auto& info : tensors_) by_offset.push_back(&info);
+    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+        const auto* prev = by_offset[i - 1];
+        if (prev->offset + prev->byte_count > by_offset[i]->offset) {
+            cur.fail_at(data_offset_ + by_offset[i]->offset,
+                        "tensor \"" + by_offset[i]->name + "\" overlaps tensor \"" + prev->name + "\"");
+        }
+    }
+}
+
+const GgufValue* GgufFile::find(const std::string& key) const {
+    const auto it = metadata_index_.find(key);
+    return it == metadata_index_.end() ? nullptr : &metadata_[it->second].value;
+}
+
+uint64_t GgufFile::metadata_offset(const std::string& key) const {
+    const auto it = metadata_index_.find(key);
+    // A missing key is reported at the start of the metadata section, after the 24-byte header.
+    return it == metadata_index_.end() ? 24 : metadata_[it->second].offset;
+}
+
+const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
+    const auto it = tensor_index_.find(name);
+    return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+void GgufFile::fail_key(const std::string& key, const std::string& problem) const {
+    throw GgufError(path_, metadata_offset(key), "metadata key \"" + key + "\": " + problem);
+}
+
+namespace {
+template <typename F>
+decltype(auto) convert_or_fail(const GgufFile& file, const std::string& key, const GgufValue& value, F&& convert) {
+    try {
+        return convert(value);
+    } catch (const InvalidArgument& e) {
+        throw GgufError(file.path(), file.metadata_offset(key), "metadata key \"" + key + "\": " + e.what());
+    }
+}
+}  // namespace
+
+std::string GgufFile::get_string(const std::string& key) const {
+    const GgufValue* v = find(key);
+    if (!v) fail_key(key, "required but missing");
+    return convert_or_fail(*this, key, *v, [](const GgufValue& x) { return x.as_string(); });
+}
+
+std::string GgufFile::get_string(const std::string& key, const std::string& fallback) const {
+    const GgufValue* v = find(key);
+    return v ? convert_or_fail(*this, key, *v, [](const GgufValue& x) { return x.as_string(); }) : fallback;
+}
+
+uint64_t GgufFile::get_u64(const std::string& key) const {
+    const GgufValue* v = find(key);
+    if (!v) fail_key(key, "required but missing");
+    return convert_or_fail(*this, key, *v, [](const GgufValue& x) { return x.as_u64(); });
+}
+
+uint64_t GgufFile::get_u64(const std::string& key, uint64_t fallback) const {
+    const GgufValue* v = find(key);
+    return v ? convert_or_fail(*this, key, *v, [](const GgufValue& x) { return x.as_u64(); }) : fallback;
+}
+
+double GgufFile::get_f64(const std::string& key) const {
+    const GgufValue* v = find(key);
+    if (!v) fail_key(key, "required but missing");
+    return convert_or_fail(*this, key, *v, [](const GgufValue& x) { return x.as_f64(); });
+}
+
+double GgufFile::get_f64(const std::string& key, double fallback) const {
+    const GgufValue* v = find(key);
+    return v ? convert_or_fail(*this, key, *v, [](const GgufValue& x) { return x.as_f64(); }) : fallback;
+}
+
+bool GgufFile::get_bool(const std::string& key, bool fallback) const {
+    const GgufValue* v = find(key);
+    return v ? convert_or_fail(*this, key, *v, [](const GgufValue& x) { return x.as_bool(); }) : fallback;
+}
+
+const GgufArray& GgufFile::get_array(const std::string& key) const {
+    const GgufValue* v = find(key);
+    if (!v) fail_key(key, "required but missing");
+    return convert_or_fail(*this, key, *v, [](const GgufValue& x) -> const GgufArray& { return x.as_array(); });
+}
+
+}  // namespace inferscope

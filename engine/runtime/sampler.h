@@ -1,0 +1,51 @@
+#pragma once
+// Token sampling: repetition penalty, then top-k, top-p and min-p filtering on the
+// untempered distribution, then temperature, then a draw from a seeded generator (the
+// order of llama.cpp's default sampler chain). Temperature <= 0 means greedy.
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "engine/tokenizer/tokenizer.h"
+
+namespace inferscope {
+
+struct SamplingParams {
+    float temperature = 0.8f;   // <= 0: greedy (argmax, ties to the lowest id)
+    int top_k = 40;             // <= 0: off
+    float top_p = 0.95f;        // >= 1: off
+    float min_p = 0.05f;        // <= 0: off
+    float repeat_penalty = 1.0f;  // 1: off
+    int repeat_last_n = 64;     // tokens of history the penalty looks at
+    uint64_t seed = 42;
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplingParams& params);
+
+    // Picks the next token from one row of logits; `history` is the sequence so far
+    // (prompt and generated tokens), used by the repetition penalty.
+    TokenId sample(std::span<const float> logits, std::span<const TokenId> history);
+
+    const SamplingParams& params() const { return params_; }
+
+private:
+    struct Candidate {
+        TokenId id;
+        float logit;
+        float p;
+    };
+    void apply_repetition_penalty(std::vector<Candidate>& candidates, std::span<const TokenId> history) const;
+    void truncate(std::vector<Candidate>& candidates) const;
+
+    SamplingParams params_;
+    std::mt19937_64 rng_;
+    std::vector<Candidate> candidates_;
+};
+
+// Index of the largest logit, the lowest index among equals.
+TokenId argmax(std::span<const float> logits);
+
+}  // namespace inferscope

@@ -1,0 +1,74 @@
+#pragma once
+// An inference session: one model on one backend with its paged KV cache. It validates
+// batches, grows and frees sequences in the block pool, runs forward passes and tells
+// observers about every step.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/runtime/kv_block_pool.h"
+#include "engine/runtime/step_event.h"
+
+namespace inferscope {
+
+class Model;
+
+struct SessionOptions {
+    int n_threads = 0;      // 0: one per physical core
+    int n_ctx = 0;          // tokens per sequence; 0: the model's context length, at most 4096
+    KvDtype kv_dtype = KvDtype::F16;
+    int block_tokens = 16;  // tokens per KV block
+    int max_sequences = 1;  // sequences that can be resident at full context at once
+};
+
+class InferenceSession {
+public:
+    // Uses the CPU backend when `backend` is null. Throws CapacityError when the KV cache
+    // cannot be allocated.
+    InferenceSession(std::shared_ptr<const Model> model, const SessionOptions& options,
+                     std::unique_ptr<Backend> backend = nullptr);
+
+    const Model& model() const { return *model_; }
+    const std::shared_ptr<const Model>& model_ptr() const { return model_; }
+    Backend& backend() { return *backend_; }
+    const KvBlockPool& kv_cache() const { return pool_; }
+    int context_size() const { return n_ctx_; }
+    int thread_count() const { return n_threads_; }
+
+    SeqId new_sequence();
+    void free_sequence(SeqId seq);
+    void truncate_sequence(SeqId seq, int n_tokens);
+    int sequence_length(SeqId seq) const { return pool_.sequence_length(seq); }
+
+    // Runs one forward pass. Each sequence's tokens must continue it: positions
+    // length, length+1, ... in batch order. Returns logits [n_outputs x n_vocab] (valid
+    // until the next call). Throws InvalidArgument for malformed batches and CapacityError
+    // when a sequence would exceed the context or the pool; the cache is then unchanged.
+    std::span<const float> decode(std::span<const BatchToken> batch, std::optional<StepPhase> phase = std::nullopt);
+
+    using StepObserver = std::function<void(const StepEvent&)>;
+    int add_step_observer(StepObserver observer);
+    void remove_step_observer(int id);
+
+private:
+    std::map<SeqId, int> validate(std::span<const BatchToken> batch) const;
+    static StepPhase infer_phase(const std::map<SeqId, int>& tokens_per_sequence);
+
+    std::shared_ptr<const Model> model_;
+    int n_ctx_;
+    int n_threads_;
+    std::unique_ptr<Backend> backend_;
+    KvBlockPool pool_;
+    std::vector<float> logits_;
+    SeqId next_seq_ = 0;
+    int64_t step_ = 0;
+    int next_observer_id_ = 0;
+    std::map<int, StepObserver> observers_;
+};
+
+}  // namespace inferscope

@@ -1,0 +1,28 @@
+#pragma once
+// One record per forward pass: what the step did and what it cost. Observers (the CLI's
+// --steps file, the GUI's charts) receive these as they happen.
+#include <cstdint>
+#include <string_view>
+
+namespace inferscope {
+
+enum class StepPhase {
+    Prefill,  // prompt tokens (possibly several sequences)
+    Decode,   // one generated token per sequence
+    Mixed,    // prompt chunks and decode tokens in the same step
+};
+
+std::string_view step_phase_name(StepPhase phase);  // "prefill", "decode", "mixed"
+
+struct StepEvent {
+    int64_t step = 0;            // index since the session started
+    StepPhase phase = StepPhase::Prefill;
+    int n_tokens = 0;            // tokens in the batch
+    int n_sequences = 0;         // distinct sequences in the batch
+    int context_length = 0;      // longest sequence in the batch after the step, in tokens
+    int64_t wall_ns = 0;         // wall time of the forward pass
+    uint64_t kv_bytes_in_use = 0;    // tokens cached x bytes per token, after the step
+    uint64_t kv_bytes_reserved = 0;  // blocks handed out x block bytes, after the step
+};
+
+}  // namespace inferscope

@@ -1,0 +1,286 @@
+#include "engine/synth/synthetic_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/formats/quant_ref.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/unicode_text.h"
+
+namespace inferscope {
+namespace {
+
+// Gaussian numbers from SplitMix64 and Box-Muller: fast enough to fill a 0.5B-parameter
+// model in seconds, and the same on every platform (std::normal_distribution is not).
+class GaussianSource {
+public:
+    explicit GaussianSource(uint64_t seed) : state_(seed) {}
+    float next() {
+        if (has_spare_) {
+            has_spare_ = false;
+            return spare_;
+        }
+        const double u1 = (static_cast<double>(next_u64() >> 11) + 0.5) * 0x1.0p-53;
+        const double u2 = static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+        const double radius = std::sqrt(-2.0 * std::log(u1));
+        spare_ = static_cast<float>(radius * std::sin(2.0 * M_PI * u2));
+        has_spare_ = true;
+        return static_cast<float>(radius * std::cos(2.0 * M_PI * u2));
+    }
+    uint64_t next_u64() {
+        uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+
+private:
+    uint64_t state_;
+    float spare_ = 0;
+    bool has_spare_ = false;
+};
+
+std::vector<float> gaussian(GaussianSource& rng, size_t n, float mean, float std) {
+    std::vector<float> values(n);
+    for (auto& v : values) v = mean + std * rng.next();
+    return values;
+}
+
+std::vector<uint8_t> encode(GgmlType type, const std::vector<float>& values, int64_t row_length) {
+    const auto rows = static_cast<int64_t>(values.size()) / row_length;
+    const uint64_t row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(row_length));
+    std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+        // Weights are written as llama-quantize writes them, not as activations are encoded.
+        quantize_row_reference(type, values.data() + r * row_length, bytes.data() + static_cast<uint64_t>(r) * row_bytes, row_length);
+    }
+    return bytes;
+}
+
+// Syllable words for the filler tokens, so a random model's output reads as (clearly
+// synthetic) words rather than raw bytes.
+std::string filler_word(GaussianSource& rng) {
+    static constexpr const char* kSyllables[] = {"ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "zen", "pa",
+                                                 "do", "fi", "gu", "ho", "ji", "ly", "qua", "ser", "tum", "wex"};
+    const int count = 1 + static_cast<int>(rng.next_u64() % 3);
+    std::string word = "\xC4\xA0";  // U+0120, the byte-level encoding of a leading space
+    for (int i = 0; i < count; ++i) word += kSyllables[rng.next_u64() % std::size(kSyllables)];
+    return word;
+}
+
+void add_byte_level_tokenizer(GgufWriter& writer, int n_vocab, uint64_t seed) {
+    constexpr int kSpecial = 2;
+    if (n_vocab < 256 + kSpecial) throw InvalidArgument("a byte-level vocabulary needs at least 258 tokens");
+    std::vector<std::string> tokens;
+    std::vector<int32_t> types;
+    for (int b = 0; b < 256; ++b) {
+        std::string text;
+        tokenizer_detail::append_byte_level(text, std::string(1, static_cast<char>(b)));
+        tokens.push_back(text);
+        types.push_back(1);  // normal
+    }
+    tokens.push_back("<s>");
+    tokens.push_back("</s>");
+    types.insert(types.end(), {3, 3});  // control
+    GaussianSource rng(seed ^ 0x5EEDull);
+    while (static_cast<int>(tokens.size()) < n_vocab) {
+        tokens.push_back(filler_word(rng) + std::to_string(tokens.size()));
+        types.push_back(1);
+    }
+    writer.set("tokenizer.ggml.model", GgufValue::string("gpt2"));
+    writer.set("tokenizer.ggml.pre", GgufValue::string("default"));
+    writer.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
+    writer.set("tokenizer.ggml.token_type", GgufValue::i32_array(types));
+    writer.set("tokenizer.ggml.merges", GgufValue::string_array({}));
+    writer.set("tokenizer.ggml.bos_token_id", GgufValue::u32(256));
+    writer.set("tokenizer.ggml.eos_token_id", GgufValue::u32(257));
+    writer.set("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
+}
+
+// Copies every tokenizer.ggml.* key of `vocab_path`; returns its vocabulary size.
+int copy_tokenizer(GgufWriter& writer, const std::string& vocab_path) {
+    const GgufFile vocab = GgufFile::open(vocab_path);
+    for (const auto& kv : vocab.metadata()) {
+        if (kv.key.rfind("tokenizer.", 0) == 0) writer.set(kv.key, kv.value);
+    }
+    return static_cast<int>(vocab.get_array("tokenizer.ggml.tokens").items.size());
+}
+
+void validate(const SyntheticModelSpec& s) {
+    if (s.architecture != "llama" && s.architecture != "qwen2") {
+        throw InvalidArgument("make-model supports the architectures llama and qwen2, not \"" + s.architecture + "\"");
+    }
+    if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 || s.context_length <= 0) {
+        throw InvalidArgument("model dimensions must be positive");
+    }
+    if (s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 || (s.n_embd / s.n_head) % 2 != 0) {
+        throw InvalidArgument("n_embd must split into an even head size, and heads into KV groups");
+    }
+    const auto block = static_cast<int>(ggml_type_traits(s.dtype).block_elements);
+    if (s.n_embd % block != 0 || s.n_ff % block != 0) {
+        throw InvalidArgument("n_embd and n_ff must be multiples of " + std::to_string(block) + " for " +
+                              std::string(ggml_type_name(s.dtype)));
+    }
+    for (int d : s.outlier_dims) {
+        if (d < 0 || d >= s.n_embd) throw InvalidArgument("outlier dimension " + std::to_string(d) + " is outside n_embd");
+    }
+}
+
+}  // namespace
+
+std::vector<std::string_view> synthetic_preset_names() { return {"default", "qwen2.5-0.5b", "llama-1b", "tiny-qwen2"}; }
+
+SyntheticModelSpec synthetic_preset(std::string_view name) {
+    SyntheticModelSpec s;
+    if (name == "default") {
+        s.name = "inferscope-builtin-synthetic";
+    } else if (name == "qwen2.5-0.5b") {
+        s.architecture = "qwen2";
+        s.name = "synthetic-qwen2.5-0.5b-shape";
+        s.n_layer = 24;
+        s.n_embd = 896;
+        s.n_head = 14;
+        s.n_head_kv = 2;
+        s.n_ff = 4864;
+        s.n_vocab = 151936;
+        s.context_length = 32768;
+        s.rope_freq_base = 1e6f;
+        s.rms_norm_eps = 1e-6f;
+        s.tied_output = true;
+    } else if (name == "llama-1b") {
+        s.architecture = "llama";
+        s.name = "synthetic-llama-3.2-1b-shape";
+        s.n_layer = 16;
+        s.n_embd = 2048;
+        s.n_head = 32;
+        s.n_head_kv = 8;
+        s.n_ff = 8192;
+        s.n_vocab = 128256;
+        s.context_length = 131072;
+        s.rope_freq_base = 500000.0f;
+        s.rms_norm_eps = 1e-5f;
+        s.tied_output = true;
+    } else if (name == "tiny-qwen2") {
+        s.architecture = "qwen2";
+        s.name = "synthetic-tiny-qwen2";
+        s.n_layer = 2;
+        s.n_embd = 64;
+        s.n_head = 4;
+        s.n_head_kv = 2;
+        s.n_ff = 160;
+        s.n_vocab = 512;
+        s.context_length = 512;
+        s.rope_freq_base = 1e6f;
+        s.rms_norm_eps = 1e-6f;
+        s.tied_output = true;
+    } else {
+        std::string names;
+        for (auto n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
+        throw InvalidArgument("unknown preset \"" + std::string(name) + "\" (available: " + names + ")");
+    }
+    return s;
+}
+
+namespace {
+
+void add_metadata(GgufWriter& w, const SyntheticModelSpec& s) {
+    const std::string a = s.architecture + ".";
+    w.set("general.architecture", GgufValue::string(s.architecture));
+    w.set("general.name", GgufValue::string(s.name));
+    w.set("general.file_type", GgufValue::u32(s.dtype == GgmlType::F32 ? 0 : s.dtype == GgmlType::F16 ? 1 : 7));
+    w.set("inferscope.synthetic", GgufValue::boolean(true));
+    w.set("inferscope.synthetic.seed", GgufValue::u64(s.seed));
+    w.set(a + "block_count", GgufValue::u32(static_cast<uint32_t>(s.n_layer)));
+    w.set(a + "context_length", GgufValue::u32(static_cast<uint32_t>(s.context_length)));
+    w.set(a + "embedding_length", GgufValue::u32(static_cast<uint32_t>(s.n_embd)));
+    w.set(a + "feed_forward_length", GgufValue::u32(static_cast<uint32_t>(s.n_ff)));
+    w.set(a + "attention.head_count", GgufValue::u32(static_cast<uint32_t>(s.n_head)));
+    w.set(a + "attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(s.n_head_kv)));
+    w.set(a + "rope.freq_base", GgufValue::f32(s.rope_freq_base));
+    w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::f32(s.rms_norm_eps));
+}
+
+struct WeightFactory {
+    GgufWriter& writer;
+    const SyntheticModelSpec& spec;
+    GaussianSource rng;
+
+    // A [rows x cols] matrix (GGUF dims [cols, rows]) with outlier rows scaled.
+    void matrix(const std::string& name, int rows, int cols, float std, const std::vector<int>& scaled_rows = {},
+                float row_scale = 1.0f) {
+        std::vector<float> values = gaussian(rng, static_cast<size_t>(rows) * static_cast<size_t>(cols), 0.0f, std);
+        for (int r : scaled_rows) {
+            for (int c = 0; c < cols; ++c) values[static_cast<size_t>(r) * static_cast<size_t>(cols) + static_cast<size_t>(c)] *= row_scale;
+        }
+        writer.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, spec.dtype,
+                          encode(spec.dtype, values, cols));
+    }
+    void vector(const std::string& name, int n, float mean, float std, const std::vector<int>& scaled = {},
+                float scale = 1.0f) {
+        std::vector<float> values = gaussian(rng, static_cast<size_t>(n), mean, std);
+        for (int i : scaled) values[static_cast<size_t>(i)] *= scale;
+        writer.add_f32_tensor(name, {static_cast<uint64_t>(n)}, values);
+    }
+};
+
+void add_embedding(WeightFactory& f, const SyntheticModelSpec& s) {
+    std::vector<float> values = gaussian(f.rng, static_cast<size_t>(s.n_vocab) * static_cast<size_t>(s.n_embd), 0.0f,
+                                         s.embedding_std);
+    for (int d : s.outlier_dims) {
+        for (int v = 0; v < s.n_vocab; ++v) values[static_cast<size_t>(v) * static_cast<size_t>(s.n_embd) + static_cast<size_t>(d)] *= s.outlier_scale;
+    }
+    f.writer.add_tensor("token_embd.weight", {static_cast<uint64_t>(s.n_embd), static_cast<uint64_t>(s.n_vocab)}, s.dtype,
+                        encode(s.dtype, values, s.n_embd));
+}
+
+}  // namespace
+
+GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
+    SyntheticModelSpec s = input;
+    GgufWriter writer;
+    if (!s.vocab_path.empty()) {
+        s.n_vocab = copy_tokenizer(writer, s.vocab_path);
+    } else {
+        add_byte_level_tokenizer(writer, s.n_vocab, s.seed);
+    }
+    validate(s);
+    add_metadata(writer, s);
+    const int head_dim = s.n_embd / s.n_head;
+    const int kv_dim = head_dim * s.n_head_kv;
+    const bool biases = s.architecture == "qwen2";
+    // The tied output reads the scaled embedding columns too; shrinking the final norm on
+    // those dimensions keeps one outlier from deciding every logit.
+    const float output_norm_scale = s.outlier_dims.empty() ? 1.0f : 1.0f / (s.outlier_scale * s.outlier_scale);
+
+    WeightFactory f{writer, s, GaussianSource(s.seed)};
+    add_embedding(f, s);
+    f.vector("output_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, output_norm_scale);
+    if (!s.tied_output) f.matrix("output.weight", s.n_vocab, s.n_embd, s.weight_std);
+    for (int l = 0; l < s.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        f.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, 1.0f / s.outlier_scale);
+        f.matrix(p + "attn_q.weight", s.n_embd, s.n_embd, s.weight_std);
+        f.matrix(p + "attn_k.weight", kv_dim, s.n_embd, s.weight_std);
+        f.matrix(p + "attn_v.weight", kv_dim, s.n_embd, s.weight_std);
+        if (biases) {
+            f.vector(p + "attn_q.bias", s.n_embd, 0.0f, s.weight_std);
+            f.vector(p + "attn_k.bias", kv_dim, 0.0f, s.weight_std);
+            f.vector(p + "attn_v.bias", kv_dim, 0.0f, s.weight_std);
+        }
+        f.matrix(p + "attn_output.weight", s.n_embd, s.n_embd, s.weight_std);
+        f.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, 1.0f / s.outlier_scale);
+        f.matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd, s.weight_std);
+        f.matrix(p + "ffn_up.weight", s.n_ff, s.n_embd, s.weight_std);
+        f.matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, s.weight_std, s.outlier_dims, s.outlier_scale);
+    }
+    return writer;
+}
+
+std::shared_ptr<const Model> load_builtin_default_model() {
+    const GgufWriter writer = build_synthetic_model(synthetic_preset("default"));
+    return Model::from_gguf(GgufFile::from_bytes(writer.to_bytes(), "<built-in synthetic model>"));
+}
+
+}  // namespace inferscope

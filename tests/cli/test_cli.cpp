@@ -1,0 +1,200 @@
+// inferscope-cli end to end: JSON outputs, and bad input that must end with a clear
+// message and exit code 1.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/gguf/gguf_writer.h"
+#include "support/test_paths.h"
+#include "support/tiny_models.h"
+
+namespace inferscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+    int exit_code = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+RunResult run_cli(const std::string& args) {
+    static int counter = 0;
+    const fs::path err_file = fs::temp_directory_path() / ("inferscope-cli-test-" + std::to_string(::getpid()) + "-" +
+                                                           std::to_string(counter++) + ".err");
+    const std::string command = std::string(INFERSCOPE_CLI_PATH) + " " + args + " 2>" + err_file.string();
+    RunResult r;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return r;
+    std::array<char, 4096> buffer{};
+    size_t n;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
+    const int status = ::pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream err(err_file);
+    r.err.assign(std::istreambuf_iterator<char>(err), {});
+    fs::remove(err_file);
+    return r;
+}
+
+class CliTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("inferscope-cli-" + std::to_string(::getpid()));
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+    std::string write_tiny(const std::string& name, const std::string& arch = "llama") const {
+        build_synthetic_model(testing::tiny_spec(arch)).write_file(path(name));
+        return path(name);
+    }
+    fs::path dir_;
+};
+
+void expect_failure(const RunResult& r, const std::string& needle) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, MissingFileDirectoryAndTruncatedFile) {
+    expect_failure(run_cli("info -m " + path("absent.gguf")), "absent.gguf: no such file");
+    expect_failure(run_cli("generate -m " + dir_.string() + " -n 2"), "is a directory");
+    const std::string model = write_tiny("full.gguf");
+    fs::resize_file(model, fs::file_size(model) / 2);
+    expect_failure(run_cli("generate -m " + model + " -n 2"), "truncated");
+}
+
+TEST_F(CliTest, UnsupportedArchitectureListsTheSupportedOnes) {
+    GgufWriter w;
+    w.set("general.architecture", GgufValue::string("mamba"));
+    w.write_file(path("mamba.gguf"));
+    expect_failure(run_cli("info -m " + path("mamba.gguf")), "unsupported architecture \"mamba\" (supported: llama, qwen2)");
+}
+
+TEST_F(CliTest, UnsupportedTensorTypeListsTheSupportedOnes) {
+    // A valid tiny model whose q projection claims to be IQ2_XXS (66 bytes per 256 weights).
+    GgufWriter w = build_synthetic_model(testing::tiny_spec("llama"));
+    const std::vector<uint8_t> bytes = w.to_bytes();
+    GgufFile original = GgufFile::from_bytes(bytes, "tiny");
+    GgufWriter patched;
+    for (const auto& kv : original.metadata()) patched.set(kv.key, kv.value);
+    for (const auto& t : original.tensors()) {
+        if (t.name == "blk.0.attn_q.weight") {
+            patched.add_tensor(t.name, {256, 16}, GgmlType::IQ2_XXS, std::vector<uint8_t>(66 * 16));
+        } else {
+            patched.add_tensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data.begin(), t.data.end()));
+        }
+    }
+    patched.write_file(path("iq2.gguf"));
+    const RunResult r = run_cli("generate -m " + path("iq2.gguf") + " -n 2");
+    expect_failure(r, "blk.0.attn_q.weight");
+    EXPECT_NE(r.err.find("IQ2_XXS"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("supported: F32, F16, Q4_0"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, PromptLongerThanTheContext) {
+    const std::string model = write_tiny("tiny.gguf");
+    expect_failure(run_cli("generate -m " + model + " -c 8 -n 4 -p 'a prompt that is clearly longer than eight tokens'"),
+                   "more than the context size of 8");
+}
+
+TEST_F(CliTest, BadFlagsExitWithOne) {
+    EXPECT_EQ(run_cli("generate --no-such-flag").exit_code, 1);
+    EXPECT_EQ(run_cli("").exit_code, 1);
+    EXPECT_EQ(run_cli("generate --kv-type f8").exit_code, 1);
+}
+
+TEST_F(CliTest, GenerateJsonHasIdsTextAndTimings) {
+    const std::string model = write_tiny("tiny.gguf");
+    const std::string steps = path("steps.jsonl");
+    const RunResult r = run_cli("generate -m " + model + " -p 'hello world' -n 6 --temp 0 --ignore-eos --json --steps " + steps);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["generated_ids"].size(), 6u);
+    EXPECT_FALSE(j["prompt_ids"].empty());
+    EXPECT_TRUE(j["text"].is_string());
+    for (const char* key : {"prefill_ms", "decode_ms_per_token", "ttft_ms", "tokens_per_s"}) {
+        EXPECT_TRUE(j["timings"][key].is_number()) << key;
+    }
+    std::ifstream lines(steps);
+    std::string line;
+    int count = 0;
+    while (std::getline(lines, line)) {
+        const auto e = nlohmann::json::parse(line);
+        EXPECT_EQ(e["phase"], count == 0 ? "prefill" : "decode");
+        EXPECT_GT(e["kv_bytes_reserved"].get<uint64_t>(), 0u);
+        ++count;
+    }
+    EXPECT_EQ(count, 7);  // one prefill step, then one decode step per generated token
+
+    // the same greedy tokens without a KV cache
+    const RunResult nc = run_cli("generate -m " + model + " -p 'hello world' -n 6 --temp 0 --ignore-eos --json --no-cache");
+    ASSERT_EQ(nc.exit_code, 0) << nc.err;
+    EXPECT_EQ(nlohmann::json::parse(nc.out)["generated_ids"], j["generated_ids"]);
+}
+
+TEST_F(CliTest, InfoTokenizeAndLogitsJson) {
+    const std::string model = write_tiny("tiny.gguf", "qwen2");
+    const auto info = nlohmann::json::parse(run_cli("info --json -m " + model).out);
+    EXPECT_EQ(info["architecture"], "qwen2");
+    EXPECT_EQ(info["n_layer"], 2);
+    EXPECT_EQ(info["kv_bytes_per_token"]["f16"], 2 * 2 * 2 * 16 * 2);
+    EXPECT_TRUE(info["synthetic"].get<bool>());
+    EXPECT_FALSE(info["tensors"].empty());
+
+    const auto tok = nlohmann::json::parse(run_cli("tokenize --json -m " + model + " -p 'ab' --no-bos").out);
+    EXPECT_EQ(tok["ids"], nlohmann::json::array({97, 98}));  // byte-level vocabulary: token id = byte
+
+    const auto logits = nlohmann::json::parse(run_cli("logits --json -m " + model + " -p 'abc' --top 3").out);
+    ASSERT_EQ(logits["positions"].size(), logits["prompt_ids"].size());
+    for (const auto& p : logits["positions"]) {
+        ASSERT_EQ(p["top"].size(), 3u);
+        EXPECT_GE(p["top"][0][1].get<double>(), p["top"][1][1].get<double>());
+    }
+}
+
+TEST_F(CliTest, BuiltInDefaultModelNeedsNoFile) {
+    const RunResult r = run_cli("generate -n 4 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("built-in synthetic model"), std::string::npos) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["generated_ids"].size(), 4u);
+}
+
+TEST_F(CliTest, MakeModelWritesAFileThatLoads) {
+    const RunResult made = run_cli("make-model --preset tiny-qwen2 --dtype f16 --outlier-dims 3,7 -o " + path("m.gguf"));
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const auto info = nlohmann::json::parse(run_cli("info --json -m " + path("m.gguf")).out);
+    EXPECT_EQ(info["architecture"], "qwen2");
+    EXPECT_EQ(info["n_embd"], 64);
+    bool saw_f16 = false;
+    for (const auto& t : info["tensors"]) saw_f16 |= t["type"] == "F16";
+    EXPECT_TRUE(saw_f16);
+    expect_failure(run_cli("make-model --preset nope -o " + path("x.gguf")), "unknown preset");
+}
+
+TEST_F(CliTest, PerplexityJsonOnSharedModel) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    const std::string text = path("text.txt");
+    {
+        std::ofstream out(text);
+        for (int i = 0; i < 40; ++i) out << "Once upon a time there was a little girl who liked to play in the park. ";
+    }
+    const RunResult r = run_cli("perplexity --json -m " + testing::shared_model("stories260K.gguf").string() + " -f " + text +
+                                " -c 128");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_GT(j["ppl"].get<double>(), 1.0);
+    EXPECT_GT(j["n_tokens_scored"].get<int>(), 0);
+    EXPECT_NE(r.err.find("[1]"), std::string::npos);  // progress on stderr
+}
+
+}  // namespace
+}  // namespace inferscope

@@ -1,0 +1,164 @@
+// Malformed files, each built byte by byte: the reader must reject every one with a
+// GgufError naming the file, the offset and the problem.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/gguf/gguf_file.h"
+
+namespace inferscope {
+namespace {
+
+class RawGguf {
+public:
+    RawGguf& u32(uint32_t v) { return put(v); }
+    RawGguf& u64(uint64_t v) { return put(v); }
+    RawGguf& u8(uint8_t v) { return put(v); }
+    RawGguf& str(const std::string& s) {
+        u64(s.size());
+        bytes_.insert(bytes_.end(), s.begin(), s.end());
+        return *this;
+    }
+    RawGguf& header(uint64_t n_tensors, uint64_t n_kv, uint32_t version = 3) {
+        return u32(kGgufMagic).u32(version).u64(n_tensors).u64(n_kv);
+    }
+    // A tensor info: name, dims, type id, offset.
+    RawGguf& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
+        str(name).u32(static_cast<uint32_t>(dims.size()));
+        for (uint64_t d : dims) u64(d);
+        return u32(type).u64(offset);
+    }
+    RawGguf& pad(size_t alignment = 32) {
+        while (bytes_.size() % alignment) bytes_.push_back(0);
+        return *this;
+    }
+    RawGguf& zeros(size_t n) {
+        bytes_.resize(bytes_.size() + n, 0);
+        return *this;
+    }
+    std::vector<uint8_t> bytes() const { return bytes_; }
+
+private:
+    template <typename T>
+    RawGguf& put(T v) {
+        const auto* p = reinterpret_cast<const uint8_t*>(&v);
+        bytes_.insert(bytes_.end(), p, p + sizeof v);
+        return *this;
+    }
+    std::vector<uint8_t> bytes_;
+};
+
+// Parses and returns the GgufError (failing the test when parsing succeeds).
+GgufError parse_error(const std::vector<uint8_t>& bytes) {
+    try {
+        GgufFile::from_bytes(bytes, "bad.gguf");
+    } catch (const GgufError& e) {
+        return e;
+    }
+    ADD_FAILURE() << "the file was accepted";
+    return GgufError("none", 0, "none");
+}
+
+void expect_error(const std::vector<uint8_t>& bytes, const std::string& needle, uint64_t offset) {
+    const GgufError e = parse_error(bytes);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.gguf"), std::string::npos) << e.what();
+    EXPECT_EQ(e.offset(), offset) << e.what();
+}
+
+TEST(GgufValidation, HeaderProblems) {
+    expect_error({}, "truncated", 0);
+    expect_error({'G', 'G', 'U'}, "truncated", 0);
+    expect_error(RawGguf().u32(0x46554746).u32(3).u64(0).u64(0).bytes(), "not a GGUF file", 0);
+    expect_error(RawGguf().header(0, 0, 1).bytes(), "version 1", 4);
+    expect_error(RawGguf().header(0, 0, 4).bytes(), "unsupported GGUF version 4", 4);
+    expect_error(RawGguf().u32(kGgufMagic).u32(3).u64(0).bytes(), "truncated", 16);
+    expect_error(RawGguf().header(0, uint64_t{1} << 40).bytes(), "metadata count", 24);
+    expect_error(RawGguf().header(uint64_t{1} << 40, 0).bytes(), "tensor count", 24);
+}
+
+TEST(GgufValidation, MetadataProblems) {
+    expect_error(RawGguf().header(0, 1).u64(1000).zeros(8).bytes(), "claims 1000 bytes", 24);
+    expect_error(RawGguf().header(0, 1).str("").u32(4).u32(1).bytes(), "is empty", 24);
+    expect_error(RawGguf().header(0, 1).str("k").u32(13).bytes(), "invalid metadata value type 13", 33);
+    expect_error(RawGguf().header(0, 1).str("k").u32(7).u8(2).bytes(), "neither 0 nor 1", 37);
+    expect_error(RawGguf().header(0, 1).str("k").u32(9).u32(4).u64(uint64_t{1} << 50).bytes(), "array element count", 49);
+    expect_error(RawGguf().header(0, 1).str("k").u32(9).u32(99).u64(1).bytes(), "invalid array element type 99", 37);
+    expect_error(RawGguf().header(0, 2).str("k").u32(4).u32(1).str("k").u32(4).u32(2).bytes(), "duplicate metadata key", 41);
+    expect_error(RawGguf().header(0, 1).str("k").u32(8).u64(5).bytes(), "claims 5 bytes", 37);
+    // arrays nested past the limit
+    RawGguf deep;
+    deep.header(0, 1).str("k").u32(9);
+    for (int i = 0; i < 9; ++i) deep.u32(9).u64(1);
+    deep.u32(4).u64(0);
+    EXPECT_NE(std::string(parse_error(deep.bytes()).what()).find("nested deeper"), std::string::npos);
+}
+
+TEST(GgufValidation, AlignmentMustBeAPowerOfTwo) {
+    expect_error(RawGguf().header(0, 1).str("general.alignment").u32(4).u32(48).bytes(), "power-of-two", 57);
+    expect_error(RawGguf().header(0, 1).str("general.alignment").u32(4).u32(0).bytes(), "power-of-two", 57);
+    expect_error(RawGguf().header(0, 1).str("general.alignment").u32(10).u64(32).bytes(), "power-of-two", 61);
+}
+
+TEST(GgufValidation, TensorInfoProblems) {
+    expect_error(RawGguf().header(1, 0).tensor("", {4}, 0, 0).pad().zeros(32).bytes(), "empty name", 24);
+    expect_error(RawGguf().header(1, 0).tensor("w", {}, 0, 0).pad().zeros(32).bytes(), "has 0 dimensions", 33);
+    expect_error(RawGguf().header(1, 0).tensor("w", {1, 1, 1, 1, 1}, 0, 0).pad().zeros(64).bytes(), "has 5 dimensions", 33);
+    expect_error(RawGguf().header(1, 0).tensor("w", {4, 0}, 0, 0).pad().zeros(32).bytes(), "dimension 1 is 0", 45);
+    expect_error(RawGguf().header(1, 0).tensor("w", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, 0).pad().zeros(32).bytes(),
+                 "overflows", 45);
+    expect_error(RawGguf().header(1, 0).tensor("w", {4}, 4, 0).pad().zeros(32).bytes(), "unknown tensor type id 4", 45);
+    expect_error(RawGguf().header(1, 0).tensor("w", {4}, 1000, 0).pad().zeros(32).bytes(), "unknown tensor type id 1000", 45);
+    expect_error(RawGguf().header(1, 0).tensor("w", {48}, 8, 0).pad().zeros(64).bytes(), "not a multiple of the Q8_0 block size 32",
+                 45);
+    expect_error(RawGguf().header(1, 0).tensor("w", {4}, 0, 16).pad().zeros(64).bytes(), "not a multiple of the alignment", 49);
+    expect_error(RawGguf().header(2, 0).tensor("w", {4}, 0, 0).tensor("w", {4}, 0, 32).pad().zeros(64).bytes(),
+                 "duplicate tensor name", 57);
+}
+
+TEST(GgufValidation, TensorDataMustLieInsideTheFile) {
+    // header 24 + tensor info (8+1 name, 4, 8, 4, 8) = 57 -> data section at 64
+    expect_error(RawGguf().header(1, 0).tensor("w", {16}, 0, 0).pad().zeros(63).bytes(), "outside the 63-byte data section",
+                 64);
+    expect_error(RawGguf().header(1, 0).tensor("w", {16}, 0, 0).bytes(), "data section would start at 64", 57);
+    expect_error(RawGguf().header(1, 0).tensor("w", {4}, 0, uint64_t{1} << 62).pad().zeros(32).bytes(), "outside", 96);
+    expect_error(RawGguf().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {16}, 0, 32).pad().zeros(96).bytes(),
+                 "overlaps", 128);
+    // the same layout without the overlap is accepted
+    EXPECT_NO_THROW(
+        GgufFile::from_bytes(RawGguf().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {16}, 0, 64).pad().zeros(128).bytes(),
+                             "ok.gguf"));
+}
+
+TEST(GgufValidation, FileSystemProblemsAreNamed) {
+    try {
+        GgufFile::open("/nonexistent/model.gguf");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/model.gguf: no such file"), std::string::npos) << e.what();
+    }
+    const auto dir = std::filesystem::temp_directory_path();
+    try {
+        GgufFile::open(dir.string());
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+    }
+    const auto empty = dir / "inferscope-empty-test.gguf";
+    std::ofstream(empty).close();
+    try {
+        GgufFile::open(empty.string());
+        FAIL();
+    } catch (const GgufError& e) {
+        EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(empty);
+}
+
+}  // namespace
+}  // namespace inferscope

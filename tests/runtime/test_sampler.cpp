@@ -1,0 +1,122 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "engine/core/error.h"
+#include "engine/runtime/sampler.h"
+
+namespace inferscope {
+namespace {
+
+SamplingParams greedy() {
+    SamplingParams p;
+    p.temperature = 0;
+    return p;
+}
+
+TEST(Sampler, GreedyTakesTheArgmaxAndTheLowestIdOnTies) {
+    Sampler s(greedy());
+    const std::vector<float> logits = {0.1f, 3.0f, -2.0f, 3.0f};
+    EXPECT_EQ(s.sample(logits, {}), 1);
+    EXPECT_EQ(argmax(logits), 1);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
+    SamplingParams p = greedy();
+    p.repeat_penalty = 2.0f;
+    Sampler s(p);
+    // token 0 (4.0) was seen: 4.0 / 2 = 2.0 < 3.0 -> token 1 wins
+    EXPECT_EQ(s.sample(std::vector<float>{4.0f, 3.0f, -1.0f}, std::vector<TokenId>{0}), 1);
+    // a negative logit is pushed further down: -1 * 2 = -2 < -1.5
+    EXPECT_EQ(s.sample(std::vector<float>{-1.0f, -1.5f}, std::vector<TokenId>{0}), 1);
+    // only the last repeat_last_n tokens count
+    p.repeat_last_n = 1;
+    Sampler window(p);
+    EXPECT_EQ(window.sample(std::vector<float>{4.0f, 3.0f}, std::vector<TokenId>{0, 1}), 0);
+}
+
+TEST(Sampler, TopKOfOneIsGreedyAtAnyTemperature) {
+    SamplingParams p;
+    p.temperature = 5.0f;
+    p.top_k = 1;
+    Sampler s(p);
+    const std::vector<float> logits = {0.0f, 0.5f, 0.4f};
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(logits, {}), 1);
+}
+
+TEST(Sampler, MinPAndTopPCutTheTail) {
+    SamplingParams p;
+    p.temperature = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.5f;  // keeps tokens with p >= 0.5 * p_max
+    Sampler s(p);
+    const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+    std::map<TokenId, int> seen;
+    for (int i = 0; i < 400; ++i) ++seen[s.sample(logits, {})];
+    EXPECT_GT(seen[0], 0);
+    EXPECT_GT(seen[1], 0);
+    EXPECT_EQ(seen.count(2), 0u);
+
+    p.min_p = 0;
+    p.top_p = 0.5f;  // 0.5 alone reaches the mass
+    Sampler nucleus(p);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(nucleus.sample(logits, {}), 0);
+}
+
+TEST(Sampler, SameSeedSameTokensAndFrequenciesFollowTheSoftmax) {
+    SamplingParams p;
+    p.temperature = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.seed = 1234;
+    const std::vector<float> logits = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
+    Sampler a(p), b(p);
+    std::vector<int> counts(3);
+    constexpr int kDraws = 20000;
+    for (int i = 0; i < kDraws; ++i) {
+        const TokenId x = a.sample(logits, {});
+        EXPECT_EQ(x, b.sample(logits, {}));
+        ++counts[static_cast<size_t>(x)];
+    }
+    // within 5 standard deviations of the binomial counts
+    const double expected[] = {0.6, 0.3, 0.1};
+    for (int i = 0; i < 3; ++i) {
+        const double mean = kDraws * expected[i];
+        EXPECT_NEAR(counts[static_cast<size_t>(i)], mean, 5 * std::sqrt(mean * (1 - expected[i])));
+    }
+}
+
+TEST(Sampler, TemperatureFlattensTheDistribution) {
+    SamplingParams p;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    const std::vector<float> logits = {2.0f, 0.0f};
+    auto share_of_top = [&](float temperature) {
+        p.temperature = temperature;
+        Sampler s(p);
+        int top = 0;
+        for (int i = 0; i < 4000; ++i) top += s.sample(logits, {}) == 0;
+        return top / 4000.0;
+    };
+    // p(top) = 1 / (1 + e^(-2/T)): 0.881 at T = 1, 0.731 at T = 2
+    EXPECT_NEAR(share_of_top(1.0f), 0.881, 0.03);
+    EXPECT_NEAR(share_of_top(2.0f), 0.731, 0.03);
+}
+
+TEST(Sampler, InvalidParametersAreRejected) {
+    SamplingParams p;
+    p.repeat_penalty = 0;
+    EXPECT_THROW(Sampler{p}, InvalidArgument);
+    p = SamplingParams{};
+    p.min_p = 2;
+    EXPECT_THROW(Sampler{p}, InvalidArgument);
+    Sampler ok{SamplingParams{}};
+    EXPECT_THROW(ok.sample(std::vector<float>{}, {}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace inferscope

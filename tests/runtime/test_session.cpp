@@ -1,0 +1,123 @@
+// Session rules: batches must continue their sequences, limits give clear errors and
+// leave the cache unchanged, and every step reaches the observers.
+#include <gtest/gtest.h>
+
+#include "engine/core/error.h"
+#include "engine/runtime/generator.h"
+#include "support/engine_helpers.h"
+#include "support/tiny_models.h"
+
+namespace inferscope {
+namespace {
+
+std::shared_ptr<const Model> model() {
+    static const auto m = testing::tiny_model(testing::tiny_spec("llama"));
+    return m;
+}
+
+TEST(Session, RejectsBatchesThatDoNotContinueASequence) {
+    InferenceSession session(model(), testing::test_session_options(KvDtype::F16, 32));
+    const SeqId s = session.new_sequence();
+    EXPECT_THROW(session.decode(Batch{}), InvalidArgument);
+    EXPECT_THROW(session.decode(Batch{{1, s, 1, true}}), InvalidArgument);       // gap
+    EXPECT_THROW(session.decode(Batch{{1, s + 1, 0, true}}), InvalidArgument);   // unknown sequence
+    EXPECT_THROW(session.decode(Batch{{100000, s, 0, true}}), InvalidArgument);  // token outside vocab
+    EXPECT_THROW(session.decode(Batch{{-1, s, 0, true}}), InvalidArgument);
+    EXPECT_NO_THROW(session.decode(Batch{{1, s, 0, false}, {2, s, 1, true}}));
+    EXPECT_EQ(session.sequence_length(s), 2);
+    EXPECT_THROW(session.decode(Batch{{1, s, 1, true}}), InvalidArgument);  // rewrite
+}
+
+TEST(Session, ContextOverflowIsAClearErrorAndChangesNothing) {
+    InferenceSession session(model(), testing::test_session_options(KvDtype::F16, 8));
+    const SeqId s = session.new_sequence();
+    Batch batch;
+    for (int i = 0; i < 6; ++i) batch.push_back({i + 1, s, i, i == 5});
+    session.decode(batch);
+    const uint64_t reserved = session.kv_cache().bytes_reserved();
+    Batch too_long = {{1, s, 6, false}, {2, s, 7, false}, {3, s, 8, true}};
+    try {
+        session.decode(too_long);
+        FAIL();
+    } catch (const CapacityError& e) {
+        EXPECT_NE(std::string(e.what()).find("exceed the context size of 8"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(session.sequence_length(s), 6);
+    EXPECT_EQ(session.kv_cache().bytes_reserved(), reserved);
+}
+
+TEST(Session, GenerateRejectsAPromptLongerThanTheContext) {
+    InferenceSession session(model(), testing::test_session_options(KvDtype::F16, 16));
+    const std::vector<TokenId> prompt(17, 5);
+    GenerationOptions options;
+    try {
+        generate(session, prompt, options);
+        FAIL();
+    } catch (const CapacityError& e) {
+        EXPECT_NE(std::string(e.what()).find("17 tokens, more than the context size of 16"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(session.kv_cache().used_block_count(), 0);
+}
+
+TEST(Session, GenerationStopsWhenTheContextIsFull) {
+    InferenceSession session(model(), testing::test_session_options(KvDtype::F16, 16));
+    GenerationOptions options;
+    options.n_predict = 100;
+    options.sampling.temperature = 0;
+    options.stop_at_end_of_generation = false;
+    const std::vector<TokenId> prompt = {1, 2, 3, 4};
+    const GenerationResult r = generate(session, prompt, options);
+    EXPECT_EQ(r.stop_reason, "context full");
+    EXPECT_EQ(r.generated.size(), 13u);  // 4 + 12 positions filled, the 13th token needs no slot
+}
+
+TEST(Session, ObserversSeeEveryStepWithPhaseAndKvBytes) {
+    InferenceSession session(model(), testing::test_session_options(KvDtype::F16, 64));
+    std::vector<StepEvent> events;
+    const int id = session.add_step_observer([&](const StepEvent& e) { events.push_back(e); });
+    GenerationOptions options;
+    options.n_predict = 5;
+    options.n_batch = 4;
+    options.sampling.temperature = 0;
+    options.stop_at_end_of_generation = false;
+    const std::vector<TokenId> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    generate(session, prompt, options);
+    // 10 prompt tokens in chunks of 4 -> 3 prefill steps, then one decode step per token
+    ASSERT_EQ(events.size(), 8u);
+    const uint64_t bpt = session.kv_cache().layout().bytes_per_token();
+    const uint64_t block_bytes = session.kv_cache().layout().block_bytes();
+    const int expected_tokens[] = {4, 4, 2, 1, 1, 1, 1, 1};
+    const int expected_ctx[] = {4, 8, 10, 11, 12, 13, 14, 15};
+    for (size_t i = 0; i < events.size(); ++i) {
+        EXPECT_EQ(events[i].phase, i < 3 ? StepPhase::Prefill : StepPhase::Decode);
+        EXPECT_EQ(events[i].n_tokens, expected_tokens[i]);
+        EXPECT_EQ(events[i].context_length, expected_ctx[i]);
+        EXPECT_EQ(events[i].n_sequences, 1);
+        EXPECT_EQ(events[i].kv_bytes_in_use, static_cast<uint64_t>(expected_ctx[i]) * bpt);
+        EXPECT_EQ(events[i].kv_bytes_reserved, static_cast<uint64_t>((expected_ctx[i] + 15) / 16) * block_bytes);
+        EXPECT_GT(events[i].wall_ns, 0);
+        if (i > 0) {
+            EXPECT_EQ(events[i].step, events[i - 1].step + 1);
+        }
+    }
+    session.remove_step_observer(id);
+    generate(session, prompt, options);
+    EXPECT_EQ(events.size(), 8u);
+}
+
+TEST(Session, InferredPhases) {
+    auto options = testing::test_session_options(KvDtype::F16, 32);
+    options.max_sequences = 2;
+    InferenceSession session(model(), options);
+    std::vector<StepPhase> phases;
+    session.add_step_observer([&](const StepEvent& e) { phases.push_back(e.phase); });
+    const SeqId a = session.new_sequence();
+    const SeqId b = session.new_sequence();
+    session.decode(Batch{{1, a, 0, false}, {2, a, 1, true}});
+    session.decode(Batch{{3, a, 2, true}, {4, b, 0, false}, {5, b, 1, true}});
+    session.decode(Batch{{3, a, 3, true}, {4, b, 2, true}});
+    EXPECT_EQ(phases, (std::vector<StepPhase>{StepPhase::Prefill, StepPhase::Mixed, StepPhase::Decode}));
+}
+
+}  // namespace
+}  // namespace inferscope

@@ -1,0 +1,42 @@
+#pragma once
+// Headless runs of the app for reports and tests:
+//   inferscope --model F --prompt TEXT --generate N --export-all DIR --quit
+// loads the model (the built-in one when none is given), generates, exports every chart
+// and quits with status 0, or 1 after printing the first error.
+#include <QObject>
+#include <QString>
+
+namespace inferscope::ui {
+
+class MainWindow;
+
+struct AutomationOptions {
+    QString model;        // empty: the built-in synthetic model
+    QString prompt;       // empty: keep the window's prompt
+    int generate = 0;     // tokens to generate; 0: none
+    QString export_dir;   // empty: no export
+    bool quit = false;    // quit when done
+};
+
+class AutomationRunner : public QObject {
+    Q_OBJECT
+public:
+    AutomationRunner(MainWindow& window, AutomationOptions options, QObject* parent = nullptr);
+    void start();
+
+signals:
+    void finished(int exit_code);
+
+private:
+    enum class Stage { Loading, Generating, Done };
+    void on_idle();
+    void fail(const QString& message);
+    void complete();
+
+    MainWindow& window_;
+    AutomationOptions options_;
+    Stage stage_ = Stage::Loading;
+    bool failed_ = false;
+};
+
+}  // namespace inferscope::ui

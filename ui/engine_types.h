@@ -1,0 +1,83 @@
+#pragma once
+// Plain values that cross the thread boundary between the engine worker and the UI, as
+// queued-signal arguments.
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+namespace inferscope::ui {
+
+// What the app shows about a model; the preview part is read from the GGUF header alone.
+struct ModelSummary {
+    QString path;               // empty for the built-in model
+    QString name;
+    bool builtin = false;
+    bool synthetic = false;
+    QString architecture;
+    qint64 parameters = 0;
+    qint64 file_bytes = 0;
+    int n_layer = 0;
+    int n_embd = 0;
+    int n_head = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;
+    int n_ff = 0;
+    int n_vocab = 0;
+    int context_length = 0;
+    QStringList tensor_types;   // "Q4_K x 96", ...
+    QString tokenizer;          // filled once the model is loaded
+    QString backend;            // filled once the model is loaded
+    int context_size = 0;       // the session's context, filled once loaded
+
+    // KV-cache bytes per token at 2 bytes per element for `kv_heads` KV heads.
+    qint64 kv_bytes_per_token(int kv_heads, int element_bytes = 2) const {
+        return qint64{2} * n_layer * kv_heads * head_dim * element_bytes;
+    }
+};
+
+struct SamplingSettings {
+    double temperature = 0.8;
+    int top_k = 40;
+    double top_p = 0.95;
+    double min_p = 0.05;
+    double repeat_penalty = 1.0;
+    quint64 seed = 42;
+};
+
+struct GenerationRequest {
+    QString prompt;
+    int n_predict = 64;
+    SamplingSettings sampling;
+    bool compare_recompute = false;  // afterwards, run the same generation without a KV cache
+};
+
+// One forward step, as the charts plot it.
+struct StepRecord {
+    qint64 step = 0;
+    QString phase;            // "prefill", "decode", "mixed"
+    bool recompute = false;   // from the no-cache comparison run
+    int n_tokens = 0;
+    int context_length = 0;
+    double wall_ms = 0;
+    qint64 kv_bytes_in_use = 0;
+    qint64 kv_bytes_reserved = 0;
+};
+
+struct GenerationReport {
+    bool recompute = false;
+    int n_prompt = 0;
+    int n_generated = 0;
+    double prefill_ms = 0;
+    double ttft_ms = 0;
+    double decode_ms_per_token = 0;
+    double tokens_per_s = 0;
+    QString stop_reason;
+};
+
+}  // namespace inferscope::ui
+
+Q_DECLARE_METATYPE(inferscope::ui::ModelSummary)
+Q_DECLARE_METATYPE(inferscope::ui::GenerationRequest)
+Q_DECLARE_METATYPE(inferscope::ui::StepRecord)
+Q_DECLARE_METATYPE(inferscope::ui::GenerationReport)

@@ -1,0 +1,62 @@
+#pragma once
+// The object that owns the engine. It lives on the controller's worker thread; every slot
+// runs there, so the UI thread never waits on inference. Results go out as signals
+// tagged with the request id; work for a request that is no longer the latest stops at the
+// next token or page.
+#include <QObject>
+#include <atomic>
+#include <memory>
+
+#include "ui/engine_types.h"
+
+namespace inferscope {
+class Model;
+class InferenceSession;
+class GgufFile;
+}  // namespace inferscope
+
+namespace inferscope::ui {
+
+class EngineWorker : public QObject {
+    Q_OBJECT
+public:
+    explicit EngineWorker(const std::atomic<quint64>& latest_request);
+    ~EngineWorker() override;
+
+    void set_threads(int threads) { threads_ = threads; }
+
+    // Each runs to completion (or cancellation) on the worker thread.
+    void load(quint64 request, const QString& path);
+    void generate(quint64 request, const GenerationRequest& request_data);
+
+signals:
+    void preview_ready(quint64 request, const inferscope::ui::ModelSummary& summary);
+    void load_progress(quint64 request, double fraction, const QString& stage);
+    void model_loaded(quint64 request, const inferscope::ui::ModelSummary& summary);
+    void load_failed(quint64 request, const QString& path, const QString& message);
+    void load_cancelled(quint64 request);
+    void generation_started(quint64 request, int n_prompt_tokens, const QString& prompt_text);
+    void token_generated(quint64 request, const QString& text);
+    void step_completed(quint64 request, const inferscope::ui::StepRecord& step);
+    void generation_finished(quint64 request, const inferscope::ui::GenerationReport& report);
+    void generation_failed(quint64 request, const QString& message);
+    // Emitted last for every load and generate call, whatever its outcome.
+    void request_finished(quint64 request);
+
+private:
+    bool is_stale(quint64 request) const { return request != latest_request_.load(); }
+    void load_model(quint64 request, const QString& path);
+    bool page_in_weights(quint64 request, const Model& model);
+    GenerationReport run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache);
+
+    const std::atomic<quint64>& latest_request_;
+    int threads_ = 0;
+    std::shared_ptr<const Model> model_;
+    std::unique_ptr<InferenceSession> session_;
+    ModelSummary summary_;
+};
+
+// What the app shows about a file, read from its header alone (no weights are touched).
+ModelSummary summarize_file(const GgufFile& file);
+
+}  // namespace inferscope::ui

@@ -1,0 +1,220 @@
+#include "ui/generation_panel.h"
+
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "ui/model_info_widget.h"
+
+namespace inferscope::ui {
+namespace {
+
+QDoubleSpinBox* double_spin(double min, double max, double step, double value, int decimals = 2) {
+    auto* spin = new QDoubleSpinBox();
+    spin->setRange(min, max);
+    spin->setSingleStep(step);
+    spin->setDecimals(decimals);
+    spin->setValue(value);
+    return spin;
+}
+
+QSpinBox* int_spin(int min, int max, int value) {
+    auto* spin = new QSpinBox();
+    spin->setRange(min, max);
+    spin->setValue(value);
+    return spin;
+}
+
+}  // namespace
+
+GenerationPanel::GenerationPanel(QWidget* parent)
+    : QWidget(parent),
+      prompt_(new QPlainTextEdit()),
+      output_(new QPlainTextEdit()),
+      n_predict_(int_spin(1, 8192, 64)),
+      temperature_(double_spin(0.0, 5.0, 0.1, 0.8)),
+      top_k_(int_spin(0, 100000, 40)),
+      top_p_(double_spin(0.0, 1.0, 0.05, 0.95)),
+      min_p_(double_spin(0.0, 1.0, 0.01, 0.05)),
+      repeat_penalty_(double_spin(0.5, 3.0, 0.05, 1.0)),
+      seed_(int_spin(0, 2147483647, 42)),
+      compare_recompute_(new QCheckBox(tr("Also run without KV cache (recompute every step) and compare"))),
+      generate_(new QPushButton(tr("Generate"))),
+      stop_(new QPushButton(tr("Stop"))) {
+    prompt_->setPlaceholderText(tr("Type a prompt, then press Ctrl+Enter"));
+    prompt_->setPlainText(tr("Once upon a time"));
+    prompt_->setMaximumHeight(110);
+    output_->setReadOnly(true);
+    output_->setPlaceholderText(tr("Generated text appears here as it is produced."));
+    generate_->setToolTip(tr("Generate (Ctrl+Enter)"));
+    stop_->setToolTip(tr("Stop (Esc)"));
+    connect(generate_, &QPushButton::clicked, this, &GenerationPanel::generate_requested);
+    connect(stop_, &QPushButton::clicked, this, &GenerationPanel::stop_requested);
+
+    auto* buttons = new QHBoxLayout();
+    buttons->addWidget(generate_);
+    buttons->addWidget(stop_);
+    buttons->addStretch();
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(new QLabel(tr("Prompt")));
+    layout->addWidget(prompt_);
+    layout->addWidget(build_sampling_controls());
+    layout->addLayout(buttons);
+    layout->addWidget(build_stats());
+    layout->addWidget(new QLabel(tr("Output")));
+    layout->addWidget(output_, 1);
+    set_running(false);
+    update_stats();
+}
+
+QWidget* GenerationPanel::build_sampling_controls() {
+    auto* box = new QGroupBox(tr("Sampling"));
+    auto* grid = new QGridLayout(box);
+    const auto add = [grid](int row, int column, const QString& label, QWidget* field, const QString& tip) {
+        auto* text = new QLabel(label);
+        text->setBuddy(field);
+        field->setToolTip(tip);
+        grid->addWidget(text, row, column * 2, Qt::AlignRight);
+        grid->addWidget(field, row, column * 2 + 1);
+    };
+    add(0, 0, tr("&Tokens:"), n_predict_, tr("Tokens to generate"));
+    add(0, 1, tr("T&emperature:"), temperature_, tr("0 = greedy (always the most likely token)"));
+    add(1, 0, tr("Top-&k:"), top_k_, tr("Keep the k most likely tokens (0 = off)"));
+    add(1, 1, tr("Top-&p:"), top_p_, tr("Keep the smallest set whose probability reaches p (1 = off)"));
+    add(2, 0, tr("&Min-p:"), min_p_, tr("Drop tokens below min-p x the top probability (0 = off)"));
+    add(2, 1, tr("&Repeat penalty:"), repeat_penalty_, tr("Penalty on tokens already in the last 64 (1 = off)"));
+    add(3, 0, tr("&Seed:"), seed_, tr("Random seed of the sampler"));
+    grid->addWidget(compare_recompute_, 4, 0, 1, 4);
+    return box;
+}
+
+QWidget* GenerationPanel::build_stats() {
+    auto* box = new QWidget();
+    auto* form = new QFormLayout(box);
+    form->setContentsMargins(0, 0, 0, 0);
+    ttft_ = new QLabel();
+    speed_ = new QLabel();
+    context_ = new QLabel();
+    kv_bytes_ = new QLabel();
+    form->addRow(tr("Time to first token:"), ttft_);
+    form->addRow(tr("Decode speed:"), speed_);
+    form->addRow(tr("Context length:"), context_);
+    form->addRow(tr("KV cache:"), kv_bytes_);
+    return box;
+}
+
+GenerationRequest GenerationPanel::request() const {
+    GenerationRequest r;
+    r.prompt = prompt_->toPlainText();
+    r.n_predict = n_predict_->value();
+    r.sampling.temperature = temperature_->value();
+    r.sampling.top_k = top_k_->value();
+    r.sampling.top_p = top_p_->value();
+    r.sampling.min_p = min_p_->value();
+    r.sampling.repeat_penalty = repeat_penalty_->value();
+    r.sampling.seed = static_cast<quint64>(seed_->value());
+    r.compare_recompute = compare_recompute_->isChecked();
+    return r;
+}
+
+void GenerationPanel::set_prompt(const QString& prompt) { prompt_->setPlainText(prompt); }
+void GenerationPanel::set_n_predict(int n) { n_predict_->setValue(n); }
+
+void GenerationPanel::set_running(bool running) {
+    running_ = running;
+    generate_->setEnabled(!running && model_ready_);
+    stop_->setEnabled(running);
+}
+
+void GenerationPanel::set_model_ready(bool ready) {
+    model_ready_ = ready;
+    set_running(running_);
+}
+
+void GenerationPanel::save_settings(QSettings& settings) const {
+    settings.setValue(QStringLiteral("generation/prompt"), prompt_->toPlainText());
+    settings.setValue(QStringLiteral("generation/n_predict"), n_predict_->value());
+    settings.setValue(QStringLiteral("generation/temperature"), temperature_->value());
+    settings.setValue(QStringLiteral("generation/top_k"), top_k_->value());
+    settings.setValue(QStringLiteral("generation/top_p"), top_p_->value());
+    settings.setValue(QStringLiteral("generation/min_p"), min_p_->value());
+    settings.setValue(QStringLiteral("generation/repeat_penalty"), repeat_penalty_->value());
+    settings.setValue(QStringLiteral("generation/seed"), seed_->value());
+    settings.setValue(QStringLiteral("generation/compare_recompute"), compare_recompute_->isChecked());
+}
+
+void GenerationPanel::restore_settings(const QSettings& settings) {
+    prompt_->setPlainText(settings.value(QStringLiteral("generation/prompt"), prompt_->toPlainText()).toString());
+    n_predict_->setValue(settings.value(QStringLiteral("generation/n_predict"), n_predict_->value()).toInt());
+    temperature_->setValue(settings.value(QStringLiteral("generation/temperature"), temperature_->value()).toDouble());
+    top_k_->setValue(settings.value(QStringLiteral("generation/top_k"), top_k_->value()).toInt());
+    top_p_->setValue(settings.value(QStringLiteral("generation/top_p"), top_p_->value()).toDouble());
+    min_p_->setValue(settings.value(QStringLiteral("generation/min_p"), min_p_->value()).toDouble());
+    repeat_penalty_->setValue(settings.value(QStringLiteral("generation/repeat_penalty"), repeat_penalty_->value()).toDouble());
+    seed_->setValue(settings.value(QStringLiteral("generation/seed"), seed_->value()).toInt());
+    compare_recompute_->setChecked(settings.value(QStringLiteral("generation/compare_recompute"), false).toBool());
+}
+
+void GenerationPanel::start_output(const QString& prompt_text) {
+    output_->setPlainText(prompt_text);
+    prefill_ms_ = decode_ms_ = 0;
+    decode_steps_ = 0;
+    first_token_seen_ = false;
+    ttft_ms_ = -1;
+    context_->clear();
+    kv_bytes_->clear();
+    update_stats();
+}
+
+void GenerationPanel::append_output(const QString& text) {
+    if (!first_token_seen_) {
+        first_token_seen_ = true;
+        ttft_ms_ = prefill_ms_;  // refined by the report when the generation ends
+        update_stats();
+    }
+    output_->moveCursor(QTextCursor::End);
+    output_->insertPlainText(text);
+}
+
+void GenerationPanel::add_step(const StepRecord& step) {
+    if (step.recompute) return;
+    if (step.phase == QStringLiteral("decode")) {
+        decode_ms_ += step.wall_ms;
+        ++decode_steps_;
+    } else {
+        prefill_ms_ += step.wall_ms;
+    }
+    const QLocale locale;
+    context_->setText(tr("%1 tokens").arg(step.context_length));
+    kv_bytes_->setText(tr("%1 in use, %2 reserved").arg(format_bytes(step.kv_bytes_in_use), format_bytes(step.kv_bytes_reserved)));
+    update_stats();
+}
+
+void GenerationPanel::show_report(const GenerationReport& report) {
+    if (report.recompute) return;
+    ttft_ms_ = report.ttft_ms;
+    update_stats();
+}
+
+void GenerationPanel::update_stats() {
+    ttft_->setText(ttft_ms_ < 0 ? tr("—") : tr("%1 ms").arg(ttft_ms_, 0, 'f', 1));
+    if (decode_steps_ == 0) {
+        speed_->setText(tr("—"));
+    } else {
+        const double ms_per_token = decode_ms_ / decode_steps_;
+        speed_->setText(tr("%1 tokens/s (%2 ms/token)").arg(1000.0 / ms_per_token, 0, 'f', 1).arg(ms_per_token, 0, 'f', 2));
+    }
+}
+
+}  // namespace inferscope::ui

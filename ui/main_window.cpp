@@ -1,0 +1,299 @@
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include "ui/chart_export.h"
+#include "ui/engine_controller.h"
+#include "ui/generation_panel.h"
+#include "ui/model_info_widget.h"
+#include "ui/panels/kv_memory_panel.h"
+#include "ui/panels/latency_panel.h"
+
+namespace inferscope::ui {
+namespace {
+
+constexpr int kMaxRecentFiles = 8;
+
+bool is_gguf(const QUrl& url) { return url.isLocalFile() && url.toLocalFile().endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive); }
+
+}  // namespace
+
+MainWindow::MainWindow(bool interactive, QWidget* parent)
+    : QMainWindow(parent),
+      interactive_(interactive),
+      controller_(new EngineController(this)),
+      model_info_(new ModelInfoWidget()),
+      generation_(new GenerationPanel()),
+      charts_(new QTabWidget()),
+      latency_(new LatencyPanel()),
+      kv_memory_(new KvMemoryPanel()) {
+    setWindowTitle(tr("InferScope"));
+    setAcceptDrops(true);
+    charts_->addTab(latency_, tr("Step latency"));
+    charts_->addTab(kv_memory_, tr("KV-cache memory"));
+
+    auto* left = new QWidget();
+    auto* left_layout = new QVBoxLayout(left);
+    left_layout->addWidget(model_info_);
+    left_layout->addWidget(generation_, 1);
+    auto* splitter = new QSplitter();
+    splitter->addWidget(left);
+    splitter->addWidget(charts_);
+    splitter->setStretchFactor(1, 1);
+    setCentralWidget(splitter);
+
+    build_menus();
+    build_status_bar();
+    connect_controller();
+    connect(generation_, &GenerationPanel::generate_requested, this, &MainWindow::start_generation);
+    connect(generation_, &GenerationPanel::stop_requested, this, &MainWindow::stop);
+    restore_settings();
+    apply_chart_theme();
+}
+
+MainWindow::~MainWindow() = default;
+
+QList<const ChartPanel*> MainWindow::chart_panels() const { return {latency_, kv_memory_}; }
+
+void MainWindow::build_menus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open Model…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open a GGUF model"), QString(),
+                                                          tr("GGUF models (*.gguf);;All files (*)"));
+        if (!path.isEmpty()) open_model(path);
+    });
+    open->setShortcut(QKeySequence::Open);
+    recent_menu_ = file->addMenu(tr("Open &Recent"));
+    file->addAction(tr("Open &Built-in Synthetic Model"), this, [this] { open_model(QString()); });
+    file->addSeparator();
+    file->addAction(tr("&Export Current Chart…"), this, &MainWindow::export_current_chart)->setShortcut(QKeySequence::Save);
+    file->addAction(tr("Export &All Charts…"), this, &MainWindow::choose_export_folder);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    QAction* generate = run->addAction(tr("&Generate"), this, &MainWindow::start_generation);
+    generate->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)});
+    QAction* stop_action = run->addAction(tr("&Stop"), this, &MainWindow::stop);
+    stop_action->setShortcut(QKeySequence(Qt::Key_Escape));
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About InferScope"), this, &MainWindow::show_about);
+}
+
+void MainWindow::build_status_bar() {
+    status_model_ = new QLabel();
+    progress_ = new QProgressBar();
+    progress_->setRange(0, 1000);
+    progress_->setMaximumWidth(240);
+    progress_->hide();
+    cancel_load_ = new QPushButton(tr("Cancel"));
+    cancel_load_->hide();
+    connect(cancel_load_, &QPushButton::clicked, controller_, &EngineController::cancel);
+    statusBar()->addWidget(status_model_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancel_load_);
+}
+
+void MainWindow::connect_controller() {
+    EngineController* c = controller_;
+    connect(c, &EngineController::preview_ready, this, [this](const ModelSummary& s) { model_info_->show_summary(s, false); });
+    connect(c, &EngineController::load_progress, this, [this](double fraction, const QString& stage) {
+        progress_->setValue(static_cast<int>(fraction * 1000));
+        progress_->setFormat(stage + QStringLiteral(" %p%"));
+    });
+    connect(c, &EngineController::model_loaded, this, [this](const ModelSummary& s) {
+        model_info_->show_summary(s, true);
+        kv_memory_->set_model(s);
+        latency_->reset();
+        generation_->set_model_ready(true);
+        status_model_->setText(s.builtin ? tr("Built-in synthetic model (random weights) on %1").arg(s.backend)
+                                         : tr("%1 on %2").arg(QFileInfo(s.path).fileName(), s.backend));
+        setWindowTitle(tr("InferScope — %1").arg(s.builtin ? tr("built-in synthetic model") : QFileInfo(s.path).fileName()));
+        if (!s.builtin) remember_recent(s.path);
+    });
+    connect(c, &EngineController::load_failed, this, [this](const QString& path, const QString& message) {
+        if (controller_->has_model()) model_info_->show_summary(controller_->model(), true);
+        show_error(tr("Cannot open the model"),
+                   tr("%1 could not be loaded:\n\n%2\n\nThe previous model stays loaded.")
+                       .arg(path.isEmpty() ? tr("The built-in model") : QFileInfo(path).fileName(), message));
+    });
+    connect(c, &EngineController::load_cancelled, this, [this] {
+        if (controller_->has_model()) model_info_->show_summary(controller_->model(), true);
+        statusBar()->showMessage(tr("Loading cancelled; the previous model stays loaded."), 5000);
+    });
+    connect(c, &EngineController::busy_changed, this, [this](bool busy) {
+        generation_->set_running(busy);
+        if (!busy) loading_ = false;
+        progress_->setVisible(loading_);
+        cancel_load_->setVisible(loading_);
+    });
+    connect(c, &EngineController::generation_started, this, [this](int, const QString& prompt_text) {
+        latency_->reset();
+        kv_memory_->reset();
+        generation_->start_output(prompt_text);
+    });
+    connect(c, &EngineController::token_generated, generation_, &GenerationPanel::append_output);
+    connect(c, &EngineController::step_completed, this, [this](const StepRecord& step) {
+        latency_->add_step(step);
+        kv_memory_->add_step(step);
+        generation_->add_step(step);
+    });
+    connect(c, &EngineController::generation_finished, this, [this](const GenerationReport& report) {
+        latency_->set_report(report);
+        generation_->show_report(report);
+    });
+    connect(c, &EngineController::generation_failed, this,
+            [this](const QString& message) { show_error(tr("Generation failed"), message); });
+}
+
+void MainWindow::open_model(const QString& path) {
+    loading_ = true;
+    progress_->setValue(0);
+    progress_->show();
+    cancel_load_->show();
+    controller_->load_model(path);
+}
+
+void MainWindow::start_generation() {
+    if (!controller_->has_model()) return;
+    const GenerationRequest request = generation_->request();
+    if (request.prompt.trimmed().isEmpty()) {
+        show_error(tr("Nothing to generate from"), tr("Type a prompt first."));
+        return;
+    }
+    controller_->generate(request);
+}
+
+void MainWindow::stop() { controller_->cancel(); }
+
+QStringList MainWindow::export_all_charts(const QString& dir) { return export_all(chart_panels(), dir); }
+
+void MainWindow::show_error(const QString& title, const QString& message) {
+    if (!interactive_) {
+        // Headless runs report errors through the automation runner on stderr.
+        statusBar()->showMessage(title);
+        return;
+    }
+    // Non-modal: the window (and the engine) stay usable while the message is up.
+    auto* box = new QMessageBox(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+void MainWindow::remember_recent(const QString& path) {
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    recent_files_.removeAll(absolute);
+    recent_files_.prepend(absolute);
+    while (recent_files_.size() > kMaxRecentFiles) recent_files_.removeLast();
+    rebuild_recent_menu();
+    save_settings();
+}
+
+void MainWindow::rebuild_recent_menu() {
+    recent_menu_->clear();
+    for (const QString& path : recent_files_) {
+        recent_menu_->addAction(QFileInfo(path).fileName(), this, [this, path] { open_model(path); })->setToolTip(path);
+    }
+    recent_menu_->setEnabled(!recent_files_.isEmpty());
+}
+
+void MainWindow::apply_chart_theme() {
+    const bool dark = palette().color(QPalette::Window).lightness() < 128;
+    latency_->set_dark_theme(dark);
+    kv_memory_->set_dark_theme(dark);
+}
+
+void MainWindow::export_current_chart() {
+    const auto* panel = qobject_cast<const ChartPanel*>(charts_->currentWidget());
+    if (panel == nullptr) return;
+    QString selected;
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export chart"), panel->export_name() + QStringLiteral(".png"),
+        tr("PNG image (*.png);;SVG drawing (*.svg);;CSV data (*.csv);;JSON data (*.json)"), &selected);
+    if (path.isEmpty()) return;
+    ExportFormat format = ExportFormat::Png;
+    for (ExportFormat f : {ExportFormat::Svg, ExportFormat::Csv, ExportFormat::Json}) {
+        if (path.endsWith(QLatin1Char('.') + export_format_suffix(f), Qt::CaseInsensitive)) format = f;
+    }
+    const QString error = export_chart(*panel, path, format);
+    if (!error.isEmpty()) show_error(tr("Export failed"), error);
+}
+
+void MainWindow::choose_export_folder() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Export all charts to"));
+    if (dir.isEmpty()) return;
+    const QStringList errors = export_all_charts(dir);
+    if (!errors.isEmpty()) {
+        show_error(tr("Export failed"), errors.join(QLatin1Char('\n')));
+    } else {
+        statusBar()->showMessage(tr("Exported %1 charts to %2").arg(chart_panels().size()).arg(dir), 5000);
+    }
+}
+
+void MainWindow::show_about() {
+    QMessageBox::about(this, tr("About InferScope"),
+                       tr("<h3>InferScope 0.1</h3><p>A laboratory for the cost of LLM inference: per-step latency, "
+                          "KV-cache memory, batching and quantization, measured on your model and hardware.</p>"
+                          "<p>Engine backend: %1</p>")
+                           .arg(controller_->has_model() ? controller_->model().backend : tr("(no model loaded)")));
+}
+
+void MainWindow::restore_settings() {
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    recent_files_ = settings.value(QStringLiteral("models/recent")).toStringList();
+    generation_->restore_settings(settings);
+    rebuild_recent_menu();
+}
+
+void MainWindow::save_settings() const {
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("models/recent"), recent_files_);
+    generation_->save_settings(settings);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    controller_->cancel();
+    save_settings();
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.size() == 1 && is_gguf(urls.front())) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.size() == 1 && is_gguf(urls.front())) {
+        open_model(urls.front().toLocalFile());
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange) apply_chart_theme();
+    QMainWindow::changeEvent(event);
+}
+
+}  // namespace inferscope::ui

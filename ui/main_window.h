@@ -1,0 +1,81 @@
+#pragma once
+// The InferScope main window: model loading (File > Open, Recent Files, drag and drop),
+// the generation panel, and the chart panels, all driven by one EngineController.
+#include <QMainWindow>
+#include <QStringList>
+
+#include "ui/engine_types.h"
+
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
+
+namespace inferscope::ui {
+
+class ChartPanel;
+class EngineController;
+class GenerationPanel;
+class KvMemoryPanel;
+class LatencyPanel;
+class ModelInfoWidget;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    // `interactive` = false (headless automation) reports errors on stderr instead of
+    // message boxes.
+    explicit MainWindow(bool interactive = true, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // An empty path opens the built-in synthetic model.
+    void open_model(const QString& path);
+    void start_generation();
+    void stop();
+    // Writes every chart in every format into `dir`; returns the errors.
+    QStringList export_all_charts(const QString& dir);
+
+    EngineController& controller() { return *controller_; }
+    GenerationPanel& generation_panel() { return *generation_; }
+    LatencyPanel& latency_panel() { return *latency_; }
+    KvMemoryPanel& kv_memory_panel() { return *kv_memory_; }
+    QList<const ChartPanel*> chart_panels() const;
+    QStringList recent_files() const { return recent_files_; }
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void changeEvent(QEvent* event) override;
+
+private:
+    void build_menus();
+    void build_status_bar();
+    void connect_controller();
+    void show_error(const QString& title, const QString& message);
+    void remember_recent(const QString& path);
+    void rebuild_recent_menu();
+    void apply_chart_theme();
+    void export_current_chart();
+    void choose_export_folder();
+    void show_about();
+    void restore_settings();
+    void save_settings() const;
+
+    bool interactive_;
+    EngineController* controller_;
+    ModelInfoWidget* model_info_;
+    GenerationPanel* generation_;
+    QTabWidget* charts_;
+    LatencyPanel* latency_;
+    KvMemoryPanel* kv_memory_;
+    QMenu* recent_menu_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QPushButton* cancel_load_ = nullptr;
+    QLabel* status_model_ = nullptr;
+    QStringList recent_files_;
+    bool loading_ = false;
+};
+
+}  // namespace inferscope::ui

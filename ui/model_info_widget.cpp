@@ -1,0 +1,59 @@
+#include "ui/model_info_widget.h"
+
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLocale>
+
+namespace inferscope::ui {
+
+QString format_bytes(qint64 bytes) {
+    const QLocale locale;
+    static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024.0 && unit < 4) {
+        value /= 1024.0;
+        ++unit;
+    }
+    if (unit == 0) return QObject::tr("%1 bytes").arg(locale.toString(bytes));
+    return QObject::tr("%1 %2 (%3 bytes)").arg(value, 0, 'f', 1).arg(QLatin1String(kUnits[unit])).arg(locale.toString(bytes));
+}
+
+ModelInfoWidget::ModelInfoWidget(QWidget* parent) : QWidget(parent), form_(new QFormLayout(this)) {
+    form_->setLabelAlignment(Qt::AlignRight);
+    form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+}
+
+void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
+    while (form_->rowCount() > 0) form_->removeRow(0);
+    const QLocale locale;
+    const auto add = [this](const QString& label, const QString& value) {
+        auto* field = new QLabel(value);
+        field->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        field->setWordWrap(true);
+        form_->addRow(label, field);
+    };
+    QString name = s.name.isEmpty() ? QFileInfo(s.path).fileName() : s.name;
+    if (s.synthetic) name += tr("  [synthetic: random weights]");
+    if (!loaded) name += tr("  (loading…)");
+    add(tr("Model:"), name);
+    if (!s.builtin) add(tr("File:"), tr("%1, %2").arg(QFileInfo(s.path).fileName(), format_bytes(s.file_bytes)));
+    add(tr("Architecture:"), s.architecture);
+    add(tr("Parameters:"), locale.toString(s.parameters));
+    if (s.n_layer > 0) {
+        add(tr("Layers / width:"), tr("%1 layers, n_embd %2, FFN %3").arg(s.n_layer).arg(s.n_embd).arg(s.n_ff));
+        add(tr("Heads:"), tr("%1 query, %2 KV (head dim %3)").arg(s.n_head).arg(s.n_head_kv).arg(s.head_dim));
+        add(tr("KV bytes/token:"), tr("%1 (f16)").arg(locale.toString(s.kv_bytes_per_token(s.n_head_kv))));
+        add(tr("Vocabulary:"), locale.toString(s.n_vocab));
+        add(tr("Context:"), loaded ? tr("%1 tokens (model: %2)").arg(s.context_size).arg(s.context_length)
+                                   : locale.toString(s.context_length));
+    }
+    add(tr("Tensor types:"), s.tensor_types.join(QStringLiteral(", ")));
+    if (loaded) {
+        add(tr("Tokenizer:"), s.tokenizer);
+        add(tr("Backend:"), s.backend);
+    }
+}
+
+}  // namespace inferscope::ui

@@ -1,0 +1,107 @@
+#include "ui/panels/kv_memory_panel.h"
+
+#include <QLineSeries>
+#include <QPen>
+#include <QValueAxis>
+
+namespace inferscope::ui {
+namespace {
+
+constexpr int kMinimumTokenSpan = 16;
+
+QLineSeries* make_line(const QString& name) {
+    auto* s = new QLineSeries();
+    s->setName(name);
+    return s;
+}
+
+void set_pen(QLineSeries* series, const QColor& color, Qt::PenStyle style) {
+    QPen pen(color);
+    pen.setStyle(style);
+    pen.setWidthF(2.0);
+    series->setPen(pen);
+}
+
+}  // namespace
+
+KvMemoryPanel::KvMemoryPanel(QWidget* parent)
+    : ChartPanel(QStringLiteral("kv-memory"), parent),
+      in_use_(make_line(tr("in use"))),
+      reserved_(make_line(tr("reserved (whole blocks)"))),
+      formula_(make_line(tr("formula"))),
+      mha_(make_line(tr("MHA what-if"))),
+      mqa_(make_line(tr("MQA what-if"))) {
+    chart()->setTitle(tr("KV-cache memory"));
+    auto* x = new QValueAxis();
+    x->setTitleText(tr("tokens in the cache"));
+    x->setLabelFormat(QStringLiteral("%d"));
+    auto* y = new QValueAxis();
+    y->setTitleText(tr("KV cache (bytes)"));
+    y->setLabelFormat(QStringLiteral("%.0f"));
+    chart()->addAxis(x, Qt::AlignBottom);
+    chart()->addAxis(y, Qt::AlignLeft);
+    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_}) {
+        chart()->addSeries(s);
+        s->attachAxis(x);
+        s->attachAxis(y);
+    }
+    set_axes(x, y);
+    style_series(false);
+}
+
+void KvMemoryPanel::style_series(bool dark) {
+    set_pen(in_use_, dark ? QColor(0x4F, 0xC3, 0xF7) : QColor(0x15, 0x65, 0xC0), Qt::SolidLine);
+    set_pen(reserved_, dark ? QColor(0xFF, 0xB7, 0x4D) : QColor(0xE6, 0x51, 0x00), Qt::SolidLine);
+    set_pen(formula_, dark ? QColor(0xE0, 0xE0, 0xE0) : QColor(0x42, 0x42, 0x42), Qt::DashLine);
+    set_pen(mha_, dark ? QColor(0xEF, 0x9A, 0x9A) : QColor(0xC6, 0x28, 0x28), Qt::DotLine);
+    set_pen(mqa_, dark ? QColor(0xA5, 0xD6, 0xA7) : QColor(0x2E, 0x7D, 0x32), Qt::DotLine);
+}
+
+void KvMemoryPanel::set_model(const ModelSummary& model) {
+    model_ = model;
+    chart()->setTitle(tr("KV-cache memory \u2014 2 \u00d7 %1 layers \u00d7 %2 KV heads \u00d7 %3 dims \u00d7 2 bytes (f16) = "
+                         "%4 bytes/token")
+                          .arg(model.n_layer)
+                          .arg(model.n_head_kv)
+                          .arg(model.head_dim)
+                          .arg(model.kv_bytes_per_token(model.n_head_kv)));
+    formula_->setName(tr("formula (%1 KV heads)").arg(model.n_head_kv));
+    mha_->setName(tr("MHA what-if (%1 KV heads)").arg(model.n_head));
+    mqa_->setName(tr("MQA what-if (1 KV head)"));
+    // A what-if equal to the model's own layout says nothing new.
+    mha_->setVisible(model.n_head != model.n_head_kv);
+    mqa_->setVisible(model.n_head_kv != 1);
+    reset();
+}
+
+void KvMemoryPanel::reset() {
+    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_}) s->clear();
+    max_tokens_ = 0;
+    extend_reference_lines(kMinimumTokenSpan);
+    fit_axes(kMinimumTokenSpan, 1);
+}
+
+void KvMemoryPanel::extend_reference_lines(int tokens) {
+    if (tokens <= max_tokens_) return;
+    max_tokens_ = tokens;
+    const auto line = [tokens](QLineSeries* s, qint64 bytes_per_token) {
+        s->replace(QList<QPointF>{QPointF(0, 0), QPointF(tokens, static_cast<double>(bytes_per_token) * tokens)});
+    };
+    line(formula_, model_.kv_bytes_per_token(model_.n_head_kv));
+    if (mha_->isVisible()) line(mha_, model_.kv_bytes_per_token(model_.n_head));
+    if (mqa_->isVisible()) line(mqa_, model_.kv_bytes_per_token(1));
+}
+
+void KvMemoryPanel::add_step(const StepRecord& step) {
+    if (step.recompute) return;
+    in_use_->append(step.context_length, static_cast<double>(step.kv_bytes_in_use));
+    reserved_->append(step.context_length, static_cast<double>(step.kv_bytes_reserved));
+    extend_reference_lines(step.context_length);
+    fit_axes(kMinimumTokenSpan, 1);
+}
+
+QPointF KvMemoryPanel::last_in_use_point() const {
+    return in_use_->count() == 0 ? QPointF() : in_use_->at(in_use_->count() - 1);
+}
+
+}  // namespace inferscope::ui
