@@ -1,5 +1,6 @@
 #include "ui/automation.h"
 
+#include <QPlainTextEdit>
 #include <cstdio>
 
 #include "ui/engine_controller.h"
@@ -41,11 +42,20 @@ void AutomationRunner::on_idle() {
 
 void AutomationRunner::complete() {
     stage_ = Stage::Done;
+    if (options_.generate > 0) {
+        std::printf("%s\n", qPrintable(window_.generation_panel().output_view()->toPlainText()));
+        std::fflush(stdout);
+    }
     if (!options_.export_dir.isEmpty()) {
         const QStringList errors = window_.export_all_charts(options_.export_dir);
         if (!errors.isEmpty()) return fail(errors.join(QLatin1Char('\n')));
         std::fprintf(stderr, "exported %d charts to %s\n", static_cast<int>(window_.chart_panels().size()),
                      qPrintable(options_.export_dir));
+    }
+    if (!options_.screenshot_dir.isEmpty()) {
+        const QStringList errors = window_.save_screenshots(options_.screenshot_dir);
+        if (!errors.isEmpty()) return fail(errors.join(QLatin1Char('\n')));
+        std::fprintf(stderr, "saved screenshots to %s\n", qPrintable(options_.screenshot_dir));
     }
     emit finished(0);
 }

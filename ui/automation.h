@@ -15,6 +15,7 @@ struct AutomationOptions {
     QString prompt;       // empty: keep the window's prompt
     int generate = 0;     // tokens to generate; 0: none
     QString export_dir;   // empty: no export
+    QString screenshot_dir;  // empty: none; else PNGs of the window and of each chart tab
     bool quit = false;    // quit when done
 };
 

@@ -12,6 +12,9 @@ EngineController::EngineController(QObject* parent) : QObject(parent), worker_(n
     thread_.setObjectName(QStringLiteral("inferscope-engine"));
     worker_->moveToThread(&thread_);
     connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+    flush_timer_.setSingleShot(true);
+    flush_timer_.setInterval(kFlushIntervalMs);
+    connect(&flush_timer_, &QTimer::timeout, this, &EngineController::flush_pending);
     connect_worker();
     thread_.start();
 }
@@ -47,22 +50,43 @@ void EngineController::connect_worker() {
         if (is_current(r)) emit generation_started(n, text);
     });
     connect(worker_, &EngineWorker::token_generated, this, [this](quint64 r, const QString& text) {
-        if (is_current(r)) emit token_generated(text);
+        if (!is_current(r)) return;
+        pending_text_ += text;
+        if (!flush_timer_.isActive()) flush_timer_.start();
     });
     connect(worker_, &EngineWorker::step_completed, this, [this](quint64 r, const StepRecord& step) {
-        if (is_current(r)) emit step_completed(step);
+        if (!is_current(r)) return;
+        pending_steps_.push_back(step);
+        if (!flush_timer_.isActive()) flush_timer_.start();
     });
     connect(worker_, &EngineWorker::generation_finished, this, [this](quint64 r, const GenerationReport& report) {
-        if (is_current(r)) emit generation_finished(report);
+        if (!is_current(r)) return;
+        flush_pending();
+        emit generation_finished(report);
     });
     connect(worker_, &EngineWorker::generation_failed, this, [this](quint64 r, const QString& message) {
-        if (is_current(r)) emit generation_failed(message);
+        if (!is_current(r)) return;
+        flush_pending();
+        emit generation_failed(message);
     });
-    connect(worker_, &EngineWorker::request_finished, this, &EngineController::finish_request);
+    connect(worker_, &EngineWorker::request_finished, this, [this](quint64 r) {
+        if (is_current(r)) flush_pending();
+        finish_request(r);
+    });
+}
+
+void EngineController::flush_pending() {
+    flush_timer_.stop();
+    if (!pending_steps_.isEmpty()) emit steps_completed(std::exchange(pending_steps_, {}));
+    if (!pending_text_.isEmpty()) emit text_generated(std::exchange(pending_text_, {}));
 }
 
 quint64 EngineController::start_request() {
-    const quint64 request = ++latest_request_;  // makes any running request stale
+    // Makes any running request stale; what it still had pending is dropped.
+    const quint64 request = ++latest_request_;
+    flush_timer_.stop();
+    pending_steps_.clear();
+    pending_text_.clear();
     if (!busy_) {
         busy_ = true;
         emit busy_changed(true);
@@ -89,12 +113,15 @@ void EngineController::generate(const GenerationRequest& request_data) {
 }
 
 void EngineController::cancel() {
+    flush_pending();  // what was produced before Stop stays visible
     const quint64 request = ++latest_request_;
     finish_request(request);
 }
 
 void EngineController::set_threads(int threads) {
-    QMetaObject::invokeMethod(worker_, [worker = worker_, threads] { worker->set_threads(threads); }, Qt::QueuedConnection);
+    const quint64 request = start_request();
+    QMetaObject::invokeMethod(worker_, [worker = worker_, request, threads] { worker->set_threads(request, threads); },
+                              Qt::QueuedConnection);
 }
 
 }  // namespace inferscope::ui

@@ -3,8 +3,14 @@
 // EngineWorker on it, hands requests to it as queued calls, and forwards the worker's
 // results as signals on the UI thread, dropping those of requests that a newer one has
 // replaced. Starting a request cancels the one running; the UI thread never blocks.
+//
+// Steps and generated text arrive far faster than a screen refreshes (a small model makes
+// hundreds of steps per second), so they are delivered in batches at most every
+// kFlushIntervalMs; everything pending is delivered before a generation's report.
 #include <QObject>
 #include <QThread>
+#include <QTimer>
+#include <QVector>
 #include <atomic>
 
 #include "ui/engine_types.h"
@@ -25,6 +31,7 @@ public:
     void generate(const GenerationRequest& request);
     // Stops the running request (load or generation) at its next token or page.
     void cancel();
+    // Runs the engine on `threads` CPU threads (0: one per physical core) from now on.
     void set_threads(int threads);
 
     bool busy() const { return busy_; }
@@ -38,8 +45,8 @@ signals:
     void load_failed(const QString& path, const QString& message);
     void load_cancelled();
     void generation_started(int n_prompt_tokens, const QString& prompt_text);
-    void token_generated(const QString& text);
-    void step_completed(const inferscope::ui::StepRecord& step);
+    void text_generated(const QString& text);
+    void steps_completed(const QVector<inferscope::ui::StepRecord>& steps);
     void generation_finished(const inferscope::ui::GenerationReport& report);
     void generation_failed(const QString& message);
     void busy_changed(bool busy);
@@ -49,10 +56,15 @@ private:
     void finish_request(quint64 request);
     bool is_current(quint64 request) const { return request == latest_request_.load(); }
     void connect_worker();
+    void flush_pending();
 
+    static constexpr int kFlushIntervalMs = 30;
     QThread thread_;
     EngineWorker* worker_;  // owned by thread_ (deleted when it finishes)
     std::atomic<quint64> latest_request_{0};
+    QTimer flush_timer_;
+    QVector<StepRecord> pending_steps_;
+    QString pending_text_;
     bool busy_ = false;
     bool has_model_ = false;
     ModelSummary model_;

@@ -1,5 +1,6 @@
 #include "ui/engine_worker.h"
 
+#include <algorithm>
 #include <map>
 
 #include "engine/core/error.h"
@@ -93,20 +94,20 @@ EngineWorker::~EngineWorker() = default;
 // Reads one byte of every page of the weights so that the first generation does not pay
 // for page faults, reporting progress and stopping early when the request goes stale.
 bool EngineWorker::page_in_weights(quint64 request, const Model& model) {
-    uint64_t total = 0;
-    for (const auto& t : model.file().tensors()) total += t.byte_count;
-    uint64_t done = 0;
+    uint64_t total_bytes = 0;
+    for (const auto& t : model.file().tensors()) total_bytes += t.byte_count;
+    uint64_t bytes_done = 0;
     uint64_t next_report = kProgressEveryBytes;
     volatile uint8_t sink = 0;
     for (const auto& t : model.file().tensors()) {
         for (size_t offset = 0; offset < t.data.size(); offset += kPageBytes) {
             sink = sink + t.data[offset];
-            if (++done, (done * kPageBytes) >= next_report) {
-                next_report += kProgressEveryBytes;
-                if (is_stale(request)) return false;
-                emit load_progress(request, 0.3 + 0.65 * static_cast<double>(done * kPageBytes) / static_cast<double>(total),
-                                   tr("Reading weights"));
-            }
+            bytes_done += std::min(kPageBytes, t.data.size() - offset);
+            if (bytes_done < next_report) continue;
+            next_report += kProgressEveryBytes;
+            if (is_stale(request)) return false;
+            emit load_progress(request, 0.3 + 0.65 * static_cast<double>(bytes_done) / static_cast<double>(total_bytes),
+                               tr("Reading weights"));
         }
     }
     return true;
@@ -136,18 +137,8 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
             return;
         }
         emit load_progress(request, 0.95, tr("Allocating the KV cache"));
-        SessionOptions options;
-        options.n_threads = threads_;
-        auto session = std::make_unique<InferenceSession>(model, options);
-
-        ModelSummary summary = summarize_file(model->file());
-        summary.builtin = path.isEmpty();
-        summary.path = path;
-        if (summary.builtin) summary.name = QString::fromUtf8(kBuiltinModelLabel.data(), kBuiltinModelLabel.size());
-        summary.tokenizer = QString::fromUtf8(model->tokenizer().kind_name().data(),
-                                              static_cast<qsizetype>(model->tokenizer().kind_name().size()));
-        summary.backend = QString::fromStdString(session->backend().name());
-        summary.context_size = session->context_size();
+        auto session = make_session(model);
+        const ModelSummary summary = describe(*model, *session, path);
         // Replace the previous model only now that the new one is complete.
         session_ = std::move(session);
         model_ = std::move(model);
@@ -159,15 +150,48 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
     }
 }
 
+std::unique_ptr<InferenceSession> EngineWorker::make_session(const std::shared_ptr<const Model>& model) const {
+    SessionOptions options;
+    options.n_threads = threads_;
+    return std::make_unique<InferenceSession>(model, options);
+}
+
+ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& session, const QString& path) const {
+    ModelSummary summary = summarize_file(model.file());
+    summary.builtin = path.isEmpty();
+    summary.path = path;
+    if (summary.builtin) summary.name = QString::fromUtf8(kBuiltinModelLabel.data(), kBuiltinModelLabel.size());
+    const std::string_view tokenizer = model.tokenizer().kind_name();
+    summary.tokenizer = QString::fromUtf8(tokenizer.data(), static_cast<qsizetype>(tokenizer.size()));
+    summary.backend = QString::fromStdString(session.backend().name());
+    summary.context_size = session.context_size();
+    return summary;
+}
+
+void EngineWorker::set_threads(quint64 request, int threads) {
+    threads_ = threads;
+    if (model_ && !is_stale(request)) {
+        try {
+            session_ = make_session(model_);
+            summary_ = describe(*model_, *session_, summary_.path);
+            emit model_loaded(request, summary_);
+        } catch (const std::exception& e) {
+            emit load_failed(request, summary_.path, QString::fromUtf8(e.what()));
+        }
+    }
+    emit request_finished(request);
+}
+
 GenerationReport EngineWorker::run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache) {
     const Tokenizer& tokenizer = model_->tokenizer();
     const std::vector<TokenId> prompt = tokenizer.encode(request_data.prompt.toStdString(), true, true);
     if (prompt.empty()) throw InvalidArgument("the prompt is empty");
     if (use_cache) {
-        QString prompt_text;
-        Utf8Stream prompt_stream;
-        for (TokenId id : prompt) prompt_text += prompt_stream.push(tokenizer.token_to_piece(id));
-        emit generation_started(request, static_cast<int>(prompt.size()), prompt_text);
+        // Shown without the BOS token, whose absence also drops SentencePiece's leading
+        // space, as llama.cpp's detokenizer does when removing special tokens.
+        std::span<const TokenId> shown(prompt);
+        if (!shown.empty() && shown.front() == tokenizer.bos_id()) shown = shown.subspan(1);
+        emit generation_started(request, static_cast<int>(prompt.size()), QString::fromStdString(tokenizer.decode(shown)));
     }
     GenerationOptions options;
     options.n_predict = request_data.n_predict;

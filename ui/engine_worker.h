@@ -23,7 +23,9 @@ public:
     explicit EngineWorker(const std::atomic<quint64>& latest_request);
     ~EngineWorker() override;
 
-    void set_threads(int threads) { threads_ = threads; }
+    // Rebuilds the session on `threads` CPU threads (0: one per physical core); the model
+    // stays loaded and model_loaded is emitted again with the new backend description.
+    void set_threads(quint64 request, int threads);
 
     // Each runs to completion (or cancellation) on the worker thread.
     void load(quint64 request, const QString& path);
@@ -46,6 +48,8 @@ signals:
 private:
     bool is_stale(quint64 request) const { return request != latest_request_.load(); }
     void load_model(quint64 request, const QString& path);
+    std::unique_ptr<InferenceSession> make_session(const std::shared_ptr<const Model>& model) const;
+    ModelSummary describe(const Model& model, const InferenceSession& session, const QString& path) const;
     bool page_in_weights(quint64 request, const Model& model);
     GenerationReport run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache);
 

@@ -1,6 +1,8 @@
 #include "ui/generation_panel.h"
 
 #include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -67,7 +69,7 @@ GenerationPanel::GenerationPanel(QWidget* parent)
     buttons->addStretch();
 
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(new QLabel(tr("Prompt")));
+    layout->addWidget(build_examples());
     layout->addWidget(prompt_);
     layout->addWidget(build_sampling_controls());
     layout->addLayout(buttons);
@@ -76,6 +78,31 @@ GenerationPanel::GenerationPanel(QWidget* parent)
     layout->addWidget(output_, 1);
     set_running(false);
     update_stats();
+}
+
+// The prompt label and a list of example prompts (shipped in the resources) to start from.
+QWidget* GenerationPanel::build_examples() {
+    auto* row = new QWidget();
+    auto* layout = new QHBoxLayout(row);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* label = new QLabel(tr("&Prompt"));
+    label->setBuddy(prompt_);
+    auto* examples = new QComboBox();
+    examples->addItem(tr("Example prompts…"));
+    QFile file(QStringLiteral(":/inferscope/prompts/examples.txt"));
+    if (file.open(QIODevice::ReadOnly | QIODevice::Text)) {
+        for (const QByteArray& line : file.readAll().split('\n')) {
+            if (!line.trimmed().isEmpty()) examples->addItem(QString::fromUtf8(line));
+        }
+    }
+    connect(examples, &QComboBox::activated, this, [this, examples](int index) {
+        if (index > 0) prompt_->setPlainText(examples->itemText(index));
+        examples->setCurrentIndex(0);
+    });
+    layout->addWidget(label);
+    layout->addStretch();
+    layout->addWidget(examples);
+    return row;
 }
 
 QWidget* GenerationPanel::build_sampling_controls() {
@@ -107,6 +134,7 @@ QWidget* GenerationPanel::build_stats() {
     speed_ = new QLabel();
     context_ = new QLabel();
     kv_bytes_ = new QLabel();
+    for (QLabel* label : {ttft_, speed_, context_, kv_bytes_}) label->setWordWrap(true);
     form->addRow(tr("Time to first token:"), ttft_);
     form->addRow(tr("Decode speed:"), speed_);
     form->addRow(tr("Context length:"), context_);
@@ -187,17 +215,21 @@ void GenerationPanel::append_output(const QString& text) {
     output_->insertPlainText(text);
 }
 
-void GenerationPanel::add_step(const StepRecord& step) {
-    if (step.recompute) return;
-    if (step.phase == QStringLiteral("decode")) {
-        decode_ms_ += step.wall_ms;
-        ++decode_steps_;
-    } else {
-        prefill_ms_ += step.wall_ms;
+void GenerationPanel::add_steps(const QVector<StepRecord>& steps) {
+    const StepRecord* last = nullptr;
+    for (const StepRecord& step : steps) {
+        if (step.recompute) continue;
+        if (step.phase == QStringLiteral("decode")) {
+            decode_ms_ += step.wall_ms;
+            ++decode_steps_;
+        } else {
+            prefill_ms_ += step.wall_ms;
+        }
+        last = &step;
     }
-    const QLocale locale;
-    context_->setText(tr("%1 tokens").arg(step.context_length));
-    kv_bytes_->setText(tr("%1 in use, %2 reserved").arg(format_bytes(step.kv_bytes_in_use), format_bytes(step.kv_bytes_reserved)));
+    if (last == nullptr) return;
+    context_->setText(tr("%1 tokens").arg(last->context_length));
+    kv_bytes_->setText(tr("%1 in use, %2 reserved").arg(format_bytes(last->kv_bytes_in_use), format_bytes(last->kv_bytes_reserved)));
     update_stats();
 }
 

@@ -32,7 +32,7 @@ public:
     // Live updates from the engine.
     void start_output(const QString& prompt_text);
     void append_output(const QString& text);
-    void add_step(const StepRecord& step);
+    void add_steps(const QVector<StepRecord>& steps);
     void show_report(const GenerationReport& report);
 
     QPlainTextEdit* prompt_edit() const { return prompt_; }
@@ -43,6 +43,7 @@ signals:
     void stop_requested();
 
 private:
+    QWidget* build_examples();
     QWidget* build_sampling_controls();
     QWidget* build_stats();
     void update_stats();

@@ -3,6 +3,12 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QThread>
+#include <algorithm>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -14,6 +20,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -52,6 +59,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
 
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
+    left_layout->addWidget(build_backend_row());
     left_layout->addWidget(model_info_);
     left_layout->addWidget(generation_, 1);
     auto* splitter = new QSplitter();
@@ -72,6 +80,30 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 QList<const ChartPanel*> MainWindow::chart_panels() const { return {latency_, kv_memory_}; }
+
+QWidget* MainWindow::build_backend_row() {
+    auto* row = new QWidget();
+    auto* layout = new QHBoxLayout(row);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* backend = new QComboBox();
+    backend->addItem(tr("CPU"));
+    backend->setToolTip(tr("Compute backend (Vulkan devices appear here when the Vulkan backend is available)"));
+    threads_ = new QSpinBox();
+    threads_->setRange(0, std::max(1, QThread::idealThreadCount()));
+    threads_->setSpecialValueText(tr("auto (one per core)"));
+    threads_->setToolTip(tr("CPU threads for matrix products and attention"));
+    auto* backend_label = new QLabel(tr("&Backend:"));
+    backend_label->setBuddy(backend);
+    auto* threads_label = new QLabel(tr("&Threads:"));
+    threads_label->setBuddy(threads_);
+    layout->addWidget(backend_label);
+    layout->addWidget(backend);
+    layout->addWidget(threads_label);
+    layout->addWidget(threads_);
+    layout->addStretch();
+    connect(threads_, &QSpinBox::valueChanged, controller_, &EngineController::set_threads);
+    return row;
+}
 
 void MainWindow::build_menus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -151,11 +183,11 @@ void MainWindow::connect_controller() {
         kv_memory_->reset();
         generation_->start_output(prompt_text);
     });
-    connect(c, &EngineController::token_generated, generation_, &GenerationPanel::append_output);
-    connect(c, &EngineController::step_completed, this, [this](const StepRecord& step) {
-        latency_->add_step(step);
-        kv_memory_->add_step(step);
-        generation_->add_step(step);
+    connect(c, &EngineController::text_generated, generation_, &GenerationPanel::append_output);
+    connect(c, &EngineController::steps_completed, this, [this](const QVector<StepRecord>& steps) {
+        latency_->add_steps(steps);
+        kv_memory_->add_steps(steps);
+        generation_->add_steps(steps);
     });
     connect(c, &EngineController::generation_finished, this, [this](const GenerationReport& report) {
         latency_->set_report(report);
@@ -186,6 +218,28 @@ void MainWindow::start_generation() {
 void MainWindow::stop() { controller_->cancel(); }
 
 QStringList MainWindow::export_all_charts(const QString& dir) { return export_all(chart_panels(), dir); }
+
+QStringList MainWindow::save_screenshots(const QString& dir) {
+    QStringList errors;
+    if (!QDir().mkpath(dir)) return {tr("%1: cannot create the folder").arg(dir)};
+    const auto save = [&](QWidget* widget, const QString& name) {
+        QCoreApplication::processEvents();
+        const QString path = QDir(dir).filePath(name);
+        QSaveFile file(path);
+        if (!file.open(QIODevice::WriteOnly) || !widget->grab().save(&file, "PNG") || !file.commit()) {
+            errors << tr("%1: cannot save the screenshot").arg(path);
+        }
+    };
+    const int current = charts_->currentIndex();
+    save(this, QStringLiteral("main-window.png"));
+    for (int i = 0; i < charts_->count(); ++i) {
+        charts_->setCurrentIndex(i);
+        const auto* panel = qobject_cast<const ChartPanel*>(charts_->widget(i));
+        save(charts_->widget(i), QStringLiteral("panel-%1.png").arg(panel ? panel->export_name() : QString::number(i)));
+    }
+    charts_->setCurrentIndex(current);
+    return errors;
+}
 
 void MainWindow::show_error(const QString& title, const QString& message) {
     if (!interactive_) {
@@ -259,8 +313,14 @@ void MainWindow::show_about() {
 
 void MainWindow::restore_settings() {
     QSettings settings;
-    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) resize(1440, 880);
     recent_files_ = settings.value(QStringLiteral("models/recent")).toStringList();
+    {
+        // Applied before any model loads, without rebuilding a session.
+        const QSignalBlocker blocker(threads_);
+        threads_->setValue(settings.value(QStringLiteral("backend/threads"), 0).toInt());
+    }
+    if (threads_->value() != 0) controller_->set_threads(threads_->value());
     generation_->restore_settings(settings);
     rebuild_recent_menu();
 }
@@ -269,6 +329,7 @@ void MainWindow::save_settings() const {
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("models/recent"), recent_files_);
+    settings.setValue(QStringLiteral("backend/threads"), threads_->value());
     generation_->save_settings(settings);
 }
 

@@ -10,6 +10,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QPushButton;
+class QSpinBox;
 class QTabWidget;
 
 namespace inferscope::ui {
@@ -35,6 +36,8 @@ public:
     void stop();
     // Writes every chart in every format into `dir`; returns the errors.
     QStringList export_all_charts(const QString& dir);
+    // Saves main-window.png and one PNG per chart tab (as shown on screen) into `dir`.
+    QStringList save_screenshots(const QString& dir);
 
     EngineController& controller() { return *controller_; }
     GenerationPanel& generation_panel() { return *generation_; }
@@ -50,6 +53,7 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    QWidget* build_backend_row();
     void build_menus();
     void build_status_bar();
     void connect_controller();
@@ -74,6 +78,7 @@ private:
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;
     QLabel* status_model_ = nullptr;
+    QSpinBox* threads_ = nullptr;
     QStringList recent_files_;
     bool loading_ = false;
 };

@@ -79,9 +79,9 @@ void run_generate(const GenerateOptions& o) {
     }
     std::cout << std::endl;
     std::fprintf(stderr,
-                 "\n%s, %d threads, %s cache\nprompt: %d tokens, prefill %.2f ms (%.2f ms/token), time to first token "
+                 "\n%s, %s cache\nprompt: %d tokens, prefill %.2f ms (%.2f ms/token), time to first token "
                  "%.2f ms\ndecode: %d tokens, %.2f ms/token, %.2f tokens/s (stop: %s)\n",
-                 session.backend().name().c_str(), session.thread_count(), o.no_cache ? "no" : "KV", t.n_prompt,
+                 session.backend().name().c_str(), o.no_cache ? "no" : "KV", t.n_prompt,
                  t.prefill_ms, t.prefill_ms / std::max(1, t.n_prompt), t.ttft_ms, t.n_generated, t.decode_ms_per_token,
                  t.tokens_per_s, result.stop_reason.c_str());
 }

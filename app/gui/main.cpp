@@ -2,6 +2,7 @@
 //   inferscope --model F --prompt TEXT --generate N --export-all DIR --quit
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 #include <QTimer>
 #include <cstdio>
 #include <cstring>
@@ -14,8 +15,12 @@ namespace {
 // A headless run (--quit) needs no display: where there is none, use Qt's offscreen
 // platform instead of failing to connect to X11/Wayland.
 void use_offscreen_platform_when_headless(int argc, char** argv) {
-    bool headless = false;
-    for (int i = 1; i < argc; ++i) headless |= std::strcmp(argv[i], "--quit") == 0;
+    bool quit = false, screenshots = false;
+    for (int i = 1; i < argc; ++i) {
+        quit |= std::strcmp(argv[i], "--quit") == 0;
+        screenshots |= std::strcmp(argv[i], "--screenshots") == 0;
+    }
+    const bool headless = quit && !screenshots;
     const bool has_display = qEnvironmentVariableIsSet("DISPLAY") || qEnvironmentVariableIsSet("WAYLAND_DISPLAY");
     if (headless && !has_display && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) {
         qputenv("QT_QPA_PLATFORM", "offscreen");
@@ -30,6 +35,7 @@ int main(int argc, char** argv) {
     QApplication::setOrganizationName(QStringLiteral("InferScope"));
     QApplication::setApplicationName(QStringLiteral("InferScope"));
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/inferscope/icons/inferscope.svg")));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QApplication::tr("InferScope: watch what LLM inference costs, step by step."));
@@ -46,7 +52,10 @@ int main(int argc, char** argv) {
                                            QStringLiteral("dir"));
     const QCommandLineOption quit_option(QStringLiteral("quit"),
                                          QApplication::tr("Quit when done, without showing a window (headless)."));
-    parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option});
+    const QCommandLineOption screenshot_option(
+        QStringLiteral("screenshots"), QApplication::tr("Show the window and save PNGs of it and of each chart into a folder."),
+        QStringLiteral("dir"));
+    parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option, screenshot_option});
     parser.process(app);
 
     inferscope::ui::AutomationOptions options;
@@ -61,13 +70,15 @@ int main(int argc, char** argv) {
     }
     options.export_dir = parser.value(export_option);
     options.quit = parser.isSet(quit_option);
+    options.screenshot_dir = parser.value(screenshot_option);
+    const bool show_window = !options.quit || !options.screenshot_dir.isEmpty();
 
     inferscope::ui::MainWindow window(/*interactive=*/!options.quit);
     inferscope::ui::AutomationRunner runner(window, options);
     QObject::connect(&runner, &inferscope::ui::AutomationRunner::finished, &app, [&](int code) {
         if (options.quit) QApplication::exit(code);
     });
-    if (!options.quit) window.show();
+    if (show_window) window.show();
     QTimer::singleShot(0, &runner, &inferscope::ui::AutomationRunner::start);
     return QApplication::exec();
 }

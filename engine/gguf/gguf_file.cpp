@@ -126,6 +126,64 @@ bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
 
+// One tensor info: name, dimensions (validated against overflow), type, aligned offset.
+GgufTensorInfo read_tensor_info(Cursor& cur, uint64_t index, uint32_t alignment) {
+    const uint64_t at = cur.offset();
+    GgufTensorInfo info;
+    info.name = cur.read_string("a tensor name");
+    if (info.name.empty()) cur.fail_at(at, "tensor #" + std::to_string(index) + " has an empty name");
+    const std::string label = "tensor \"" + info.name + "\"";
+    const uint64_t dims_at = cur.offset();
+    const auto n_dims = cur.read<uint32_t>("a tensor dimension count");
+    if (n_dims == 0 || n_dims > kGgufMaxDims) {
+        cur.fail_at(dims_at, label + " has " + std::to_string(n_dims) + " dimensions (allowed: 1.." +
+                                 std::to_string(kGgufMaxDims) + ")");
+    }
+    info.element_count = 1;
+    for (uint32_t d = 0; d < n_dims; ++d) {
+        const uint64_t dim_at = cur.offset();
+        const auto dim = cur.read<uint64_t>("a tensor dimension");
+        if (dim == 0 || dim > kMaxDimension) {
+            cur.fail_at(dim_at, label + " dimension " + std::to_string(d) + " is " + std::to_string(dim));
+        }
+        if (info.element_count > std::numeric_limits<uint64_t>::max() / dim || info.element_count * dim > kMaxDimension) {
+            cur.fail_at(dim_at, label + " element count overflows (shape too large)");
+        }
+        info.element_count *= dim;
+        info.dims.push_back(dim);
+    }
+    const uint64_t type_at = cur.offset();
+    const auto type_id = cur.read<uint32_t>("a tensor type");
+    const auto traits = ggml_type_traits(type_id);
+    if (!traits) cur.fail_at(type_at, label + " has unknown tensor type id " + std::to_string(type_id));
+    info.type = traits->type;
+    if (info.dims[0] % traits->block_elements != 0) {
+        cur.fail_at(type_at, label + " row length " + std::to_string(info.dims[0]) + " is not a multiple of the " +
+                                 std::string(traits->name) + " block size " + std::to_string(traits->block_elements));
+    }
+    info.byte_count = info.element_count / traits->block_elements * traits->block_bytes;
+    const uint64_t offset_at = cur.offset();
+    info.offset = cur.read<uint64_t>("a tensor data offset");
+    if (info.offset % alignment != 0) {
+        cur.fail_at(offset_at, label + " data offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
+                                   std::to_string(alignment));
+    }
+    return info;
+}
+
+void check_no_overlap(const Cursor& cur, const std::vector<GgufTensorInfo>& tensors, uint64_t data_offset) {
+    std::vector<const GgufTensorInfo*> by_offset;
+    for (const auto& info : tensors) by_offset.push_back(&info);
+    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+        const auto* prev = by_offset[i - 1];
+        if (prev->offset + prev->byte_count > by_offset[i]->offset) {
+            cur.fail_at(data_offset + by_offset[i]->offset,
+                        "tensor \"" + by_offset[i]->name + "\" overlaps tensor \"" + prev->name + "\"");
+        }
+    }
+}
+
 }  // namespace
 
 uint64_t GgufTensorInfo::rows() const {
@@ -212,46 +270,7 @@ void GgufFile::parse() {
     tensors_.reserve(tensor_count);
     for (uint64_t i = 0; i < tensor_count; ++i) {
         const uint64_t at = cur.offset();
-        GgufTensorInfo info;
-        info.name = cur.read_string("a tensor name");
-        if (info.name.empty()) cur.fail_at(at, "tensor #" + std::to_string(i) + " has an empty name");
-        const std::string label = "tensor \"" + info.name + "\"";
-        const uint64_t dims_at = cur.offset();
-        const auto n_dims = cur.read<uint32_t>("a tensor dimension count");
-        if (n_dims == 0 || n_dims > kGgufMaxDims) {
-            cur.fail_at(dims_at, label + " has " + std::to_string(n_dims) + " dimensions (allowed: 1.." +
-                                     std::to_string(kGgufMaxDims) + ")");
-        }
-        info.element_count = 1;
-        for (uint32_t d = 0; d < n_dims; ++d) {
-            const uint64_t dim_at = cur.offset();
-            const auto dim = cur.read<uint64_t>("a tensor dimension");
-            if (dim == 0 || dim > kMaxDimension) {
-                cur.fail_at(dim_at, label + " dimension " + std::to_string(d) + " is " + std::to_string(dim));
-            }
-            if (info.element_count > std::numeric_limits<uint64_t>::max() / dim ||
-                info.element_count * dim > kMaxDimension) {
-                cur.fail_at(dim_at, label + " element count overflows (shape too large)");
-            }
-            info.element_count *= dim;
-            info.dims.push_back(dim);
-        }
-        const uint64_t type_at = cur.offset();
-        const auto type_id = cur.read<uint32_t>("a tensor type");
-        const auto traits = ggml_type_traits(type_id);
-        if (!traits) cur.fail_at(type_at, label + " has unknown tensor type id " + std::to_string(type_id));
-        info.type = traits->type;
-        if (info.dims[0] % traits->block_elements != 0) {
-            cur.fail_at(type_at, label + " row length " + std::to_string(info.dims[0]) + " is not a multiple of the " +
-                                     std::string(traits->name) + " block size " + std::to_string(traits->block_elements));
-        }
-        info.byte_count = info.element_count / traits->block_elements * traits->block_bytes;
-        const uint64_t offset_at = cur.offset();
-        info.offset = cur.read<uint64_t>("a tensor data offset");
-        if (info.offset % alignment_ != 0) {
-            cur.fail_at(offset_at, label + " data offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
-                                       std::to_string(alignment_));
-        }
+        GgufTensorInfo info = read_tensor_info(cur, i, alignment_);
         if (!tensor_index_.emplace(info.name, tensors_.size()).second) {
             cur.fail_at(at, "duplicate tensor name \"" + info.name + "\"");
         }
@@ -274,16 +293,7 @@ void GgufFile::parse() {
         info.data = bytes_.subspan(data_offset_ + info.offset, info.byte_count);
     }
 
-    std::vector<const GgufTensorInfo*> by_offset;
-    for (const auto& info : tensors_) by_offset.push_back(&info);
-    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
-    for (size_t i = 1; i < by_offset.size(); ++i) {
-        const auto* prev = by_offset[i - 1];
-        if (prev->offset + prev->byte_count > by_offset[i]->offset) {
-            cur.fail_at(data_offset_ + by_offset[i]->offset,
-                        "tensor \"" + by_offset[i]->name + "\" overlaps tensor \"" + prev->name + "\"");
-        }
-    }
+    check_no_overlap(cur, tensors_, data_offset_);
 }
 
 const GgufValue* GgufFile::find(const std::string& key) const {

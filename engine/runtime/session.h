@@ -36,6 +36,7 @@ public:
     const Model& model() const { return *model_; }
     const std::shared_ptr<const Model>& model_ptr() const { return model_; }
     Backend& backend() { return *backend_; }
+    const Backend& backend() const { return *backend_; }
     const KvBlockPool& kv_cache() const { return pool_; }
     int context_size() const { return n_ctx_; }
     int thread_count() const { return n_threads_; }

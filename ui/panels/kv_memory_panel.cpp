@@ -3,6 +3,7 @@
 #include <QLineSeries>
 #include <QPen>
 #include <QValueAxis>
+#include <algorithm>
 
 namespace inferscope::ui {
 namespace {
@@ -92,11 +93,19 @@ void KvMemoryPanel::extend_reference_lines(int tokens) {
     if (mqa_->isVisible()) line(mqa_, model_.kv_bytes_per_token(1));
 }
 
-void KvMemoryPanel::add_step(const StepRecord& step) {
-    if (step.recompute) return;
-    in_use_->append(step.context_length, static_cast<double>(step.kv_bytes_in_use));
-    reserved_->append(step.context_length, static_cast<double>(step.kv_bytes_reserved));
-    extend_reference_lines(step.context_length);
+void KvMemoryPanel::add_steps(const QVector<StepRecord>& steps) {
+    QList<QPointF> in_use, reserved;
+    int max_tokens = 0;
+    for (const StepRecord& step : steps) {
+        if (step.recompute) continue;
+        in_use.append(QPointF(step.context_length, static_cast<double>(step.kv_bytes_in_use)));
+        reserved.append(QPointF(step.context_length, static_cast<double>(step.kv_bytes_reserved)));
+        max_tokens = std::max(max_tokens, step.context_length);
+    }
+    if (in_use.isEmpty()) return;
+    in_use_->append(in_use);
+    reserved_->append(reserved);
+    extend_reference_lines(max_tokens);
     fit_axes(kMinimumTokenSpan, 1);
 }
 

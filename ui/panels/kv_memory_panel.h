@@ -17,8 +17,8 @@ public:
 
     void set_model(const ModelSummary& model);
     void reset();
-    // Adds the cache state after a step of the KV-cached run (no-cache steps are ignored).
-    void add_step(const StepRecord& step);
+    // Adds the cache state after each step of the KV-cached run (no-cache steps are ignored).
+    void add_steps(const QVector<StepRecord>& steps);
 
     QPointF last_in_use_point() const;
 

@@ -57,14 +57,16 @@ void LatencyPanel::reset() {
     fit_axes(16, 1);
 }
 
-void LatencyPanel::add_step(const StepRecord& step) {
-    int& index = step.recompute ? recompute_steps_ : steps_;
-    const QPointF point(index++, step.wall_ms);
-    const bool prefill = step.phase != QStringLiteral("decode");
-    if (step.recompute) {
-        (prefill ? static_cast<QXYSeries*>(recompute_prefill_) : recompute_decode_)->append(point);
-    } else {
-        (prefill ? static_cast<QXYSeries*>(prefill_) : decode_)->append(point);
+void LatencyPanel::add_steps(const QVector<StepRecord>& steps) {
+    for (const StepRecord& step : steps) {
+        int& index = step.recompute ? recompute_steps_ : steps_;
+        const QPointF point(index++, step.wall_ms);
+        const bool prefill = step.phase != QStringLiteral("decode");
+        if (step.recompute) {
+            (prefill ? static_cast<QXYSeries*>(recompute_prefill_) : recompute_decode_)->append(point);
+        } else {
+            (prefill ? static_cast<QXYSeries*>(prefill_) : decode_)->append(point);
+        }
     }
     fit_axes(16, 1);
 }

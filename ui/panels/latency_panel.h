@@ -16,7 +16,7 @@ public:
 
     // Starts a new generation's plot.
     void reset();
-    void add_step(const StepRecord& step);
+    void add_steps(const QVector<StepRecord>& steps);
     // Annotates time to first token and tokens/s (of the KV-cache run) in the title.
     void set_report(const GenerationReport& report);
 

@@ -33,7 +33,9 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     openblas_set_num_threads(pool_.size());
 }
 
-std::string CpuBackend::name() const { return "CPU (" + std::to_string(pool_.size()) + " threads)"; }
+std::string CpuBackend::name() const {
+    return "CPU (" + std::to_string(pool_.size()) + (pool_.size() == 1 ? " thread)" : " threads)");
+}
 
 void CpuBackend::allocate_kv(const KvLayout& layout) {
     const ModelConfig& c = model_->config();

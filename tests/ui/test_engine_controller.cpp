@@ -1,0 +1,113 @@
+// The controller's request rules: Stop ends a generation within a step, a new request
+// replaces the running one (whose results are never shown), and a failed load keeps the
+// model that was there.
+#include <gtest/gtest.h>
+
+#include "ui/engine_controller.h"
+#include "ui/ui_test_support.h"
+
+namespace inferscope::ui {
+namespace {
+
+using inferscope::testing::wait_until;
+
+constexpr int kTimeoutMs = 60000;
+
+struct Recorder {
+    explicit Recorder(EngineController& c) {
+        QObject::connect(&c, &EngineController::model_loaded, [this](const ModelSummary& s) { loaded.push_back(s); });
+        QObject::connect(&c, &EngineController::load_failed, [this](const QString&, const QString& m) { failures << m; });
+        QObject::connect(&c, &EngineController::generation_started, [this](int, const QString& text) { started << text; });
+        QObject::connect(&c, &EngineController::steps_completed, [this](const QVector<StepRecord>& s) { steps += s.size(); });
+        QObject::connect(&c, &EngineController::generation_finished, [this](const GenerationReport& r) { reports.push_back(r); });
+    }
+    std::vector<ModelSummary> loaded;
+    QStringList failures;
+    QStringList started;
+    int steps = 0;
+    std::vector<GenerationReport> reports;
+};
+
+GenerationRequest request(const QString& prompt, int n) {
+    GenerationRequest r;
+    r.prompt = prompt;
+    r.n_predict = n;
+    r.sampling.temperature = 0;
+    return r;
+}
+
+void load_builtin(EngineController& c, Recorder& rec) {
+    c.load_model(QString());
+    ASSERT_TRUE(wait_until([&] { return !rec.loaded.empty() && !c.busy(); }, kTimeoutMs));
+}
+
+TEST(EngineController, StopEndsAGenerationWithinAStep) {
+    EngineController c;
+    Recorder rec(c);
+    load_builtin(c, rec);
+    c.generate(request(QStringLiteral("a long one"), 100000));
+    ASSERT_TRUE(wait_until([&] { return rec.steps >= 3; }, kTimeoutMs));
+    c.cancel();
+    EXPECT_FALSE(c.busy());  // idle at once from the UI's point of view
+    const int steps_at_cancel = rec.steps;
+    // the worker stops too: a new generation runs to completion right after
+    c.generate(request(QStringLiteral("short"), 4));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_EQ(rec.reports.size(), 1u);
+    EXPECT_EQ(rec.reports.front().n_generated, 4);
+    EXPECT_LT(steps_at_cancel, 1000);
+}
+
+TEST(EngineController, ANewRequestReplacesTheRunningOne) {
+    EngineController c;
+    Recorder rec(c);
+    load_builtin(c, rec);
+    rec.started.clear();
+    c.generate(request(QStringLiteral("first"), 100000));
+    c.generate(request(QStringLiteral("second"), 6));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    // Only the second request's results reach the UI.
+    EXPECT_EQ(rec.started, QStringList{QStringLiteral("second")});
+    ASSERT_EQ(rec.reports.size(), 1u);
+    EXPECT_EQ(rec.reports.front().n_generated, 6);
+}
+
+TEST(EngineController, FailedLoadKeepsTheModel) {
+    EngineController c;
+    Recorder rec(c);
+    load_builtin(c, rec);
+    c.load_model(QStringLiteral("/nonexistent/model.gguf"));
+    ASSERT_TRUE(wait_until([&] { return !rec.failures.empty() && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(rec.failures.front().contains(QLatin1String("no such file")));
+    EXPECT_TRUE(c.has_model());
+    EXPECT_TRUE(c.model().builtin);
+    c.generate(request(QStringLiteral("still works"), 3));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    EXPECT_EQ(rec.reports.front().n_generated, 3);
+}
+
+TEST(EngineController, CompareRecomputeReportsBothRuns) {
+    EngineController c;
+    Recorder rec(c);
+    load_builtin(c, rec);
+    GenerationRequest r = request(QStringLiteral("compare"), 5);
+    r.compare_recompute = true;
+    c.generate(r);
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kTimeoutMs));
+    EXPECT_FALSE(rec.reports[0].recompute);
+    EXPECT_TRUE(rec.reports[1].recompute);
+    EXPECT_EQ(rec.reports[0].n_generated, 5);
+    EXPECT_EQ(rec.reports[1].n_generated, 5);
+}
+
+TEST(EngineController, ThreadCountRebuildsTheSession) {
+    EngineController c;
+    Recorder rec(c);
+    load_builtin(c, rec);
+    c.set_threads(1);
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(c.model().backend.contains(QLatin1String("(1 thread)"))) << c.model().backend.toStdString();
+}
+
+}  // namespace
+}  // namespace inferscope::ui

@@ -1,0 +1,175 @@
+// The main window driven as a user would: open a model, type a prompt, generate, export.
+#include <gtest/gtest.h>
+
+#include <QDir>
+#include <QDomDocument>
+#include <QFile>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "ui/chart_export.h"
+#include "ui/engine_controller.h"
+#include "ui/generation_panel.h"
+#include "ui/main_window.h"
+#include "ui/panels/kv_memory_panel.h"
+#include "ui/panels/latency_panel.h"
+#include "ui/ui_test_support.h"
+
+namespace inferscope::ui {
+namespace {
+
+using inferscope::testing::shared_model_path;
+using inferscope::testing::wait_until;
+
+constexpr int kTimeoutMs = 60000;
+
+// Opens a model and waits until it is loaded; returns false on failure or timeout.
+bool open_and_wait(MainWindow& window, const QString& path) {
+    bool loaded = false, failed = false;
+    const auto a = QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
+    const auto b = QObject::connect(&window.controller(), &EngineController::load_failed, [&] { failed = true; });
+    window.open_model(path);
+    wait_until([&] { return (loaded || failed) && !window.controller().busy(); }, kTimeoutMs);
+    QObject::disconnect(a);
+    QObject::disconnect(b);
+    return loaded;
+}
+
+TEST(MainWindow, GeneratesAndPlotsEveryStep) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(open_and_wait(window, shared_model_path("stories260K.gguf")));
+    ASSERT_TRUE(window.controller().model().path.endsWith(QLatin1String("stories260K.gguf")));
+
+    QPlainTextEdit* prompt = window.generation_panel().prompt_edit();
+    prompt->clear();
+    QTest::keyClicks(prompt, QStringLiteral("Once upon a time"));
+    window.generation_panel().set_n_predict(16);
+
+    std::vector<StepRecord> steps;
+    QObject::connect(&window.controller(), &EngineController::steps_completed,
+                     [&](const QVector<StepRecord>& batch) { steps.insert(steps.end(), batch.begin(), batch.end()); });
+    bool finished = false;
+    QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
+    QTest::keyClick(prompt, Qt::Key_Return, Qt::ControlModifier);  // Ctrl+Enter generates
+    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+
+    EXPECT_EQ(window.latency_panel().prefill_point_count(), 1);
+    EXPECT_EQ(window.latency_panel().decode_point_count(), 16);
+    ASSERT_FALSE(steps.empty());
+    // The KV chart's last point is the engine's own byte count after the last step.
+    const QPointF last = window.kv_memory_panel().last_in_use_point();
+    EXPECT_EQ(last.x(), steps.back().context_length);
+    EXPECT_EQ(static_cast<qint64>(last.y()), steps.back().kv_bytes_in_use);
+    // stories260K: 5 layers x 4 KV heads x 8 dims x 2 (K and V) x 2 bytes = 640 bytes per token
+    EXPECT_EQ(steps.back().kv_bytes_in_use, qint64{640} * steps.back().context_length);
+    EXPECT_EQ(steps.back().context_length, 5 + 16);  // BOS + 4 prompt tokens, then 16 generated
+    const QString output = window.generation_panel().output_view()->toPlainText();
+    EXPECT_TRUE(output.startsWith(QLatin1String("Once upon a time"))) << output.toStdString();
+}
+
+TEST(MainWindow, ABadFileShowsAnErrorAndKeepsTheModel) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    QTemporaryDir dir;
+    const QString bad = dir.filePath(QStringLiteral("truncated.gguf"));
+    {
+        QFile source(shared_model_path("stories260K.gguf"));
+        ASSERT_TRUE(source.open(QIODevice::ReadOnly));
+        QFile out(bad);
+        ASSERT_TRUE(out.open(QIODevice::WriteOnly));
+        out.write(source.read(5000));
+    }
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(open_and_wait(window, shared_model_path("stories260K.gguf")));
+    EXPECT_FALSE(open_and_wait(window, bad));
+
+    const auto boxes = window.findChildren<QMessageBox*>();
+    ASSERT_EQ(boxes.size(), 1);
+    EXPECT_TRUE(boxes.front()->text().contains(QLatin1String("truncated"))) << boxes.front()->text().toStdString();
+    EXPECT_TRUE(boxes.front()->text().contains(QLatin1String("previous model stays loaded")));
+    EXPECT_TRUE(window.controller().model().path.endsWith(QLatin1String("stories260K.gguf")));
+    boxes.front()->close();
+
+    // and the old model still generates
+    bool finished = false;
+    QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
+    window.generation_panel().set_n_predict(4);
+    window.start_generation();
+    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    EXPECT_EQ(window.latency_panel().decode_point_count(), 4);
+}
+
+TEST(MainWindow, BuiltInModelWithoutAnyFile) {
+    MainWindow window;
+    ASSERT_TRUE(open_and_wait(window, QString()));
+    EXPECT_TRUE(window.controller().model().builtin);
+    EXPECT_TRUE(window.controller().model().synthetic);
+    EXPECT_TRUE(window.windowTitle().contains(QLatin1String("built-in")));
+}
+
+TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
+    MainWindow window;
+    ASSERT_TRUE(open_and_wait(window, QString()));
+    bool finished = false;
+    QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
+    window.generation_panel().set_n_predict(8);
+    window.start_generation();
+    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+
+    QTemporaryDir dir;
+    ASSERT_TRUE(window.export_all_charts(dir.path()).isEmpty());
+    for (const ChartPanel* panel : window.chart_panels()) {
+        const QString stem = dir.filePath(panel->export_name());
+        QFile png(stem + QStringLiteral(".png"));
+        ASSERT_TRUE(png.open(QIODevice::ReadOnly));
+        const QByteArray png_bytes = png.readAll();
+        EXPECT_TRUE(png_bytes.startsWith(QByteArray("\x89PNG\r\n\x1a\n", 8)));
+        EXPECT_GT(png_bytes.size(), 10000);
+
+        QFile svg(stem + QStringLiteral(".svg"));
+        ASSERT_TRUE(svg.open(QIODevice::ReadOnly));
+        QDomDocument document;
+        EXPECT_TRUE(document.setContent(&svg));
+        EXPECT_EQ(document.documentElement().tagName(), QStringLiteral("svg"));
+
+        QFile csv(stem + QStringLiteral(".csv"));
+        ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+        QList<QByteArray> rows = csv.readAll().split('\n');
+        rows.removeFirst();  // header
+        if (!rows.isEmpty() && rows.back().isEmpty()) rows.removeLast();
+        QList<QByteArray> expected;
+        for (const PlotSeries& series : panel->plot_data().series) {
+            for (const QPointF& p : series.points) {
+                expected << QStringLiteral("%1,%2,%3").arg(series.name).arg(p.x(), 0, 'g', 17).arg(p.y(), 0, 'g', 17).toUtf8();
+            }
+        }
+        EXPECT_EQ(rows, expected) << panel->export_name().toStdString();
+        EXPECT_GT(rows.size(), 8);
+    }
+}
+
+TEST(ChartExport, ExistingFileIsReplacedWholeOrNotAtAll) {
+    MainWindow window;
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("chart.json"));
+    {
+        QFile old(path);
+        ASSERT_TRUE(old.open(QIODevice::WriteOnly));
+        old.write("previous contents");
+    }
+    // A folder that cannot be written: the old file elsewhere is untouched and the error names the path.
+    const QString error = export_chart(window.latency_panel(), QStringLiteral("/proc/inferscope/chart.png"), ExportFormat::Png);
+    EXPECT_TRUE(error.contains(QLatin1String("/proc/inferscope/chart.png"))) << error.toStdString();
+    EXPECT_TRUE(export_chart(window.latency_panel(), path, ExportFormat::Json).isEmpty());
+    QFile replaced(path);
+    ASSERT_TRUE(replaced.open(QIODevice::ReadOnly));
+    EXPECT_TRUE(replaced.readAll().contains("\"series\""));
+    EXPECT_EQ(QDir(dir.path()).entryList(QDir::Files).size(), 1);  // no temporary file left behind
+}
+
+}  // namespace
+}  // namespace inferscope::ui
