@@ -65,12 +65,12 @@ void add_make_model_command(CLI::App& app) {
     cmd->add_option("--heads", o->heads, "attention heads");
     cmd->add_option("--kv-heads", o->kv_heads, "KV heads (GQA when fewer than heads)");
     cmd->add_option("--ff", o->ff, "feed-forward length");
-    cmd->add_option("--vocab", o->vocab, "vocabulary size of the byte-level tokenizer");
+    cmd->add_option("--n-vocab", o->vocab, "vocabulary size of the byte-level tokenizer");
     cmd->add_option("--ctx-len", o->ctx_len, "context length stored in the file");
     cmd->add_flag("--tied", o->tied, "tie the output projection to the embeddings");
     cmd->add_flag("--untied", o->untied, "write a separate output.weight");
     cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
-    cmd->add_option("--vocab-file", o->vocab_file, "copy the tokenizer from this GGUF (sets the vocabulary size)");
+    cmd->add_option("--vocab", o->vocab_file, "copy the tokenizer from this GGUF (sets the vocabulary size)");
     cmd->add_option("--outlier-dims", o->outlier_dims, "residual dimensions to make activation outliers")->delimiter(',');
     cmd->add_option("--outlier-scale", o->outlier_scale, "scale of the outlier dimensions")->capture_default_str();
     cmd->callback([o] {

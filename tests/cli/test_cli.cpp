@@ -180,6 +180,19 @@ TEST_F(CliTest, MakeModelWritesAFileThatLoads) {
     expect_failure(run_cli("make-model --preset nope -o " + path("x.gguf")), "unknown preset");
 }
 
+TEST_F(CliTest, MakeModelCopiesARealTokenizer) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("vocab/ggml-vocab-qwen2-rebuilt.gguf");
+    const std::string vocab = testing::shared_model("vocab/ggml-vocab-qwen2-rebuilt.gguf").string();
+    const RunResult made = run_cli("make-model --preset tiny-qwen2 --vocab " + vocab + " -o " + path("q.gguf"));
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const auto info = nlohmann::json::parse(run_cli("info --json -m " + path("q.gguf")).out);
+    EXPECT_EQ(info["n_vocab"], 151936);
+    EXPECT_EQ(info["tokenizer"]["pre"], "qwen2");
+    // Qwen2's tokenizer splits digits one by one
+    const auto tok = nlohmann::json::parse(run_cli("tokenize --json -m " + path("q.gguf") + " -p 'Hello world, 123'").out);
+    EXPECT_EQ(tok["ids"], nlohmann::json::array({9707, 1879, 11, 220, 16, 17, 18}));
+}
+
 TEST_F(CliTest, PerplexityJsonOnSharedModel) {
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
     const std::string text = path("text.txt");
