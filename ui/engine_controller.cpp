@@ -1,8 +1,13 @@
 #include "ui/engine_controller.h"
 
+#include <sys/resource.h>
+
 #include "ui/engine_worker.h"
 
 namespace inferscope::ui {
+namespace {
+constexpr int kEngineNiceValue = 5;
+}  // namespace
 
 EngineController::EngineController(QObject* parent) : QObject(parent), worker_(new EngineWorker(latest_request_)) {
     qRegisterMetaType<ModelSummary>();
@@ -16,6 +21,10 @@ EngineController::EngineController(QObject* parent) : QObject(parent), worker_(n
     flush_timer_.setInterval(kFlushIntervalMs);
     connect(&flush_timer_, &QTimer::timeout, this, &EngineController::flush_pending);
     connect_worker();
+    // The engine's threads (this one and the pool threads it creates, which inherit its nice
+    // value on Linux) run at a lower priority than the UI thread: they use whole cores for
+    // seconds at a time, and the window must keep answering meanwhile.
+    connect(&thread_, &QThread::started, worker_, [] { ::setpriority(PRIO_PROCESS, 0, kEngineNiceValue); });
     thread_.start();
 }
 

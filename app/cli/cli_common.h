@@ -38,5 +38,6 @@ void add_generate_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace inferscope::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     inferscope::cli::add_logits_command(app);
     inferscope::cli::add_perplexity_command(app);
     inferscope::cli::add_make_model_command(app);
+    inferscope::cli::add_bench_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

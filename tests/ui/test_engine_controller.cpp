@@ -106,7 +106,7 @@ TEST(EngineController, ThreadCountRebuildsTheSession) {
     load_builtin(c, rec);
     c.set_threads(1);
     ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kTimeoutMs));
-    EXPECT_TRUE(c.model().backend.contains(QLatin1String("(1 thread)"))) << c.model().backend.toStdString();
+    EXPECT_TRUE(c.model().backend.contains(QLatin1String("(1 thread,"))) << c.model().backend.toStdString();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QTest>
 #include <QTimer>
 #include <algorithm>
 
@@ -53,12 +54,17 @@ private:
 qint64 max_gap_while_loading_and_generating(const QString& path, int tokens) {
     MainWindow window;
     window.show();
+    // The first paint (fonts, chart layout) is the window starting up, not the engine: let
+    // it happen before measuring.
+    EXPECT_TRUE(QTest::qWaitForWindowExposed(&window));
+    QTest::qWait(200);
     bool loaded = false, finished = false;
     QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
     QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
     GapMeter meter;
     window.open_model(path);
     EXPECT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
+    std::printf("[ measured ] largest gap while loading: %lld ms\n", static_cast<long long>(meter.max_gap_ms()));
     window.generation_panel().set_n_predict(tokens);
     window.start_generation();
     EXPECT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
@@ -68,7 +74,7 @@ qint64 max_gap_while_loading_and_generating(const QString& path, int tokens) {
 
 TEST(Responsiveness, EventLoopStaysLiveOnStories260K) {
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
-    const qint64 gap = max_gap_while_loading_and_generating(inferscope::testing::shared_model_path("stories260K.gguf"), 64);
+    const qint64 gap = max_gap_while_loading_and_generating(inferscope::testing::shared_model_path("stories260K.gguf"), 400);
     std::printf("[ measured ] stories260K: largest event-loop gap %lld ms\n", static_cast<long long>(gap));
     EXPECT_LT(gap, kMaxGapMs);
 }

@@ -58,16 +58,22 @@ void LatencyPanel::reset() {
 }
 
 void LatencyPanel::add_steps(const QVector<StepRecord>& steps) {
+    // One append per series and batch: each append re-lays out the series' graphics item.
+    QList<QPointF> prefill, decode, recompute_prefill, recompute_decode;
     for (const StepRecord& step : steps) {
         int& index = step.recompute ? recompute_steps_ : steps_;
         const QPointF point(index++, step.wall_ms);
-        const bool prefill = step.phase != QStringLiteral("decode");
+        const bool is_prefill = step.phase != QStringLiteral("decode");
         if (step.recompute) {
-            (prefill ? static_cast<QXYSeries*>(recompute_prefill_) : recompute_decode_)->append(point);
+            (is_prefill ? recompute_prefill : recompute_decode).append(point);
         } else {
-            (prefill ? static_cast<QXYSeries*>(prefill_) : decode_)->append(point);
+            (is_prefill ? prefill : decode).append(point);
         }
     }
+    if (!prefill.isEmpty()) prefill_->append(prefill);
+    if (!decode.isEmpty()) decode_->append(decode);
+    if (!recompute_prefill.isEmpty()) recompute_prefill_->append(recompute_prefill);
+    if (!recompute_decode.isEmpty()) recompute_decode_->append(recompute_decode);
     fit_axes(16, 1);
 }
 

@@ -2,10 +2,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/ops.h"
 #include "engine/core/error.h"
 #include "engine/formats/quant.h"
@@ -27,14 +29,16 @@ void CpuBackend::Activations::resize(int64_t n, const ModelConfig& c) {
 }
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
-    : model_(std::move(model)), pool_(n_threads) {
-    // OpenBLAS runs its own threads; giving it the same count keeps the machine from being
-    // oversubscribed (our workers sleep while a BLAS call runs).
-    openblas_set_num_threads(pool_.size());
+    : model_(std::move(model)), pool_(n_threads), attention_kernels_(attention_kernels(active_cpu_isa())) {
+    // Our pool splits the rows of every product, F32 ones included, so OpenBLAS runs
+    // single-threaded inside each worker: its own threads would compete for the same cores
+    // while ours spin between loops.
+    openblas_set_num_threads(1);
 }
 
 std::string CpuBackend::name() const {
-    return "CPU (" + std::to_string(pool_.size()) + (pool_.size() == 1 ? " thread)" : " threads)");
+    return "CPU (" + std::to_string(pool_.size()) + (pool_.size() == 1 ? " thread, " : " threads, ") +
+           std::string(cpu_isa_name(active_cpu_isa())) + ")";
 }
 
 void CpuBackend::allocate_kv(const KvLayout& layout) {
@@ -81,9 +85,8 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
 
     rms_norm_rows(w.attn_norm, n, act_.normed, act_.x);
     publish("attn_in", layer, act_.normed, c.n_embd, tokens);
-    matmul(w.wq, act_.normed.data(), n, act_.q.data(), pool_, scratch_);
-    matmul(w.wk, act_.normed.data(), n, act_.k.data(), pool_, scratch_);
-    matmul(w.wv, act_.normed.data(), n, act_.v.data(), pool_, scratch_);
+    const MatmulOutput qkv[] = {{&w.wq, act_.q.data()}, {&w.wk, act_.k.data()}, {&w.wv, act_.v.data()}};
+    matmul_shared_input(qkv, act_.normed.data(), n, pool_, scratch_);
     RopeParams rope;
     rope.rope_dim = c.rope_dim;
     rope.freq_base = c.rope_freq_base;
@@ -125,46 +128,69 @@ void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const K
     }
 }
 
-// Each (token, head) pair attends over positions 0..pos of its own sequence, reading keys
-// and values through the sequence's block table.
+// Each (token, KV head) pair attends over positions 0..pos of its own sequence, block by
+// block through the sequence's block table; the query heads that share the KV head (GQA)
+// are served by one pass over its keys and values.
 void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
     const ModelConfig& c = model_->config();
-    const int block_tokens = pool.layout().block_tokens;
-    const int group = c.n_head / c.n_head_kv;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    const auto n_pairs = static_cast<int64_t>(tokens.size()) * c.n_head;
-
-    pool_.parallel_for(n_pairs, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores;
-        std::vector<float> row(static_cast<size_t>(c.head_dim));
-        for (int64_t pair = begin; pair < end; ++pair) {
-            const int64_t i = pair / c.n_head;
-            const int head = static_cast<int>(pair % c.n_head);
-            const int kv_head = head / group;
-            const BatchToken& token = tokens[static_cast<size_t>(i)];
-            const auto table = pool.block_table(token.seq);
-            const float* q = act_.q.data() + i * c.q_dim() + static_cast<int64_t>(head) * c.head_dim;
-            float* out = act_.context.data() + i * c.q_dim() + static_cast<int64_t>(head) * c.head_dim;
-            const int n_ctx = token.pos + 1;
-            scores.resize(static_cast<size_t>(n_ctx));
-            const auto slot_of = [&](int t) {
-                return static_cast<int64_t>(table[static_cast<size_t>(t / block_tokens)]) * block_tokens + t % block_tokens;
-            };
-            for (int t = 0; t < n_ctx; ++t) {
-                kv_.read_k(layer, slot_of(t), kv_head, row.data());
-                float dot = 0.0f;
-                for (int d = 0; d < c.head_dim; ++d) dot += q[d] * row[d];
-                scores[static_cast<size_t>(t)] = dot * scale;
-            }
-            softmax_inplace(scores.data(), n_ctx);
-            std::memset(out, 0, sizeof(float) * static_cast<size_t>(c.head_dim));
-            for (int t = 0; t < n_ctx; ++t) {
-                kv_.read_v(layer, slot_of(t), kv_head, row.data());
-                const float p = scores[static_cast<size_t>(t)];
-                for (int d = 0; d < c.head_dim; ++d) out[d] += p * row[d];
-            }
+    attention_scores_.resize(static_cast<size_t>(pool_.size()));
+    const int64_t n_pairs = static_cast<int64_t>(tokens.size()) * c.n_head_kv;
+    pool_.parallel_for_indexed(n_pairs, [&](int thread, int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+            // In a prompt the cost of a token grows with its position, so items alternate
+            // between the front and the back of the batch: every thread's contiguous range
+            // of items then holds as much early (cheap) as late (costly) work.
+            const int64_t pair = item % 2 == 0 ? item / 2 : n_pairs - 1 - item / 2;
+            const int64_t i = pair / c.n_head_kv;
+            attend_one(layer, tokens[static_cast<size_t>(i)], i, static_cast<int>(pair % c.n_head_kv), pool,
+                       attention_scores_[static_cast<size_t>(thread)]);
         }
     });
+}
+
+void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const KvBlockPool& pool,
+                            std::vector<float>& scores) {
+    const ModelConfig& c = model_->config();
+    const int block_tokens = pool.layout().block_tokens;
+    const bool f16 = pool.layout().dtype == KvDtype::F16;
+    const int group = c.n_head / c.n_head_kv;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    const auto table = pool.block_table(token.seq);
+    const int n_ctx = token.pos + 1;
+    const int64_t row_stride = static_cast<int64_t>(c.n_head_kv) * c.head_dim;     // elements between tokens
+    const int64_t head_offset = static_cast<int64_t>(kv_head) * c.head_dim;        // elements into a row
+    const int64_t first_q = token_index * c.q_dim() + static_cast<int64_t>(kv_head) * group * c.head_dim;
+    const float* q = act_.q.data() + first_q;        // [group x head_dim]
+    float* out = act_.context.data() + first_q;      // [group x head_dim]
+    scores.resize(static_cast<size_t>(group) * static_cast<size_t>(n_ctx));  // [group x n_ctx]
+
+    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
+    for (int b = 0; b < n_blocks; ++b) {
+        const int n_t = std::min(block_tokens, n_ctx - b * block_tokens);
+        const void* k = kv_.k_block(layer, table[static_cast<size_t>(b)]);
+        float* block_scores = scores.data() + static_cast<int64_t>(b) * block_tokens;
+        if (f16) {
+            attention_kernels_.scores_f16(q, group, c.head_dim, static_cast<const uint16_t*>(k) + head_offset, row_stride, n_t,
+                                          scale, block_scores, n_ctx);
+        } else {
+            attention_kernels_.scores_f32(q, group, c.head_dim, static_cast<const float*>(k) + head_offset, row_stride, n_t,
+                                          scale, block_scores, n_ctx);
+        }
+    }
+    for (int g = 0; g < group; ++g) softmax_inplace(scores.data() + static_cast<int64_t>(g) * n_ctx, n_ctx);
+    std::memset(out, 0, sizeof(float) * static_cast<size_t>(group) * static_cast<size_t>(c.head_dim));
+    for (int b = 0; b < n_blocks; ++b) {
+        const int n_t = std::min(block_tokens, n_ctx - b * block_tokens);
+        const void* v = kv_.v_block(layer, table[static_cast<size_t>(b)]);
+        const float* p = scores.data() + static_cast<int64_t>(b) * block_tokens;
+        if (f16) {
+            attention_kernels_.accumulate_f16(p, group, n_ctx, static_cast<const uint16_t*>(v) + head_offset, row_stride, n_t,
+                                              c.head_dim, out);
+        } else {
+            attention_kernels_.accumulate_f32(p, group, n_ctx, static_cast<const float*>(v) + head_offset, row_stride, n_t,
+                                              c.head_dim, out);
+        }
+    }
 }
 
 void CpuBackend::ffn_block(int layer, std::span<const BatchToken> tokens) {
@@ -174,8 +200,8 @@ void CpuBackend::ffn_block(int layer, std::span<const BatchToken> tokens) {
 
     rms_norm_rows(w.ffn_norm, n, act_.normed, act_.x);
     publish("ffn_norm", layer, act_.normed, c.n_embd, tokens);
-    matmul(w.w_gate, act_.normed.data(), n, act_.gate.data(), pool_, scratch_);
-    matmul(w.w_up, act_.normed.data(), n, act_.up.data(), pool_, scratch_);
+    const MatmulOutput gate_up[] = {{&w.w_gate, act_.gate.data()}, {&w.w_up, act_.up.data()}};
+    matmul_shared_input(gate_up, act_.normed.data(), n, pool_, scratch_);
     swiglu_inplace(act_.gate.data(), act_.up.data(), n * c.n_ff);
     publish("ffn_hidden", layer, act_.gate, c.n_ff, tokens);
     matmul(w.w_down, act_.gate.data(), n, act_.projected.data(), pool_, scratch_);

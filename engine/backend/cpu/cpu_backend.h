@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/kernels/attention_kernels.h"
 #include "engine/backend/cpu/kv_storage.h"
 #include "engine/backend/cpu/matmul.h"
 #include "engine/core/thread_pool.h"
@@ -44,6 +45,8 @@ private:
     void attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    void attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const KvBlockPool& pool,
+                    std::vector<float>& scores);
     void ffn_block(int layer, std::span<const BatchToken> tokens);
     void output_logits(std::span<const BatchToken> tokens, float* logits);
     void rms_norm_rows(const std::vector<float>& weight, int64_t n, std::vector<float>& out, const std::vector<float>& in);
@@ -56,6 +59,8 @@ private:
     MatmulScratch scratch_;
     Activations act_;
     std::vector<float> output_rows_;  // [n_outputs x n_embd] final hidden states of output tokens
+    std::vector<std::vector<float>> attention_scores_;  // per thread: [heads per KV head x context]
+    AttentionKernels attention_kernels_;
     ActivationTap* tap_ = nullptr;
 };
 

@@ -47,23 +47,4 @@ void CpuKvStorage::write(int layer, int64_t slot, const float* k, const float* v
     }
 }
 
-void CpuKvStorage::read(const std::unique_ptr<uint8_t[]>& base, int64_t slot, int kv_head, float* out) const {
-    const uint64_t head_bytes = static_cast<uint64_t>(layout_.head_dim) * static_cast<uint64_t>(kv_dtype_bytes(layout_.dtype));
-    const uint8_t* src = base.get() + static_cast<uint64_t>(slot) * slot_bytes_ + static_cast<uint64_t>(kv_head) * head_bytes;
-    if (layout_.dtype == KvDtype::F32) {
-        std::memcpy(out, src, head_bytes);
-        return;
-    }
-    const auto* h = reinterpret_cast<const uint16_t*>(src);
-    for (int i = 0; i < layout_.head_dim; ++i) out[i] = fp16_to_fp32(h[i]);
-}
-
-void CpuKvStorage::read_k(int layer, int64_t slot, int kv_head, float* out) const {
-    read(k_[static_cast<size_t>(layer)], slot, kv_head, out);
-}
-
-void CpuKvStorage::read_v(int layer, int64_t slot, int kv_head, float* out) const {
-    read(v_[static_cast<size_t>(layer)], slot, kv_head, out);
-}
-
 }  // namespace inferscope

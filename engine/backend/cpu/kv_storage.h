@@ -22,12 +22,17 @@ public:
     // Stores one token's K and V (kv_dim floats each) for `layer` in physical `slot`
     // (block * block_tokens + offset).
     void write(int layer, int64_t slot, const float* k, const float* v);
-    // Reads one KV head of one slot into `out` (head_dim floats).
-    void read_k(int layer, int64_t slot, int kv_head, float* out) const;
-    void read_v(int layer, int64_t slot, int kv_head, float* out) const;
+    // The K or V rows of one block: block_tokens rows of n_head_kv x head_dim elements (F16
+    // bits or F32, as the layout says); the row of token t, head h starts at element
+    // (t * n_head_kv + h) * head_dim.
+    const void* k_block(int layer, int32_t block) const { return block_data(k_, layer, block); }
+    const void* v_block(int layer, int32_t block) const { return block_data(v_, layer, block); }
 
 private:
-    void read(const std::unique_ptr<uint8_t[]>& base, int64_t slot, int kv_head, float* out) const;
+    const void* block_data(const std::vector<std::unique_ptr<uint8_t[]>>& base, int layer, int32_t block) const {
+        return base[static_cast<size_t>(layer)].get() +
+               static_cast<uint64_t>(block) * static_cast<uint64_t>(layout_.block_tokens) * slot_bytes_;
+    }
 
     KvLayout layout_;
     uint64_t slot_bytes_ = 0;                   // one token, all KV heads

@@ -4,30 +4,38 @@
 
 #include <algorithm>
 
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/kernels/row_dot.h"
+#include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/core/fp16.h"
 #include "engine/formats/quant.h"
 
 namespace inferscope {
 namespace {
 
-// Weight rows dequantized per tile for the float GEMM path: bounded so the tile stays
-// a few MiB whatever the row length.
-constexpr int64_t kTileElements = int64_t{1} << 20;
+// Weight rows dequantized per thread for the BLAS fallback: bounded so the tile stays a few
+// MiB whatever the row length.
+constexpr int64_t kTileElements = int64_t{1} << 18;
 
-void matmul_f32(const WeightMatrix& w, const float* x, int64_t n, float* y) {
+// F32 weights: each thread multiplies its own rows with single-threaded OpenBLAS (the
+// engine sets OpenBLAS to one thread, so no second set of threads competes for the cores).
+void matmul_f32(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
     const auto* weights = reinterpret_cast<const float*>(w.data);
-    const auto rows = static_cast<blasint>(w.rows);
     const auto cols = static_cast<blasint>(w.cols);
-    if (n == 1) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, weights, cols, x, 1, 0.0f, y, 1);
-    } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), rows, cols, 1.0f, x, cols,
-                    weights, cols, 0.0f, y, rows);
-    }
+    pool.parallel_for(w.rows, [&](int64_t begin, int64_t end) {
+        const auto rows = static_cast<blasint>(end - begin);
+        const float* block = weights + begin * w.cols;
+        if (n == 1) {
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, block, cols, x, 1, 0.0f, y + begin, 1);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), rows, cols, 1.0f, x, cols, block,
+                        cols, 0.0f, y + begin, static_cast<blasint>(w.rows));
+        }
+    });
 }
 
-// F16/BF16 weights with several input rows: round the input as llama.cpp does, dequantize
-// a tile of weight rows to F32 and let OpenBLAS multiply.
+// F16/BF16 weights with several input rows and no tiled kernel for this CPU: round the
+// input as llama.cpp does, dequantize tiles of weight rows to F32 and let OpenBLAS multiply.
 void matmul_dequantized_gemm(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool,
                              MatmulScratch& scratch) {
     const bool half = w.type == GgmlType::F16;
@@ -35,55 +43,118 @@ void matmul_dequantized_gemm(const WeightMatrix& w, const float* x, int64_t n, f
     for (int64_t i = 0; i < n * w.cols; ++i) {
         scratch.rounded_input[static_cast<size_t>(i)] = half ? round_to_fp16(x[i]) : round_to_bf16(x[i]);
     }
-    const int64_t tile_rows = std::max<int64_t>(1, std::min(w.rows, kTileElements / w.cols));
-    scratch.dequantized.resize(static_cast<size_t>(tile_rows * w.cols));
-    for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
-        const int64_t r1 = std::min(w.rows, r0 + tile_rows);
-        pool.parallel_for(r1 - r0, [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r) {
-                dequantize_row(w.type, w.row(r0 + r), scratch.dequantized.data() + r * w.cols, w.cols);
-            }
-        });
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), static_cast<blasint>(r1 - r0),
-                    static_cast<blasint>(w.cols), 1.0f, scratch.rounded_input.data(), static_cast<blasint>(w.cols),
-                    scratch.dequantized.data(), static_cast<blasint>(w.cols), 0.0f, y + r0,
-                    static_cast<blasint>(w.rows));
+    const int64_t tile_rows = std::max<int64_t>(1, kTileElements / w.cols);
+    scratch.dequantized.resize(static_cast<size_t>(tile_rows * w.cols * pool.size()));
+    pool.parallel_for_indexed(w.rows, [&](int thread, int64_t begin, int64_t end) {
+        float* tile = scratch.dequantized.data() + thread * tile_rows * w.cols;
+        for (int64_t r0 = begin; r0 < end; r0 += tile_rows) {
+            const int64_t r1 = std::min(end, r0 + tile_rows);
+            for (int64_t r = r0; r < r1; ++r) dequantize_row(w.type, w.row(r), tile + (r - r0) * w.cols, w.cols);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), static_cast<blasint>(r1 - r0),
+                        static_cast<blasint>(w.cols), 1.0f, scratch.rounded_input.data(), static_cast<blasint>(w.cols), tile,
+                        static_cast<blasint>(w.cols), 0.0f, y + r0, static_cast<blasint>(w.rows));
+        }
+    });
+}
+
+// Encodes every input row in the given dot encoding (once per encoding and call), rows
+// split across threads when there are several.
+const uint8_t* encoded_input(const RowDotKernels& kernels, int64_t cols, const float* x, int64_t n, ThreadPool& pool,
+                             MatmulScratch& scratch) {
+    const uint64_t row_bytes = ggml_row_bytes(kernels.activation_type, static_cast<uint64_t>(cols));
+    MatmulScratch::EncodedInput* slot = nullptr;
+    for (auto& buffer : scratch.encoded_inputs) {
+        if (buffer.type != kernels.activation_type) continue;
+        if (buffer.current) return buffer.bytes.data();
+        slot = &buffer;
+    }
+    if (slot == nullptr) slot = &scratch.encoded_inputs.emplace_back(MatmulScratch::EncodedInput{kernels.activation_type, {}, false});
+    slot->bytes.resize(row_bytes * static_cast<uint64_t>(n));
+    slot->current = true;
+    uint8_t* encoded = slot->bytes.data();
+    const auto encode_rows = [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) kernels.encode(x + i * cols, encoded + static_cast<uint64_t>(i) * row_bytes, cols);
+    };
+    if (n >= 4) {
+        pool.parallel_for(n, encode_rows);
+    } else {
+        encode_rows(0, n);
+    }
+    return encoded;
+}
+
+// A matrix with its kernels and encoded input, ready for the shared row loop.
+struct PreparedProduct {
+    const WeightMatrix* w;
+    float* y;
+    RowDotKernels kernels;
+    TileGemmFn tile;
+    const uint8_t* input;
+    uint64_t input_row_bytes;
+    int64_t first_row;  // of this matrix in the concatenation of all rows
+};
+
+// Rows [begin, end) of one matrix, for all n input rows.
+void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t end) {
+    const WeightMatrix& w = *p.w;
+    if (p.tile != nullptr) {
+        p.tile({w.cols, w.data, w.row_bytes, begin, end, p.input, p.input_row_bytes, n, p.y, w.rows});
+        return;
+    }
+    for (int64_t r = begin; r < end; ++r) {
+        const uint8_t* weight_row = w.row(r);
+        for (int64_t i = 0; i < n; ++i) {
+            p.y[i * w.rows + r] = p.kernels.dot(w.cols, weight_row, p.input + static_cast<uint64_t>(i) * p.input_row_bytes);
+        }
     }
 }
 
-// Every other case: encode each input row in the weight type's dot format once, then one
-// block dot product per (weight row, input row), weight rows split across threads.
-void matmul_vec_dot(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool,
-                    MatmulScratch& scratch) {
-    const GgmlType dot_type = vec_dot_type(w.type);
-    const uint64_t encoded_row_bytes = ggml_row_bytes(dot_type, static_cast<uint64_t>(w.cols));
-    scratch.encoded_input.resize(static_cast<size_t>(encoded_row_bytes * static_cast<uint64_t>(n)));
-    for (int64_t i = 0; i < n; ++i) {
-        quantize_row(dot_type, x + i * w.cols, scratch.encoded_input.data() + static_cast<uint64_t>(i) * encoded_row_bytes,
-                     w.cols);
-    }
-    const uint8_t* encoded = scratch.encoded_input.data();
-    pool.parallel_for(w.rows, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const uint8_t* weight_row = w.row(r);
-            for (int64_t i = 0; i < n; ++i) {
-                y[i * w.rows + r] = vec_dot(w.type, w.cols, weight_row, encoded + static_cast<uint64_t>(i) * encoded_row_bytes);
-            }
-        }
-    });
+bool uses_blas(const WeightMatrix& w, int64_t n, TileGemmFn tile) {
+    return w.type == GgmlType::F32 || (n > 1 && tile == nullptr && (w.type == GgmlType::F16 || w.type == GgmlType::BF16));
 }
 
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool, MatmulScratch& scratch) {
-    if (n <= 0) return;
-    if (w.type == GgmlType::F32) {
-        matmul_f32(w, x, n, y);
-    } else if ((w.type == GgmlType::F16 || w.type == GgmlType::BF16) && n > 1) {
-        matmul_dequantized_gemm(w, x, n, y, pool, scratch);
-    } else {
-        matmul_vec_dot(w, x, n, y, pool, scratch);
+    const MatmulOutput output{&w, y};
+    matmul_shared_input(std::span<const MatmulOutput>(&output, 1), x, n, pool, scratch);
+}
+
+void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, int64_t n, ThreadPool& pool,
+                         MatmulScratch& scratch) {
+    if (n <= 0 || outputs.empty()) return;
+    const CpuIsa isa = active_cpu_isa();
+    for (auto& buffer : scratch.encoded_inputs) buffer.current = false;  // a new input
+    std::vector<PreparedProduct> products;
+    int64_t total_rows = 0;
+    for (const MatmulOutput& out : outputs) {
+        const WeightMatrix& w = *out.w;
+        const TileGemmFn tile = n > 1 ? tile_gemm_kernel(w.type, isa) : nullptr;
+        if (uses_blas(w, n, tile)) {
+            if (w.type == GgmlType::F32) {
+                matmul_f32(w, x, n, out.y, pool);
+            } else {
+                matmul_dequantized_gemm(w, x, n, out.y, pool, scratch);
+            }
+            continue;
+        }
+        const RowDotKernels kernels = row_dot_kernels(w.type, isa);
+        const uint64_t row_bytes = ggml_row_bytes(kernels.activation_type, static_cast<uint64_t>(w.cols));
+        products.push_back({&w, out.y, kernels, tile, encoded_input(kernels, w.cols, x, n, pool, scratch), row_bytes, total_rows});
+        total_rows += w.rows;
     }
+    if (products.empty()) return;
+    // A static split (one contiguous range of rows per thread) beats handing out chunks from
+    // a shared counter: each thread then streams one long run of weights, which the hardware
+    // prefetchers follow, and no cache line bounces between cores (measured: 120 vs 70-90
+    // tokens/s for Q4_0 decode on a 0.5B model).
+    pool.parallel_for(total_rows, [&](int64_t begin, int64_t end) {
+        for (const PreparedProduct& p : products) {
+            const int64_t first = std::max(begin, p.first_row);
+            const int64_t last = std::min(end, p.first_row + p.w->rows);
+            if (first < last) multiply_rows(p, n, first - p.first_row, last - p.first_row);
+        }
+    });
 }
 
 }  // namespace inferscope

@@ -1,0 +1,68 @@
+#include "engine/backend/cpu/kernels/attention_kernels.h"
+
+#include "engine/core/fp16.h"
+
+namespace inferscope {
+namespace {
+
+template <typename T>
+float load(const T* p, int64_t i) {
+    if constexpr (sizeof(T) == 2) {
+        return fp16_to_fp32(p[i]);
+    } else {
+        return p[i];
+    }
+}
+
+template <typename T>
+void scalar_scores(const float* q, int n_q, int head_dim, const T* k, int64_t row_stride, int n_t, float scale,
+                   float* scores, int64_t scores_stride) {
+    for (int t = 0; t < n_t; ++t) {
+        const T* row = k + t * row_stride;
+        for (int g = 0; g < n_q; ++g) {
+            const float* qg = q + static_cast<int64_t>(g) * head_dim;
+            float dot = 0.0f;
+            for (int d = 0; d < head_dim; ++d) dot += qg[d] * load(row, d);
+            scores[g * scores_stride + t] = dot * scale;
+        }
+    }
+}
+
+template <typename T>
+void scalar_accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                       float* out) {
+    for (int t = 0; t < n_t; ++t) {
+        const T* row = v + t * row_stride;
+        for (int g = 0; g < n_q; ++g) {
+            const float weight = p[g * p_stride + t];
+            float* og = out + static_cast<int64_t>(g) * head_dim;
+            for (int d = 0; d < head_dim; ++d) og[d] += weight * load(row, d);
+        }
+    }
+}
+
+void fill_missing(AttentionKernels& k, const AttentionKernels& fallback) {
+    if (k.scores_f16 == nullptr) k.scores_f16 = fallback.scores_f16;
+    if (k.scores_f32 == nullptr) k.scores_f32 = fallback.scores_f32;
+    if (k.accumulate_f16 == nullptr) k.accumulate_f16 = fallback.accumulate_f16;
+    if (k.accumulate_f32 == nullptr) k.accumulate_f32 = fallback.accumulate_f32;
+}
+
+}  // namespace
+
+AttentionKernels attention_kernels(CpuIsa isa) {
+    AttentionKernels scalar;
+    scalar.scores_f16 = &scalar_scores<uint16_t>;
+    scalar.scores_f32 = &scalar_scores<float>;
+    scalar.accumulate_f16 = &scalar_accumulate<uint16_t>;
+    scalar.accumulate_f32 = &scalar_accumulate<float>;
+    if (isa == CpuIsa::Scalar) return scalar;
+    AttentionKernels avx2 = simd::avx2_attention_kernels();
+    fill_missing(avx2, scalar);
+    if (isa == CpuIsa::Avx2) return avx2;
+    AttentionKernels avx512 = simd::avx512_attention_kernels();
+    fill_missing(avx512, avx2);
+    return avx512;
+}
+
+}  // namespace inferscope

@@ -1,0 +1,72 @@
+#include "engine/backend/cpu/kernels/row_dot.h"
+
+#include "engine/formats/quant.h"
+
+namespace inferscope {
+namespace {
+
+template <GgmlType Type>
+float reference_dot(int64_t n, const uint8_t* weight_row, const uint8_t* activation_row) {
+    return vec_dot(Type, n, weight_row, activation_row);
+}
+
+template <GgmlType Type>
+void reference_encode(const float* x, uint8_t* dst, int64_t n) {
+    quantize_row(Type, x, dst, n);
+}
+
+// The scalar reference as plain function pointers (one instantiation per type).
+RowDotKernels scalar_kernels(GgmlType weight_type) {
+    RowDotKernels k;
+    k.activation_type = vec_dot_type(weight_type);
+    switch (weight_type) {
+#define INFERSCOPE_REFERENCE(T) \
+    case GgmlType::T: k.dot = &reference_dot<GgmlType::T>; break;
+        INFERSCOPE_REFERENCE(F32)
+        INFERSCOPE_REFERENCE(F16)
+        INFERSCOPE_REFERENCE(BF16)
+        INFERSCOPE_REFERENCE(Q4_0)
+        INFERSCOPE_REFERENCE(Q4_1)
+        INFERSCOPE_REFERENCE(Q5_0)
+        INFERSCOPE_REFERENCE(Q5_1)
+        INFERSCOPE_REFERENCE(Q8_0)
+        INFERSCOPE_REFERENCE(Q2_K)
+        INFERSCOPE_REFERENCE(Q3_K)
+        INFERSCOPE_REFERENCE(Q4_K)
+        INFERSCOPE_REFERENCE(Q5_K)
+        INFERSCOPE_REFERENCE(Q6_K)
+#undef INFERSCOPE_REFERENCE
+        default: break;
+    }
+    switch (k.activation_type) {
+        case GgmlType::F32: k.encode = &reference_encode<GgmlType::F32>; break;
+        case GgmlType::F16: k.encode = &reference_encode<GgmlType::F16>; break;
+        case GgmlType::BF16: k.encode = &reference_encode<GgmlType::BF16>; break;
+        case GgmlType::Q8_0: k.encode = &reference_encode<GgmlType::Q8_0>; break;
+        case GgmlType::Q8_1: k.encode = &reference_encode<GgmlType::Q8_1>; break;
+        case GgmlType::Q8_K: k.encode = &reference_encode<GgmlType::Q8_K>; break;
+        default: break;
+    }
+    return k;
+}
+
+void fill_missing(RowDotKernels& k, const RowDotKernels& fallback) {
+    if (k.dot == nullptr) k.dot = fallback.dot;
+    if (k.encode == nullptr) k.encode = fallback.encode;
+    k.activation_type = fallback.activation_type;
+}
+
+}  // namespace
+
+RowDotKernels row_dot_kernels(GgmlType weight_type, CpuIsa isa) {
+    const RowDotKernels scalar = scalar_kernels(weight_type);  // throws for types without a dot product
+    if (isa == CpuIsa::Scalar) return scalar;
+    RowDotKernels avx2 = simd::avx2_row_dot_kernels(weight_type);
+    fill_missing(avx2, scalar);
+    if (isa == CpuIsa::Avx2) return avx2;
+    RowDotKernels avx512 = simd::avx512_row_dot_kernels(weight_type);
+    fill_missing(avx512, avx2);
+    return avx512;
+}
+
+}  // namespace inferscope

@@ -1,0 +1,35 @@
+#pragma once
+// Row dot products for matrix-vector products (decode): one weight row against one
+// activation row that has been encoded in the weight type's dot encoding
+// (vec_dot_type in engine/formats/quant.h), so that every instruction-set family computes
+// the same quantity as the scalar reference and llama.cpp, up to float summation order.
+#include <cstdint>
+
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/formats/ggml_type.h"
+
+namespace inferscope {
+
+using RowDotFn = float (*)(int64_t n, const uint8_t* weight_row, const uint8_t* activation_row);
+// Encodes n floats (a multiple of the encoding's block size); bit-identical to
+// quantize_row(activation_type, ...).
+using EncodeRowFn = void (*)(const float* x, uint8_t* dst, int64_t n);
+
+struct RowDotKernels {
+    GgmlType activation_type = GgmlType::F32;  // = vec_dot_type(weight type)
+    EncodeRowFn encode = nullptr;
+    RowDotFn dot = nullptr;
+};
+
+// The kernels for `weight_type` on `isa`; any function an ISA does not provide comes from
+// the next family below it, down to the scalar reference. Throws UnsupportedError for types
+// without a dot product.
+RowDotKernels row_dot_kernels(GgmlType weight_type, CpuIsa isa);
+
+namespace simd {
+// Per-family tables, defined in row_dot_<isa>.cpp: null members are "not provided".
+RowDotKernels avx2_row_dot_kernels(GgmlType weight_type);
+RowDotKernels avx512_row_dot_kernels(GgmlType weight_type);
+}  // namespace simd
+
+}  // namespace inferscope

@@ -1,0 +1,726 @@
+// avx512 row dot products and activation encoders. Compiled with avx512 flags (see
+// engine/CMakeLists.txt): everything stays in an anonymous namespace.
+//
+// The family needs AVX512-VNNI on top of F/BW/VL (vpdpbusd, vpdpwssd); on a CPU without it
+// (Skylake-X) the table provides nothing and the AVX2 kernels are used. The BF16
+// instructions are not used: vdpbf16ps treats denormal inputs as zero, whereas the kernels
+// here compute "products of the bf16 values (exact in float), summed in float".
+//
+// Semantics as in row_dot_avx2.cpp: encoders bit-identical to quantize_row (with the same
+// scalar replicas for non-finite blocks), dot products with exact integer block sums and the
+// reference's float steps, accumulated in vector lanes with fused multiply-adds.
+//
+// Integer products use vpdpbusd (unsigned x signed bytes, four products summed into int32
+// without saturation) with the weight quant kept unsigned and the offset subtracted as
+// offset*sum(x): Q8_0 weights are biased by 128 (w ^ 0x80 = w + 128), Q4_0 by 8, Q5_0 by 16.
+// This is exact for every int8 activation, -128 included. K-quants multiply unsigned quants
+// by activations with vpmaddubsw (pairs, far from int16 saturation) and apply the int16
+// sub-block scales with vpdpwssd; offsets (Q3_K, Q6_K) and mins (Q2_K, Q4_K, Q5_K) go
+// through the activation's bsums as in the reference.
+//
+// Register layouts: Q4_0/Q4_1 four blocks per 512-bit register (128-bit lane L = 16 quants
+// of block L), eight blocks per iteration; Q8_0/Q5_0/Q5_1 two blocks per register, four per
+// iteration; K-quants a 64-element run per register. Scales are computed four blocks at a
+// time from the f16 fields and spread over the lanes with one permute.
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/backend/cpu/kernels/row_dot.h"
+#include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+
+namespace inferscope::simd {
+namespace {
+
+// ---------------------------------------------------------------- block layouts (bytes)
+constexpr int64_t kQ4_0 = 18;  // d, qs[16]
+constexpr int64_t kQ4_1 = 20;  // d, m, qs[16]
+constexpr int64_t kQ5_0 = 22;  // d, qh[4], qs[16]
+constexpr int64_t kQ5_1 = 24;  // d, m, qh[4], qs[16]
+constexpr int64_t kQ8_0 = 34;  // d, qs[32]
+constexpr int64_t kQ8_1 = 36;  // d, s, qs[32]
+constexpr int64_t kQ2_K = 84;  // scales[16], qs[64], d, dmin
+constexpr int64_t kQ3_K = 110;  // hmask[32], qs[64], scales[12], d
+constexpr int64_t kQ4_K = 144;  // d, dmin, scales[12], qs[128]
+constexpr int64_t kQ5_K = 176;  // d, dmin, scales[12], qh[32], qs[128]
+constexpr int64_t kQ6_K = 210;  // ql[128], qh[64], scales[16], d
+constexpr int64_t kQ8_K = 292;  // float d, qs[256], int16 bsums[16]
+constexpr int64_t kQ8_KQs = 4;
+constexpr int64_t kQ8_KBsums = 260;
+
+// ---------------------------------------------------------------- helpers
+
+inline __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline void store128(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+
+inline uint16_t load_u16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline float load_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
+inline void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, sizeof(v)); }
+
+inline float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
+
+// The f16 values at p, p + stride, p + 2*stride, p + 3*stride, as four floats.
+inline __m128 f16x4(const uint8_t* p, int64_t stride) {
+    const uint64_t v = static_cast<uint64_t>(load_u16(p)) | static_cast<uint64_t>(load_u16(p + stride)) << 16 |
+                       static_cast<uint64_t>(load_u16(p + 2 * stride)) << 32 |
+                       static_cast<uint64_t>(load_u16(p + 3 * stride)) << 48;
+    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(v)));
+}
+
+// Lanes 0..7 get lane `a` of v, lanes 8..15 lane `b`.
+inline __m512 two_lanes(__m256 v, int a, int b) {
+    const __m512i index = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(a)), _mm256_set1_epi32(b), 1);
+    return _mm512_permutexvar_ps(index, _mm512_castps256_ps512(v));
+}
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline float hsum(__m512 v) {
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m256 lo = _mm256_castsi256_ps(_mm512_castsi512_si256(bits));
+    const __m256 hi = _mm256_castsi256_ps(_mm512_extracti64x4_epi64(bits, 1));
+    return hsum(_mm256_add_ps(lo, hi));
+}
+
+inline int32_t hsum_epi32(__m512i v) {
+    const __m512i f = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
+    __m128i s = _mm_add_epi32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+inline uint32_t hmax_epu32(__m512i v) {
+    const __m512i f = _mm512_max_epu32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
+    __m128i s = _mm_max_epu32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
+    s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
+    return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
+}
+
+// The low and the high 256 bits of a register from two places.
+inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+inline __m512i low_nibbles() { return _mm512_set1_epi8(0x0F); }
+
+// (a & 0x0F) | b, one instruction (vpternlogd truth table 0xEC for (A & C) | B).
+inline __m512i nibble_or(__m512i a, __m512i b) { return _mm512_ternarylogic_epi32(a, b, low_nibbles(), 0xEC); }
+
+// Word index vector for vpermw: word i -> first + (i >> shift).
+alignas(64) constexpr uint16_t kIota16[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                               16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+inline __m512i word_groups(int first, int shift) {
+    const __m512i iota = _mm512_load_si512(kIota16);
+    return _mm512_add_epi16(_mm512_srli_epi16(iota, static_cast<unsigned>(shift)), _mm512_set1_epi16(static_cast<short>(first)));
+}
+
+// ---------------------------------------------------------------- F16 / BF16
+
+inline __m512 f16x16(const uint8_t* p) { return _mm512_cvtph_ps(load256(p)); }
+inline __m512 bf16x16(const uint8_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p)), 16));
+}
+
+template <bool BF16>
+inline __m512 halves16(const uint8_t* p) {
+    return BF16 ? bf16x16(p) : f16x16(p);
+}
+
+template <bool BF16>
+inline __m512 halves_masked(const uint8_t* p, __mmask16 m) {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+// Products of two f16 or two bf16 values are exact in float: the fma only orders the sums.
+template <bool BF16>
+float dot_halves(int64_t n, const uint8_t* w, const uint8_t* x) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const uint8_t* wi = w + 2 * i;
+        const uint8_t* xi = x + 2 * i;
+        acc0 = _mm512_fmadd_ps(halves16<BF16>(wi), halves16<BF16>(xi), acc0);
+        acc1 = _mm512_fmadd_ps(halves16<BF16>(wi + 32), halves16<BF16>(xi + 32), acc1);
+        acc2 = _mm512_fmadd_ps(halves16<BF16>(wi + 64), halves16<BF16>(xi + 64), acc2);
+        acc3 = _mm512_fmadd_ps(halves16<BF16>(wi + 96), halves16<BF16>(xi + 96), acc3);
+    }
+    for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(halves16<BF16>(w + 2 * i), halves16<BF16>(x + 2 * i), acc0);
+    if (i < n) {
+        const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+        acc1 = _mm512_fmadd_ps(halves_masked<BF16>(w + 2 * i, m), halves_masked<BF16>(x + 2 * i, m), acc1);
+    }
+    return hsum(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+}
+
+// ---------------------------------------------------------------- legacy 32-element blocks
+
+inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
+
+// Q8_0 x Q8_0, two blocks per register (block a in the low 256 bits, b in the high ones):
+// sum((w + 128) * x) - 128 * sum(x), w + 128 = w ^ 0x80 as an unsigned byte.
+struct Q8_0Pair {
+    // 32 bytes at a and 32 bytes at b (a masked broadcast from memory costs no shuffle).
+    static __m512i join(const uint8_t* a, const uint8_t* b) {
+        return _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load256(a)), 0xF0, load256(b));
+    }
+    static __m512i sum(const uint8_t* wa, const uint8_t* wb, const uint8_t* xa, const uint8_t* xb) {
+        const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+        const __m512i qw = _mm512_xor_si512(join(wa + 2, wb + 2), bias);
+        const __m512i qx = join(xa + 2, xb + 2);
+        const __m512i zero = _mm512_setzero_si512();
+        return _mm512_sub_epi32(dpbusd(zero, qw, qx), dpbusd(zero, bias, qx));
+    }
+};
+
+float dot_q8_0(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, w += 4 * kQ8_0, x += 4 * kQ8_0) {
+        const __m128 d = _mm_mul_ps(f16x4(w, kQ8_0), f16x4(x, kQ8_0));
+        const __m512i s01 = Q8_0Pair::sum(w, w + kQ8_0, x, x + kQ8_0);
+        const __m512i s23 = Q8_0Pair::sum(w + 2 * kQ8_0, w + 3 * kQ8_0, x + 2 * kQ8_0, x + 3 * kQ8_0);
+        acc0 = _mm512_fmadd_ps(two_lanes(_mm256_castps128_ps256(d), 0, 1), _mm512_cvtepi32_ps(s01), acc0);
+        acc1 = _mm512_fmadd_ps(two_lanes(_mm256_castps128_ps256(d), 2, 3), _mm512_cvtepi32_ps(s23), acc1);
+    }
+    for (; b < nb; ++b, w += kQ8_0, x += kQ8_0) {
+        // One block: as block a, with block b the same bytes and a zero scale.
+        const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(w) * f16_at(x)));
+        acc0 = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Q8_0Pair::sum(w, w, x, x)), acc0);
+    }
+    return hsum(_mm512_add_ps(acc0, acc1));
+}
+
+// The 4-bit and 5-bit formats, four blocks per register: 128-bit lane L holds 16 quants of
+// block L. The weights' 16 bytes of packed nibbles fill one register; their low nibbles
+// (elements 0..15) meet a register of the activations' first 16 quants, the high nibbles
+// (elements 16..31) one of their last 16, and vpdpbusd leaves four int32 partial sums of
+// block L in lane L. Quad::sum(w, sw, x, sx) reads blocks w, w + sw, w + 2*sw, w + 3*sw
+// (stride 0: the same block four times, for the tail).
+
+// 16 bytes from each of p, p + stride, p + 2*stride, p + 3*stride (masked broadcasts from
+// memory: loads without shuffles).
+inline __m512i four16(const uint8_t* p, int64_t stride) {
+    __m512i t = _mm512_castsi128_si512(load128(p));
+    t = _mm512_mask_broadcast_i32x4(t, 0x00F0, load128(p + stride));
+    t = _mm512_mask_broadcast_i32x4(t, 0x0F00, load128(p + 2 * stride));
+    return _mm512_mask_broadcast_i32x4(t, 0xF000, load128(p + 3 * stride));
+}
+
+// Low and high nibbles of four blocks' packed quants (16 bytes each at qs + k*stride).
+inline void nibbles4(const uint8_t* qs, int64_t stride, __m512i& lo, __m512i& hi) {
+    const __m512i q = four16(qs, stride);
+    lo = _mm512_and_si512(q, low_nibbles());
+    hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles());
+}
+
+// sum(lo * xlo + hi * xhi) [- offset * sum(xlo + xhi)], per lane.
+template <int Offset>
+inline __m512i quad_sum(__m512i lo, __m512i hi, __m512i xlo, __m512i xhi) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i s = dpbusd(dpbusd(zero, lo, xlo), hi, xhi);
+    if constexpr (Offset == 0) {
+        return s;
+    } else {
+        const __m512i off = _mm512_set1_epi8(Offset);
+        return _mm512_sub_epi32(s, dpbusd(dpbusd(zero, off, xlo), off, xhi));
+    }
+}
+
+struct Q4_0Quad {  // q in 0..15, value q - 8
+    static constexpr int64_t kW = kQ4_0, kX = kQ8_0;
+    static constexpr bool kMin = false;
+    static __m512i sum(const uint8_t* w, int64_t sw, const uint8_t* x, int64_t sx) {
+        __m512i lo, hi;
+        nibbles4(w + 2, sw, lo, hi);
+        return quad_sum<8>(lo, hi, four16(x + 2, sx), four16(x + 18, sx));
+    }
+};
+
+struct Q4_1Quad {  // q in 0..15 (value d*q + m)
+    static constexpr int64_t kW = kQ4_1, kX = kQ8_1;
+    static constexpr bool kMin = true;
+    static __m512i sum(const uint8_t* w, int64_t sw, const uint8_t* x, int64_t sx) {
+        __m512i lo, hi;
+        nibbles4(w + 4, sw, lo, hi);
+        return quad_sum<0>(lo, hi, four16(x + 4, sx), four16(x + 20, sx));
+    }
+};
+
+// The two f16 values at p and p + 2 of four blocks (p, p + stride, ...) as floats:
+// [a0 b0 a1 b1 a2 b2 a3 b3].
+inline __m256 f16x2x4(const uint8_t* p, int64_t stride) {
+    const uint64_t lo = static_cast<uint64_t>(load_u32(p)) | static_cast<uint64_t>(load_u32(p + stride)) << 32;
+    const uint64_t hi = static_cast<uint64_t>(load_u32(p + 2 * stride)) | static_cast<uint64_t>(load_u32(p + 3 * stride)) << 32;
+    return _mm256_cvtph_ps(_mm_insert_epi64(_mm_cvtsi64_si128(static_cast<long long>(lo)), static_cast<long long>(hi), 1));
+}
+
+// sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x for Q4_1/Q5_1], eight blocks per
+// iteration (two registers of four).
+template <class Quad>
+float dot_quad(int64_t n, const uint8_t* w, const uint8_t* x) {
+    constexpr int64_t kW = Quad::kW, kX = Quad::kX;
+    const int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();  // [d_w*d_x, m_w*s_x] pairs; the odd lanes count
+    // Block k's scale in lanes 4k..4k+3.
+    const __m512i spread = Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
+                                      : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    auto scales = [&](const uint8_t* w4, const uint8_t* x4) {
+        if constexpr (Quad::kMin) {
+            const __m256 p = _mm256_mul_ps(f16x2x4(w4, kW), f16x2x4(x4, kX));
+            accm = _mm256_add_ps(accm, p);
+            return _mm512_permutexvar_ps(spread, _mm512_castps256_ps512(p));
+        } else {
+            const __m128 d = _mm_mul_ps(f16x4(w4, kW), f16x4(x4, kX));
+            return _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(d));
+        }
+    };
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8, w += 8 * kW, x += 8 * kX) {
+        acc0 = _mm512_fmadd_ps(scales(w, x), _mm512_cvtepi32_ps(Quad::sum(w, kW, x, kX)), acc0);
+        const uint8_t* w4 = w + 4 * kW;
+        const uint8_t* x4 = x + 4 * kX;
+        acc1 = _mm512_fmadd_ps(scales(w4, x4), _mm512_cvtepi32_ps(Quad::sum(w4, kW, x4, kX)), acc1);
+    }
+    if (b + 4 <= nb) {
+        acc0 = _mm512_fmadd_ps(scales(w, x), _mm512_cvtepi32_ps(Quad::sum(w, kW, x, kX)), acc0);
+        b += 4, w += 4 * kW, x += 4 * kX;
+    }
+    float tail_min = 0.0f;
+    for (; b < nb; ++b, w += kW, x += kX) {
+        // One block, read four times (stride 0); only lanes 0..3 get its scale.
+        const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(f16_at(w) * f16_at(x)));
+        acc1 = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Quad::sum(w, 0, x, 0)), acc1);
+        if constexpr (Quad::kMin) tail_min += f16_at(w + 2) * f16_at(x + 2);
+    }
+    float sum = hsum(_mm512_add_ps(acc0, acc1));
+    if constexpr (Quad::kMin) {
+        const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+        sum += hsum(_mm256_and_ps(accm, odd)) + tail_min;
+    }
+    return sum;
+}
+
+// Q5_0 and Q5_1 keep two blocks per register (block a in the low 256 bits, b in the high
+// ones), where each block's 32-bit qh word is directly the byte mask of its fifth bits.
+
+// 16 bytes of packed nibbles of blocks a and b -> [a low, a high, b low, b high] (32 quants
+// per block in element order).
+inline __m512i nibbles_pair(const uint8_t* qa, const uint8_t* qb) {
+    __m512i t = _mm512_broadcast_i32x4(load128(qa));           // a a a a
+    t = _mm512_mask_broadcast_i32x4(t, 0xFF00, load128(qb));   // a a b b
+    return _mm512_and_si512(_mm512_mask_srli_epi16(t, 0xFF00FF00u, t, 4), low_nibbles());
+}
+
+// 32 bytes at a and 32 bytes at b.
+inline __m512i join32(const uint8_t* a, const uint8_t* b) { return Q8_0Pair::join(a, b); }
+
+inline __mmask64 qh_pair(const uint8_t* qha, const uint8_t* qhb) {
+    return _cvtu64_mask64(static_cast<uint64_t>(load_u32(qha)) | static_cast<uint64_t>(load_u32(qhb)) << 32);
+}
+
+struct Q5_0Pair {  // q = nibble + 16*bit in 0..31: sum(q * x) - 16 * sum(x)
+    static constexpr int64_t kW = kQ5_0, kX = kQ8_0;
+    static constexpr bool kMin = false;
+    static __m512i sum(const uint8_t* wa, const uint8_t* wb, const uint8_t* xa, const uint8_t* xb) {
+        const __m512i sixteen = _mm512_set1_epi8(16);
+        __m512i q = nibbles_pair(wa + 6, wb + 6);
+        q = _mm512_mask_add_epi8(q, qh_pair(wa + 2, wb + 2), q, sixteen);
+        const __m512i qx = join32(xa + 2, xb + 2);
+        const __m512i zero = _mm512_setzero_si512();
+        return _mm512_sub_epi32(dpbusd(zero, q, qx), dpbusd(zero, sixteen, qx));
+    }
+};
+
+struct Q5_1Pair {  // q = nibble + 16*bit in 0..31
+    static constexpr int64_t kW = kQ5_1, kX = kQ8_1;
+    static constexpr bool kMin = true;
+    static __m512i sum(const uint8_t* wa, const uint8_t* wb, const uint8_t* xa, const uint8_t* xb) {
+        __m512i q = nibbles_pair(wa + 8, wb + 8);
+        q = _mm512_mask_add_epi8(q, qh_pair(wa + 4, wb + 4), q, _mm512_set1_epi8(16));
+        return dpbusd(_mm512_setzero_si512(), q, join32(xa + 4, xb + 4));
+    }
+};
+
+// As dot_quad, for pairs: four blocks per iteration.
+template <class Pair>
+float dot_pairs(int64_t n, const uint8_t* w, const uint8_t* x) {
+    constexpr int64_t kW = Pair::kW, kX = Pair::kX;
+    const int64_t nb = n / 32;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, w += 4 * kW, x += 4 * kX) {
+        __m512 d01, d23;
+        if constexpr (Pair::kMin) {
+            const __m256 p = _mm256_mul_ps(f16x2x4(w, kW), f16x2x4(x, kX));
+            accm = _mm256_add_ps(accm, p);
+            d01 = two_lanes(p, 0, 2);
+            d23 = two_lanes(p, 4, 6);
+        } else {
+            const __m128 d = _mm_mul_ps(f16x4(w, kW), f16x4(x, kX));
+            d01 = two_lanes(_mm256_castps128_ps256(d), 0, 1);
+            d23 = two_lanes(_mm256_castps128_ps256(d), 2, 3);
+        }
+        const __m512i s01 = Pair::sum(w, w + kW, x, x + kX);
+        const __m512i s23 = Pair::sum(w + 2 * kW, w + 3 * kW, x + 2 * kX, x + 3 * kX);
+        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(s01), acc0);
+        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(s23), acc1);
+    }
+    float tail_min = 0.0f;
+    for (; b < nb; ++b, w += kW, x += kX) {
+        const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(w) * f16_at(x)));
+        acc0 = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Pair::sum(w, w, x, x)), acc0);
+        if constexpr (Pair::kMin) tail_min += f16_at(w + 2) * f16_at(x + 2);
+    }
+    float sum = hsum(_mm512_add_ps(acc0, acc1));
+    if constexpr (Pair::kMin) {
+        const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+        sum += hsum(_mm256_and_ps(accm, odd)) + tail_min;
+    }
+    return sum;
+}
+
+// ---------------------------------------------------------------- K-quants (x Q8_K)
+
+// Scales in bytes 0..7, mins in bytes 8..15 (see row_dot_avx2.cpp).
+inline __m128i k4_scales_mins(const uint8_t* packed) {
+    const uint32_t u0 = load_u32(packed), u1 = load_u32(packed + 4), u2 = load_u32(packed + 8);
+    const uint32_t sc03 = u0 & 0x3F3F3F3Fu;
+    const uint32_t m03 = u1 & 0x3F3F3F3Fu;
+    const uint32_t sc47 = (u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u);
+    const uint32_t m47 = ((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u);
+    return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47), static_cast<int>(sc03));
+}
+
+inline __m128i q3k_scales(const uint8_t* packed) {
+    const uint32_t a0 = load_u32(packed), a1 = load_u32(packed + 4), t = load_u32(packed + 8);
+    const uint32_t s0 = (a0 & 0x0F0F0F0Fu) | ((t << 4) & 0x30303030u);
+    const uint32_t s1 = (a1 & 0x0F0F0F0Fu) | ((t << 2) & 0x30303030u);
+    const uint32_t s2 = ((a0 >> 4) & 0x0F0F0F0Fu) | (t & 0x30303030u);
+    const uint32_t s3 = ((a1 >> 4) & 0x0F0F0F0Fu) | ((t >> 2) & 0x30303030u);
+    const __m128i s = _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1), static_cast<int>(s0));
+    return _mm_sub_epi8(s, _mm_set1_epi8(32));
+}
+
+// acc + sum over 64 elements of scale(element) * q * x: q unsigned bytes, x the activation
+// quants, scales the int16 scale of each pair of products (vpermw of the block's scales).
+inline __m512i scaled_run(__m512i acc, __m512i q, const uint8_t* qx, __m512i scales) {
+    return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(q, load512(qx)), scales);
+}
+
+// Byte select masks: bit `lo` in the low 32 bytes, bit `hi` in the high 32 bytes.
+inline __m512i bit_pair(int lo, int hi) {
+    return join(_mm256_set1_epi8(static_cast<char>(1 << lo)), _mm256_set1_epi8(static_cast<char>(1 << hi)));
+}
+
+// 32 bytes at p in both halves of a register (a broadcast load: no shuffle).
+inline __m512i twice32(const uint8_t* p) { return _mm512_broadcast_i64x4(load256(p)); }
+
+// [v, v >> shift] (16-bit lanes) from 32 bytes at p.
+template <int Shift>
+inline __m512i with_shifted_high(const uint8_t* p) {
+    const __m512i v = twice32(p);
+    return _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, Shift);
+}
+
+template <bool Q5>
+float dot_k4_family(int64_t n, const uint8_t* w, const uint8_t* x) {
+    constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
+    constexpr int64_t kQs = Q5 ? 48 : 16;
+    const int64_t nb = n / 256;
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kW, x += kQ8_K) {
+        const float dx = load_f32(x);
+        const __m128i sm = k4_scales_mins(w + 4);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 2) * dx), _mm256_cvtepi32_ps(msum), accm);
+
+        const __m512i scales = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+        __m512i qh2 = _mm512_setzero_si512();
+        if constexpr (Q5) qh2 = twice32(w + 16);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int c = 0; c < 4; ++c) {
+            __m512i z = _mm512_and_si512(with_shifted_high<4>(w + kQs + 32 * c), low_nibbles());
+            if constexpr (Q5) {
+                const __mmask64 high = _mm512_test_epi8_mask(qh2, bit_pair(2 * c, 2 * c + 1));
+                z = _mm512_mask_add_epi8(z, high, z, _mm512_set1_epi8(16));
+            }
+            sumi = scaled_run(sumi, z, x + kQ8_KQs + 64 * c, _mm512_permutexvar_epi16(word_groups(2 * c, 4), scales));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w) * dx), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc) - hsum(accm);
+}
+
+float dot_q6_k(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    const __m512i m30 = _mm512_set1_epi8(0x30);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kQ6_K, x += kQ8_K) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w + 192));
+        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), sc16);
+        __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5)));
+        const __m512i scales = _mm512_castsi256_si512(sc16);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i ql = load512(w + 64 * h);
+            const __m512i hb = with_shifted_high<2>(w + 128 + 32 * h);  // bits of elements 0..31 | 32..63 at bits 0,1
+            const __m512i a0 = nibble_or(ql, _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+            const __m512i a1 = nibble_or(_mm512_srli_epi16(ql, 4), _mm512_and_si512(hb, m30));
+            const uint8_t* qx = x + kQ8_KQs + 128 * h;
+            sumi = scaled_run(sumi, a0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
+            sumi = scaled_run(sumi, a1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 208) * load_f32(x)), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
+float dot_q3_k(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m512i four = _mm512_set1_epi8(4);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kQ3_K, x += kQ8_K) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(q3k_scales(w + 96));
+        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), sc16);
+        __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2)));
+        const __m512i scales = _mm512_castsi256_si512(sc16);
+        const __m512i hm2 = twice32(w);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q2 = with_shifted_high<2>(w + 32 + 32 * h);
+            __m512i z0 = _mm512_and_si512(q2, m3);                          // shifts 0, 2
+            __m512i z1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);    // shifts 4, 6
+            z0 = _mm512_mask_add_epi8(z0, _mm512_test_epi8_mask(hm2, bit_pair(4 * h, 4 * h + 1)), z0, four);
+            z1 = _mm512_mask_add_epi8(z1, _mm512_test_epi8_mask(hm2, bit_pair(4 * h + 2, 4 * h + 3)), z1, four);
+            const uint8_t* qx = x + kQ8_KQs + 128 * h;
+            sumi = scaled_run(sumi, z0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
+            sumi = scaled_run(sumi, z1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 108) * load_f32(x)), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
+float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kQ2_K, x += kQ8_K) {
+        const float dx = load_f32(x);
+        const __m128i packed = load128(w);
+        const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
+        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16_at(w + 82)), _mm256_cvtepi32_ps(msum), accm);
+        const __m512i scales = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(scl));
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q2 = with_shifted_high<2>(w + 16 + 32 * h);
+            const __m512i z0 = _mm512_and_si512(q2, m3);
+            const __m512i z1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
+            const uint8_t* qx = x + kQ8_KQs + 128 * h;
+            sumi = scaled_run(sumi, z0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
+            sumi = scaled_run(sumi, z1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(dx * f16_at(w + 80)), _mm512_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc) - hsum(accm);
+}
+
+// ---------------------------------------------------------------- encoders
+
+constexpr uint32_t kInfBits = 0x7F800000u;
+
+// max |x| over `count` floats (a multiple of 16) as float bits; >= kInfBits for inf/NaN.
+inline uint32_t absmax_bits(const float* x, int count) {
+    const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i m = _mm512_setzero_si512();
+    for (int i = 0; i < count; i += 16) {
+        m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + i)), abs_mask));
+    }
+    return hmax_epu32(m);
+}
+
+inline float bits_float(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+// x[0..31] * multiplier rounded to nearest even and saturated to int8 (32 bytes at q);
+// returns the int32 values (their sum is the block's sum when nothing saturated).
+inline __m512i quantize32(const float* x, float multiplier, uint8_t* q) {
+    const __m512 m = _mm512_set1_ps(multiplier);
+    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), m));
+    const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16), m));
+    store128(q, _mm512_cvtsepi32_epi8(i0));
+    store128(q + 16, _mm512_cvtsepi32_epi8(i1));
+    return _mm512_add_epi32(i0, i1);
+}
+
+inline bool q8_legacy_block(const float* x, uint8_t* qs, float& d, int32_t& sum) {
+    const uint32_t bits = absmax_bits(x, 32);
+    if (bits >= kInfBits) return false;
+    const float amax = bits_float(bits);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    if (std::isinf(id)) return false;
+    d = amax / 127.0f;
+    sum = hsum_epi32(quantize32(x, id, qs));
+    return true;
+}
+
+void encode_q8_0(const float* x, uint8_t* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += kQ8_0) {
+        float d;
+        int32_t sum;
+        if (!q8_legacy_block(x, dst + 2, d, sum)) {
+            fallback::encode_q8_0_block(x, dst);
+            continue;
+        }
+        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
+void encode_q8_1(const float* x, uint8_t* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += kQ8_1) {
+        float d;
+        int32_t sum;
+        if (!q8_legacy_block(x, dst + 4, d, sum)) {
+            fallback::encode_q8_1_block(x, dst);
+            continue;
+        }
+        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+        store_u16(dst + 2, _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
+void encode_q8_k(const float* x, uint8_t* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 256; ++b, x += 256, dst += kQ8_K) {
+        const uint32_t bits = absmax_bits(x, 256);
+        if (bits >= kInfBits) {
+            fallback::encode_q8_k_block(x, dst);
+            continue;
+        }
+        if (bits == 0) {
+            std::memset(dst, 0, kQ8_K);
+            continue;
+        }
+        const __m512i target = _mm512_set1_epi32(static_cast<int>(bits));
+        const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+        int first = 0;
+        for (int i = 0; i < 256; i += 16) {
+            const __m512i a = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + i)), abs_mask);
+            const unsigned hits = _mm512_cmpeq_epi32_mask(a, target);
+            if (hits != 0) {
+                first = i + __builtin_ctz(hits);
+                break;
+            }
+        }
+        const float iscale = -127.f / x[first];
+        if (std::isinf(iscale)) {
+            fallback::encode_q8_k_block(x, dst);
+            continue;
+        }
+        for (int c = 0; c < 8; ++c) quantize32(x + 32 * c, iscale, dst + kQ8_KQs + 32 * c);
+        // bsums: sum of each 16 quants (bias to unsigned, sum of absolute differences to 0).
+        const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+        for (int c = 0; c < 4; ++c) {
+            const __m512i sad = _mm512_sad_epu8(_mm512_xor_si512(load512(dst + kQ8_KQs + 64 * c), bias), _mm512_setzero_si512());
+            const __m512i pairs = _mm512_add_epi64(sad, _mm512_bsrli_epi128(sad, 8));  // qword 0 of each lane: 16 quants
+            const __m128i sums = _mm512_cvtepi64_epi16(pairs);                        // words 0, 2, 4, 6
+            alignas(16) uint16_t words[8];
+            _mm_store_si128(reinterpret_cast<__m128i*>(words), sums);
+            for (int j = 0; j < 4; ++j) {
+                const auto s = static_cast<int16_t>(static_cast<int>(words[2 * j]) - 16 * 128);
+                store_u16(dst + kQ8_KBsums + 2 * (4 * c + j), static_cast<uint16_t>(s));
+            }
+        }
+        store_f32(dst, 1 / iscale);
+    }
+}
+
+void encode_f16(const float* x, uint8_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const int64_t left = n - i;
+        const auto m = static_cast<__mmask16>(left >= 16 ? 0xFFFFu : (1u << left) - 1);
+        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0) {  // NaN: the reference's canonical form
+            for (int64_t j = i; j < i + (left >= 16 ? 16 : left); ++j) {
+                fallback::store_u16(dst + 2 * j, fallback::fp32_to_fp16(x[j]));
+            }
+            continue;
+        }
+        _mm256_mask_storeu_epi16(dst + 2 * i, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
+void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
+    const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+    const __m512i inf = _mm512_set1_epi32(static_cast<int>(kInfBits));
+    for (int64_t i = 0; i < n; i += 16) {
+        const int64_t left = n - i;
+        const auto m = static_cast<__mmask16>(left >= 16 ? 0xFFFFu : (1u << left) - 1);
+        const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + i));
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+        const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+        const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+        const __m512i r = _mm512_mask_mov_epi32(rounded, is_nan, quiet_nan);
+        _mm256_mask_storeu_epi16(dst + 2 * i, m, _mm512_cvtepi32_epi16(r));
+    }
+}
+
+}  // namespace
+
+RowDotKernels avx512_row_dot_kernels(GgmlType weight_type) {
+    if (!cpu_features().avx512vnni) return {};  // this family is AVX-512 F/BW/VL + VNNI
+    switch (weight_type) {
+        case GgmlType::F16: return {GgmlType::F16, &encode_f16, &dot_halves<false>};
+        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, &dot_halves<true>};
+        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_q8_0};
+        case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_quad<Q4_0Quad>};
+        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_pairs<Q5_0Pair>};
+        case GgmlType::Q4_1: return {GgmlType::Q8_1, &encode_q8_1, &dot_quad<Q4_1Quad>};
+        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, &dot_pairs<Q5_1Pair>};
+        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q2_k};
+        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q3_k};
+        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<false>};
+        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<true>};
+        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q6_k};
+        default: return {};
+    }
+}
+
+}  // namespace inferscope::simd

@@ -1,0 +1,30 @@
+#include "engine/backend/cpu/kernels/stream_read.h"
+
+namespace inferscope {
+namespace {
+
+// Eight independent accumulators keep the loop limited by loads, not by one addition chain.
+uint64_t scalar_stream_read(const uint64_t* words, size_t count) {
+    uint64_t acc[8] = {};
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        for (size_t j = 0; j < 8; ++j) acc[j] += words[i + j];
+    }
+    for (; i < count; ++i) acc[0] += words[i];
+    uint64_t total = 0;
+    for (uint64_t a : acc) total += a;
+    return total;
+}
+
+}  // namespace
+
+StreamReadFn stream_read_kernel(CpuIsa isa) {
+    switch (isa) {
+        case CpuIsa::Avx512: return &simd::avx512_stream_read;
+        case CpuIsa::Avx2: return &simd::avx2_stream_read;
+        case CpuIsa::Scalar: break;
+    }
+    return &scalar_stream_read;
+}
+
+}  // namespace inferscope

@@ -1,0 +1,551 @@
+// avx2 tiled GEMM kernels. Compiled with avx2 flags (see engine/CMakeLists.txt):
+// everything stays in an anonymous namespace.
+//
+// The scheme of tile_gemm_avx512.cpp (read its header comment) with 8-lane vectors and 16
+// registers: panels of 8..24 weight rows are repacked per k chunk into a stack buffer so that
+// each 32-byte vector holds the same k position(s) of 8 rows; the micro-kernel broadcasts 4
+// bytes of each activation row against them. Without VNNI the byte products go through
+// VPMADDUBSW (u8 x s8 -> i16 pair sums) and VPMADDWD:
+//   F16 (3 x 4 tile, 96-element chunks): weights converted to F32 when packed, activations
+//       per tile; F32 FMA.
+//   Q4_0, Q5_0 (2 x 3 and 1 x 3, 16-block chunks): signed weights (|w| <= 16), activation
+//       bytes flipped to x + 128; the i16 pair sums (|.| <= 2 * 255 * 16) are added in i16
+//       for 8 (Q4_0) or 4 (Q5_0) dwords before widening, which cannot overflow, and
+//       -128 * sum(w) per block (from packing) corrects the i32 sum.
+//   Q8_0 (2 x 3): |w| packed as the unsigned operand and the activation bytes given w's
+//       signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
+// Scratch: one fixed-size object on the stack per call (at most 52 KiB: Q8_0, 32 KiB of it
+// the activation scales of up to 512 activation rows).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "engine/backend/cpu/kernels/tile_gemm.h"
+
+namespace inferscope::simd {
+namespace {
+
+inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
+
+inline uint16_t load_u16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline int32_t load_i32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// Lanes [0, count) set, for partial row vectors.
+inline __m256i lane_mask(int count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+struct Out {
+    float* c;
+    int64_t ldc;
+    int last_rows;  // valid rows (lanes) of the last row vector, 1..8
+    __m256i last_mask;
+    bool accumulate;  // add to what earlier k chunks stored
+};
+
+inline void write_out(float* dst, __m256 v, bool full, __m256i mask, bool accumulate) {
+    if (full) {
+        if (accumulate) v = _mm256_add_ps(v, _mm256_loadu_ps(dst));
+        _mm256_storeu_ps(dst, v);
+    } else {
+        if (accumulate) v = _mm256_add_ps(v, _mm256_maskload_ps(dst, mask));
+        _mm256_maskstore_ps(dst, mask, v);
+    }
+}
+
+template <int MZ, int RN>
+inline void store_tile(const Out& out, const __m256 (&acc)[MZ][RN]) {
+#pragma GCC unroll 8
+    for (int m = 0; m < MZ; ++m) {
+        const bool full = m < MZ - 1 || out.last_rows == 8;
+#pragma GCC unroll 32
+        for (int j = 0; j < RN; ++j) write_out(out.c + j * out.ldc + 8 * m, acc[m][j], full, out.last_mask, out.accumulate);
+    }
+}
+
+// 8 x 8 transpose of 32-bit elements: r[t] holds row t; afterwards r[c] holds column c.
+inline void transpose8x8(__m256 r[8]) {
+    __m256 t[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    __m256 u[8];
+#pragma GCC unroll 8
+    for (int q = 0; q < 2; ++q) {
+        u[4 * q + 0] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0x44);
+        u[4 * q + 1] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], 0xEE);
+        u[4 * q + 2] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0x44);
+        u[4 * q + 3] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+template <class K, int MZ, int RN, class... A>
+inline void dispatch_rn(int rn, A&... args) {
+    if constexpr (RN > 0) {
+        if (rn == RN) {
+            K::template compute<MZ, RN>(args...);
+        } else {
+            dispatch_rn<K, MZ, RN - 1>(rn, args...);
+        }
+    }
+}
+template <class K, int MZ, class... A>
+inline void dispatch(int mz, int rn, A&... args) {
+    if constexpr (MZ > 0) {
+        if (mz == MZ) {
+            dispatch_rn<K, MZ, K::kTileN>(rn, args...);
+        } else {
+            dispatch<K, MZ - 1>(mz, rn, args...);
+        }
+    }
+}
+
+inline bool write_zeros_if_empty(const TileGemmArgs& a) {
+    if (a.n <= 0 || a.row_end <= a.row_begin) return true;
+    if (a.k > 0) return false;
+    for (int64_t i = 0; i < a.n; ++i) {
+        for (int64_t r = a.row_begin; r < a.row_end; ++r) a.c[i * a.ldc + r] = 0.0f;
+    }
+    return true;
+}
+
+inline void prefetch_rows(const uint8_t* first, uint64_t stride, int rows, int bytes) {
+    for (int j = 0; j < rows; ++j) {
+        const uint8_t* row = first + static_cast<uint64_t>(j) * stride;
+        for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(row + off), _MM_HINT_T0);
+    }
+}
+
+// Prefetches the weight rows the next pack will read, spread over the micro-tiles that run
+// before it (packing reads a few cache lines from each of many rows).
+class WeightPrefetch {
+public:
+    template <class K>
+    void start(const TileGemmArgs& a, int64_t row, int rows, int64_t k0, int64_t tiles) {
+        if (rows <= 0 || k0 >= a.k) {
+            rows_ = 0;
+            return;
+        }
+        base_ = a.weights + static_cast<uint64_t>(row) * a.weight_row_bytes + K::weight_offset(k0);
+        stride_ = a.weight_row_bytes;
+        rows_ = rows;
+        bytes_ = K::weight_bytes(imin(K::kChunk, a.k - k0)) + 63;
+        per_step_ = tiles > 0 ? static_cast<int>((rows + tiles - 1) / tiles) : rows;
+        done_ = 0;
+    }
+    void step() {
+        const int count = imin(per_step_, rows_ - done_);
+        if (count <= 0) return;
+        prefetch_rows(base_ + static_cast<uint64_t>(done_) * stride_, stride_, count, bytes_);
+        done_ += count;
+    }
+
+private:
+    const uint8_t* base_ = nullptr;
+    uint64_t stride_ = 0;
+    int rows_ = 0, bytes_ = 0, per_step_ = 0, done_ = 0;
+};
+
+// Driver for F16: panels of 8 * K::kMZ weight rows; per panel, k chunks packed once; per
+// chunk, tiles of K::kTileN activation rows, each converted right before its micro-kernel.
+template <class K>
+void run_panels(const TileGemmArgs& a) {
+    if (write_zeros_if_empty(a)) return;
+    constexpr int kPanel = 8 * K::kMZ;
+    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
+    typename K::Scratch s;
+    const int64_t tiles = (a.n + K::kTileN - 1) / K::kTileN;
+    WeightPrefetch prefetch;
+    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kPanel) {
+        const int nr = imin(kPanel, a.row_end - r0);
+        const int mz = (nr + 7) / 8;
+        const int last_rows = nr - 8 * (mz - 1);
+        const __m256i last_mask = lane_mask(last_rows);
+        for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
+            const int kc = imin(K::kChunk, a.k - k0);
+            K::pack(a, r0, nr, k0, kc, s);
+            if (k0 + K::kChunk < a.k) {
+                prefetch.start<K>(a, r0, nr, k0 + K::kChunk, tiles);
+            } else {
+                prefetch.start<K>(a, r0 + kPanel, imin(kPanel, a.row_end - r0 - kPanel), 0, tiles);
+            }
+            for (int64_t i0 = 0; i0 < a.n; i0 += K::kTileN) {
+                prefetch.step();
+                const int rn = imin(K::kTileN, a.n - i0);
+                const int next = imin(K::kTileN, a.n - i0 - rn);
+                prefetch_rows(a.activations + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes + 2 * k0,
+                              a.activation_row_bytes, next, 2 * kc);
+                K::prepare(a, i0, rn, k0, kc, s);
+                const Out out{a.c + i0 * a.ldc + r0, a.ldc, last_rows, last_mask, k0 > 0};
+                const int first = 0;
+                dispatch<K, K::kMZ>(mz, rn, s, kc, first, out);
+            }
+        }
+    }
+}
+
+// Driver for the quantized types: blocks of up to K::kMaxN activation rows and
+// K::kPanelsPerBlock panels; per k chunk the activation scales of the whole block are
+// converted once, then every panel is packed and multiplied with all of it.
+template <class K>
+void run_blocked(const TileGemmArgs& a) {
+    if (write_zeros_if_empty(a)) return;
+    constexpr int kPanel = 8 * K::kMZ;
+    constexpr int64_t kRowBlock = static_cast<int64_t>(kPanel) * K::kPanelsPerBlock;
+    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
+    typename K::Scratch s;
+    WeightPrefetch prefetch;
+    for (int64_t n0 = 0; n0 < a.n; n0 += K::kMaxN) {
+        const int nn = imin(K::kMaxN, a.n - n0);
+        const int64_t tiles = (nn + K::kTileN - 1) / K::kTileN;
+        for (int64_t rb = a.row_begin; rb < a.row_end; rb += kRowBlock) {
+            const int64_t rb_end = rb + kRowBlock < a.row_end ? rb + kRowBlock : a.row_end;
+            for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
+                const int kc = imin(K::kChunk, a.k - k0);
+                K::prepare(a, n0, nn, k0, kc, s);
+                for (int64_t r0 = rb; r0 < rb_end; r0 += kPanel) {
+                    const int nr = imin(kPanel, rb_end - r0);
+                    const int mz = (nr + 7) / 8;
+                    const int last_rows = nr - 8 * (mz - 1);
+                    const __m256i last_mask = lane_mask(last_rows);
+                    K::pack(a, r0, nr, k0, kc, s);
+                    if (r0 + kPanel < rb_end) {
+                        prefetch.start<K>(a, r0 + kPanel, imin(kPanel, rb_end - r0 - kPanel), k0, tiles);
+                    } else if (k0 + K::kChunk < a.k) {
+                        prefetch.start<K>(a, rb, imin(kPanel, rb_end - rb), k0 + K::kChunk, tiles);
+                    } else {
+                        prefetch.start<K>(a, rb_end, imin(kPanel, a.row_end - rb_end), 0, tiles);
+                    }
+                    for (int i0 = 0; i0 < nn; i0 += K::kTileN) {
+                        prefetch.step();
+                        const int rn = imin(K::kTileN, nn - i0);
+                        if (r0 == rb) {
+                            const int next = imin(K::kTileN, nn - i0 - rn);
+                            prefetch_rows(s.x0 + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes, a.activation_row_bytes,
+                                          next, K::act_bytes(kc));
+                        }
+                        const Out out{a.c + (n0 + i0) * a.ldc + r0, a.ldc, last_rows, last_mask, k0 > 0};
+                        dispatch<K, K::kMZ>(mz, rn, s, kc, i0, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ================================================================== F16
+
+template <int MZ_, int RN_, int KC_>
+struct F16Kind {
+    static constexpr int kMZ = MZ_;  // 8-row vectors per panel
+    static constexpr int kChunk = KC_;
+    static constexpr int kTileN = RN_;
+    static constexpr int kPanelRows = 8 * kMZ;
+    static int64_t weight_offset(int64_t k0) { return 2 * k0; }
+    static int weight_bytes(int kc) { return 2 * kc; }
+    struct Scratch {
+        alignas(32) float w[kChunk * kPanelRows];  // [kk][panel rows]
+        alignas(32) float x[kTileN * kChunk];      // [j][kk]
+    };
+
+    // 8 halves at p, or the first `count` of them and zeros.
+    static __m256 load8(const uint8_t* p, int count) {
+        if (count >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        alignas(16) uint16_t tmp[8] = {};
+        std::memcpy(tmp, p, static_cast<size_t>(count) * 2);
+        return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
+    }
+
+    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
+        for (int m = 0; m * 8 < nr; ++m) {
+            const int rows = imin(8, nr - 8 * m);
+            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 8 * m) * a.weight_row_bytes + k0 * 2;
+            for (int kk0 = 0; kk0 < kc; kk0 += 8) {
+                const int cols = imin(8, kc - kk0);
+                __m256 v[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) {
+                    v[t] = t < rows ? load8(base + static_cast<uint64_t>(t) * a.weight_row_bytes + kk0 * 2, cols)
+                                    : _mm256_setzero_ps();
+                }
+                transpose8x8(v);
+                float* dst = s.w + kk0 * kPanelRows + 8 * m;
+                for (int c = 0; c < cols; ++c) _mm256_store_ps(dst + c * kPanelRows, v[c]);
+            }
+        }
+    }
+
+    static void prepare(const TileGemmArgs& a, int64_t i0, int rn, int64_t k0, int kc, Scratch& s) {
+        for (int j = 0; j < rn; ++j) {
+            const uint8_t* src = a.activations + static_cast<uint64_t>(i0 + j) * a.activation_row_bytes + k0 * 2;
+            float* dst = s.x + j * kChunk;
+            for (int kk0 = 0; kk0 < kc; kk0 += 8) _mm256_store_ps(dst + kk0, load8(src + kk0 * 2, kc - kk0));
+        }
+    }
+
+    template <int MZ, int RN>
+    static void compute(const Scratch& s, int kc, int, const Out& out) {
+        __m256 acc[MZ][RN];
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_setzero_ps();
+        }
+        const float* pw = s.w;
+        const float* px = s.x;
+#pragma GCC unroll 2
+        for (int kk = 0; kk < kc; ++kk, pw += kPanelRows, ++px) {
+            __m256 w[MZ];
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) w[m] = _mm256_load_ps(pw + 8 * m);
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) {
+                const __m256 b = _mm256_broadcast_ss(px + j * kChunk);
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) acc[m][j] = _mm256_fmadd_ps(w[m], b, acc[m][j]);
+            }
+        }
+        store_tile<MZ, RN>(out, acc);
+    }
+};
+
+// ================================================================== Q4_0, Q5_0, Q8_0
+
+struct DecQ4_0 {
+    static constexpr int kBytes = 18;
+    static constexpr int kFlush = 8;  // dwords whose i16 pair sums may be added before widening
+    static constexpr bool kSignTrick = false;
+    static __m256i values(const uint8_t* b) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    }
+};
+struct DecQ5_0 {
+    static constexpr int kBytes = 22;
+    static constexpr int kFlush = 4;
+    static constexpr bool kSignTrick = false;
+    static __m256i values(const uint8_t* b) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 6));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        const __m256i low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+        // Bit j of qh -> 0x10 in byte j: spread each of the 4 qh bytes over 8 bytes, test.
+        const __m256i qh = _mm256_set1_epi32(load_i32(b + 2));
+        const __m256i spread = _mm256_shuffle_epi8(
+            qh, _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+        const __m256i bits = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+        const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bits), bits), _mm256_set1_epi8(0x10));
+        return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(16));
+    }
+};
+struct DecQ8_0 {
+    static constexpr int kBytes = 34;
+    static constexpr int kFlush = 1;
+    static constexpr bool kSignTrick = true;
+    static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
+};
+
+template <class Dec, int MZ_, int RN_, int KB_ = 16>
+struct LegacyKind {
+    static constexpr int kMZ = MZ_;
+    static constexpr int kBlocks = KB_;
+    static constexpr int kChunk = 32 * kBlocks;
+    static constexpr int kTileN = RN_;
+    static constexpr int kMaxN = 512;  // activation rows whose scales are converted at once
+    static constexpr int kPanelsPerBlock = 8;
+    static constexpr int kActBytes = 34;  // Q8_0
+    static int act_bytes(int kc) { return kc / 32 * kActBytes; }
+    static int64_t weight_offset(int64_t k0) { return k0 / 32 * Dec::kBytes; }
+    static int weight_bytes(int kc) { return kc / 32 * Dec::kBytes; }
+    struct Scratch {
+        alignas(32) uint8_t w[kBlocks][8][kMZ][32];  // signed values: [block][dword][8-row vector][lanes]
+        alignas(32) uint8_t aw[Dec::kSignTrick ? kBlocks : 1][8][kMZ][32];  // |values| (sign trick)
+        alignas(32) int32_t corr[kBlocks][kMZ][8];  // -128 * sum(values) (x + 128 trick)
+        alignas(32) float dw[kBlocks][kMZ][8];
+        alignas(32) float dx[kMaxN][kBlocks];
+        const uint8_t* x0;  // the first prepared activation row, at the chunk's first block
+        uint64_t stride;
+    };
+
+    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
+        const int kb = kc / 32;
+        const int64_t b0 = k0 / 32;
+        const __m256i ones8 = _mm256_set1_epi8(1);
+        const __m256i ones16 = _mm256_set1_epi16(1);
+        for (int m = 0; m * 8 < nr; ++m) {
+            const int rows = imin(8, nr - 8 * m);
+            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 8 * m) * a.weight_row_bytes + b0 * Dec::kBytes;
+            for (int b = 0; b < kb; ++b) {
+                __m256 v[8];
+                alignas(32) float d[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) {
+                    if (t < rows) {
+                        const uint8_t* blk = base + static_cast<uint64_t>(t) * a.weight_row_bytes + b * Dec::kBytes;
+                        v[t] = _mm256_castsi256_ps(Dec::values(blk));
+                        d[t] = half_to_float(load_u16(blk));
+                    } else {
+                        v[t] = _mm256_setzero_ps();
+                        d[t] = 0.0f;
+                    }
+                }
+                transpose8x8(v);
+                __m256i sum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int g = 0; g < 8; ++g) {
+                    const __m256i q = _mm256_castps_si256(v[g]);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(s.w[b][g][m]), q);
+                    if constexpr (Dec::kSignTrick) {
+                        _mm256_store_si256(reinterpret_cast<__m256i*>(s.aw[b][g][m]), _mm256_abs_epi8(q));
+                    } else {
+                        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16));
+                    }
+                }
+                if constexpr (!Dec::kSignTrick) {
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(s.corr[b][m]),
+                                       _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sum, 7)));
+                }
+                _mm256_store_ps(s.dw[b][m], _mm256_load_ps(d));
+            }
+        }
+    }
+
+    static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int kc, Scratch& s) {
+        const int kb = kc / 32;
+        s.stride = a.activation_row_bytes;
+        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + (k0 / 32) * kActBytes;
+        for (int j = 0; j < nn; ++j) {
+            const uint8_t* row = s.x0 + static_cast<uint64_t>(j) * s.stride;
+            for (int b = 0; b < kb; ++b) s.dx[j][b] = half_to_float(load_u16(row + b * kActBytes));
+        }
+    }
+
+    template <int MZ, int RN>
+    static void compute(const Scratch& s, int kc, int i0, const Out& out) {
+        const int kb = kc / 32;
+        __m256 acc[MZ][RN];
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_setzero_ps();
+        }
+        const uint8_t* x[RN];
+#pragma GCC unroll 32
+        for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + 2;
+        const __m256i ones16 = _mm256_set1_epi16(1);
+        for (int b = 0; b < kb; ++b) {
+            __m256i ia[MZ][RN];
+            if constexpr (Dec::kSignTrick) {
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) ia[m][j] = _mm256_setzero_si256();
+                }
+#pragma GCC unroll 8
+                for (int g = 0; g < 8; ++g) {
+                    __m256i w[MZ], aw[MZ];
+#pragma GCC unroll 8
+                    for (int m = 0; m < MZ; ++m) {
+                        w[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.w[b][g][m]));
+                        aw[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.aw[b][g][m]));
+                    }
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) {
+                        const __m256i xv = _mm256_set1_epi32(load_i32(x[j] + b * kActBytes + 4 * g));
+#pragma GCC unroll 8
+                        for (int m = 0; m < MZ; ++m) {
+                            const __m256i p = _mm256_maddubs_epi16(aw[m], _mm256_sign_epi8(xv, w[m]));
+                            ia[m][j] = _mm256_add_epi32(ia[m][j], _mm256_madd_epi16(p, ones16));
+                        }
+                    }
+                }
+            } else {
+                const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
+                for (int g0 = 0; g0 < 8; g0 += Dec::kFlush) {
+                    __m256i i16[MZ][RN];
+#pragma GCC unroll 8
+                    for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+                        for (int j = 0; j < RN; ++j) i16[m][j] = _mm256_setzero_si256();
+                    }
+#pragma GCC unroll 8
+                    for (int g = g0; g < g0 + Dec::kFlush; ++g) {
+                        __m256i w[MZ];
+#pragma GCC unroll 8
+                        for (int m = 0; m < MZ; ++m) w[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.w[b][g][m]));
+#pragma GCC unroll 32
+                        for (int j = 0; j < RN; ++j) {
+                            const __m256i xu = _mm256_xor_si256(_mm256_set1_epi32(load_i32(x[j] + b * kActBytes + 4 * g)), flip);
+#pragma GCC unroll 8
+                            for (int m = 0; m < MZ; ++m) i16[m][j] = _mm256_add_epi16(i16[m][j], _mm256_maddubs_epi16(xu, w[m]));
+                        }
+                    }
+                    // Widen; the first part also brings in -128 * sum(w).
+#pragma GCC unroll 8
+                    for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+                        for (int j = 0; j < RN; ++j) {
+                            const __m256i wide = _mm256_madd_epi16(i16[m][j], ones16);
+                            ia[m][j] = g0 == 0 ? _mm256_add_epi32(wide, _mm256_load_si256(reinterpret_cast<const __m256i*>(s.corr[b][m])))
+                                               : _mm256_add_epi32(ia[m][j], wide);
+                        }
+                    }
+                }
+            }
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) {
+                const __m256 dw = _mm256_load_ps(s.dw[b][m]);
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) {
+                    const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(&s.dx[i0 + j][b]));
+                    acc[m][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][j]), scale, acc[m][j]);
+                }
+            }
+        }
+        store_tile<MZ, RN>(out, acc);
+    }
+};
+
+template <class K>
+void panels_kernel(const TileGemmArgs& args) {
+    run_panels<K>(args);
+}
+template <class K>
+void blocked_kernel(const TileGemmArgs& args) {
+    run_blocked<K>(args);
+}
+
+}  // namespace
+
+TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
+    if (!cpu_supports(CpuIsa::Avx2)) return nullptr;
+    switch (weight_type) {
+        // Tile shapes (8-row vectors x activation rows) measured best on Zen 5.
+        case GgmlType::F16: return panels_kernel<F16Kind<3, 4, 96>>;
+        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0, 2, 3>>;
+        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, 1, 3>>;
+        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0, 2, 3>>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace inferscope::simd

@@ -1,0 +1,999 @@
+// avx512 tiled GEMM kernels. Compiled with avx512 flags (see engine/CMakeLists.txt):
+// everything stays in an anonymous namespace.
+//
+// Layout ("outer product" register blocking, as in BLAS micro-kernels rather than
+// llamafile's dot-product tiles): a panel of 32..80 weight rows is repacked, one k chunk at a
+// time, into a stack buffer where each 64-byte vector holds the same k position(s) of 16
+// consecutive rows. The micro-kernel keeps MZ x RN accumulators (MZ vectors of 16 rows times
+// RN activation rows) in registers, loads MZ weight vectors per k step and broadcasts one
+// 4-byte piece of each activation row, so that
+//   * every lane is one output: no horizontal sums, results are stored as contiguous runs
+//     of c (one masked store per vector at the panel's end), and
+//   * for the quantized types the per-block float work (convert, scale, accumulate) is paid
+//     once per 16 outputs and 32 products instead of once per 16 products.
+// k is processed in chunks (each chunk's sums are added to c), which also bounds every
+// float summation chain to the chunk length plus the number of chunks.
+//
+// Per type (tile = MZ x RN, chunk):
+//   F16   5 x 5, 96 elements. Weights converted to F32 when packed; each tile of
+//         activation rows converted to F32 right before its micro-kernel (F32 FMA).
+//   BF16  4 x 6, 256 elements. Pairs of BF16 packed per lane; VDPBF16PS with the activation
+//         pair broadcast straight from the row (needs AVX512_BF16).
+//   Q8_0, Q4_0, Q5_0 (3 x 4, 16 blocks): signed weight values packed per lane; the
+//         activation bytes are broadcast and flipped to unsigned (x + 128) for VPDPBUSD, and
+//         -128 * sum(w) per block, computed when packing, starts each block's integer sum.
+//   Q4_1, Q5_1 (3 x 4, 8 blocks): unsigned weight values, no correction; the min term
+//         m_w * s_x is one more FMA.
+//   K-quants (2 x 4, one super-block): unsigned weight values; VPDPBUSD with the activation
+//         bytes broadcast as the signed operand; the offset (Q6_K: 32, Q3_K: 4) comes in
+//         through Q8_K's bsums as the start of each group's integer sum, and the mins
+//         (Q4_K, Q5_K, Q2_K) as one FMA per group with the float group sum.
+// The quantized types need AVX512_VNNI. Integer sums within a block or group are exact; the
+// float steps differ from the scalar reference only in rounding order.
+//
+// Scratch: one fixed-size object on the stack per call (largest: Q8_0/Q4_0/Q5_0, 64 KiB, of
+// which 32 KiB are the activation scales of up to 512 activation rows). No heap, no state
+// kept between calls; weights are only read.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "engine/backend/cpu/kernels/tile_gemm.h"
+
+namespace inferscope::simd {
+namespace {
+
+inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
+
+inline uint16_t load_u16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline int32_t load_i32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline float load_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __mmask16 lane_mask(int count) {
+    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Where a micro-kernel writes its MZ x RN vectors: row i of c starts at c + i * ldc, the
+// panel's first column is already added in; the last row vector may be partial.
+struct Out {
+    float* c;
+    int64_t ldc;
+    __mmask16 last_mask;
+    bool accumulate;  // add to what earlier k chunks stored
+};
+
+inline void write_out(float* dst, __m512 v, __mmask16 mask, bool accumulate) {
+    if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, dst));
+    _mm512_mask_storeu_ps(dst, mask, v);
+}
+
+template <int MZ, int RN>
+inline void store_tile(const Out& out, const __m512 (&acc)[MZ][RN]) {
+#pragma GCC unroll 8
+    for (int m = 0; m < MZ; ++m) {
+        const __mmask16 mask = m == MZ - 1 ? out.last_mask : static_cast<__mmask16>(0xFFFF);
+#pragma GCC unroll 32
+        for (int j = 0; j < RN; ++j) write_out(out.c + j * out.ldc + 16 * m, acc[m][j], mask, out.accumulate);
+    }
+}
+
+// 16 x 16 float transpose: r[t] holds row t; afterwards r[c] holds column c.
+inline void transpose16x16(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    __m512 u[16];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+        const __m512d a0 = _mm512_castps_pd(t[4 * q]), a1 = _mm512_castps_pd(t[4 * q + 1]);
+        const __m512d a2 = _mm512_castps_pd(t[4 * q + 2]), a3 = _mm512_castps_pd(t[4 * q + 3]);
+        u[4 * q + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+        u[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+        u[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+        u[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+    }
+    // u[4q + c], 128-bit lane L: rows 4q..4q+3 at column 4L + c.
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+        const __m512 p0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
+        const __m512 p1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
+        const __m512 q0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+        const __m512 q1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+        r[c] = _mm512_shuffle_f32x4(p0, q0, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(p0, q0, 0xDD);
+        r[8 + c] = _mm512_shuffle_f32x4(p1, q1, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(p1, q1, 0xDD);
+    }
+}
+
+// 16 rows x 8 dwords (32 bytes per row, rows `stride` bytes apart) -> out[g] = dword g of
+// rows 0..15, row t in lane t.
+inline void transpose16x8_dwords(const uint8_t* src, int stride, __m512i out[8]) {
+    __m512i z[8];
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p) {
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + p * stride));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (p + 8) * stride));
+        z[p] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    }
+    __m512i t[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(z[2 * i], z[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(z[2 * i], z[2 * i + 1]);
+    }
+    __m512i u[8];
+#pragma GCC unroll 8
+    for (int q = 0; q < 2; ++q) {
+        u[4 * q + 0] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
+        u[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
+    }
+    // u[4q + d], 128-bit lane 2H + s: rows 4q..4q+3 (+8H) at dword 4s + d.
+    const __m512i even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+    const __m512i odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+#pragma GCC unroll 4
+    for (int d = 0; d < 4; ++d) {
+        out[d] = _mm512_permutex2var_epi64(u[d], even, u[4 + d]);
+        out[4 + d] = _mm512_permutex2var_epi64(u[d], odd, u[4 + d]);
+    }
+}
+
+// Runs K::compute<mz, rn> for mz = 1..MZ, rn = 1..RN.
+template <class K, int MZ, int RN, class... A>
+inline void dispatch_rn(int rn, A&... args) {
+    if constexpr (RN > 0) {
+        if (rn == RN) {
+            K::template compute<MZ, RN>(args...);
+        } else {
+            dispatch_rn<K, MZ, RN - 1>(rn, args...);
+        }
+    }
+}
+template <class K, int MZ, class... A>
+inline void dispatch(int mz, int rn, A&... args) {
+    if constexpr (MZ > 0) {
+        if (mz == MZ) {
+            dispatch_rn<K, MZ, K::kTileN>(rn, args...);
+        } else {
+            dispatch<K, MZ - 1>(mz, rn, args...);
+        }
+    }
+}
+
+inline bool write_zeros_if_empty(const TileGemmArgs& a) {
+    if (a.n <= 0 || a.row_end <= a.row_begin) return true;
+    if (a.k > 0) return false;
+    for (int64_t i = 0; i < a.n; ++i) {
+        for (int64_t r = a.row_begin; r < a.row_end; ++r) a.c[i * a.ldc + r] = 0.0f;
+    }
+    return true;
+}
+
+inline void prefetch_rows(const uint8_t* first, uint64_t stride, int rows, int bytes) {
+    for (int j = 0; j < rows; ++j) {
+        const uint8_t* row = first + static_cast<uint64_t>(j) * stride;
+        for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(row + off), _MM_HINT_T0);
+    }
+}
+
+// Prefetches the weight rows the next pack will read, spread over the micro-tiles that run
+// before it: packing reads a few cache lines from each of 32..64 rows, which would otherwise
+// wait on memory latency one row at a time.
+class WeightPrefetch {
+public:
+    template <class K>
+    void start(const TileGemmArgs& a, int64_t row, int rows, int64_t k0, int64_t tiles) {
+        if (rows <= 0 || k0 >= a.k) {
+            rows_ = 0;
+            return;
+        }
+        base_ = a.weights + static_cast<uint64_t>(row) * a.weight_row_bytes + K::weight_offset(k0);
+        stride_ = a.weight_row_bytes;
+        rows_ = rows;
+        bytes_ = K::weight_bytes(imin(K::kChunk, a.k - k0)) + 63;  // the chunk may straddle a line
+        per_step_ = tiles > 0 ? static_cast<int>((rows + tiles - 1) / tiles) : rows;
+        done_ = 0;
+    }
+    void step() {
+        const int count = imin(per_step_, rows_ - done_);
+        if (count <= 0) return;
+        prefetch_rows(base_ + static_cast<uint64_t>(done_) * stride_, stride_, count, bytes_);
+        done_ += count;
+    }
+
+private:
+    const uint8_t* base_ = nullptr;
+    uint64_t stride_ = 0;
+    int rows_ = 0, bytes_ = 0, per_step_ = 0, done_ = 0;
+};
+
+// Driver for the float types: panels of 16 * K::kMZ weight rows; per panel, k chunks of
+// K::kChunk elements packed once; per chunk, tiles of K::kTileN activation rows, each
+// prepared (converted) right before its micro-kernel runs.
+template <class K>
+void run_panels(const TileGemmArgs& a) {
+    if (write_zeros_if_empty(a)) return;
+    constexpr int kPanel = 16 * K::kMZ;
+    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
+    typename K::Scratch s;
+    const int64_t tiles = (a.n + K::kTileN - 1) / K::kTileN;
+    WeightPrefetch prefetch;
+    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kPanel) {
+        const int nr = imin(kPanel, a.row_end - r0);
+        const int mz = (nr + 15) / 16;
+        const __mmask16 last_mask = lane_mask(nr - 16 * (mz - 1));
+        for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
+            const int kc = imin(K::kChunk, a.k - k0);
+            K::pack(a, r0, nr, k0, kc, s);
+            if (k0 + K::kChunk < a.k) {
+                prefetch.start<K>(a, r0, nr, k0 + K::kChunk, tiles);  // this panel's next chunk
+            } else {
+                prefetch.start<K>(a, r0 + kPanel, imin(kPanel, a.row_end - r0 - kPanel), 0, tiles);  // the next panel
+            }
+            for (int64_t i0 = 0; i0 < a.n; i0 += K::kTileN) {
+                prefetch.step();
+                const int rn = imin(K::kTileN, a.n - i0);
+                const int next = imin(K::kTileN, a.n - i0 - rn);
+                prefetch_rows(a.activations + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes + K::act_offset(k0),
+                              a.activation_row_bytes, next, K::act_bytes(kc));
+                K::prepare(a, i0, rn, k0, kc, s);
+                const Out out{a.c + i0 * a.ldc + r0, a.ldc, last_mask, k0 > 0};
+                const int first = 0;
+                dispatch<K, K::kMZ>(mz, rn, s, kc, first, out);
+            }
+        }
+    }
+}
+
+// Driver for the quantized types (GotoBLAS-like): blocks of up to K::kMaxN activation rows
+// and K::kPanelsPerBlock panels; per k chunk, the activation side data (scales, block sums)
+// of the whole row block is prepared once, then every panel is packed and multiplied with
+// all of it. The block's slice of c (panels x activation rows) stays in L2 across chunks.
+template <class K>
+void run_blocked(const TileGemmArgs& a) {
+    if (write_zeros_if_empty(a)) return;
+    constexpr int kPanel = 16 * K::kMZ;
+    constexpr int64_t kRowBlock = static_cast<int64_t>(kPanel) * K::kPanelsPerBlock;
+    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
+    typename K::Scratch s;
+    WeightPrefetch prefetch;
+    for (int64_t n0 = 0; n0 < a.n; n0 += K::kMaxN) {
+        const int nn = imin(K::kMaxN, a.n - n0);
+        const int64_t tiles = (nn + K::kTileN - 1) / K::kTileN;
+        for (int64_t rb = a.row_begin; rb < a.row_end; rb += kRowBlock) {
+            const int64_t rb_end = rb + kRowBlock < a.row_end ? rb + kRowBlock : a.row_end;
+            for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
+                const int kc = imin(K::kChunk, a.k - k0);
+                K::prepare(a, n0, nn, k0, kc, s);
+                for (int64_t r0 = rb; r0 < rb_end; r0 += kPanel) {
+                    const int nr = imin(kPanel, rb_end - r0);
+                    const int mz = (nr + 15) / 16;
+                    const __mmask16 last_mask = lane_mask(nr - 16 * (mz - 1));
+                    K::pack(a, r0, nr, k0, kc, s);
+                    if (r0 + kPanel < rb_end) {
+                        prefetch.start<K>(a, r0 + kPanel, imin(kPanel, rb_end - r0 - kPanel), k0, tiles);  // next panel
+                    } else if (k0 + K::kChunk < a.k) {
+                        prefetch.start<K>(a, rb, imin(kPanel, rb_end - rb), k0 + K::kChunk, tiles);  // next chunk
+                    } else {
+                        prefetch.start<K>(a, rb_end, imin(kPanel, a.row_end - rb_end), 0, tiles);  // next row block
+                    }
+                    for (int i0 = 0; i0 < nn; i0 += K::kTileN) {
+                        prefetch.step();
+                        const int rn = imin(K::kTileN, nn - i0);
+                        if (r0 == rb) {
+                            const int next = imin(K::kTileN, nn - i0 - rn);
+                            prefetch_rows(s.x0 + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes, a.activation_row_bytes,
+                                          next, K::act_bytes(kc));
+                        }
+                        const Out out{a.c + (n0 + i0) * a.ldc + r0, a.ldc, last_mask, k0 > 0};
+                        dispatch<K, K::kMZ>(mz, rn, s, kc, i0, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ================================================================== F16
+
+template <int MZ_ = 5, int RN_ = 5, int KC_ = 96>
+struct F16Kind {
+    static constexpr int kMZ = MZ_;      // 16-row vectors per panel
+    static constexpr int kChunk = KC_;   // k elements per packed chunk
+    static constexpr int kTileN = RN_;   // activation rows per micro-tile
+    static constexpr int kPanelRows = 16 * kMZ;
+    static int64_t act_offset(int64_t k0) { return 2 * k0; }
+    static int act_bytes(int kc) { return 2 * kc; }
+    static int64_t weight_offset(int64_t k0) { return 2 * k0; }
+    static int weight_bytes(int kc) { return 2 * kc; }
+    struct Scratch {
+        alignas(64) float w[kChunk * kPanelRows];  // [kk][panel rows]
+        alignas(64) float x[kTileN * kChunk];      // [j][kk]
+    };
+
+    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
+        for (int m = 0; m * 16 < nr; ++m) {
+            const int rows = imin(16, nr - 16 * m);
+            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 16 * m) * a.weight_row_bytes + k0 * 2;
+            for (int kk0 = 0; kk0 < kc; kk0 += 16) {
+                const int cols = imin(16, kc - kk0);
+                const __mmask16 km = lane_mask(cols);
+                __m512 v[16];
+#pragma GCC unroll 32
+                for (int t = 0; t < 16; ++t) {
+                    v[t] = t < rows ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
+                                          km, base + static_cast<uint64_t>(t) * a.weight_row_bytes + kk0 * 2))
+                                    : _mm512_setzero_ps();
+                }
+                transpose16x16(v);
+                float* dst = s.w + kk0 * kPanelRows + 16 * m;
+                for (int c = 0; c < cols; ++c) _mm512_store_ps(dst + c * kPanelRows, v[c]);
+            }
+        }
+    }
+
+    static void prepare(const TileGemmArgs& a, int64_t i0, int rn, int64_t k0, int kc, Scratch& s) {
+        for (int j = 0; j < rn; ++j) {
+            const uint8_t* src = a.activations + static_cast<uint64_t>(i0 + j) * a.activation_row_bytes + k0 * 2;
+            float* dst = s.x + j * kChunk;
+            for (int kk0 = 0; kk0 < kc; kk0 += 16) {
+                const __mmask16 km = lane_mask(kc - kk0);
+                _mm512_store_ps(dst + kk0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(km, src + kk0 * 2)));
+            }
+        }
+    }
+
+    template <int MZ, int RN>
+    static void compute(const Scratch& s, int kc, int, const Out& out) {
+        __m512 acc[MZ][RN];
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
+        }
+        const float* pw = s.w;
+        const float* px = s.x;
+#pragma GCC unroll 2
+        for (int kk = 0; kk < kc; ++kk, pw += kPanelRows, ++px) {
+            __m512 w[MZ];
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) w[m] = _mm512_load_ps(pw + 16 * m);
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) {
+                const __m512 b = _mm512_set1_ps(px[j * kChunk]);
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) acc[m][j] = _mm512_fmadd_ps(w[m], b, acc[m][j]);
+            }
+        }
+        store_tile<MZ, RN>(out, acc);
+    }
+};
+
+// ================================================================== BF16
+
+template <int MZ_ = 4, int RN_ = 6, int KC_ = 256>
+struct Bf16Kind {
+    static constexpr int kMZ = MZ_;
+    static constexpr int kChunk = KC_;  // k elements per packed chunk (pairs: half that)
+    static constexpr int kTileN = RN_;
+    static int64_t act_offset(int64_t k0) { return 2 * k0; }
+    static int act_bytes(int kc) { return 2 * kc; }
+    static int64_t weight_offset(int64_t k0) { return 2 * k0; }
+    static int weight_bytes(int kc) { return 2 * kc; }
+    struct Scratch {
+        alignas(64) uint8_t w[kChunk / 2][kMZ][64];  // [pair][16-row vector][16 lanes x 2 bf16]
+        const uint8_t* x[kTileN];                  // activation rows at k0
+    };
+
+    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
+        const int pairs = (kc + 1) / 2;
+        for (int m = 0; m * 16 < nr; ++m) {
+            const int rows = imin(16, nr - 16 * m);
+            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 16 * m) * a.weight_row_bytes + k0 * 2;
+            // 8 pairs (16 elements, 32 bytes) of 16 rows at a time.
+            for (int p0 = 0; p0 < pairs; p0 += 8) {
+                const int elems = imin(16, kc - 2 * p0);
+                alignas(64) uint16_t tmp[16][16];
+                const __mmask16 km = lane_mask(elems);
+                for (int t = 0; t < 16; ++t) {
+                    const __m256i v = t < rows ? _mm256_maskz_loadu_epi16(
+                                                     km, base + static_cast<uint64_t>(t) * a.weight_row_bytes + p0 * 4)
+                                               : _mm256_setzero_si256();
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(tmp[t]), v);
+                }
+                __m512i out[8];
+                transpose16x8_dwords(reinterpret_cast<const uint8_t*>(tmp), 32, out);
+                const int count = imin(8, pairs - p0);
+                for (int g = 0; g < count; ++g) _mm512_store_si512(s.w[p0 + g][m], out[g]);
+            }
+        }
+    }
+
+    static void prepare(const TileGemmArgs& a, int64_t i0, int rn, int64_t k0, int, Scratch& s) {
+        for (int j = 0; j < rn; ++j) s.x[j] = a.activations + static_cast<uint64_t>(i0 + j) * a.activation_row_bytes + k0 * 2;
+    }
+
+    template <int MZ, int RN>
+    static void compute(const Scratch& s, int kc, int, const Out& out) {
+        __m512 acc[MZ][RN];
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
+        }
+        const uint8_t* x[RN];
+#pragma GCC unroll 32
+        for (int j = 0; j < RN; ++j) x[j] = s.x[j];
+        const int full = kc / 2;
+        auto step = [&](int p, const __m512i (&xv)[RN]) __attribute__((always_inline)) {
+            __m512bh w[MZ];
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) w[m] = (__m512bh)_mm512_load_si512(s.w[p][m]);
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) {
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) acc[m][j] = _mm512_dpbf16_ps(acc[m][j], w[m], (__m512bh)xv[j]);
+            }
+        };
+#pragma GCC unroll 2
+        for (int p = 0; p < full; ++p) {
+            __m512i xv[RN];
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) xv[j] = _mm512_set1_epi32(load_i32(x[j] + 4 * p));
+            step(p, xv);
+        }
+        if (kc & 1) {  // the last element alone: read 2 bytes, not 4 (the row may end there)
+            __m512i xv[RN];
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) xv[j] = _mm512_set1_epi32(load_u16(x[j] + 4 * full));
+            step(full, xv);
+        }
+        store_tile<MZ, RN>(out, acc);
+    }
+};
+
+// ================================================================== legacy 32-element blocks
+
+// Decoders: one weight block -> 32 int8 values in element order, its scale (and min).
+// kSigned: values are signed (Q4_0, Q5_0, Q8_0) and go through the x + 128 trick; otherwise
+// unsigned (Q4_1, Q5_1) with a min term against Q8_1's s.
+struct DecQ4_0 {
+    static constexpr int kBytes = 18;
+    static constexpr bool kSigned = true, kHasMin = false;
+    static __m256i values(const uint8_t* b) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+    }
+    static uint16_t d(const uint8_t* b) { return load_u16(b); }
+    static uint16_t m(const uint8_t*) { return 0; }
+};
+struct DecQ4_1 {
+    static constexpr int kBytes = 20;
+    static constexpr bool kSigned = false, kHasMin = true;
+    static __m256i values(const uint8_t* b) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    }
+    static uint16_t d(const uint8_t* b) { return load_u16(b); }
+    static uint16_t m(const uint8_t* b) { return load_u16(b + 2); }
+};
+inline __m256i q5_values(const uint8_t* qh_ptr, const uint8_t* qs_ptr) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs_ptr));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const uint32_t qh = static_cast<uint32_t>(load_i32(qh_ptr));
+    const __m256i high = _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(low, high);
+}
+struct DecQ5_0 {
+    static constexpr int kBytes = 22;
+    static constexpr bool kSigned = true, kHasMin = false;
+    static __m256i values(const uint8_t* b) { return _mm256_sub_epi8(q5_values(b + 2, b + 6), _mm256_set1_epi8(16)); }
+    static uint16_t d(const uint8_t* b) { return load_u16(b); }
+    static uint16_t m(const uint8_t*) { return 0; }
+};
+struct DecQ5_1 {
+    static constexpr int kBytes = 24;
+    static constexpr bool kSigned = false, kHasMin = true;
+    static __m256i values(const uint8_t* b) { return q5_values(b + 4, b + 8); }
+    static uint16_t d(const uint8_t* b) { return load_u16(b); }
+    static uint16_t m(const uint8_t* b) { return load_u16(b + 2); }
+};
+struct DecQ8_0 {
+    static constexpr int kBytes = 34;
+    static constexpr bool kSigned = true, kHasMin = false;
+    static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
+    static uint16_t d(const uint8_t* b) { return load_u16(b); }
+    static uint16_t m(const uint8_t*) { return 0; }
+};
+
+template <class Dec, int MZ_ = 3, int RN_ = 4, int KB_ = Dec::kHasMin ? 8 : 16>
+struct LegacyKind {
+    static constexpr int kMZ = MZ_;
+    static constexpr int kBlocks = KB_;  // blocks per packed chunk
+    static constexpr int kChunk = 32 * kBlocks;
+    static constexpr int kTileN = RN_;  // MZ x RN float + MZ x RN integer accumulators
+    static constexpr int kMaxN = 512;   // activation rows whose scales are prepared at once
+    static constexpr int kPanelsPerBlock = 4;
+    // Activation blocks: Q8_1 (d, s, qs) for the formats with a min, Q8_0 (d, qs) otherwise.
+    static constexpr int kActBytes = Dec::kHasMin ? 36 : 34;
+    static constexpr int kActQs = Dec::kHasMin ? 4 : 2;
+    static int64_t act_offset(int64_t k0) { return k0 / 32 * kActBytes; }
+    static int act_bytes(int kc) { return kc / 32 * kActBytes; }
+    static int64_t weight_offset(int64_t k0) { return k0 / 32 * Dec::kBytes; }
+    static int weight_bytes(int kc) { return kc / 32 * Dec::kBytes; }
+    struct Scratch {
+        alignas(64) uint8_t w[kBlocks][8][kMZ][64];  // [block][dword][16-row vector][lanes]
+        alignas(64) int32_t corr[kBlocks][kMZ][16];   // -128 * sum(values) (signed formats)
+        alignas(64) float dw[kBlocks][kMZ][16];
+        alignas(64) float mw[Dec::kHasMin ? kBlocks : 1][kMZ][16];  // mins
+        alignas(64) float dx[kMaxN][kBlocks];                       // activation scales
+        alignas(64) float sx[Dec::kHasMin ? kMaxN : 1][kBlocks];    // Q8_1's s
+        const uint8_t* x0;  // the first prepared activation row, at the chunk's first block
+        uint64_t stride;
+    };
+
+    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
+        const int kb = kc / 32;
+        const int64_t b0 = k0 / 32;
+        const __m512i ones = _mm512_set1_epi8(1);
+        for (int m = 0; m * 16 < nr; ++m) {
+            const int rows = imin(16, nr - 16 * m);
+            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 16 * m) * a.weight_row_bytes + b0 * Dec::kBytes;
+            for (int b = 0; b < kb; ++b) {
+                alignas(64) uint8_t tmp[16][32];
+                alignas(32) uint16_t dh[16];
+                alignas(32) uint16_t mh[16];
+                for (int t = 0; t < 16; ++t) {
+                    if (t < rows) {
+                        const uint8_t* blk = base + static_cast<uint64_t>(t) * a.weight_row_bytes + b * Dec::kBytes;
+                        _mm256_store_si256(reinterpret_cast<__m256i*>(tmp[t]), Dec::values(blk));
+                        dh[t] = Dec::d(blk);
+                        mh[t] = Dec::m(blk);
+                    } else {
+                        _mm256_store_si256(reinterpret_cast<__m256i*>(tmp[t]), _mm256_setzero_si256());
+                        dh[t] = 0;
+                        mh[t] = 0;
+                    }
+                }
+                __m512i out[8];
+                transpose16x8_dwords(&tmp[0][0], 32, out);
+                __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int g = 0; g < 8; ++g) {
+                    _mm512_store_si512(s.w[b][g][m], out[g]);
+                    if constexpr (Dec::kSigned) sum = _mm512_dpbusd_epi32(sum, ones, out[g]);
+                }
+                if constexpr (Dec::kSigned) {
+                    _mm512_store_si512(s.corr[b][m], _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
+                }
+                _mm512_store_ps(s.dw[b][m], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh))));
+                if constexpr (Dec::kHasMin) {
+                    _mm512_store_ps(s.mw[b][m], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mh))));
+                }
+            }
+        }
+    }
+
+    // The activation blocks' scales (and Q8_1's s) as floats, for rows n0 .. n0 + nn.
+    static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int kc, Scratch& s) {
+        const int kb = kc / 32;
+        s.stride = a.activation_row_bytes;
+        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + (k0 / 32) * kActBytes;
+        for (int j = 0; j < nn; ++j) {
+            const uint8_t* row = s.x0 + static_cast<uint64_t>(j) * s.stride;
+            for (int b = 0; b < kb; ++b) {
+                s.dx[j][b] = half_to_float(load_u16(row + b * kActBytes));
+                if constexpr (Dec::kHasMin) s.sx[j][b] = half_to_float(load_u16(row + b * kActBytes + 2));
+            }
+        }
+    }
+
+    template <int MZ, int RN>
+    static void compute(const Scratch& s, int kc, int i0, const Out& out) {
+        const int kb = kc / 32;
+        __m512 acc[MZ][RN];
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
+        }
+        const uint8_t* x[RN];
+#pragma GCC unroll 32
+        for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + kActQs;
+        const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+        for (int b = 0; b < kb; ++b) {
+            __m512i ia[MZ][RN];
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) {
+                const __m512i init = Dec::kSigned ? _mm512_load_si512(s.corr[b][m]) : _mm512_setzero_si512();
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) ia[m][j] = init;
+            }
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; ++g) {
+                __m512i w[MZ];
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) w[m] = _mm512_load_si512(s.w[b][g][m]);
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) {
+                    const __m512i xv = _mm512_set1_epi32(load_i32(x[j] + b * kActBytes + 4 * g));
+                    if constexpr (Dec::kSigned) {
+                        const __m512i xu = _mm512_xor_si512(xv, flip);  // x + 128, unsigned
+#pragma GCC unroll 8
+                        for (int m = 0; m < MZ; ++m) ia[m][j] = _mm512_dpbusd_epi32(ia[m][j], xu, w[m]);
+                    } else {
+#pragma GCC unroll 8
+                        for (int m = 0; m < MZ; ++m) ia[m][j] = _mm512_dpbusd_epi32(ia[m][j], w[m], xv);
+                    }
+                }
+            }
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) {
+                const __m512 dw = _mm512_load_ps(s.dw[b][m]);
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) {
+                    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(s.dx[i0 + j][b]));
+                    acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[m][j]), scale, acc[m][j]);
+                }
+                if constexpr (Dec::kHasMin) {
+                    const __m512 mw = _mm512_load_ps(s.mw[b][m]);
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(s.sx[i0 + j][b]), acc[m][j]);
+                }
+            }
+        }
+        store_tile<MZ, RN>(out, acc);
+    }
+};
+
+// ================================================================== K-quants (256-element super-blocks, Q8_K activations)
+
+// Decoders: one super-block -> 256 unsigned values in element order, plus per group (of
+// kGroup elements) the float scale d * sc and, for formats with mins, dmin * m. The value
+// that multiplies the scale is (u - kOffset).
+inline void k4_scale_min(int j, const uint8_t* scales, int& sc, int& mn) {
+    if (j < 4) {
+        sc = scales[j] & 63;
+        mn = scales[j + 4] & 63;
+    } else {
+        sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+        mn = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+    }
+}
+
+inline __m256i nibbles_lo(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
+inline __m256i nibbles_hi(__m256i v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F)); }
+inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline void store256(uint8_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
+// Bit `bit` of every byte, as 0 or `value`.
+inline __m256i bit_as(__m256i bytes, int bit, int value) {
+    const __m256i one = _mm256_set1_epi8(static_cast<char>(1u << bit));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, one), one), _mm256_set1_epi8(static_cast<char>(value)));
+}
+
+struct DecQ4_K {
+    static constexpr int kBytes = 144, kGroup = 32, kOffset = 0;
+    static constexpr bool kHasMin = true;
+    static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
+        const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
+        const uint8_t* scales = b + 4;
+        const uint8_t* qs = b + 16;
+        for (int c = 0; c < 4; ++c) {
+            const __m256i q = load256(qs + 32 * c);
+            store256(v + 64 * c, nibbles_lo(q));
+            store256(v + 64 * c + 32, nibbles_hi(q));
+        }
+        for (int j = 0; j < 8; ++j) {
+            int sc, mn;
+            k4_scale_min(j, scales, sc, mn);
+            scale[j] = d * static_cast<float>(sc);
+            min[j] = dmin * static_cast<float>(mn);
+        }
+    }
+};
+struct DecQ5_K {
+    static constexpr int kBytes = 176, kGroup = 32, kOffset = 0;
+    static constexpr bool kHasMin = true;
+    static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
+        const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
+        const uint8_t* scales = b + 4;
+        const __m256i qh = load256(b + 16);
+        const uint8_t* qs = b + 48;
+        for (int c = 0; c < 4; ++c) {
+            const __m256i q = load256(qs + 32 * c);
+            store256(v + 64 * c, _mm256_or_si256(nibbles_lo(q), bit_as(qh, 2 * c, 16)));
+            store256(v + 64 * c + 32, _mm256_or_si256(nibbles_hi(q), bit_as(qh, 2 * c + 1, 16)));
+        }
+        for (int j = 0; j < 8; ++j) {
+            int sc, mn;
+            k4_scale_min(j, scales, sc, mn);
+            scale[j] = d * static_cast<float>(sc);
+            min[j] = dmin * static_cast<float>(mn);
+        }
+    }
+};
+struct DecQ6_K {
+    static constexpr int kBytes = 210, kGroup = 16, kOffset = 32;
+    static constexpr bool kHasMin = false;
+    static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
+        const uint8_t* ql = b;
+        const uint8_t* qh = b + 128;
+        const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+        const float d = half_to_float(load_u16(b + 208));
+        const __m256i three = _mm256_set1_epi8(3);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i l0 = load256(ql + 64 * h), l1 = load256(ql + 64 * h + 32);
+            const __m256i hb = load256(qh + 32 * h);
+            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, three), 4);
+            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), three), 4);
+            const __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), three), 4);
+            const __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), three), 4);
+            uint8_t* o = v + 128 * h;
+            store256(o, _mm256_or_si256(nibbles_lo(l0), h0));
+            store256(o + 32, _mm256_or_si256(nibbles_lo(l1), h1));
+            store256(o + 64, _mm256_or_si256(nibbles_hi(l0), h2));
+            store256(o + 96, _mm256_or_si256(nibbles_hi(l1), h3));
+        }
+        for (int g = 0; g < 16; ++g) scale[g] = d * static_cast<float>(sc[g]);
+    }
+};
+struct DecQ3_K {
+    static constexpr int kBytes = 110, kGroup = 16, kOffset = 4;
+    static constexpr bool kHasMin = false;
+    static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
+        const __m256i hmask = load256(b);
+        const uint8_t* qs = b + 32;
+        const uint8_t* packed = b + 96;
+        const float d = half_to_float(load_u16(b + 108));
+        const __m256i three = _mm256_set1_epi8(3);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = load256(qs + 32 * h);
+            for (int s = 0; s < 4; ++s) {
+                const int run = 4 * h + s;  // 32 elements, hmask bit `run`
+                const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three);
+                store256(v + 32 * run, _mm256_or_si256(low, bit_as(hmask, run, 4)));
+            }
+        }
+        for (int j = 0; j < 16; ++j) {
+            const int low = j < 8 ? (packed[j] & 0xF) : (packed[j - 8] >> 4);
+            const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+            scale[j] = d * static_cast<float>((low | (high << 4)) - 32);
+        }
+    }
+};
+struct DecQ2_K {
+    static constexpr int kBytes = 84, kGroup = 16, kOffset = 0;
+    static constexpr bool kHasMin = true;
+    static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
+        const uint8_t* scales = b;
+        const uint8_t* qs = b + 16;
+        const float d = half_to_float(load_u16(b + 80)), dmin = half_to_float(load_u16(b + 82));
+        const __m256i three = _mm256_set1_epi8(3);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = load256(qs + 32 * h);
+            for (int s = 0; s < 4; ++s) store256(v + 32 * (4 * h + s), _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three));
+        }
+        for (int g = 0; g < 16; ++g) {
+            scale[g] = d * static_cast<float>(scales[g] & 0xF);
+            min[g] = dmin * static_cast<float>(scales[g] >> 4);
+        }
+    }
+};
+
+template <class Dec, int MZ_ = 2, int RN_ = 4, int KS_ = 1>
+struct KQuantKind {
+    static constexpr int kMZ = MZ_;
+    static constexpr int kSuper = KS_;  // super-blocks per packed chunk
+    static constexpr int kChunk = 256 * kSuper;
+    static constexpr int kTileN = RN_;  // MZ x RN accumulators, block sums and integer sums each
+    static constexpr int kMaxN = 512;   // activation rows whose block data are prepared at once
+    static constexpr int kPanelsPerBlock = 6;
+    static constexpr int kGroups = 256 / Dec::kGroup;
+    static constexpr int kGroupDwords = Dec::kGroup / 4;
+    static constexpr int kActBytes = 292;  // Q8_K: d (f32), qs[256], bsums[16] (i16)
+    static int64_t act_offset(int64_t k0) { return k0 / 256 * kActBytes; }
+    static int act_bytes(int kc) { return kc / 256 * kActBytes; }
+    static int64_t weight_offset(int64_t k0) { return k0 / 256 * Dec::kBytes; }
+    static int weight_bytes(int kc) { return kc / 256 * Dec::kBytes; }
+    struct Scratch {
+        alignas(64) uint8_t w[kSuper][64][kMZ][64];  // [super-block][dword][16-row vector][lanes]
+        alignas(64) float scale[kSuper][kGroups][kMZ][16];
+        alignas(64) float min[Dec::kHasMin ? kSuper : 1][kGroups][kMZ][16];
+        alignas(64) float dx[kMaxN][kSuper];
+        alignas(64) int32_t binit[Dec::kOffset != 0 ? kMaxN : 1][kSuper][kGroups];  // -offset * group sum of x
+        alignas(64) float bsum[Dec::kHasMin ? kMaxN : 1][kSuper][kGroups];          // -group sum of x (mins)
+        const uint8_t* x0;  // the first prepared activation row, at the chunk's first block
+        uint64_t stride;
+    };
+
+    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
+        const int kb = kc / 256;
+        const int64_t b0 = k0 / 256;
+        for (int m = 0; m * 16 < nr; ++m) {
+            const int rows = imin(16, nr - 16 * m);
+            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 16 * m) * a.weight_row_bytes + b0 * Dec::kBytes;
+            for (int b = 0; b < kb; ++b) {
+                alignas(64) uint8_t tmp[16][256];
+                alignas(64) float scale[16][kGroups];
+                alignas(64) float min[16][kGroups];
+                for (int t = 0; t < 16; ++t) {
+                    if (t < rows) {
+                        Dec::decode(base + static_cast<uint64_t>(t) * a.weight_row_bytes + b * Dec::kBytes, tmp[t], scale[t],
+                                    min[t]);
+                    } else {
+                        std::memset(tmp[t], 0, sizeof(tmp[t]));
+                        for (int g = 0; g < kGroups; ++g) scale[t][g] = min[t][g] = 0.0f;
+                    }
+                }
+                for (int sub = 0; sub < 8; ++sub) {
+                    __m512i out[8];
+                    transpose16x8_dwords(&tmp[0][32 * sub], 256, out);
+#pragma GCC unroll 8
+                    for (int g = 0; g < 8; ++g) _mm512_store_si512(s.w[b][8 * sub + g][m], out[g]);
+                }
+                for (int g = 0; g < kGroups; ++g) {
+                    for (int t = 0; t < 16; ++t) s.scale[b][g][m][t] = scale[t][g];
+                    if constexpr (Dec::kHasMin) {
+                        for (int t = 0; t < 16; ++t) s.min[b][g][m][t] = min[t][g];
+                    }
+                }
+            }
+        }
+    }
+
+    // Per activation super-block: its scale, and from Q8_K's bsums (sums of 16 values) the
+    // group sums as -offset * sum (integer) and -sum (float, for the mins).
+    static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int kc, Scratch& s) {
+        const int kb = kc / 256;
+        s.stride = a.activation_row_bytes;
+        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + (k0 / 256) * kActBytes;
+        for (int j = 0; j < nn; ++j) {
+            const uint8_t* row = s.x0 + static_cast<uint64_t>(j) * s.stride;
+            for (int b = 0; b < kb; ++b) {
+                const uint8_t* blk = row + b * kActBytes;
+                s.dx[j][b] = load_f32(blk);
+                const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 260));
+                if constexpr (Dec::kGroup == 16) {
+                    const __m512i sums = _mm512_cvtepi16_epi32(bsums);
+                    if constexpr (Dec::kOffset != 0) {
+                        _mm512_storeu_si512(s.binit[j][b], _mm512_mullo_epi32(sums, _mm512_set1_epi32(-Dec::kOffset)));
+                    }
+                    if constexpr (Dec::kHasMin) {
+                        _mm512_storeu_ps(s.bsum[j][b], _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), sums)));
+                    }
+                } else {
+                    static_assert(Dec::kGroup == 32);
+                    const __m256i sums = _mm256_madd_epi16(bsums, _mm256_set1_epi16(1));
+                    if constexpr (Dec::kOffset != 0) {
+                        _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.binit[j][b]),
+                                            _mm256_mullo_epi32(sums, _mm256_set1_epi32(-Dec::kOffset)));
+                    }
+                    if constexpr (Dec::kHasMin) {
+                        _mm256_storeu_ps(s.bsum[j][b], _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), sums)));
+                    }
+                }
+            }
+        }
+    }
+
+    template <int MZ, int RN>
+    static void compute(const Scratch& s, int kc, int i0, const Out& out) {
+        const int kb = kc / 256;
+        __m512 acc[MZ][RN];
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
+        }
+        for (int b = 0; b < kb; ++b) {
+            const uint8_t* x[RN];
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + b * kActBytes + 4;
+            __m512 sb[MZ][RN];  // this super-block's sum, before the activation scale
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) sb[m][j] = _mm512_setzero_ps();
+            }
+            for (int g = 0; g < kGroups; ++g) {
+                __m512i ia[MZ][RN];
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) {
+                    const __m512i init = Dec::kOffset != 0 ? _mm512_set1_epi32(s.binit[i0 + j][b][g]) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+                    for (int m = 0; m < MZ; ++m) ia[m][j] = init;
+                }
+#pragma GCC unroll 8
+                for (int q = 0; q < kGroupDwords; ++q) {
+                    const int dw = g * kGroupDwords + q;
+                    __m512i w[MZ];
+#pragma GCC unroll 8
+                    for (int m = 0; m < MZ; ++m) w[m] = _mm512_load_si512(s.w[b][dw][m]);
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) {
+                        const __m512i xv = _mm512_set1_epi32(load_i32(x[j] + 4 * dw));
+#pragma GCC unroll 8
+                        for (int m = 0; m < MZ; ++m) ia[m][j] = _mm512_dpbusd_epi32(ia[m][j], w[m], xv);
+                    }
+                }
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) {
+                    const __m512 sc = _mm512_load_ps(s.scale[b][g][m]);
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) sb[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[m][j]), sc, sb[m][j]);
+                    if constexpr (Dec::kHasMin) {
+                        const __m512 mn = _mm512_load_ps(s.min[b][g][m]);
+#pragma GCC unroll 32
+                        for (int j = 0; j < RN; ++j) sb[m][j] = _mm512_fmadd_ps(mn, _mm512_set1_ps(s.bsum[i0 + j][b][g]), sb[m][j]);
+                    }
+                }
+            }
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_fmadd_ps(sb[m][j], _mm512_set1_ps(s.dx[i0 + j][b]), acc[m][j]);
+            }
+        }
+        store_tile<MZ, RN>(out, acc);
+    }
+};
+
+template <class K>
+void panels_kernel(const TileGemmArgs& args) {
+    run_panels<K>(args);
+}
+template <class K>
+void blocked_kernel(const TileGemmArgs& args) {
+    run_blocked<K>(args);
+}
+
+}  // namespace
+
+TileGemmFn avx512_tile_gemm_kernel(GgmlType weight_type) {
+    const CpuFeatures& f = cpu_features();
+    if (!cpu_supports(CpuIsa::Avx512)) return nullptr;
+    switch (weight_type) {
+        case GgmlType::F16: return panels_kernel<F16Kind<>>;
+        case GgmlType::BF16: return f.avx512bf16 ? panels_kernel<Bf16Kind<>> : nullptr;
+        default: break;
+    }
+    if (!f.avx512vnni) return nullptr;
+    switch (weight_type) {
+        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0>>;
+        case GgmlType::Q4_1: return blocked_kernel<LegacyKind<DecQ4_1>>;
+        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0>>;
+        case GgmlType::Q5_1: return blocked_kernel<LegacyKind<DecQ5_1>>;
+        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0>>;
+        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K>>;
+        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K>>;
+        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K>>;
+        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K>>;
+        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K>>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace inferscope::simd

@@ -1,0 +1,135 @@
+#include "engine/eval/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "engine/backend/batch.h"
+#include "engine/core/error.h"
+#include "engine/core/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/runtime/session.h"
+
+namespace inferscope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Feeds `n` random tokens to the sequence in steps of `ubatch` (only the last wants logits).
+void feed_random(InferenceSession& session, SeqId seq, int n, int ubatch, std::mt19937& rng) {
+    std::uniform_int_distribution<TokenId> token(0, session.model().config().n_vocab - 1);
+    Batch batch;
+    for (int done = 0; done < n; done += ubatch) {
+        const int count = std::min(ubatch, n - done);
+        batch.clear();
+        const int first = session.sequence_length(seq);
+        for (int i = 0; i < count; ++i) batch.push_back({token(rng), seq, first + i, done + i == n - 1});
+        session.decode(batch);
+    }
+}
+
+// One timed run: fill to `depth` (untimed), then the test; returns tokens per second.
+double run_once(InferenceSession& session, const BenchResult& test, int ubatch, std::mt19937& rng) {
+    const SeqId seq = session.new_sequence();
+    try {
+        if (test.depth > 0) feed_random(session, seq, test.depth, ubatch, rng);
+        const auto start = Clock::now();
+        int tokens = 0;
+        if (test.n_prompt > 0) {
+            feed_random(session, seq, test.n_prompt, ubatch, rng);
+            tokens = test.n_prompt;
+        } else {
+            for (int i = 0; i < test.n_generate; ++i) feed_random(session, seq, 1, 1, rng);
+            tokens = test.n_generate;
+        }
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        session.free_sequence(seq);
+        return tokens / seconds;
+    } catch (...) {
+        session.free_sequence(seq);
+        throw;
+    }
+}
+
+void summarize(BenchResult& r) {
+    const auto n = static_cast<double>(r.tokens_per_s.size());
+    r.mean = std::accumulate(r.tokens_per_s.begin(), r.tokens_per_s.end(), 0.0) / n;
+    double squares = 0;
+    for (double x : r.tokens_per_s) squares += (x - r.mean) * (x - r.mean);
+    r.stddev = r.tokens_per_s.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
+}
+
+std::vector<BenchResult> planned_tests(const BenchOptions& o) {
+    std::vector<BenchResult> tests;
+    for (int depth : o.depths) {
+        const std::string suffix = depth > 0 ? " @ d" + std::to_string(depth) : "";
+        for (int p : o.prompt_lengths) {
+            BenchResult t;
+            t.test = "pp" + std::to_string(p) + suffix;
+            t.n_prompt = p;
+            t.depth = depth;
+            tests.push_back(t);
+        }
+        for (int g : o.generate_lengths) {
+            BenchResult t;
+            t.test = "tg" + std::to_string(g) + suffix;
+            t.n_generate = g;
+            t.depth = depth;
+            tests.push_back(t);
+        }
+    }
+    return tests;
+}
+
+}  // namespace
+
+uint64_t weight_bytes_read_per_token(const Model& model) {
+    uint64_t bytes = model.output().bytes();
+    for (const LayerWeights& l : model.layers()) {
+        for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) bytes += w->bytes();
+    }
+    return bytes;
+}
+
+BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
+    if (options.repetitions < 1 || options.ubatch < 1) throw InvalidArgument("repetitions and ubatch must be positive");
+    std::vector<BenchResult> tests = planned_tests(options);
+    for (const BenchResult& t : tests) {
+        if (t.n_prompt < 0 || t.n_generate < 0 || t.depth < 0) throw InvalidArgument("test sizes must not be negative");
+        if (t.depth + std::max(t.n_prompt, t.n_generate) > session.context_size()) {
+            throw InvalidArgument("test " + t.test + " needs " + std::to_string(t.depth + std::max(t.n_prompt, t.n_generate)) +
+                                  " tokens of context; the session has " + std::to_string(session.context_size()));
+        }
+    }
+    BenchReport report;
+    report.weight_bytes_per_token = weight_bytes_read_per_token(session.model());
+    if (options.measure_bandwidth) {
+        ThreadPool pool(session.thread_count());
+        report.bandwidth = measure_read_bandwidth(pool);
+    }
+    const uint64_t kv_bytes_per_position = session.kv_cache().layout().bytes_per_token();
+    std::mt19937 rng(1234);
+    for (BenchResult& t : tests) {
+        for (int r = 0; r <= options.repetitions; ++r) {
+            const double tps = run_once(session, t, options.ubatch, rng);
+            if (r > 0) t.tokens_per_s.push_back(tps);  // run 0 is the warm-up
+        }
+        summarize(t);
+        if (t.n_generate > 0) {
+            // The average step reads the weights and the cache at its depth plus half the test.
+            t.bytes_per_token = report.weight_bytes_per_token +
+                                kv_bytes_per_position * static_cast<uint64_t>(t.depth + t.n_generate / 2);
+            if (report.bandwidth) {
+                t.floor_tokens_per_s = report.bandwidth->bytes_per_second / static_cast<double>(t.bytes_per_token);
+                t.percent_of_floor = 100.0 * t.mean / t.floor_tokens_per_s;
+            }
+        }
+        if (options.on_progress) options.on_progress(t.test);
+        report.results.push_back(t);
+    }
+    return report;
+}
+
+}  // namespace inferscope

@@ -1,0 +1,58 @@
+#pragma once
+// Throughput benchmarks in the manner of llama-bench: prefill of P tokens ("ppP"), decode
+// of N tokens one at a time ("tgN"), each optionally after filling the cache to a depth D
+// ("tgN @ dD"), repeated after a warm-up run, with decode compared to the memory-bandwidth
+// floor: a decode step reads every weight once (and the cache up to its depth), so
+// tokens/s cannot exceed bandwidth / bytes read per token. Token ids are random; nothing
+// is tokenized or sampled inside the timed region.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/eval/memory_bandwidth.h"
+
+namespace inferscope {
+
+class InferenceSession;
+class Model;
+
+struct BenchOptions {
+    std::vector<int> prompt_lengths = {512};
+    std::vector<int> generate_lengths = {128};
+    std::vector<int> depths = {0};
+    int repetitions = 5;
+    int ubatch = 512;                    // prompt tokens per forward step
+    bool measure_bandwidth = true;
+    std::function<void(const std::string&)> on_progress;  // a line per finished test
+};
+
+struct BenchResult {
+    std::string test;       // "pp512", "tg128", "tg128 @ d2048"
+    int n_prompt = 0;
+    int n_generate = 0;
+    int depth = 0;
+    std::vector<double> tokens_per_s;  // one per repetition (warm-up excluded)
+    double mean = 0;
+    double stddev = 0;
+    uint64_t bytes_per_token = 0;      // decode: weights + K/V at this depth
+    double floor_tokens_per_s = 0;     // decode: bandwidth / bytes_per_token (0 when unmeasured)
+    double percent_of_floor = 0;
+};
+
+struct BenchReport {
+    uint64_t weight_bytes_per_token = 0;  // every matrix a decode step multiplies with
+    std::optional<BandwidthResult> bandwidth;
+    std::vector<BenchResult> results;
+};
+
+// The weight bytes one decode step reads: all projection matrices and the output matrix
+// (the embedding contributes one row, which is ignored).
+uint64_t weight_bytes_read_per_token(const Model& model);
+
+// Runs every test on a fresh sequence of the session, whose context must hold the largest
+// depth plus the largest test (InvalidArgument otherwise).
+BenchReport run_bench(InferenceSession& session, const BenchOptions& options);
+
+}  // namespace inferscope

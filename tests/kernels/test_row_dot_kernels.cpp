@@ -1,0 +1,715 @@
+// The SIMD row dot products and activation encoders (engine/backend/cpu/kernels/row_dot.h)
+// of every instruction-set family this CPU runs, against the scalar reference of
+// engine/formats/quant.h:
+//  * encoders: byte-for-byte equal to quantize_row, on random rows of several shapes and
+//    on crafted blocks (ties, zero blocks, signed-maximum ties, denormals, overflow, inf, NaN);
+//  * dot products: equal to vec_dot up to float summation order, within a bound derived
+//    below, for quantized random rows and for random block bytes (every bit pattern);
+//  * the tables: no null member for any weight type, and the SIMD families really provide
+//    their kernels (no silent fall-back to scalar).
+// With INFERSCOPE_ROW_DOT_BENCH=1 a single-thread throughput measurement also runs (it only
+// prints; nothing is asserted on timings).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <time.h>
+#include <utility>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/kernels/row_dot.h"
+#include "engine/core/fp16.h"
+#include "engine/formats/ggml_type.h"
+#include "engine/formats/quant.h"
+#include "formats/quant_test_util.h"
+
+namespace inferscope {
+namespace {
+
+using testing::Dist;
+using testing::kAllDists;
+using testing::make_row;
+
+const GgmlType kWeightTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                                 GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
+                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
+
+std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
+std::string name_of(CpuIsa isa) { return std::string(cpu_isa_name(isa)); }
+
+bool is_float_type(GgmlType t) { return t == GgmlType::F16 || t == GgmlType::BF16; }
+int64_t block_elements(GgmlType t) { return ggml_type_traits(t).block_elements; }
+size_t row_bytes(GgmlType t, int64_t n) { return ggml_row_bytes(t, static_cast<uint64_t>(n)); }
+
+// Whether the table of `isa` itself provides the kernels for `type` (rather than a fall-back).
+RowDotKernels family_table(CpuIsa isa, GgmlType type) {
+    return isa == CpuIsa::Avx2 ? simd::avx2_row_dot_kernels(type) : simd::avx512_row_dot_kernels(type);
+}
+
+std::vector<uint8_t> encode_reference(GgmlType type, const std::vector<float>& x) {
+    std::vector<uint8_t> out(row_bytes(type, static_cast<int64_t>(x.size())));
+    quantize_row(type, x.data(), out.data(), static_cast<int64_t>(x.size()));
+    return out;
+}
+
+// ------------------------------------------------------------------ tables
+
+TEST(RowDotKernels, NoNullMembersForAnyWeightType) {
+    for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
+        if (!cpu_supports(isa)) {
+            std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", name_of(isa).c_str());
+            continue;
+        }
+        for (GgmlType t : kWeightTypes) {
+            const RowDotKernels k = row_dot_kernels(t, isa);
+            EXPECT_NE(k.dot, nullptr) << name_of(t) << " " << name_of(isa);
+            EXPECT_NE(k.encode, nullptr) << name_of(t) << " " << name_of(isa);
+            EXPECT_EQ(k.activation_type, vec_dot_type(t)) << name_of(t) << " " << name_of(isa);
+        }
+    }
+}
+
+TEST(RowDotKernels, SimdFamiliesProvideEveryType) {
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) {
+            std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", name_of(isa).c_str());
+            continue;
+        }
+        if (isa == CpuIsa::Avx512 && !cpu_features().avx512vnni) {
+            // The AVX-512 family needs VNNI; without it the AVX2 kernels are used.
+            std::printf("[ SKIPPED  ] avx512 table: no AVX512-VNNI on this CPU\n");
+            continue;
+        }
+        for (GgmlType t : kWeightTypes) {
+            const RowDotKernels k = family_table(isa, t);
+            EXPECT_NE(k.dot, nullptr) << name_of(t) << " " << name_of(isa);
+            EXPECT_NE(k.encode, nullptr) << name_of(t) << " " << name_of(isa);
+            EXPECT_EQ(k.activation_type, vec_dot_type(t)) << name_of(t) << " " << name_of(isa);
+        }
+    }
+}
+
+// ------------------------------------------------------------------ encoders
+
+// The weight type whose kernels encode activations as `encoding`.
+GgmlType weight_type_for_encoding(GgmlType encoding) {
+    switch (encoding) {
+        case GgmlType::F16: return GgmlType::F16;
+        case GgmlType::BF16: return GgmlType::BF16;
+        case GgmlType::Q8_0: return GgmlType::Q4_0;
+        case GgmlType::Q8_1: return GgmlType::Q4_1;
+        default: return GgmlType::Q4_K;
+    }
+}
+
+const GgmlType kEncodings[] = {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K};
+
+// Special floats used to build adversarial rows.
+const float kSpecial[] = {0.0f,
+                          -0.0f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(),
+                          std::bit_cast<float>(0x7FA00001u),   // NaN with a payload
+                          std::bit_cast<float>(0xFFC12345u),   // negative NaN with a payload
+                          std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min(),
+                          -1e-40f,
+                          1e-38f,
+                          65504.0f,
+                          65520.0f,   // rounds to f16 infinity
+                          65519.99f,
+                          0x1.0p-25f,  // f16 rounding boundaries
+                          0x1.8p-25f,
+                          0x1.0p-24f,
+                          0x1.004p-14f,
+                          1.0f + 0x1.0p-11f,  // f16 tie
+                          1.0f + 0x1.8p-11f,
+                          1.0f + 0x1.0p-8f,   // bf16 tie
+                          1.0f + 0x1.0p-8f + 0x1.0p-23f};
+
+struct EncodeCase {
+    std::string label;
+    std::vector<float> x;
+};
+
+// Rows for the encoder comparisons: every distribution of quant_test_util.h at several
+// lengths, plus crafted rows.
+std::vector<EncodeCase> encoder_cases(GgmlType encoding) {
+    std::vector<EncodeCase> cases;
+    const int64_t block = block_elements(encoding);
+    std::vector<int64_t> lengths;
+    if (block == 1) {
+        lengths = {1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 896, 4864};
+    } else if (block == 32) {
+        lengths = {32, 64, 96, 160, 896, 4864};
+    } else {
+        lengths = {256, 768, 4864};
+    }
+    uint32_t seed = 1;
+    for (int64_t n : lengths) {
+        for (Dist d : kAllDists) cases.push_back({"dist " + std::to_string(int(d)) + " n " + std::to_string(n), make_row(d, n, seed++)});
+    }
+    const int64_t n = block == 1 ? 4099 : (block == 32 ? 32 * 67 : 256 * 9);
+    std::mt19937 rng(12345);
+    auto uniform = [&](float lo, float hi) { return lo + (hi - lo) * testing::unit_float(rng); };
+
+    // Ties for the legacy Q8 encodings: a block maximum of +-127 (multiplier exactly 1) and
+    // halves everywhere else; for Q8_K the maximum is -127 or +127 (iscale -1 or +1).
+    {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(rng() % 253) - 126) + 0.5f;
+        for (int64_t i = 0; i < n; i += 32) x[std::min<int64_t>(n - 1, i + rng() % 32)] = rng() % 2 ? 127.0f : -127.0f;
+        cases.push_back({"half ties", x});
+    }
+    // Signed-maximum ties (Q8_K takes the first element of largest magnitude, with its sign).
+    for (int variant = 0; variant < 4; ++variant) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (auto& v : x) v = uniform(-1.0f, 1.0f);
+        for (int64_t b = 0; b < n; b += 256 < n ? 256 : n) {
+            const int64_t len = std::min<int64_t>(256, n - b);
+            const float m = uniform(1.5f, 3.0f);
+            const int64_t p1 = b + rng() % len, p2 = b + rng() % len;
+            x[p1] = variant & 1 ? m : -m;
+            x[p2] = variant & 2 ? m : -m;
+        }
+        cases.push_back({"signed max ties " + std::to_string(variant), x});
+    }
+    // Zero blocks, negative zeros, single nonzero elements.
+    {
+        std::vector<float> x(static_cast<size_t>(n), 0.0f);
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t blk = i / std::max<int64_t>(block, 32);
+            if (blk % 4 == 1) x[i] = -0.0f;
+            if (blk % 4 == 2 && i % 37 == 5) x[i] = uniform(-2.0f, 2.0f);
+            if (blk % 4 == 3) x[i] = uniform(-1e-3f, 1e-3f);
+        }
+        cases.push_back({"zeros", x});
+    }
+    // Tiny and huge magnitudes: denormal block maxima (the multiplier overflows), f16
+    // overflow of the scale, values near FLT_MAX.
+    for (float scale : {1e-39f, 1e-37f, 7.4e-37f, 7.5e-37f, 1e-30f, 1e6f, 1e10f, 1e30f, 3e38f}) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (auto& v : x) v = uniform(-1.0f, 1.0f) * scale;
+        cases.push_back({"scale " + std::to_string(scale), x});
+    }
+    // Special values sprinkled over otherwise normal blocks, and blocks made only of them.
+    for (int variant = 0; variant < 3; ++variant) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (auto& v : x) v = uniform(-3.0f, 3.0f);
+        for (int64_t i = 0; i < n; ++i) {
+            const bool special = variant == 2 ? (rng() % 3 == 0) : (rng() % (variant == 0 ? 61 : 7) == 0);
+            if (special) x[i] = kSpecial[rng() % std::size(kSpecial)];
+        }
+        cases.push_back({"specials " + std::to_string(variant), x});
+    }
+    // Every special value in every position of a small row (float encodings).
+    if (block == 1) {
+        std::vector<float> x;
+        for (float s : kSpecial) {
+            for (int k = 0; k < 9; ++k) x.push_back(s * (k % 2 ? 1.0f : -1.0f));
+        }
+        for (int k = 0; k < 2000; ++k) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));  // any bits
+        cases.push_back({"special values and random bits", x});
+    }
+    return cases;
+}
+
+TEST(RowDotEncoders, BitIdenticalToQuantizeRow) {
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) {
+            std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", name_of(isa).c_str());
+            continue;
+        }
+        for (GgmlType encoding : kEncodings) {
+            const RowDotKernels k = row_dot_kernels(weight_type_for_encoding(encoding), isa);
+            ASSERT_EQ(k.activation_type, encoding);
+            int rows = 0;
+            for (const EncodeCase& c : encoder_cases(encoding)) {
+                const auto n = static_cast<int64_t>(c.x.size());
+                const std::vector<uint8_t> want = encode_reference(encoding, c.x);
+                std::vector<uint8_t> got(want.size() + 64, 0xA5);  // guard bytes after the row
+                k.encode(c.x.data(), got.data(), n);
+                size_t first_diff = want.size();
+                for (size_t i = 0; i < want.size(); ++i) {
+                    if (want[i] != got[i]) {
+                        first_diff = i;
+                        break;
+                    }
+                }
+                EXPECT_EQ(first_diff, want.size()) << name_of(isa) << " " << name_of(encoding) << " " << c.label
+                                                   << ": first differing byte " << first_diff << " (block "
+                                                   << first_diff / ggml_type_traits(encoding).block_bytes << ")";
+                for (size_t i = want.size(); i < got.size(); ++i) ASSERT_EQ(got[i], 0xA5) << "wrote past the row";
+                ++rows;
+            }
+            EXPECT_GT(rows, 30);
+        }
+    }
+}
+
+// Random activation rows of every length the engine sees, from many seeds (cheap, many rows).
+TEST(RowDotEncoders, BitIdenticalOnManyRandomRows) {
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) continue;
+        for (GgmlType encoding : kEncodings) {
+            const RowDotKernels k = row_dot_kernels(weight_type_for_encoding(encoding), isa);
+            const int64_t block = std::max<int64_t>(block_elements(encoding), 32);
+            std::mt19937 rng(99);
+            for (int r = 0; r < 300; ++r) {
+                const int64_t n = block * (1 + static_cast<int64_t>(rng() % (block == 256 ? 20 : 160)));
+                const Dist d = kAllDists[rng() % std::size(kAllDists)];
+                std::vector<float> x = make_row(d, n, rng());
+                const float scale = std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20);
+                for (auto& v : x) v *= scale;
+                const std::vector<uint8_t> want = encode_reference(encoding, x);
+                std::vector<uint8_t> got(want.size());
+                k.encode(x.data(), got.data(), n);
+                ASSERT_EQ(want, got) << name_of(isa) << " " << name_of(encoding) << " row " << r;
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ dot products
+
+// Offsets of the f16 scale fields of each block (for random-byte rows).
+std::vector<int> f16_fields(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0};
+        case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q8_1: return {0, 2};
+        case GgmlType::Q2_K: return {80, 82};
+        case GgmlType::Q3_K: return {108};
+        case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
+        case GgmlType::Q6_K: return {208};
+        default: return {};
+    }
+}
+
+// The byte range of each block that holds the quants of a type whose elements are
+// d*q + offset (Q4_1, Q5_1) or d*sc*q - dmin*m (Q2_K, Q4_K, Q5_K); zeroing it leaves the
+// offsets. {0, 0} for types without an offset.
+std::pair<int, int> quant_bytes_of_min_types(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q4_1: return {4, 20};
+        case GgmlType::Q5_1: return {4, 24};
+        case GgmlType::Q2_K: return {16, 80};
+        case GgmlType::Q4_K: return {16, 144};
+        case GgmlType::Q5_K: return {16, 176};
+        default: return {0, 0};
+    }
+}
+
+// Random bytes for every block of a quantized row, with sane scales (random sign, magnitude
+// 2^-12 .. 1); Q8_K rows get a random float scale and consistent bsums, Q8_1 rows a
+// consistent s. Q8_0 quants avoid -128 on request (see the note on Q8_0 x Q8_0 in
+// row_dot_avx2.cpp: no quantizer writes a -128 weight).
+std::vector<uint8_t> random_blocks(GgmlType t, int64_t n, std::mt19937& rng, bool avoid_minus_128 = false) {
+    std::vector<uint8_t> bytes(row_bytes(t, n));
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    const auto& traits = ggml_type_traits(t);
+    const int64_t blocks = n / traits.block_elements;
+    for (int64_t b = 0; b < blocks; ++b) {
+        uint8_t* blk = bytes.data() + b * traits.block_bytes;
+        auto scale = [&]() {
+            const float mag = std::ldexp(1.0f + testing::unit_float(rng), -static_cast<int>(rng() % 12) - 1);
+            return rng() % 2 ? mag : -mag;
+        };
+        if (t == GgmlType::Q8_K) {
+            const float d = scale() * 0.01f;
+            std::memcpy(blk, &d, 4);
+            for (int j = 0; j < 16; ++j) {
+                int sum = 0;
+                for (int l = 0; l < 16; ++l) sum += static_cast<int8_t>(blk[4 + 16 * j + l]);
+                const auto s = static_cast<int16_t>(sum);
+                std::memcpy(blk + 260 + 2 * j, &s, 2);
+            }
+            continue;
+        }
+        for (int off : f16_fields(t)) testing::put_u16(bytes, static_cast<size_t>(blk - bytes.data() + off), fp32_to_fp16(scale()));
+        if (avoid_minus_128 && (t == GgmlType::Q8_0 || t == GgmlType::Q8_1)) {
+            const int first = t == GgmlType::Q8_0 ? 2 : 4;
+            for (int j = first; j < first + 32; ++j) {
+                if (blk[j] == 0x80) blk[j] = 0x81;
+            }
+        }
+        if (t == GgmlType::Q8_1) {  // s = d * sum(q), as the encoder writes it
+            int sum = 0;
+            for (int j = 4; j < 36; ++j) sum += static_cast<int8_t>(blk[j]);
+            testing::put_u16(bytes, static_cast<size_t>(blk - bytes.data() + 2),
+                             fp32_to_fp16(fp16_to_fp32(testing::get_u16(blk)) * static_cast<float>(sum)));
+        }
+    }
+    return bytes;
+}
+
+// S = sum_i |x_i| * (|w_i - off_i| + |off_i|) in double: a bound on the magnitudes of every
+// partial sum either implementation forms (off_i: the min term of element i, 0 for
+// symmetric types), from the decoded rows; and the dot of the decoded rows in double (for
+// the report: how far each implementation is from it).
+struct Magnitude {
+    double s = 0.0;
+    double exact = 0.0;
+};
+Magnitude magnitude(GgmlType t, int64_t n, const std::vector<uint8_t>& w, const std::vector<uint8_t>& x) {
+    std::vector<float> wv(static_cast<size_t>(n)), xv(static_cast<size_t>(n)), off(static_cast<size_t>(n), 0.0f);
+    dequantize_row(t, w.data(), wv.data(), n);
+    dequantize_row(vec_dot_type(t), x.data(), xv.data(), n);
+    const auto [lo, hi] = quant_bytes_of_min_types(t);
+    if (hi > lo) {
+        std::vector<uint8_t> zeroed = w;
+        const auto& traits = ggml_type_traits(t);
+        for (int64_t b = 0; b < n / traits.block_elements; ++b) {
+            std::fill(zeroed.begin() + b * traits.block_bytes + lo, zeroed.begin() + b * traits.block_bytes + hi, 0);
+        }
+        dequantize_row(t, zeroed.data(), off.data(), n);
+    }
+    Magnitude m;
+    for (int64_t i = 0; i < n; ++i) {
+        const double wi = wv[i], xi = xv[i], oi = off[i];
+        m.s += std::fabs(xi) * (std::fabs(wi - oi) + std::fabs(oi));
+        m.exact += wi * xi;
+    }
+    return m;
+}
+
+// The bound on |simd - reference|. Integer block sums are exact in both; what differs is
+// float rounding: each block's term picks up a few relative roundings of 2^-24 (scale
+// products, int -> float), and the running sums add one rounding per addition of at most S
+// (first order). The reference's longest running sum has `blocks` additions (F16/BF16:
+// none, it accumulates in double); the SIMD kernels have fewer (several lanes), at most
+// `blocks` for quantized types and n/8 + log2 terms for F16/BF16. So
+//   |simd - ref| <= (2 * blocks + 24) * 2^-24 * S   (quantized)
+//   |simd - ref| <= (n / 8 + 24) * 2^-24 * S        (F16, BF16)
+// plus an absolute term for underflow in scale products of tiny blocks.
+double tolerance(GgmlType t, int64_t n, double s) {
+    const double chain = is_float_type(t) ? static_cast<double>(n / 8 + 24)
+                                          : static_cast<double>(2 * (n / block_elements(t)) + 24);
+    return chain * 0x1.0p-24 * s + 1e-37 * static_cast<double>(n);
+}
+
+struct ErrorStats {
+    double max_relative = 0.0;  // max |simd - ref| / S
+    double max_of_bound = 0.0;  // max |simd - ref| / tolerance
+    double simd_vs_exact = 0.0;  // max |simd - exact| / S
+    double ref_vs_exact = 0.0;   // max |ref - exact| / S
+    int checks = 0;
+};
+std::map<std::string, ErrorStats>& error_stats() {
+    static std::map<std::string, ErrorStats> stats;
+    return stats;
+}
+
+void check_dot(CpuIsa isa, GgmlType t, int64_t n, const std::vector<uint8_t>& w, const std::vector<uint8_t>& x,
+               const std::string& label) {
+    const RowDotKernels k = row_dot_kernels(t, isa);
+    const float want = vec_dot(t, n, w.data(), x.data());
+    const float got = k.dot(n, w.data(), x.data());
+    const Magnitude m = magnitude(t, n, w, x);
+    const double tol = tolerance(t, n, m.s);
+    const double err = std::fabs(static_cast<double>(got) - static_cast<double>(want));
+    EXPECT_LE(err, tol) << name_of(isa) << " " << name_of(t) << " n=" << n << " " << label << ": simd " << got
+                        << " reference " << want << " S " << m.s;
+    ErrorStats& st = error_stats()[name_of(isa) + " " + name_of(t)];
+    if (m.s > 0) {
+        st.max_relative = std::max(st.max_relative, err / m.s);
+        st.simd_vs_exact = std::max(st.simd_vs_exact, std::fabs(got - m.exact) / m.s);
+        st.ref_vs_exact = std::max(st.ref_vs_exact, std::fabs(want - m.exact) / m.s);
+    }
+    if (tol > 0) st.max_of_bound = std::max(st.max_of_bound, err / tol);
+    ++st.checks;
+}
+
+std::vector<int64_t> dot_lengths(GgmlType t) {
+    if (is_float_type(t)) return {1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 127, 896, 4864};
+    if (block_elements(t) == 32) return {32, 64, 96, 128, 160, 224, 288, 896, 4864};
+    return {256, 512, 768, 1280, 4864};
+}
+
+TEST(RowDotProducts, MatchScalarReferenceOnQuantizedRandomRows) {
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) {
+            std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", name_of(isa).c_str());
+            continue;
+        }
+        for (GgmlType t : kWeightTypes) {
+            const GgmlType at = vec_dot_type(t);
+            uint32_t seed = 1000;
+            for (int64_t n : dot_lengths(t)) {
+                for (Dist wd : {Dist::Gaussian, Dist::Outliers, Dist::Positive, Dist::ZeroBlocks, Dist::Discrete}) {
+                    for (Dist xd : {Dist::Gaussian, Dist::Uniform, Dist::Outliers, Dist::ZeroBlocks, Dist::HalfTies}) {
+                        const std::vector<float> wf = make_row(wd, n, seed++);
+                        const std::vector<float> xf = make_row(xd, n, seed++);
+                        const std::vector<uint8_t> w = encode_reference(t, wf);
+                        const std::vector<uint8_t> x = encode_reference(at, xf);
+                        check_dot(isa, t, n, w, x, "dists " + std::to_string(int(wd)) + "/" + std::to_string(int(xd)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(RowDotProducts, MatchScalarReferenceOnRandomBlockBytes) {
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) continue;
+        for (GgmlType t : kWeightTypes) {
+            if (is_float_type(t)) continue;
+            const GgmlType at = vec_dot_type(t);
+            std::mt19937 rng(static_cast<uint32_t>(t) * 7919u + 17u);
+            for (int64_t n : dot_lengths(t)) {
+                for (int rep = 0; rep < 6; ++rep) {
+                    // Q8_0 x Q8_0 on avx2 relies on weights != -128 (see row_dot_avx2.cpp).
+                    const bool avoid = t == GgmlType::Q8_0 && isa == CpuIsa::Avx2;
+                    const std::vector<uint8_t> w = random_blocks(t, n, rng, avoid);
+                    const std::vector<uint8_t> x = random_blocks(at, n, rng);
+                    check_dot(isa, t, n, w, x, "random bytes rep " + std::to_string(rep));
+                }
+            }
+        }
+    }
+}
+
+// Float rows with random bit patterns in a sane exponent range (all mantissas, signs).
+TEST(RowDotProducts, MatchScalarReferenceOnRandomHalfBits) {
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) continue;
+        for (GgmlType t : {GgmlType::F16, GgmlType::BF16}) {
+            std::mt19937 rng(5);
+            for (int64_t n : dot_lengths(t)) {
+                for (int rep = 0; rep < 8; ++rep) {
+                    std::vector<float> wf(static_cast<size_t>(n)), xf(static_cast<size_t>(n));
+                    for (auto* row : {&wf, &xf}) {
+                        for (auto& v : *row) {
+                            const float mag = std::ldexp(1.0f + testing::unit_float(rng), static_cast<int>(rng() % 20) - 12);
+                            v = rng() % 2 ? mag : -mag;
+                        }
+                    }
+                    check_dot(isa, t, n, encode_reference(t, wf), encode_reference(t, xf), "random halves");
+                }
+            }
+        }
+    }
+}
+
+// Activation rows with infinities and NaNs: the encodings (identical bytes) can hold
+// quants of -128 with a finite scale (a NaN that the ggml max scan skips), and NaN or
+// infinite scales. Where the reference's result is finite, the SIMD one must match it within
+// the usual bound; where it is NaN, so must the SIMD one be.
+TEST(RowDotProducts, NonFiniteActivationsMatchReference) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) continue;
+        for (GgmlType t : kWeightTypes) {
+            const int64_t n = block_elements(t) == 256 ? 1280 : 896;
+            const RowDotKernels k = row_dot_kernels(t, isa);
+            std::mt19937 rng(31);
+            int finite = 0;
+            for (int rep = 0; rep < 40; ++rep) {
+                std::vector<float> xf = make_row(Dist::Gaussian, n, 900 + rep);
+                const int specials = 1 + rep % 3;
+                for (int j = 0; j < specials; ++j) {
+                    const float v = (rng() % 3 == 0) ? (rng() % 2 ? inf : -inf) : nan;
+                    xf[rng() % n] = v;
+                }
+                const std::vector<uint8_t> x = encode_reference(k.activation_type, xf);
+                std::vector<uint8_t> x_simd(x.size());
+                k.encode(xf.data(), x_simd.data(), n);
+                ASSERT_EQ(x, x_simd) << name_of(isa) << " " << name_of(t);
+                const std::vector<uint8_t> w = encode_reference(t, make_row(Dist::Gaussian, n, 1900 + rep));
+                const float want = vec_dot(t, n, w.data(), x.data());
+                const float got = k.dot(n, w.data(), x.data());
+                if (std::isnan(want)) {
+                    EXPECT_TRUE(std::isnan(got)) << name_of(isa) << " " << name_of(t) << " rep " << rep << ": " << got;
+                } else if (std::isfinite(want)) {
+                    const Magnitude m = magnitude(t, n, w, x);
+                    if (std::isfinite(m.s)) {
+                        ++finite;
+                        EXPECT_LE(std::fabs(static_cast<double>(got) - want), tolerance(t, n, m.s))
+                            << name_of(isa) << " " << name_of(t) << " rep " << rep << ": " << got << " vs " << want;
+                    }
+                }
+            }
+            if (!is_float_type(t)) {
+                EXPECT_GT(finite, 0) << name_of(t) << ": no finite case exercised";
+            }
+        }
+    }
+}
+
+// Activations encoded by the SIMD encoder give the same dot as the scalar-encoded ones (the
+// bytes are identical), and a whole 0.5B-model shaped product agrees row by row.
+TEST(RowDotProducts, EncodeThenDotAgreesWithReferencePipeline) {
+    for (CpuIsa isa : kSimdIsas) {
+        if (!cpu_supports(isa)) continue;
+        for (GgmlType t : kWeightTypes) {
+            const int64_t n = 4864;
+            const int rows = 16;
+            const RowDotKernels k = row_dot_kernels(t, isa);
+            const std::vector<float> xf = make_row(Dist::Gaussian, n, 4242);
+            std::vector<uint8_t> x(row_bytes(k.activation_type, n));
+            k.encode(xf.data(), x.data(), n);
+            ASSERT_EQ(x, encode_reference(k.activation_type, xf)) << name_of(isa) << " " << name_of(t);
+            for (int r = 0; r < rows; ++r) {
+                const std::vector<uint8_t> w = encode_reference(t, make_row(Dist::Gaussian, n, 100 + r));
+                check_dot(isa, t, n, w, x, "pipeline row " + std::to_string(r));
+            }
+        }
+    }
+}
+
+// The family this process uses (INFERSCOPE_CPU_ISA may force a lower one): its kernels agree
+// with the reference as well (run the suite with INFERSCOPE_CPU_ISA=avx2 / scalar too).
+TEST(RowDotProducts, ActiveFamilyMatchesReference) {
+    const CpuIsa isa = active_cpu_isa();
+    std::printf("  active family: %s\n", name_of(isa).c_str());
+    for (GgmlType t : kWeightTypes) {
+        const RowDotKernels k = row_dot_kernels(t, isa);
+        const int64_t n = block_elements(t) == 256 ? 4864 : 896;
+        const std::vector<float> xf = make_row(Dist::Outliers, n, 77);
+        std::vector<uint8_t> x(row_bytes(k.activation_type, n));
+        k.encode(xf.data(), x.data(), n);
+        ASSERT_EQ(x, encode_reference(k.activation_type, xf)) << name_of(t);
+        for (int r = 0; r < 4; ++r) {
+            check_dot(isa, t, n, encode_reference(t, make_row(Dist::Gaussian, n, 500 + r)), x, "active family");
+        }
+    }
+}
+
+// Runs last in this file (gtest runs tests in definition order): prints what was observed.
+TEST(RowDotProducts, ZzReportObservedErrors) {
+    for (const auto& [key, st] : error_stats()) {
+        std::printf("  %-14s checks %5d  max |simd-ref|/S %.2e (%.3f of the bound)  |simd-exact|/S %.2e  |ref-exact|/S %.2e\n",
+                    key.c_str(), st.checks, st.max_relative, st.max_of_bound, st.simd_vs_exact, st.ref_vs_exact);
+    }
+}
+
+// ------------------------------------------------------------------ throughput (opt-in)
+
+// Seconds of CPU time of this thread (the machine may be shared: time while descheduled
+// does not count).
+double thread_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// A plain streaming read of the same buffers, for the attainable single-core bandwidth.
+__attribute__((target("avx2"))) uint64_t read_all(const uint8_t* p, size_t bytes) {
+    uint64_t acc[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 32 <= bytes; i += 32) {
+        uint64_t v[4];
+        std::memcpy(v, p + i, 32);
+        for (int k = 0; k < 4; ++k) acc[k] ^= v[k];
+    }
+    return acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
+}
+
+TEST(RowDotBench, SingleThreadWeightBandwidth) {
+    const char* env = std::getenv("INFERSCOPE_ROW_DOT_BENCH");
+    if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set INFERSCOPE_ROW_DOT_BENCH=1 to measure";
+    const size_t target_bytes = size_t{320} << 20;  // far larger than any last-level cache
+    std::printf("  GB/s of weight bytes, one thread (thread CPU time), best of 3 passes (scalar: 1) over >= %zu MiB of weights\n",
+                target_bytes >> 20);
+    std::printf("  %-6s %-10s %10s %9s %9s %9s | in L2: %5s %9s\n", "type", "rows x k", "MiB", "scalar", "avx2", "avx512",
+                "avx2", "avx512");
+    std::vector<uint8_t> buffer;
+    double read_gbs = 0.0;
+    struct Shape {
+        GgmlType type;
+        int64_t rows, k;
+    };
+    std::vector<Shape> shapes;
+    // 4864 x 896 (rows x columns) and 896 x 4864; the K-quants only the latter (a row of 896
+    // is not a whole number of 256-element blocks). The same number of weight bytes.
+    for (GgmlType t : kWeightTypes) {
+        if (block_elements(t) != 256) shapes.push_back({t, 4864, 896});
+    }
+    for (GgmlType t : kWeightTypes) shapes.push_back({t, 896, 4864});
+    for (const Shape& shape : shapes) {
+        const GgmlType t = shape.type;
+        const int64_t rows = shape.rows, k = shape.k;
+        const size_t rb = row_bytes(t, k);
+        const size_t matrix_bytes = rb * static_cast<size_t>(rows);
+        const size_t copies = (target_bytes + matrix_bytes - 1) / matrix_bytes;
+        buffer.resize(matrix_bytes * copies);
+        for (int64_t r = 0; r < rows; ++r) {
+            quantize_row(t, make_row(Dist::Gaussian, k, 7 + static_cast<uint32_t>(r)).data(), buffer.data() + r * rb, k);
+        }
+        for (size_t c = 1; c < copies; ++c) std::memcpy(buffer.data() + c * matrix_bytes, buffer.data(), matrix_bytes);
+        const std::vector<uint8_t> x = encode_reference(vec_dot_type(t), make_row(Dist::Gaussian, k, 3));
+        if (read_gbs == 0.0) {
+            double best = 1e30;
+            for (int pass = 0; pass < 3; ++pass) {
+                const double t0 = thread_seconds();
+                volatile uint64_t sink = read_all(buffer.data(), buffer.size());
+                (void)sink;
+                best = std::min(best, thread_seconds() - t0);
+            }
+            read_gbs = static_cast<double>(buffer.size()) / best * 1e-9;
+        }
+        std::printf("  %-6s %4lldx%-5lld %10.1f", name_of(t).c_str(), static_cast<long long>(rows),
+                    static_cast<long long>(k), static_cast<double>(buffer.size()) / (1 << 20));
+        for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
+            if (!cpu_supports(isa)) {
+                std::printf(" %9s", "-");
+                continue;
+            }
+            const RowDotFn dot = row_dot_kernels(t, isa).dot;
+            const int passes = isa == CpuIsa::Scalar ? 1 : 3;  // the scalar reference is slow
+            double best = 1e30;
+            float sink = 0.0f;
+            for (int pass = 0; pass < passes; ++pass) {
+                const double t0 = thread_seconds();
+                for (size_t c = 0; c < copies; ++c) {
+                    const uint8_t* m = buffer.data() + c * matrix_bytes;
+                    for (int64_t r = 0; r < rows; ++r) sink += dot(k, m + r * rb, x.data());
+                }
+                best = std::min(best, thread_seconds() - t0);
+            }
+            volatile float keep = sink;
+            (void)keep;
+            std::printf(" %9.2f", static_cast<double>(matrix_bytes * copies) / best * 1e-9);
+        }
+        // The same kernels on rows that stay in L2 (~384 KiB): the compute ceiling.
+        const int64_t hot_rows = std::max<int64_t>(1, static_cast<int64_t>((size_t{384} << 10) / rb));
+        for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+            if (!cpu_supports(isa)) {
+                std::printf(" %9s", "-");
+                continue;
+            }
+            const RowDotFn dot = row_dot_kernels(t, isa).dot;
+            double best = 1e30;
+            float sink = 0.0f;
+            const int reps = static_cast<int>(std::max<size_t>(1, (size_t{64} << 20) / (rb * hot_rows)));
+            for (int pass = 0; pass < 5; ++pass) {
+                const double t0 = thread_seconds();
+                for (int rep = 0; rep < reps; ++rep) {
+                    for (int64_t r = 0; r < hot_rows; ++r) sink += dot(k, buffer.data() + r * rb, x.data());
+                }
+                best = std::min(best, thread_seconds() - t0);
+            }
+            volatile float keep = sink;
+            (void)keep;
+            std::printf(" %9.2f", static_cast<double>(rb * hot_rows) * reps / best * 1e-9);
+        }
+        std::printf("\n");
+    }
+    std::printf("  plain streaming read of the same buffer: %.2f GB/s\n", read_gbs);
+}
+
+}  // namespace
+}  // namespace inferscope
