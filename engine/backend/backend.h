@@ -30,6 +30,10 @@ public:
     // token with output = true, in batch order, to `logits`.
     virtual void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) = 0;
 
+    // Copies whole blocks (every layer, K and V) from src to dst: the copy-on-write of a
+    // block shared between sequences, before one of them writes into it.
+    virtual void copy_kv_blocks(std::span<const BlockCopy> copies) = 0;
+
     // Observer of named intermediate tensors; nullptr (the default) costs nothing.
     virtual void set_activation_tap(ActivationTap* tap) = 0;
 };

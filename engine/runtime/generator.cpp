@@ -70,7 +70,10 @@ GenerationResult generate(InferenceSession& session, std::span<const TokenId> pr
     ScopedSequence seq(session);
 
     const auto start = Clock::now();
-    std::span<const float> logits = feed(session, seq.id(), prompt, options.n_batch, StepPhase::Prefill);
+    const int cached = options.use_kv_cache && options.reuse_cached_prefix ? session.attach_cached_prefix(seq.id(), prompt) : 0;
+    result.timings.n_prompt_cached = cached;
+    std::span<const float> logits =
+        feed(session, seq.id(), prompt.subspan(static_cast<size_t>(cached)), options.n_batch, StepPhase::Prefill);
     result.timings.prefill_ms = ms_since(start);
     int decode_steps = 0;
     double decode_ms = 0;

@@ -17,12 +17,14 @@ struct GenerationOptions {
     int n_predict = 128;          // tokens to generate at most
     SamplingParams sampling;
     bool use_kv_cache = true;     // false: recompute every position at every step
+    bool reuse_cached_prefix = true;  // start from cached blocks of an earlier identical prompt prefix
     bool stop_at_end_of_generation = true;
     int n_batch = 512;            // prompt tokens per prefill step
 };
 
 struct GenerationTimings {
     int n_prompt = 0;
+    int n_prompt_cached = 0;         // prompt tokens whose K/V came from the prefix cache
     int n_generated = 0;
     double prefill_ms = 0;           // all prompt steps
     double ttft_ms = 0;              // start until the first generated token is known

@@ -1,10 +1,18 @@
 #include "engine/runtime/kv_block_pool.h"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
+#include <xxhash.h>
+
+#include <algorithm>
 #include <string>
 
 #include "engine/core/error.h"
 
 namespace inferscope {
+namespace {
+// The parent hash of a sequence's first block.
+constexpr BlockHash kRootHash = 0x9E3779B97F4A7C15ull;
+}  // namespace
 
 const char* kv_dtype_name(KvDtype dtype) { return dtype == KvDtype::F16 ? "f16" : "f32"; }
 int kv_dtype_bytes(KvDtype dtype) { return dtype == KvDtype::F16 ? 2 : 4; }
@@ -13,15 +21,9 @@ KvBlockPool::KvBlockPool(const KvLayout& layout) : layout_(layout) {
     if (layout.block_tokens <= 0 || layout.n_blocks < 0) {
         throw InvalidArgument("KV pool needs a positive block size and a non-negative block count");
     }
-    free_blocks_.reserve(static_cast<size_t>(layout.n_blocks));
-    // Pushed in reverse so that blocks are handed out in ascending order from a fresh pool.
-    for (int32_t b = layout.n_blocks - 1; b >= 0; --b) free_blocks_.push_back(b);
-}
-
-void KvBlockPool::add_sequence(SeqId seq) {
-    if (!sequences_.emplace(seq, Sequence{}).second) {
-        throw InvalidArgument("sequence " + std::to_string(seq) + " already exists in the KV cache");
-    }
+    blocks_.resize(static_cast<size_t>(layout.n_blocks));
+    for (int32_t b = 0; b < layout.n_blocks; ++b) queue_push_back(b);  // a fresh pool hands out 0, 1, 2, ...
+    free_count_ = layout.n_blocks;
 }
 
 KvBlockPool::Sequence& KvBlockPool::sequence(SeqId seq) {
@@ -34,44 +36,210 @@ const KvBlockPool::Sequence& KvBlockPool::sequence(SeqId seq) const {
     return const_cast<KvBlockPool*>(this)->sequence(seq);
 }
 
+void KvBlockPool::add_sequence(SeqId seq) {
+    if (!sequences_.emplace(seq, Sequence{}).second) {
+        throw InvalidArgument("sequence " + std::to_string(seq) + " already exists in the KV cache");
+    }
+}
+
+void KvBlockPool::fork_sequence(SeqId parent, SeqId child) {
+    const Sequence copy = sequence(parent);
+    if (has_sequence(child)) throw InvalidArgument("sequence " + std::to_string(child) + " already exists in the KV cache");
+    for (int32_t b : copy.blocks) ++blocks_[static_cast<size_t>(b)].ref_count;
+    sequences_.emplace(child, copy);
+}
+
 void KvBlockPool::free_sequence(SeqId seq) {
-    truncate(seq, 0);
+    Sequence& s = sequence(seq);
+    // Last block first: the queue's head is evicted first, and a sequence's tail is less
+    // likely to be shared again than its prefix.
+    for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) release_block(*it);
     sequences_.erase(seq);
 }
 
-void KvBlockPool::grow(SeqId seq, int n_tokens) {
+BlockHash KvBlockPool::hash_block(BlockHash parent, std::span<const TokenId> tokens) const {
+    XXH64_state_t state;
+    XXH64_reset(&state, 0);
+    XXH64_update(&state, &parent, sizeof parent);
+    XXH64_update(&state, tokens.data(), tokens.size_bytes());
+    return XXH64_digest(&state);
+}
+
+std::optional<int32_t> KvBlockPool::lookup(BlockHash hash, std::span<const TokenId> tokens) const {
+    const auto it = cache_.find(hash);
+    if (it == cache_.end()) return std::nullopt;
+    const Block& block = blocks_[static_cast<size_t>(it->second)];
+    // A 64-bit hash collision must not hand out another prompt's keys and values.
+    if (!std::equal(tokens.begin(), tokens.end(), block.tokens.begin(), block.tokens.end())) return std::nullopt;
+    return it->second;
+}
+
+int KvBlockPool::attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens) {
     Sequence& s = sequence(seq);
-    if (n_tokens <= s.n_tokens) return;
-    const size_t blocks_needed = static_cast<size_t>((n_tokens + layout_.block_tokens - 1) / layout_.block_tokens);
-    const size_t extra = blocks_needed > s.blocks.size() ? blocks_needed - s.blocks.size() : 0;
-    if (extra > free_blocks_.size()) {
+    if (!s.tokens.empty()) throw InvalidArgument("a cached prefix can only start an empty sequence");
+    const auto block_tokens = static_cast<size_t>(layout_.block_tokens);
+    BlockHash parent = kRootHash;
+    // Whole blocks only, and the last token is always left to compute (its logits are needed).
+    while ((s.blocks.size() + 1) * block_tokens + 1 <= tokens.size()) {
+        const auto chunk = tokens.subspan(s.blocks.size() * block_tokens, block_tokens);
+        const BlockHash hash = hash_block(parent, chunk);
+        const std::optional<int32_t> hit = lookup(hash, chunk);
+        if (!hit) break;
+        Block& block = blocks_[static_cast<size_t>(*hit)];
+        if (block.ref_count == 0) {
+            queue_remove(*hit);
+            --free_count_;
+        }
+        ++block.ref_count;
+        s.blocks.push_back(*hit);
+        s.tokens.insert(s.tokens.end(), chunk.begin(), chunk.end());
+        parent = hash;
+    }
+    s.committed_blocks = s.blocks.size();
+    return static_cast<int>(s.tokens.size());
+}
+
+std::vector<BlockCopy> KvBlockPool::append(SeqId seq, std::span<const TokenId> tokens) {
+    Sequence& s = sequence(seq);
+    if (tokens.empty()) return {};
+    const int old_length = static_cast<int>(s.tokens.size());
+    const int new_length = old_length + static_cast<int>(tokens.size());
+    const size_t written_block = static_cast<size_t>(old_length / layout_.block_tokens);
+    const bool writes_into_existing = written_block < s.blocks.size();
+    const bool copy_on_write = writes_into_existing && blocks_[static_cast<size_t>(s.blocks[written_block])].ref_count > 1;
+    const int extra = blocks_needed(new_length) - static_cast<int>(s.blocks.size()) + (copy_on_write ? 1 : 0);
+    if (extra > free_count_) {
         throw CapacityError("KV cache is full: sequence " + std::to_string(seq) + " needs " + std::to_string(extra) +
                             " more blocks of " + std::to_string(layout_.block_tokens) + " tokens to reach " +
-                            std::to_string(n_tokens) + " tokens, but only " + std::to_string(free_blocks_.size()) +
-                            " of " + std::to_string(layout_.n_blocks) + " blocks are free");
+                            std::to_string(new_length) + " tokens, but only " + std::to_string(free_count_) + " of " +
+                            std::to_string(layout_.n_blocks) + " blocks are free");
     }
-    for (size_t i = 0; i < extra; ++i) {
-        s.blocks.push_back(free_blocks_.back());
-        free_blocks_.pop_back();
+    std::vector<BlockCopy> copies;
+    if (copy_on_write) {
+        const int32_t shared = s.blocks[written_block];
+        const int32_t copy = allocate_block();
+        blocks_[static_cast<size_t>(copy)].filled = old_length % layout_.block_tokens;
+        copies.push_back({shared, copy});
+        release_block(shared);
+        s.blocks[written_block] = copy;
+    } else if (writes_into_existing) {
+        uncache(s.blocks[written_block]);  // its contents are about to change
     }
-    s.n_tokens = n_tokens;
+    while (static_cast<int>(s.blocks.size()) < blocks_needed(new_length)) s.blocks.push_back(allocate_block());
+    for (int pos = old_length; pos < new_length; ++pos) {
+        Block& block = blocks_[static_cast<size_t>(s.blocks[static_cast<size_t>(pos / layout_.block_tokens)])];
+        block.filled = std::max(block.filled, pos % layout_.block_tokens + 1);
+    }
+    s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+    return copies;
+}
+
+void KvBlockPool::commit(SeqId seq) {
+    Sequence& s = sequence(seq);
+    const auto block_tokens = static_cast<size_t>(layout_.block_tokens);
+    const size_t full_blocks = s.tokens.size() / block_tokens;
+    BlockHash parent = kRootHash;
+    for (size_t b = 0; b < full_blocks; ++b) {
+        const auto chunk = std::span<const TokenId>(s.tokens).subspan(b * block_tokens, block_tokens);
+        const BlockHash hash = hash_block(parent, chunk);
+        parent = hash;
+        if (b < s.committed_blocks) continue;
+        Block& block = blocks_[static_cast<size_t>(s.blocks[b])];
+        // Already findable (the same content in another block, or this one): nothing to add.
+        if (!block.hash && !lookup(hash, chunk)) {
+            block.hash = hash;
+            block.tokens.assign(chunk.begin(), chunk.end());
+            cache_.emplace(hash, s.blocks[b]);
+        }
+    }
+    s.committed_blocks = full_blocks;
 }
 
 void KvBlockPool::truncate(SeqId seq, int n_tokens) {
     Sequence& s = sequence(seq);
     if (n_tokens < 0) throw InvalidArgument("cannot truncate a sequence to a negative length");
-    if (n_tokens >= s.n_tokens) return;
-    const size_t blocks_kept = static_cast<size_t>((n_tokens + layout_.block_tokens - 1) / layout_.block_tokens);
-    while (s.blocks.size() > blocks_kept) {
-        free_blocks_.push_back(s.blocks.back());
+    if (n_tokens >= static_cast<int>(s.tokens.size())) return;
+    const auto kept = static_cast<size_t>(blocks_needed(n_tokens));
+    while (s.blocks.size() > kept) {
+        release_block(s.blocks.back());
         s.blocks.pop_back();
     }
-    s.n_tokens = n_tokens;
+    s.tokens.resize(static_cast<size_t>(n_tokens));
+    s.committed_blocks = std::min(s.committed_blocks, static_cast<size_t>(n_tokens / layout_.block_tokens));
+    const int in_last = n_tokens % layout_.block_tokens;
+    if (in_last != 0) {
+        Block& last = blocks_[static_cast<size_t>(s.blocks.back())];
+        if (last.ref_count == 1) {
+            uncache(s.blocks.back());  // a cached block is always whole
+            last.filled = in_last;
+        }
+    }
 }
 
-int KvBlockPool::sequence_length(SeqId seq) const { return sequence(seq).n_tokens; }
+int32_t KvBlockPool::allocate_block() {
+    const int32_t block = queue_head_;
+    queue_remove(block);
+    --free_count_;
+    uncache(block);  // eviction of a cached prefix
+    Block& b = blocks_[static_cast<size_t>(block)];
+    b.ref_count = 1;
+    b.filled = 0;
+    return block;
+}
 
+void KvBlockPool::release_block(int32_t block) {
+    Block& b = blocks_[static_cast<size_t>(block)];
+    if (--b.ref_count > 0) return;
+    queue_push_back(block);
+    ++free_count_;
+}
+
+void KvBlockPool::uncache(int32_t block) {
+    Block& b = blocks_[static_cast<size_t>(block)];
+    if (!b.hash) return;
+    cache_.erase(*b.hash);
+    b.hash.reset();
+    b.tokens.clear();
+}
+
+void KvBlockPool::queue_push_back(int32_t block) {
+    Block& b = blocks_[static_cast<size_t>(block)];
+    b.prev = queue_tail_;
+    b.next = kNone;
+    if (queue_tail_ != kNone) {
+        blocks_[static_cast<size_t>(queue_tail_)].next = block;
+    } else {
+        queue_head_ = block;
+    }
+    queue_tail_ = block;
+}
+
+void KvBlockPool::queue_remove(int32_t block) {
+    Block& b = blocks_[static_cast<size_t>(block)];
+    if (b.prev != kNone) {
+        blocks_[static_cast<size_t>(b.prev)].next = b.next;
+    } else {
+        queue_head_ = b.next;
+    }
+    if (b.next != kNone) {
+        blocks_[static_cast<size_t>(b.next)].prev = b.prev;
+    } else {
+        queue_tail_ = b.prev;
+    }
+    b.prev = b.next = kNone;
+}
+
+std::optional<BlockHash> KvBlockPool::block_hash(int32_t block) const { return blocks_.at(static_cast<size_t>(block)).hash; }
+
+std::vector<int32_t> KvBlockPool::free_queue() const {
+    std::vector<int32_t> order;
+    for (int32_t b = queue_head_; b != kNone; b = blocks_[static_cast<size_t>(b)].next) order.push_back(b);
+    return order;
+}
+
+int KvBlockPool::sequence_length(SeqId seq) const { return static_cast<int>(sequence(seq).tokens.size()); }
 std::span<const int32_t> KvBlockPool::block_table(SeqId seq) const { return sequence(seq).blocks; }
+std::span<const TokenId> KvBlockPool::sequence_tokens(SeqId seq) const { return sequence(seq).tokens; }
 
 std::vector<SeqId> KvBlockPool::sequence_ids() const {
     std::vector<SeqId> ids;
@@ -81,8 +249,26 @@ std::vector<SeqId> KvBlockPool::sequence_ids() const {
 
 int64_t KvBlockPool::tokens_in_use() const {
     int64_t total = 0;
-    for (const auto& [id, s] : sequences_) total += s.n_tokens;
+    for (const auto& [id, s] : sequences_) total += static_cast<int64_t>(s.tokens.size());
     return total;
+}
+
+uint64_t KvBlockPool::bytes_in_use() const {
+    uint64_t slots = 0;
+    for (const Block& b : blocks_) {
+        if (b.ref_count > 0) slots += static_cast<uint64_t>(b.filled);
+    }
+    return slots * layout_.bytes_per_token();
+}
+
+uint64_t KvBlockPool::bytes_shared() const {
+    const uint64_t logical = static_cast<uint64_t>(tokens_in_use()) * layout_.bytes_per_token();
+    const uint64_t physical = bytes_in_use();
+    return logical > physical ? logical - physical : 0;
+}
+
+uint64_t KvBlockPool::bytes_if_reserved_per_sequence(int context_tokens) const {
+    return static_cast<uint64_t>(sequences_.size()) * static_cast<uint64_t>(context_tokens) * layout_.bytes_per_token();
 }
 
 }  // namespace inferscope

@@ -68,6 +68,16 @@ void InferenceSession::free_sequence(SeqId seq) { pool_.free_sequence(seq); }
 
 void InferenceSession::truncate_sequence(SeqId seq, int n_tokens) { pool_.truncate(seq, n_tokens); }
 
+SeqId InferenceSession::fork_sequence(SeqId parent) {
+    const SeqId child = next_seq_++;
+    pool_.fork_sequence(parent, child);
+    return child;
+}
+
+int InferenceSession::attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens) {
+    return pool_.attach_cached_prefix(seq, tokens);
+}
+
 std::map<SeqId, int> InferenceSession::validate(std::span<const BatchToken> batch) const {
     if (batch.empty()) throw InvalidArgument("empty batch");
     const int n_vocab = model_->config().n_vocab;
@@ -103,11 +113,13 @@ StepPhase InferenceSession::infer_phase(const std::map<SeqId, int>& tokens_per_s
 
 std::span<const float> InferenceSession::decode(std::span<const BatchToken> batch, std::optional<StepPhase> phase) {
     const std::map<SeqId, int> new_length = validate(batch);
+    std::map<SeqId, std::vector<TokenId>> appended;  // per sequence, in batch order
+    for (const BatchToken& t : batch) appended[t.seq].push_back(t.token);
     std::map<SeqId, int> old_length;
     std::map<SeqId, int> tokens_per_sequence;
-    for (const auto& [seq, length] : new_length) {
+    for (const auto& [seq, tokens] : appended) {
         old_length[seq] = pool_.sequence_length(seq);
-        tokens_per_sequence[seq] = length - old_length[seq];
+        tokens_per_sequence[seq] = static_cast<int>(tokens.size());
     }
     const auto roll_back = [&] {
         for (const auto& [seq, length] : old_length) pool_.truncate(seq, length);
@@ -117,13 +129,19 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
 
     const auto start = std::chrono::steady_clock::now();
     try {
-        for (const auto& [seq, length] : new_length) pool_.grow(seq, length);
+        for (const auto& [seq, tokens] : appended) {
+            // Copied at once, so that a later sequence's failure can roll this one back to
+            // blocks that hold what they claim to.
+            const std::vector<BlockCopy> copies = pool_.append(seq, tokens);
+            if (!copies.empty()) backend_->copy_kv_blocks(copies);
+        }
         backend_->forward(batch, pool_, logits_.data());
     } catch (...) {
         roll_back();
         throw;
     }
     const auto elapsed = std::chrono::steady_clock::now() - start;
+    for (const auto& [seq, tokens] : appended) pool_.commit(seq);
 
     StepEvent event;
     event.step = step_++;

@@ -44,6 +44,11 @@ public:
     SeqId new_sequence();
     void free_sequence(SeqId seq);
     void truncate_sequence(SeqId seq, int n_tokens);
+    // A new sequence sharing all of `parent`'s tokens and blocks (copied on first write).
+    SeqId fork_sequence(SeqId parent);
+    // Starts an empty sequence with the cached blocks of the longest whole-block prefix of
+    // `tokens` (prefix caching); returns how many tokens need no computing.
+    int attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens);
     int sequence_length(SeqId seq) const { return pool_.sequence_length(seq); }
 
     // Runs one forward pass. Each sequence's tokens must continue it: positions

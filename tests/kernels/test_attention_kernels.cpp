@@ -1,5 +1,6 @@
 // Every instruction-set family's attention loops against the scalar reference, for head
-// sizes with and without a tail, F16 and F32 cache rows, and several heads per KV head.
+// sizes with and without a tail, F16 and F32 cache blocks, partial blocks, and several
+// query heads per KV head.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,9 +15,10 @@ namespace {
 
 struct Shape {
     int head_dim;
-    int n_q;
-    int n_t;
-    int row_stride_heads;  // KV heads per row (the row stride in head sizes)
+    int n_q;           // query heads per KV head
+    int block_tokens;
+    int n_t;           // tokens used in the block (<= block_tokens)
+    int row_heads;     // KV heads per V row (V's row stride in head sizes)
 };
 
 class AttentionKernelsTest : public ::testing::TestWithParam<CpuIsa> {};
@@ -28,33 +30,63 @@ TEST_P(AttentionKernelsTest, MatchScalarReference) {
     const AttentionKernels tested = attention_kernels(isa);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (const Shape s : {Shape{64, 7, 16, 2}, Shape{8, 2, 5, 4}, Shape{32, 2, 16, 2}, Shape{128, 4, 3, 1}, Shape{20, 3, 16, 1}}) {
-        const int64_t stride = static_cast<int64_t>(s.row_stride_heads) * s.head_dim;
-        std::vector<float> q(static_cast<size_t>(s.n_q * s.head_dim)), k32(static_cast<size_t>(s.n_t * stride));
+    for (const Shape s : {Shape{64, 7, 16, 16, 2}, Shape{8, 2, 16, 5, 4}, Shape{32, 2, 16, 16, 2}, Shape{128, 4, 16, 3, 1},
+                          Shape{20, 9, 32, 21, 1}, Shape{64, 1, 8, 8, 2}}) {
+        const int64_t v_stride = static_cast<int64_t>(s.row_heads) * s.head_dim;
+        std::vector<float> q(static_cast<size_t>(s.n_q * s.head_dim));
         for (float& x : q) x = normal(rng);
-        for (float& x : k32) x = round_to_fp16(normal(rng));
-        std::vector<uint16_t> k16(k32.size());
-        for (size_t i = 0; i < k32.size(); ++i) k16[i] = fp32_to_fp16(k32[i]);
-        std::vector<float> p(static_cast<size_t>(s.n_q * s.n_t));
-        for (float& x : p) x = std::abs(normal(rng));
+        std::vector<float> kt32(static_cast<size_t>(s.head_dim * s.block_tokens));  // [head_dim][block_tokens]
+        for (float& x : kt32) x = round_to_fp16(normal(rng));
+        std::vector<uint16_t> kt16(kt32.size());
+        for (size_t i = 0; i < kt32.size(); ++i) kt16[i] = fp32_to_fp16(kt32[i]);
 
-        std::vector<float> want(p.size()), got16(p.size()), got32(p.size());
-        reference.scores_f32(q.data(), s.n_q, s.head_dim, k32.data(), stride, s.n_t, 0.125f, want.data(), s.n_t);
-        tested.scores_f16(q.data(), s.n_q, s.head_dim, k16.data(), stride, s.n_t, 0.125f, got16.data(), s.n_t);
-        tested.scores_f32(q.data(), s.n_q, s.head_dim, k32.data(), stride, s.n_t, 0.125f, got32.data(), s.n_t);
+        const int64_t stride = s.n_t + 3;  // scores rows wider than the block, as in a long context
+        std::vector<float> want(static_cast<size_t>(s.n_q * stride), -1.0f), got16(want), got32(want);
+        reference.scores_f32(q.data(), s.n_q, s.head_dim, kt32.data(), s.block_tokens, s.n_t, 0.125f, want.data(), stride);
+        tested.scores_f16(q.data(), s.n_q, s.head_dim, kt16.data(), s.block_tokens, s.n_t, 0.125f, got16.data(), stride);
+        tested.scores_f32(q.data(), s.n_q, s.head_dim, kt32.data(), s.block_tokens, s.n_t, 0.125f, got32.data(), stride);
         for (size_t i = 0; i < want.size(); ++i) {
-            EXPECT_NEAR(got16[i], want[i], 1e-4f * (1.0f + std::abs(want[i]))) << "head dim " << s.head_dim;
+            EXPECT_NEAR(got16[i], want[i], 1e-4f * (1.0f + std::abs(want[i]))) << "head dim " << s.head_dim << " at " << i;
             EXPECT_NEAR(got32[i], want[i], 1e-4f * (1.0f + std::abs(want[i])));
         }
 
+        std::vector<float> v32(static_cast<size_t>(s.n_t * v_stride));
+        for (float& x : v32) x = round_to_fp16(normal(rng));
+        std::vector<uint16_t> v16(v32.size());
+        for (size_t i = 0; i < v32.size(); ++i) v16[i] = fp32_to_fp16(v32[i]);
+        std::vector<float> p(static_cast<size_t>(s.n_q * s.n_t));
+        for (float& x : p) x = std::abs(normal(rng));
         std::vector<float> out_want(q.size(), 0.5f), out16(q.size(), 0.5f), out32(q.size(), 0.5f);
-        reference.accumulate_f32(p.data(), s.n_q, s.n_t, k32.data(), stride, s.n_t, s.head_dim, out_want.data());
-        tested.accumulate_f16(p.data(), s.n_q, s.n_t, k16.data(), stride, s.n_t, s.head_dim, out16.data());
-        tested.accumulate_f32(p.data(), s.n_q, s.n_t, k32.data(), stride, s.n_t, s.head_dim, out32.data());
+        reference.accumulate_f32(p.data(), s.n_q, s.n_t, v32.data(), v_stride, s.n_t, s.head_dim, out_want.data());
+        tested.accumulate_f16(p.data(), s.n_q, s.n_t, v16.data(), v_stride, s.n_t, s.head_dim, out16.data());
+        tested.accumulate_f32(p.data(), s.n_q, s.n_t, v32.data(), v_stride, s.n_t, s.head_dim, out32.data());
         for (size_t i = 0; i < out_want.size(); ++i) {
             EXPECT_NEAR(out16[i], out_want[i], 1e-4f * (1.0f + std::abs(out_want[i])));
             EXPECT_NEAR(out32[i], out_want[i], 1e-4f * (1.0f + std::abs(out_want[i])));
         }
+    }
+}
+
+TEST_P(AttentionKernelsTest, SoftmaxMatchesReference) {
+    const CpuIsa isa = GetParam();
+    if (!cpu_supports(isa)) GTEST_SKIP() << "this CPU cannot run " << cpu_isa_name(isa) << " kernels";
+    const AttentionKernels reference = attention_kernels(CpuIsa::Scalar);
+    const AttentionKernels tested = attention_kernels(isa);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 4.0f);
+    for (int n : {1, 5, 16, 17, 100, 2048}) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (float& v : x) v = normal(rng);
+        x[static_cast<size_t>(n) / 2] = -200.0f;  // far below the maximum: underflows to zero
+        std::vector<float> want = x, got = x;
+        reference.softmax(want.data(), n);
+        tested.softmax(got.data(), n);
+        double total = 0;
+        for (int i = 0; i < n; ++i) {
+            EXPECT_NEAR(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)], 1e-6f + 2e-6f * want[static_cast<size_t>(i)]);
+            total += got[static_cast<size_t>(i)];
+        }
+        EXPECT_NEAR(total, 1.0, 1e-5);
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "engine/runtime/generator.h"
 #include "model/naive_forward.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
@@ -112,6 +113,58 @@ TEST(RaggedBatch, TwoSequencesInOneStepEqualEachAlone) {
         EXPECT_LT(testing::relative_row_error(got, want), 1e-5);
         ++row;
     }
+}
+
+}  // namespace
+}  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+TEST(PrefixCache, ASecondIdenticalPromptReusesBlocksAndGivesTheSameTokens) {
+    const auto model = testing::tiny_model(tiny_spec("llama"));
+    InferenceSession session(model, test_session_options(KvDtype::F16));
+    std::vector<TokenId> prompt;
+    for (int i = 0; i < 37; ++i) prompt.push_back((i * 13 + 5) % 300);  // two full blocks of 16, then 5 tokens
+    GenerationOptions options;
+    options.n_predict = 12;
+    options.sampling.temperature = 0;
+    options.stop_at_end_of_generation = false;
+    const GenerationResult first = generate(session, prompt, options);
+    const GenerationResult second = generate(session, prompt, options);
+    EXPECT_EQ(first.timings.n_prompt_cached, 0);
+    EXPECT_EQ(second.timings.n_prompt_cached, 32);
+    EXPECT_EQ(first.generated, second.generated);
+    options.reuse_cached_prefix = false;
+    EXPECT_EQ(generate(session, prompt, options).timings.n_prompt_cached, 0);
+}
+
+TEST(ForkedSequence, ContinuesLikeAnIndependentOneAfterCopyOnWrite) {
+    const auto model = testing::tiny_model(tiny_spec("qwen2"));
+    auto options = test_session_options(KvDtype::F32);
+    options.max_sequences = 3;
+    InferenceSession session(model, options);
+    const std::vector<TokenId> prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4};  // 20: one block + 4
+    const SeqId parent = session.new_sequence();
+    Batch batch;
+    for (size_t i = 0; i < prompt.size(); ++i) batch.push_back({prompt[i], parent, static_cast<int32_t>(i), false});
+    session.decode(batch);
+    const SeqId child = session.fork_sequence(parent);
+    EXPECT_EQ(session.sequence_length(child), 20);
+    // Both continue with different tokens in one step; the child's write copies the shared
+    // partial block first.
+    const std::span<const float> both = session.decode(Batch{{11, parent, 20, true}, {22, child, 20, true}});
+    const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
+    const std::vector<float> parent_logits(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(n_vocab));
+    const std::vector<float> child_logits(both.begin() + static_cast<std::ptrdiff_t>(n_vocab), both.end());
+
+    std::vector<TokenId> with_11 = prompt, with_22 = prompt;
+    with_11.push_back(11);
+    with_22.push_back(22);
+    const auto expected_11 = testing::teacher_forced_logits(session, with_11).back();
+    const auto expected_22 = testing::teacher_forced_logits(session, with_22).back();
+    EXPECT_LT(testing::relative_row_error(parent_logits, expected_11), 1e-5);
+    EXPECT_LT(testing::relative_row_error(child_logits, expected_22), 1e-5);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
-// Block pool bookkeeping with tiny configurations and exact block ids.
+// Block pool bookkeeping in the style of vLLM's block-pool tests: tiny configurations,
+// exact block ids, reference counts, hash chains and eviction order.
 #include <gtest/gtest.h>
+
+#include <numeric>
 
 #include "engine/core/error.h"
 #include "engine/runtime/kv_block_pool.h"
@@ -23,6 +26,12 @@ std::vector<int32_t> table(const KvBlockPool& pool, SeqId seq) {
     return {t.begin(), t.end()};
 }
 
+std::vector<TokenId> tokens(int count, TokenId first = 100) {
+    std::vector<TokenId> t(static_cast<size_t>(count));
+    std::iota(t.begin(), t.end(), first);
+    return t;
+}
+
 TEST(KvBlockPool, LayoutBytesFollowTheFormula) {
     const KvLayout l = tiny_layout(5);
     EXPECT_EQ(l.bytes_per_token(), 2u * 2 * 2 * 8 * 2);  // K and V x layers x kv heads x head dim x f16
@@ -40,52 +49,154 @@ TEST(KvBlockPool, FreshPoolHandsOutBlocksInOrder) {
     KvBlockPool pool(tiny_layout(6));
     pool.add_sequence(0);
     pool.add_sequence(1);
-    pool.grow(0, 5);  // 2 blocks
-    pool.grow(1, 4);  // 1 block
-    pool.grow(0, 9);  // 3rd block
+    EXPECT_TRUE(pool.append(0, tokens(5)).empty());  // 2 blocks
+    pool.append(1, tokens(4, 500));                   // 1 block
+    pool.append(0, tokens(4, 105));                   // a 3rd block
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 3}));
     EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{2}));
     EXPECT_EQ(pool.used_block_count(), 4);
-    EXPECT_EQ(pool.free_block_count(), 2);
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{4, 5}));
     EXPECT_EQ(pool.tokens_in_use(), 13);
     EXPECT_EQ(pool.bytes_in_use(), 13 * pool.layout().bytes_per_token());
     EXPECT_EQ(pool.bytes_reserved(), 4 * pool.layout().block_bytes());
+    EXPECT_EQ(pool.bytes_shared(), 0u);
+    EXPECT_EQ(pool.bytes_if_reserved_per_sequence(64), 2 * 64 * pool.layout().bytes_per_token());
 }
 
-TEST(KvBlockPool, FreedBlocksAreReusedMostRecentFirst) {
-    KvBlockPool pool(tiny_layout(4));
+TEST(KvBlockPool, FreedBlocksGoToTheBackOfTheQueueTailFirst) {
+    KvBlockPool pool(tiny_layout(5));
     pool.add_sequence(7);
-    pool.grow(7, 12);  // blocks 0 1 2
+    pool.append(7, tokens(12));  // blocks 0 1 2
     pool.free_sequence(7);
     EXPECT_FALSE(pool.has_sequence(7));
-    EXPECT_EQ(pool.free_block_count(), 4);
+    // never-used blocks first, then the freed ones with the sequence's last block first
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{3, 4, 2, 1, 0}));
     pool.add_sequence(8);
-    pool.grow(8, 8);
-    // 2 was freed last, then 1
-    EXPECT_EQ(table(pool, 8), (std::vector<int32_t>{0, 1}));
+    pool.append(8, tokens(10, 900));
+    EXPECT_EQ(table(pool, 8), (std::vector<int32_t>{3, 4, 2}));
 }
 
-TEST(KvBlockPool, TruncateReturnsWholeBlocksOnly) {
+TEST(KvBlockPool, CommittedFullBlocksFormAHashChain) {
+    KvBlockPool pool(tiny_layout(8));
+    pool.add_sequence(0);
+    pool.append(0, tokens(10));
+    EXPECT_FALSE(pool.block_hash(0).has_value());  // nothing registered before commit
+    pool.commit(0);
+    ASSERT_TRUE(pool.block_hash(0).has_value());
+    ASSERT_TRUE(pool.block_hash(1).has_value());
+    EXPECT_FALSE(pool.block_hash(2).has_value());  // partial blocks are never cached
+    EXPECT_NE(*pool.block_hash(0), *pool.block_hash(1));
+    EXPECT_EQ(pool.cached_block_count(), 2);
+
+    // The same tokens in a different position do not hash alike: the parent is part of the hash.
+    pool.add_sequence(1);
+    std::vector<TokenId> shifted = tokens(4, 104);  // = block 1's tokens, as a first block
+    shifted.insert(shifted.end(), {1, 2, 3});
+    pool.append(1, shifted);
+    pool.commit(1);
+    EXPECT_NE(*pool.block_hash(table(pool, 1)[0]), *pool.block_hash(1));
+}
+
+TEST(KvBlockPool, PrefixHitsShareBlocksAndLeaveOneTokenToCompute) {
+    KvBlockPool pool(tiny_layout(8));
+    pool.add_sequence(0);
+    const std::vector<TokenId> prompt = tokens(9);  // 2 full blocks + 1
+    pool.append(0, prompt);
+    pool.commit(0);
+
+    pool.add_sequence(1);
+    EXPECT_EQ(pool.attach_cached_prefix(1, prompt), 8);
+    EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(pool.ref_count(0), 2);
+    EXPECT_EQ(pool.ref_count(1), 2);
+    EXPECT_EQ(pool.bytes_shared(), 8 * pool.layout().bytes_per_token());
+
+    // A prompt of exactly two blocks reuses only the first: its last token must be computed.
+    pool.add_sequence(2);
+    EXPECT_EQ(pool.attach_cached_prefix(2, tokens(8)), 4);
+    EXPECT_EQ(table(pool, 2), (std::vector<int32_t>{0}));
+    EXPECT_EQ(pool.ref_count(0), 3);
+
+    // A different first block misses entirely.
+    pool.add_sequence(3);
+    EXPECT_EQ(pool.attach_cached_prefix(3, tokens(9, 50)), 0);
+    EXPECT_THROW(pool.attach_cached_prefix(1, prompt), InvalidArgument);  // not empty
+}
+
+TEST(KvBlockPool, FreedCachedBlocksStayFindableUntilEvicted) {
     KvBlockPool pool(tiny_layout(4));
     pool.add_sequence(0);
-    pool.grow(0, 10);  // 0 1 2
+    pool.append(0, tokens(8));  // blocks 0 1, both full
+    pool.commit(0);
+    pool.free_sequence(0);
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{2, 3, 1, 0}));
+    EXPECT_EQ(pool.cached_block_count(), 2);
+
+    // A hit on a free block takes it out of the queue.
+    pool.add_sequence(1);
+    EXPECT_EQ(pool.attach_cached_prefix(1, tokens(9)), 8);
+    EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{2, 3}));
+    pool.free_sequence(1);
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{2, 3, 1, 0}));
+
+    // Other work takes blocks from the front: 2 and 3 first, then block 1 is evicted.
+    pool.add_sequence(2);
+    pool.append(2, tokens(12, 700));
+    EXPECT_EQ(table(pool, 2), (std::vector<int32_t>{2, 3, 1}));
+    EXPECT_FALSE(pool.block_hash(1).has_value());
+    EXPECT_TRUE(pool.block_hash(0).has_value());
+    EXPECT_EQ(pool.cached_block_count(), 1);
+    pool.add_sequence(3);
+    EXPECT_EQ(pool.attach_cached_prefix(3, tokens(9)), 4);  // block 0 survived, block 1 did not
+}
+
+TEST(KvBlockPool, WritingIntoASharedPartialBlockCopiesIt) {
+    KvBlockPool pool(tiny_layout(6));
+    pool.add_sequence(0);
+    pool.append(0, tokens(6));  // block 0 full, block 1 holds 2 tokens
+    pool.fork_sequence(0, 1);
+    EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(pool.ref_count(1), 2);
+    EXPECT_EQ(pool.bytes_in_use(), 6 * pool.layout().bytes_per_token());
+    EXPECT_EQ(pool.bytes_shared(), 6 * pool.layout().bytes_per_token());
+
+    const std::vector<BlockCopy> copies = pool.append(1, std::vector<TokenId>{42});
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(copies[0].src, 1);
+    EXPECT_EQ(copies[0].dst, 2);
+    EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{0, 2}));
+    EXPECT_EQ(pool.ref_count(1), 1);
+    EXPECT_EQ(pool.ref_count(2), 1);
+    EXPECT_EQ(pool.ref_count(0), 2);  // the full block stays shared
+    // the parent appends into its own (now private) block without a copy
+    EXPECT_TRUE(pool.append(0, std::vector<TokenId>{43}).empty());
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1}));
+}
+
+TEST(KvBlockPool, TruncateReleasesWholeBlocksAndUncachesAPartialOne) {
+    KvBlockPool pool(tiny_layout(4));
+    pool.add_sequence(0);
+    pool.append(0, tokens(10));  // 0 1 2
+    pool.commit(0);
     pool.truncate(0, 5);
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1}));
     EXPECT_EQ(pool.sequence_length(0), 5);
+    EXPECT_FALSE(pool.block_hash(1).has_value());  // no longer whole for this sequence
+    EXPECT_TRUE(pool.block_hash(0).has_value());
+    EXPECT_EQ(pool.bytes_in_use(), 5 * pool.layout().bytes_per_token());
     pool.truncate(0, 8);  // longer than the sequence: no-op
     EXPECT_EQ(pool.sequence_length(0), 5);
-    pool.grow(0, 6);  // fits in block 1
-    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1}));
-    pool.grow(0, 9);
-    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 2}));
+    pool.append(0, tokens(4, 300));
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 3}));
 }
 
 TEST(KvBlockPool, ExhaustionIsAllOrNothingWithAClearError) {
     KvBlockPool pool(tiny_layout(3));
     pool.add_sequence(0);
-    pool.grow(0, 8);
+    pool.append(0, tokens(8));
     try {
-        pool.grow(0, 17);  // needs 3 more blocks, 1 free
+        pool.append(0, tokens(9, 200));  // needs 3 more blocks, 1 free
         FAIL();
     } catch (const CapacityError& e) {
         EXPECT_NE(std::string(e.what()).find("needs 3 more blocks"), std::string::npos) << e.what();
@@ -99,9 +210,10 @@ TEST(KvBlockPool, UnknownOrDuplicateSequencesAreErrors) {
     KvBlockPool pool(tiny_layout(2));
     pool.add_sequence(3);
     EXPECT_THROW(pool.add_sequence(3), InvalidArgument);
-    EXPECT_THROW(pool.grow(4, 1), InvalidArgument);
+    EXPECT_THROW(pool.append(4, tokens(1)), InvalidArgument);
     EXPECT_THROW((void)pool.block_table(4), InvalidArgument);
     EXPECT_THROW(pool.truncate(3, -1), InvalidArgument);
+    EXPECT_THROW(pool.fork_sequence(3, 3), InvalidArgument);
 }
 
 }  // namespace

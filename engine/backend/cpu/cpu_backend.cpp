@@ -49,6 +49,10 @@ void CpuBackend::allocate_kv(const KvLayout& layout) {
     kv_ = CpuKvStorage(layout);
 }
 
+void CpuBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
+    for (const BlockCopy& copy : copies) kv_.copy_block(copy.src, copy.dst);
+}
+
 void CpuBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
     const ModelConfig& c = model_->config();
     act_.resize(static_cast<int64_t>(tokens.size()), c);
@@ -121,10 +125,8 @@ void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const K
     for (size_t i = 0; i < tokens.size(); ++i) {
         const auto table = pool.block_table(tokens[i].seq);
         const int32_t pos = tokens[i].pos;
-        const int64_t slot = static_cast<int64_t>(table[static_cast<size_t>(pos / block_tokens)]) * block_tokens +
-                             pos % block_tokens;
-        kv_.write(layer, slot, act_.k.data() + static_cast<int64_t>(i) * kv_dim,
-                  act_.v.data() + static_cast<int64_t>(i) * kv_dim);
+        kv_.write(layer, table[static_cast<size_t>(pos / block_tokens)], pos % block_tokens,
+                  act_.k.data() + static_cast<int64_t>(i) * kv_dim, act_.v.data() + static_cast<int64_t>(i) * kv_dim);
     }
 }
 
@@ -157,8 +159,9 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto table = pool.block_table(token.seq);
     const int n_ctx = token.pos + 1;
-    const int64_t row_stride = static_cast<int64_t>(c.n_head_kv) * c.head_dim;     // elements between tokens
-    const int64_t head_offset = static_cast<int64_t>(kv_head) * c.head_dim;        // elements into a row
+    const int64_t row_stride = static_cast<int64_t>(c.n_head_kv) * c.head_dim;       // V: elements between tokens
+    const int64_t head_offset = static_cast<int64_t>(kv_head) * c.head_dim;          // V: elements into a row
+    const int64_t kt_offset = head_offset * block_tokens;                            // K^T: this head's rows
     const int64_t first_q = token_index * c.q_dim() + static_cast<int64_t>(kv_head) * group * c.head_dim;
     const float* q = act_.q.data() + first_q;        // [group x head_dim]
     float* out = act_.context.data() + first_q;      // [group x head_dim]
@@ -170,14 +173,14 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
         const void* k = kv_.k_block(layer, table[static_cast<size_t>(b)]);
         float* block_scores = scores.data() + static_cast<int64_t>(b) * block_tokens;
         if (f16) {
-            attention_kernels_.scores_f16(q, group, c.head_dim, static_cast<const uint16_t*>(k) + head_offset, row_stride, n_t,
+            attention_kernels_.scores_f16(q, group, c.head_dim, static_cast<const uint16_t*>(k) + kt_offset, block_tokens, n_t,
                                           scale, block_scores, n_ctx);
         } else {
-            attention_kernels_.scores_f32(q, group, c.head_dim, static_cast<const float*>(k) + head_offset, row_stride, n_t,
+            attention_kernels_.scores_f32(q, group, c.head_dim, static_cast<const float*>(k) + kt_offset, block_tokens, n_t,
                                           scale, block_scores, n_ctx);
         }
     }
-    for (int g = 0; g < group; ++g) softmax_inplace(scores.data() + static_cast<int64_t>(g) * n_ctx, n_ctx);
+    for (int g = 0; g < group; ++g) attention_kernels_.softmax(scores.data() + static_cast<int64_t>(g) * n_ctx, n_ctx);
     std::memset(out, 0, sizeof(float) * static_cast<size_t>(group) * static_cast<size_t>(c.head_dim));
     for (int b = 0; b < n_blocks; ++b) {
         const int n_t = std::min(block_tokens, n_ctx - b * block_tokens);

@@ -22,6 +22,7 @@ public:
     std::string name() const override;
     void allocate_kv(const KvLayout& layout) override;
     void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) override;
+    void copy_kv_blocks(std::span<const BlockCopy> copies) override;
     void set_activation_tap(ActivationTap* tap) override { tap_ = tap; }
 
     int thread_count() const { return pool_.size(); }

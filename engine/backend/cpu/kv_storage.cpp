@@ -30,20 +30,41 @@ CpuKvStorage::CpuKvStorage(const KvLayout& layout) : layout_(layout) {
     }
 }
 
-void CpuKvStorage::write(int layer, int64_t slot, const float* k, const float* v) {
-    const int64_t n = static_cast<int64_t>(layout_.n_head_kv) * layout_.head_dim;
-    uint8_t* k_dst = k_[static_cast<size_t>(layer)].get() + static_cast<uint64_t>(slot) * slot_bytes_;
-    uint8_t* v_dst = v_[static_cast<size_t>(layer)].get() + static_cast<uint64_t>(slot) * slot_bytes_;
-    if (layout_.dtype == KvDtype::F32) {
-        std::memcpy(k_dst, k, slot_bytes_);
-        std::memcpy(v_dst, v, slot_bytes_);
-        return;
+namespace {
+template <typename T>
+T convert(float x) {
+    if constexpr (sizeof(T) == 2) {
+        return fp32_to_fp16(x);
+    } else {
+        return x;
     }
-    auto* k16 = reinterpret_cast<uint16_t*>(k_dst);
-    auto* v16 = reinterpret_cast<uint16_t*>(v_dst);
-    for (int64_t i = 0; i < n; ++i) {
-        k16[i] = fp32_to_fp16(k[i]);
-        v16[i] = fp32_to_fp16(v[i]);
+}
+
+template <typename T>
+void store_token(const KvLayout& layout, void* k_block, void* v_block, int offset, const float* k, const float* v) {
+    const int64_t kv_dim = static_cast<int64_t>(layout.n_head_kv) * layout.head_dim;
+    auto* kt = static_cast<T*>(k_block);
+    for (int64_t i = 0; i < kv_dim; ++i) kt[i * layout.block_tokens + offset] = convert<T>(k[i]);  // i = head * head_dim + d
+    T* v_row = static_cast<T*>(v_block) + offset * kv_dim;
+    for (int64_t i = 0; i < kv_dim; ++i) v_row[i] = convert<T>(v[i]);
+}
+}  // namespace
+
+void CpuKvStorage::write(int layer, int32_t block, int offset, const float* k, const float* v) {
+    void* k_dst = const_cast<void*>(k_block(layer, block));
+    void* v_dst = const_cast<void*>(v_block(layer, block));
+    if (layout_.dtype == KvDtype::F32) {
+        store_token<float>(layout_, k_dst, v_dst, offset, k, v);
+    } else {
+        store_token<uint16_t>(layout_, k_dst, v_dst, offset, k, v);
+    }
+}
+
+void CpuKvStorage::copy_block(int32_t src, int32_t dst) {
+    const uint64_t block_bytes = slot_bytes_ * static_cast<uint64_t>(layout_.block_tokens);
+    for (int layer = 0; layer < layout_.n_layer; ++layer) {
+        std::memcpy(const_cast<void*>(k_block(layer, dst)), k_block(layer, src), block_bytes);
+        std::memcpy(const_cast<void*>(v_block(layer, dst)), v_block(layer, src), block_bytes);
     }
 }
 

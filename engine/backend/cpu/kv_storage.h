@@ -1,7 +1,8 @@
 #pragma once
-// Host memory for the paged KV cache. Per layer, K and V each hold
-// [n_blocks][block_tokens][n_head_kv][head_dim] elements of the layout's dtype, so one
-// token's keys for all KV heads are contiguous.
+// Host memory for the paged KV cache, per layer and block in the layout's dtype:
+//   K: [n_head_kv][head_dim][block_tokens]  (transposed: one dimension of consecutive tokens
+//      is contiguous, so attention scores 16 tokens with one vector load per dimension)
+//   V: [block_tokens][n_head_kv][head_dim]  (one token's values are contiguous)
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -19,12 +20,12 @@ public:
 
     const KvLayout& layout() const { return layout_; }
 
-    // Stores one token's K and V (kv_dim floats each) for `layer` in physical `slot`
-    // (block * block_tokens + offset).
-    void write(int layer, int64_t slot, const float* k, const float* v);
-    // The K or V rows of one block: block_tokens rows of n_head_kv x head_dim elements (F16
-    // bits or F32, as the layout says); the row of token t, head h starts at element
-    // (t * n_head_kv + h) * head_dim.
+    // Stores one token's K and V (kv_dim floats each) for `layer` at position `offset` of
+    // physical block `block`.
+    void write(int layer, int32_t block, int offset, const float* k, const float* v);
+    // Copies block `src` to block `dst` in every layer, K and V.
+    void copy_block(int32_t src, int32_t dst);
+    // One block of K or V in the layouts above (F16 bits or F32, as the layout says).
     const void* k_block(int layer, int32_t block) const { return block_data(k_, layer, block); }
     const void* v_block(int layer, int32_t block) const { return block_data(v_, layer, block); }
 

@@ -23,24 +23,29 @@ inline __m256 load8(const float* row, int d, int valid) {
     return _mm256_loadu_ps(tail);
 }
 
-inline float reduce_add(__m256 v) {
-    const __m128 sum4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 sum2 = _mm_add_ps(sum4, _mm_movehl_ps(sum4, sum4));
-    return _mm_cvtss_f32(_mm_add_ss(sum2, _mm_shuffle_ps(sum2, sum2, 1)));
-}
-
+// Up to 8 tokens at a time from the transposed K block (see attention_kernels.h).
 template <typename T>
-void scores(const float* q, int n_q, int head_dim, const T* k, int64_t row_stride, int n_t, float scale, float* out,
+void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
             int64_t out_stride) {
-    for (int t = 0; t < n_t; ++t) {
-        const T* row = k + t * row_stride;
-        for (int g = 0; g < n_q; ++g) {
-            const float* qg = q + static_cast<int64_t>(g) * head_dim;
-            __m256 acc = _mm256_setzero_ps();
-            for (int d = 0; d < head_dim; d += 8) {
-                acc = _mm256_fmadd_ps(load8(qg, d, head_dim - d), load8(row, d, head_dim - d), acc);
+    constexpr int kMaxHeadsPerPass = 8;
+    const __m256 scale_v = _mm256_set1_ps(scale);
+    for (int t0 = 0; t0 < n_t; t0 += 8) {
+        const int valid = n_t - t0;
+        for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
+            const int heads = n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass;
+            __m256 acc[kMaxHeadsPerPass];
+            for (int g = 0; g < heads; ++g) acc[g] = _mm256_setzero_ps();
+            for (int d = 0; d < head_dim; ++d) {
+                const __m256 k = load8(kt + static_cast<int64_t>(d) * block_tokens, t0, valid);
+                for (int g = 0; g < heads; ++g) {
+                    acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(q[static_cast<int64_t>(g0 + g) * head_dim + d]), k, acc[g]);
+                }
             }
-            out[g * out_stride + t] = reduce_add(acc) * scale;
+            for (int g = 0; g < heads; ++g) {
+                alignas(32) float lane[8];
+                _mm256_store_ps(lane, _mm256_mul_ps(acc[g], scale_v));
+                std::memcpy(out + (g0 + g) * out_stride + t0, lane, sizeof(float) * static_cast<size_t>(valid < 8 ? valid : 8));
+            }
         }
     }
 }

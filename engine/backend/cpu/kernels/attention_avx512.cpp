@@ -2,35 +2,47 @@
 // everything stays in an anonymous namespace.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 
 namespace inferscope::simd {
 namespace {
 
-// 16 elements starting at d (fewer at the tail: `mask` selects the valid lanes).
-inline __m512 load16(const uint16_t* row, int d, __mmask16 mask) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, row + d));
-}
-inline __m512 load16(const float* row, int d, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, row + d); }
+constexpr int kMaxHeadsPerPass = 8;  // score accumulators kept in registers at once
 
-inline __mmask16 lanes(int head_dim, int d) {
-    const int left = head_dim - d;
+inline __mmask16 lanes(int count, int first) {
+    const int left = count - first;
     return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
 }
 
+// 16 elements starting at `index` (the lanes outside `mask` read as zero).
+inline __m512 load16(const uint16_t* p, int64_t index, __mmask16 mask) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p + index));
+}
+inline __m512 load16(const float* p, int64_t index, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p + index); }
+
+// Up to 16 tokens at a time: one load of a K^T row gives one dimension of all of them, and
+// each query head accumulates its 16 scores in one register.
 template <typename T>
-void scores(const float* q, int n_q, int head_dim, const T* k, int64_t row_stride, int n_t, float scale, float* out,
+void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
             int64_t out_stride) {
-    for (int t = 0; t < n_t; ++t) {
-        const T* row = k + t * row_stride;
-        for (int g = 0; g < n_q; ++g) {
-            const float* qg = q + static_cast<int64_t>(g) * head_dim;
-            __m512 acc = _mm512_setzero_ps();
-            for (int d = 0; d < head_dim; d += 16) {
-                const __mmask16 m = lanes(head_dim, d);
-                acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qg + d), load16(row, d, m), acc);
+    const __m512 scale_v = _mm512_set1_ps(scale);
+    for (int t0 = 0; t0 < n_t; t0 += 16) {
+        const __mmask16 m = lanes(n_t, t0);
+        for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
+            const int heads = n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass;
+            __m512 acc[kMaxHeadsPerPass];
+            for (int g = 0; g < heads; ++g) acc[g] = _mm512_setzero_ps();
+            for (int d = 0; d < head_dim; ++d) {
+                const __m512 k = load16(kt, static_cast<int64_t>(d) * block_tokens + t0, m);
+                for (int g = 0; g < heads; ++g) {
+                    acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[static_cast<int64_t>(g0 + g) * head_dim + d]), k, acc[g]);
+                }
             }
-            out[g * out_stride + t] = _mm512_reduce_add_ps(acc) * scale;
+            for (int g = 0; g < heads; ++g) {
+                _mm512_mask_storeu_ps(out + (g0 + g) * out_stride + t0, m, _mm512_mul_ps(acc[g], scale_v));
+            }
         }
     }
 }
@@ -61,6 +73,49 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t r
     }
 }
 
+// e^x for x <= 0 (softmax arguments): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6
+// polynomial, times 2^n. Relative error below 2e-7; inputs below -87.3 give 0.
+inline __m512 exp_nonpositive(__m512 x) {
+    const __m512 clamped = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(clamped, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), clamped);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 poly = _mm512_set1_ps(1.0f / 720.0f);
+    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f / 120.0f));
+    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f / 24.0f));
+    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f / 6.0f));
+    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(0.5f));
+    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f));
+    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f));
+    const __m512 result = _mm512_scalef_ps(poly, n);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ), result, _mm512_setzero_ps());
+}
+
+void softmax(float* x, int64_t n) {
+    __m512 max_v = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16) {
+        max_v = _mm512_max_ps(max_v, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), lanes(static_cast<int>(n - i < 16 ? n - i : 16), 0), x + i));
+    }
+    const __m512 max_b = _mm512_set1_ps(_mm512_reduce_max_ps(max_v));
+    __m512 sum_v = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = lanes(static_cast<int>(n - i < 16 ? n - i : 16), 0);
+        const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max_b));
+        _mm512_mask_storeu_ps(x + i, m, e);
+        sum_v = _mm512_add_ps(sum_v, _mm512_maskz_mov_ps(m, e));
+    }
+    alignas(64) float partial[16];
+    _mm512_store_ps(partial, sum_v);
+    double sum = 0.0;
+    for (float s : partial) sum += static_cast<double>(s);
+    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = lanes(static_cast<int>(n - i < 16 ? n - i : 16), 0);
+        _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+    }
+}
+
 }  // namespace
 
 AttentionKernels avx512_attention_kernels() {
@@ -69,6 +124,7 @@ AttentionKernels avx512_attention_kernels() {
     k.scores_f32 = &scores<float>;
     k.accumulate_f16 = &accumulate<uint16_t>;
     k.accumulate_f32 = &accumulate<float>;
+    k.softmax = &softmax;
     return k;
 }
 

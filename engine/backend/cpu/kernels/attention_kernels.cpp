@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 
+#include "engine/backend/cpu/ops.h"
 #include "engine/core/fp16.h"
 
 namespace inferscope {
@@ -15,14 +16,13 @@ float load(const T* p, int64_t i) {
 }
 
 template <typename T>
-void scalar_scores(const float* q, int n_q, int head_dim, const T* k, int64_t row_stride, int n_t, float scale,
+void scalar_scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale,
                    float* scores, int64_t scores_stride) {
     for (int t = 0; t < n_t; ++t) {
-        const T* row = k + t * row_stride;
         for (int g = 0; g < n_q; ++g) {
             const float* qg = q + static_cast<int64_t>(g) * head_dim;
             float dot = 0.0f;
-            for (int d = 0; d < head_dim; ++d) dot += qg[d] * load(row, d);
+            for (int d = 0; d < head_dim; ++d) dot += qg[d] * load(kt, static_cast<int64_t>(d) * block_tokens + t);
             scores[g * scores_stride + t] = dot * scale;
         }
     }
@@ -42,6 +42,7 @@ void scalar_accumulate(const float* p, int n_q, int64_t p_stride, const T* v, in
 }
 
 void fill_missing(AttentionKernels& k, const AttentionKernels& fallback) {
+    if (k.softmax == nullptr) k.softmax = fallback.softmax;
     if (k.scores_f16 == nullptr) k.scores_f16 = fallback.scores_f16;
     if (k.scores_f32 == nullptr) k.scores_f32 = fallback.scores_f32;
     if (k.accumulate_f16 == nullptr) k.accumulate_f16 = fallback.accumulate_f16;
@@ -56,6 +57,7 @@ AttentionKernels attention_kernels(CpuIsa isa) {
     scalar.scores_f32 = &scalar_scores<float>;
     scalar.accumulate_f16 = &scalar_accumulate<uint16_t>;
     scalar.accumulate_f32 = &scalar_accumulate<float>;
+    scalar.softmax = &softmax_inplace;
     if (isa == CpuIsa::Scalar) return scalar;
     AttentionKernels avx2 = simd::avx2_attention_kernels();
     fill_missing(avx2, scalar);

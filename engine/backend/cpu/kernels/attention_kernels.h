@@ -1,7 +1,11 @@
 #pragma once
-// The two inner loops of attention over one KV block, for the query heads that share one
-// KV head (GQA): scores = Q K^T and out += P V, with K and V stored as F16 or F32 rows
-// `row_stride` elements apart (one row per token of the block).
+// The inner loops of attention over one KV block, for the query heads that share one KV
+// head (GQA): scores = Q K^T, softmax, and out += P V.
+//
+// Within a block, K is stored transposed per KV head ([head_dim][block_tokens]: the values
+// of one dimension for consecutive tokens are contiguous), so one vector load serves 16
+// tokens and no horizontal sums are needed; V is stored token by token ([token][...], rows
+// `row_stride` elements apart). Elements are F16 or F32.
 #include <cstdint>
 
 #include "engine/backend/cpu/cpu_features.h"
@@ -9,11 +13,13 @@
 namespace inferscope {
 
 struct AttentionKernels {
-    // scores[g * scores_stride + t] = scale * dot(q + g * head_dim, k row t)
-    void (*scores_f16)(const float* q, int n_q, int head_dim, const uint16_t* k, int64_t row_stride, int n_t, float scale,
+    // scores[g * scores_stride + t] = scale * sum_d q[g * head_dim + d] * kt[d * block_tokens + t], t < n_t
+    void (*scores_f16)(const float* q, int n_q, int head_dim, const uint16_t* kt, int block_tokens, int n_t, float scale,
                        float* scores, int64_t scores_stride) = nullptr;
-    void (*scores_f32)(const float* q, int n_q, int head_dim, const float* k, int64_t row_stride, int n_t, float scale,
+    void (*scores_f32)(const float* q, int n_q, int head_dim, const float* kt, int block_tokens, int n_t, float scale,
                        float* scores, int64_t scores_stride) = nullptr;
+    // x[i] = exp(x[i] - max) / sum over the n values (the sum accumulated in double)
+    void (*softmax)(float* x, int64_t n) = nullptr;
     // out[g * head_dim + d] += sum_t p[g * p_stride + t] * v[t * row_stride + d]
     void (*accumulate_f16)(const float* p, int n_q, int64_t p_stride, const uint16_t* v, int64_t row_stride, int n_t,
                            int head_dim, float* out) = nullptr;

@@ -11,6 +11,14 @@ float reference_dot(int64_t n, const uint8_t* weight_row, const uint8_t* activat
 }
 
 template <GgmlType Type>
+void reference_dot_rows(int64_t n, const uint8_t* weights, uint64_t weight_row_bytes, int64_t n_rows,
+                        const uint8_t* activation_row, float* out) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        out[r] = vec_dot(Type, n, weights + static_cast<uint64_t>(r) * weight_row_bytes, activation_row);
+    }
+}
+
+template <GgmlType Type>
 void reference_encode(const float* x, uint8_t* dst, int64_t n) {
     quantize_row(Type, x, dst, n);
 }
@@ -21,7 +29,10 @@ RowDotKernels scalar_kernels(GgmlType weight_type) {
     k.activation_type = vec_dot_type(weight_type);
     switch (weight_type) {
 #define INFERSCOPE_REFERENCE(T) \
-    case GgmlType::T: k.dot = &reference_dot<GgmlType::T>; break;
+    case GgmlType::T:                                  \
+        k.dot = &reference_dot<GgmlType::T>;           \
+        k.dot_rows = &reference_dot_rows<GgmlType::T>; \
+        break;
         INFERSCOPE_REFERENCE(F32)
         INFERSCOPE_REFERENCE(F16)
         INFERSCOPE_REFERENCE(BF16)
@@ -51,7 +62,12 @@ RowDotKernels scalar_kernels(GgmlType weight_type) {
 }
 
 void fill_missing(RowDotKernels& k, const RowDotKernels& fallback) {
-    if (k.dot == nullptr) k.dot = fallback.dot;
+    // dot_rows goes with dot: a family that provides one provides the other (a multi-row
+    // loop over a lower family's dot would not be this family's kernel).
+    if (k.dot == nullptr) {
+        k.dot = fallback.dot;
+        k.dot_rows = fallback.dot_rows;
+    }
     if (k.encode == nullptr) k.encode = fallback.encode;
     k.activation_type = fallback.activation_type;
 }

@@ -11,6 +11,13 @@
 namespace inferscope {
 
 using RowDotFn = float (*)(int64_t n, const uint8_t* weight_row, const uint8_t* activation_row);
+// out[r] = dot(n, weights + r * weight_row_bytes, activation_row) for r in [0, n_rows): the
+// rows of a range of a weight matrix against one activation row. The SIMD families process
+// several rows per pass over the activation (sharing its loads, unpacking and the final
+// reductions) and prefetch the weights ahead, across row ends (the rows are contiguous).
+// Each out[r] equals dot(...) up to float summation order.
+using RowsDotFn = void (*)(int64_t n, const uint8_t* weights, uint64_t weight_row_bytes, int64_t n_rows,
+                           const uint8_t* activation_row, float* out);
 // Encodes n floats (a multiple of the encoding's block size); bit-identical to
 // quantize_row(activation_type, ...).
 using EncodeRowFn = void (*)(const float* x, uint8_t* dst, int64_t n);
@@ -19,6 +26,7 @@ struct RowDotKernels {
     GgmlType activation_type = GgmlType::F32;  // = vec_dot_type(weight type)
     EncodeRowFn encode = nullptr;
     RowDotFn dot = nullptr;
+    RowsDotFn dot_rows = nullptr;  // provided by a family whenever it provides `dot`
 };
 
 // The kernels for `weight_type` on `isa`; any function an ISA does not provide comes from
