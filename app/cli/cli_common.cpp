@@ -8,14 +8,16 @@
 
 namespace inferscope::cli {
 
-void add_model_options(CLI::App& command, ModelOptions& options, bool with_runtime) {
+void add_model_options(CLI::App& command, ModelOptions& options, bool with_runtime, bool with_context) {
     command.add_option("-m,--model", options.model_path, "GGUF model file (default: the built-in synthetic model)");
     command.add_flag("--json", options.json, "machine-readable JSON on stdout");
     if (!with_runtime) return;
     command.add_option("-t,--threads", options.threads, "worker threads (default: physical cores)")
         ->check(CLI::NonNegativeNumber);
-    command.add_option("-c,--ctx-size", options.ctx, "context size in tokens (default: the model's, at most 4096)")
-        ->check(CLI::NonNegativeNumber);
+    if (with_context) {
+        command.add_option("-c,--ctx-size", options.ctx, "context size in tokens (default: the model's, at most 4096)")
+            ->check(CLI::NonNegativeNumber);
+    }
     command.add_option("--kv-type", options.kv_type, "KV cache element type")
         ->check(CLI::IsMember({"f16", "f32"}))
         ->capture_default_str();

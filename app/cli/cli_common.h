@@ -19,8 +19,9 @@ struct ModelOptions {
     bool json = false;
 };
 
-// -m/--model and --json on every command; -t, -c and --kv-type where a forward runs.
-void add_model_options(CLI::App& command, ModelOptions& options, bool with_runtime);
+// -m/--model and --json on every command; -t, --kv-type and (unless the command gives -c
+// another meaning) -c where a forward runs.
+void add_model_options(CLI::App& command, ModelOptions& options, bool with_runtime, bool with_context = true);
 
 // Loads -m, or the built-in synthetic model (saying so on stderr) when -m is absent.
 std::shared_ptr<const Model> load_model(const ModelOptions& options);
@@ -39,5 +40,7 @@ void add_logits_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_batch_bench_command(CLI::App& app);
+void add_serve_sim_command(CLI::App& app);
 
 }  // namespace inferscope::cli

@@ -116,7 +116,7 @@ void run_bench_command(BenchCliOptions o) {
     b.measure_bandwidth = o.membw || std::any_of(o.generate_lengths.begin(), o.generate_lengths.end(), [](int n) { return n > 0; });
     b.on_progress = [](const std::string& test) { std::fprintf(stderr, "bench: %s done\n", test.c_str()); };
     const BenchReport report = run_bench(session, b);
-    print_rows(rows_of(*model, session, report, o.membw), o.output);
+    print_rows(rows_of(*model, session, report, o.membw), o.model.json ? "json" : o.output);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
     inferscope::cli::add_perplexity_command(app);
     inferscope::cli::add_make_model_command(app);
     inferscope::cli::add_bench_command(app);
+    inferscope::cli::add_batch_bench_command(app);
+    inferscope::cli::add_serve_sim_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

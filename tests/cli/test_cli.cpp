@@ -193,6 +193,34 @@ TEST_F(CliTest, MakeModelCopiesARealTokenizer) {
     EXPECT_EQ(tok["ids"], nlohmann::json::array({9707, 1879, 11, 220, 16, 17, 18}));
 }
 
+TEST_F(CliTest, BatchBenchReportsEveryBatchSizeAndTheKnee) {
+    const std::string model = write_tiny("tiny.gguf");
+    const RunResult r = run_cli("batch-bench --json -m " + model + " -B 1,2,4 -c 8 -n 4");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["rows"].size(), 3u);
+    EXPECT_EQ(j["rows"][2]["B"], 4);
+    EXPECT_EQ(j["rows"][2]["N_KV"], 4 * (8 + 4));
+    EXPECT_DOUBLE_EQ(j["rows"][0]["speedup"].get<double>(), 1.0);
+    EXPECT_TRUE(j["knee_batch"].is_number_integer());
+}
+
+TEST_F(CliTest, ServeSimPrintsBothPoliciesForTheTrace) {
+    const std::string model = write_tiny("tiny.gguf");
+    const RunResult r = run_cli("serve-sim --json -m " + model + " --requests 12 --median 4 --max 20 --prompt 6 --slots 4 --real");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["runs"].size(), 4u);  // static and continuous, simulated and real
+    for (const auto& run : j["runs"]) {
+        EXPECT_EQ(run["requests"], 12);
+        EXPECT_GT(run["throughput_tokens_per_s"].get<double>(), 0.0);
+    }
+    // the same trace produces the same tokens whichever way it is served
+    EXPECT_EQ(j["runs"][0]["generated_tokens"], j["runs"][3]["generated_tokens"]);
+    EXPECT_EQ(j["runs"][0]["padding_slot_steps"].get<int>() > 0, true);  // static pads
+    EXPECT_EQ(j["runs"][2]["padding_slot_steps"], 0);                     // continuous does not
+}
+
 TEST_F(CliTest, PerplexityJsonOnSharedModel) {
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
     const std::string text = path("text.txt");

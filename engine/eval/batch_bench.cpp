@@ -1,0 +1,88 @@
+#include "engine/eval/batch_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "engine/backend/batch.h"
+#include "engine/core/error.h"
+#include "engine/model/model.h"
+#include "engine/runtime/session.h"
+
+namespace inferscope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+BatchBenchRow run_one(InferenceSession& session, int batch, const BatchBenchOptions& o, std::mt19937& rng) {
+    std::uniform_int_distribution<TokenId> token(0, session.model().config().n_vocab - 1);
+    std::vector<SeqId> seqs;
+    for (int s = 0; s < batch; ++s) seqs.push_back(session.new_sequence());
+    BatchBenchRow row;
+    row.batch = batch;
+    row.prompt_tokens = o.prompt_tokens;
+    row.generate_tokens = o.generate_tokens;
+    row.kv_tokens = static_cast<int64_t>(batch) * (o.prompt_tokens + o.generate_tokens);
+    try {
+        Batch b;
+        for (SeqId s : seqs) {
+            for (int i = 0; i < o.prompt_tokens; ++i) b.push_back({token(rng), s, i, i + 1 == o.prompt_tokens});
+        }
+        auto start = Clock::now();
+        session.decode(b, StepPhase::Prefill);
+        row.prefill_s = seconds_since(start);
+        start = Clock::now();
+        for (int step = 0; step < o.generate_tokens; ++step) {
+            b.clear();
+            for (SeqId s : seqs) b.push_back({token(rng), s, session.sequence_length(s), true});
+            session.decode(b, StepPhase::Decode);
+        }
+        row.decode_s = seconds_since(start);
+    } catch (...) {
+        for (SeqId s : seqs) session.free_sequence(s);
+        throw;
+    }
+    for (SeqId s : seqs) session.free_sequence(s);
+    row.prefill_tokens_per_s = static_cast<double>(batch) * o.prompt_tokens / row.prefill_s;
+    row.decode_tokens_per_s = static_cast<double>(batch) * o.generate_tokens / row.decode_s;
+    row.ms_per_step = 1000.0 * row.decode_s / o.generate_tokens;
+    return row;
+}
+
+}  // namespace
+
+int find_knee(const std::vector<BatchBenchRow>& rows, double gain) {
+    for (const BatchBenchRow& row : rows) {
+        const auto doubled = std::find_if(rows.begin(), rows.end(), [&](const BatchBenchRow& r) { return r.batch == 2 * row.batch; });
+        if (doubled != rows.end() && doubled->decode_tokens_per_s < (1.0 + gain) * row.decode_tokens_per_s) return row.batch;
+    }
+    return 0;
+}
+
+BatchBenchReport run_batch_bench(InferenceSession& session, const BatchBenchOptions& o) {
+    if (o.batch_sizes.empty() || o.prompt_tokens < 1 || o.generate_tokens < 1) {
+        throw InvalidArgument("batch-bench needs batch sizes, a prompt length and a number of tokens to generate");
+    }
+    std::vector<int> sizes = o.batch_sizes;
+    std::sort(sizes.begin(), sizes.end());
+    if (sizes.front() < 1) throw InvalidArgument("batch sizes must be positive");
+    if (o.prompt_tokens + o.generate_tokens > session.context_size()) {
+        throw InvalidArgument("PP + TG exceeds the session's context of " + std::to_string(session.context_size()) + " tokens");
+    }
+    std::mt19937 rng(4321);
+    BatchBenchOptions warm_up = o;
+    warm_up.generate_tokens = std::min(4, o.generate_tokens);
+    run_one(session, 1, warm_up, rng);  // first-touch of weights and buffers, not reported
+    BatchBenchReport report;
+    for (int batch : sizes) {
+        report.rows.push_back(run_one(session, batch, o, rng));
+        if (o.on_progress) o.on_progress("B=" + std::to_string(batch));
+    }
+    for (BatchBenchRow& row : report.rows) row.speedup = row.decode_tokens_per_s / report.rows.front().decode_tokens_per_s;
+    report.knee_batch = find_knee(report.rows, o.knee_gain);
+    return report;
+}
+
+}  // namespace inferscope

@@ -1,0 +1,311 @@
+#include "engine/runtime/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include "engine/backend/batch.h"
+#include "engine/core/error.h"
+#include "engine/model/model.h"
+#include "engine/runtime/session.h"
+
+namespace inferscope {
+
+std::string_view batching_policy_name(BatchingPolicy policy) {
+    return policy == BatchingPolicy::Continuous ? "continuous" : "static";
+}
+
+double RequestMetrics::inter_token_s() const {
+    return output.size() < 2 ? 0.0 : (finished_s - first_token_s) / static_cast<double>(output.size() - 1);
+}
+
+double ServingReport::mean(double (RequestMetrics::*latency)() const) const {
+    double total = 0;
+    int count = 0;
+    for (const RequestMetrics& r : requests) {
+        if (r.finished_s < 0) continue;
+        total += (r.*latency)();
+        ++count;
+    }
+    return count > 0 ? total / count : 0.0;
+}
+
+double ServingReport::percentile(double (RequestMetrics::*latency)() const, double p) const {
+    std::vector<double> values;
+    for (const RequestMetrics& r : requests) {
+        if (r.finished_s >= 0) values.push_back((r.*latency)());
+    }
+    if (values.empty()) return 0.0;
+    std::sort(values.begin(), values.end());
+    // nearest rank
+    const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+    return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+namespace {
+
+struct Slot {
+    bool busy = false;
+    bool padding = false;  // static batching: request finished, slot still computed
+    int request = -1;
+    SeqId seq = 0;
+    size_t prompt_done = 0;
+    int length = 0;  // tokens in the slot's sequence (the next position to write)
+    TokenId last_token = 0;
+};
+
+class ServingRun {
+public:
+    ServingRun(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor)
+        : requests_(requests), options_(options), executor_(executor), slots_(static_cast<size_t>(options.slots)) {
+        report_.policy = options.policy;
+        for (const ServingRequest& r : requests) {
+            RequestMetrics m;
+            m.id = r.id;
+            m.arrival_s = r.arrival_s;
+            m.prompt_tokens = static_cast<int>(r.prompt.size());
+            report_.requests.push_back(m);
+        }
+        now_ = requests.empty() ? 0.0 : requests.front().arrival_s;
+        start_ = now_;
+    }
+
+    ServingReport run(const std::function<bool(const SchedulerStep&)>& on_step);
+
+private:
+    void admit_arrivals();
+    void fill_slots();
+    std::vector<SlotWork> plan_step() const;
+    void apply_tokens(std::span<const SlotWork> work, std::span<const TokenId> tokens);
+    void finish(Slot& slot, const char* reason);
+    void release(Slot& slot);
+    void cancel_all();
+    bool all_slots_idle() const {
+        return std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; });
+    }
+
+    std::span<const ServingRequest> requests_;
+    SchedulerOptions options_;
+    StepExecutor& executor_;
+    std::vector<Slot> slots_;
+    std::deque<int> queue_;
+    size_t next_arrival_ = 0;
+    double now_ = 0;
+    double start_ = 0;
+    ServingReport report_;
+};
+
+void ServingRun::admit_arrivals() {
+    while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival_s <= now_) {
+        queue_.push_back(static_cast<int>(next_arrival_++));
+    }
+}
+
+void ServingRun::fill_slots() {
+    // Static batching forms a new batch only once the previous one has ended entirely.
+    if (options_.policy == BatchingPolicy::Static && !all_slots_idle()) return;
+    for (Slot& slot : slots_) {
+        if (slot.busy || queue_.empty()) continue;
+        slot = Slot{};
+        slot.busy = true;
+        slot.request = queue_.front();
+        queue_.pop_front();
+        slot.seq = executor_.open_sequence();
+        report_.requests[static_cast<size_t>(slot.request)].admitted_s = now_;
+    }
+}
+
+std::vector<SlotWork> ServingRun::plan_step() const {
+    std::vector<SlotWork> work;
+    int prefill_budget = options_.prefill_chunk;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& slot = slots_[i];
+        if (!slot.busy) continue;
+        const ServingRequest& request = requests_[static_cast<size_t>(slot.request)];
+        SlotWork w;
+        w.slot = static_cast<int>(i);
+        w.seq = slot.seq;
+        w.request_index = slot.request;
+        if (slot.prompt_done < request.prompt.size()) {
+            const size_t take = std::min(request.prompt.size() - slot.prompt_done, static_cast<size_t>(std::max(0, prefill_budget)));
+            if (take == 0) continue;  // waits for the next step's budget
+            prefill_budget -= static_cast<int>(take);
+            w.tokens.assign(request.prompt.begin() + static_cast<std::ptrdiff_t>(slot.prompt_done),
+                            request.prompt.begin() + static_cast<std::ptrdiff_t>(slot.prompt_done + take));
+            w.first_position = slot.length;
+            w.wants_token = slot.prompt_done + take == request.prompt.size();
+        } else {
+            w.tokens = {slot.last_token};
+            w.first_position = slot.length;
+            w.wants_token = true;
+        }
+        work.push_back(std::move(w));
+    }
+    return work;
+}
+
+ServingReport ServingRun::run(const std::function<bool(const SchedulerStep&)>& on_step) {
+    std::vector<TokenId> tokens;
+    for (int64_t index = 0;; ++index) {
+        admit_arrivals();
+        fill_slots();
+        const std::vector<SlotWork> work = plan_step();
+        if (work.empty()) {
+            if (next_arrival_ >= requests_.size() && queue_.empty()) break;
+            if (next_arrival_ < requests_.size()) now_ = std::max(now_, requests_[next_arrival_].arrival_s);  // idle
+            --index;
+            continue;
+        }
+        SchedulerStep step;
+        step.index = index;
+        step.start_s = now_ - start_;
+        for (const SlotWork& w : work) {
+            step.n_tokens += static_cast<int>(w.tokens.size());
+            const Slot& slot = slots_[static_cast<size_t>(w.slot)];
+            const bool prefill = slot.prompt_done < requests_[static_cast<size_t>(slot.request)].prompt.size();
+            (prefill ? step.prefill_tokens : step.decode_tokens) += static_cast<int>(w.tokens.size());
+            (slot.padding ? step.padding_slots : step.active_slots) += 1;
+            step.max_context = std::max(step.max_context, w.first_position + static_cast<int>(w.tokens.size()));
+        }
+        step.duration_s = executor_.run(work, tokens);
+        now_ += step.duration_s;
+        apply_tokens(work, tokens);
+        report_.steps.push_back(step);
+        if (on_step && !on_step(step)) {
+            cancel_all();
+            break;
+        }
+    }
+    report_.makespan_s = now_ - start_;
+    for (const RequestMetrics& m : report_.requests) report_.generated_tokens += static_cast<int64_t>(m.output.size());
+    return std::move(report_);
+}
+
+void ServingRun::apply_tokens(std::span<const SlotWork> work, std::span<const TokenId> tokens) {
+    size_t next = 0;
+    for (const SlotWork& w : work) {
+        Slot& slot = slots_[static_cast<size_t>(w.slot)];
+        const ServingRequest& request = requests_[static_cast<size_t>(slot.request)];
+        if (slot.prompt_done < request.prompt.size()) slot.prompt_done += w.tokens.size();
+        slot.length += static_cast<int>(w.tokens.size());
+        if (!w.wants_token) continue;
+        if (next >= tokens.size()) throw Error("step executor returned too few tokens");
+        const TokenId token = tokens[next++];
+        slot.last_token = token;
+        if (slot.padding) continue;
+        RequestMetrics& m = report_.requests[static_cast<size_t>(slot.request)];
+        if (m.output.empty()) m.first_token_s = now_;
+        m.output.push_back(token);
+        if (static_cast<int>(m.output.size()) >= request.max_new_tokens) {
+            finish(slot, "length");
+        } else if (request.stop_at_end_of_generation && executor_.is_end_of_generation(token)) {
+            finish(slot, "end of generation");
+        }
+    }
+    // A static batch ends when none of its members is still generating.
+    if (options_.policy == BatchingPolicy::Static &&
+        std::all_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy || s.padding; })) {
+        for (Slot& slot : slots_) {
+            if (slot.busy) release(slot);
+        }
+    }
+}
+
+void ServingRun::finish(Slot& slot, const char* reason) {
+    RequestMetrics& m = report_.requests[static_cast<size_t>(slot.request)];
+    m.finished_s = now_;
+    m.stop_reason = reason;
+    if (options_.policy == BatchingPolicy::Static) {
+        slot.padding = true;  // keeps its sequence and is computed until the batch ends
+    } else {
+        release(slot);
+    }
+}
+
+void ServingRun::release(Slot& slot) {
+    executor_.close_sequence(slot.seq);
+    slot = Slot{};
+}
+
+void ServingRun::cancel_all() {
+    for (Slot& slot : slots_) {
+        if (!slot.busy) continue;
+        RequestMetrics& m = report_.requests[static_cast<size_t>(slot.request)];
+        if (!slot.padding) {
+            m.finished_s = now_;
+            m.stop_reason = "cancelled";
+        }
+        release(slot);
+    }
+    for (int index : queue_) report_.requests[static_cast<size_t>(index)].stop_reason = "cancelled";
+    queue_.clear();
+    next_arrival_ = requests_.size();
+}
+
+// Runs the engine: one forward pass per step, next tokens sampled per request.
+class EngineExecutor final : public StepExecutor {
+public:
+    EngineExecutor(InferenceSession& session, std::span<const ServingRequest> requests, const SamplingParams& sampling)
+        : session_(session) {
+        for (const ServingRequest& r : requests) {
+            SamplingParams p = sampling;
+            p.seed = sampling.seed + static_cast<uint64_t>(r.id);
+            samplers_.emplace_back(p);
+        }
+    }
+    SeqId open_sequence() override { return session_.new_sequence(); }
+    void close_sequence(SeqId seq) override { session_.free_sequence(seq); }
+    bool is_end_of_generation(TokenId token) const override {
+        return session_.model().tokenizer().is_end_of_generation(token);
+    }
+
+    double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) override {
+        batch_.clear();
+        for (const SlotWork& w : work) {
+            for (size_t i = 0; i < w.tokens.size(); ++i) {
+                batch_.push_back({w.tokens[i], w.seq, w.first_position + static_cast<int32_t>(i),
+                                  w.wants_token && i + 1 == w.tokens.size()});
+            }
+        }
+        const auto start = std::chrono::steady_clock::now();
+        const std::span<const float> logits = session_.decode(batch_);
+        const auto n_vocab = static_cast<size_t>(session_.model().config().n_vocab);
+        tokens.clear();
+        size_t row = 0;
+        for (const SlotWork& w : work) {
+            if (!w.wants_token) continue;
+            const auto history = session_.kv_cache().sequence_tokens(w.seq);
+            tokens.push_back(samplers_[static_cast<size_t>(w.request_index)].sample(logits.subspan(row * n_vocab, n_vocab), history));
+            ++row;
+        }
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+
+private:
+    InferenceSession& session_;
+    std::vector<Sampler> samplers_;
+    Batch batch_;
+};
+
+}  // namespace
+
+ServingReport serve(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor,
+                    const std::function<bool(const SchedulerStep&)>& on_step) {
+    if (options.slots < 1 || options.prefill_chunk < 1) throw InvalidArgument("slots and prefill chunk must be positive");
+    for (size_t i = 0; i < requests.size(); ++i) {
+        if (requests[i].prompt.empty() || requests[i].max_new_tokens < 1) {
+            throw InvalidArgument("request " + std::to_string(requests[i].id) + " needs a prompt and at least one new token");
+        }
+        if (i > 0 && requests[i].arrival_s < requests[i - 1].arrival_s) throw InvalidArgument("requests must be sorted by arrival");
+    }
+    return ServingRun(requests, options, executor).run(on_step);
+}
+
+std::unique_ptr<StepExecutor> make_engine_executor(InferenceSession& session, std::span<const ServingRequest> requests,
+                                                   const SamplingParams& sampling) {
+    return std::make_unique<EngineExecutor>(session, requests, sampling);
+}
+
+}  // namespace inferscope

@@ -1,0 +1,115 @@
+#pragma once
+// Serving many requests with a fixed number of slots (sequences decoded together):
+//  - continuous batching: a slot freed by a finished request takes the next queued one at the
+//    next step, and the newcomer's prompt prefill shares that step with the others' decodes;
+//  - static batching: a batch of up to N requests is formed when all slots are empty and runs
+//    until its longest member ends; finished members keep their slot and go on decoding
+//    (discarded) as padding, as a padded batch does.
+// The scheduler is the same for real runs and for simulations: a StepExecutor either runs
+// the engine or charges the cost a measured cost model predicts.
+//
+// Times are seconds from the start of the run. A request's latencies are measured from its
+// arrival: queue wait = admission - arrival, time to first token = first token - arrival,
+// end-to-end = last token - arrival; inter-token latency = (last - first token) / (tokens - 1).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/kv_block_pool.h"
+#include "engine/runtime/sampler.h"
+
+namespace inferscope {
+
+class InferenceSession;
+
+enum class BatchingPolicy { Continuous, Static };
+std::string_view batching_policy_name(BatchingPolicy policy);  // "continuous", "static"
+
+struct ServingRequest {
+    int id = 0;
+    std::vector<TokenId> prompt;
+    int max_new_tokens = 16;
+    double arrival_s = 0;
+    bool stop_at_end_of_generation = false;  // traces fix each request's output length
+};
+
+struct RequestMetrics {
+    int id = 0;
+    double arrival_s = 0;
+    double admitted_s = -1;
+    double first_token_s = -1;
+    double finished_s = -1;
+    int prompt_tokens = 0;
+    std::vector<TokenId> output;
+    std::string stop_reason;  // "length", "end of generation", "cancelled"
+
+    double queue_wait_s() const { return admitted_s - arrival_s; }
+    double time_to_first_token_s() const { return first_token_s - arrival_s; }
+    double end_to_end_s() const { return finished_s - arrival_s; }
+    double inter_token_s() const;  // 0 with fewer than two tokens
+};
+
+struct SchedulerStep {
+    int64_t index = 0;
+    double start_s = 0;
+    double duration_s = 0;
+    int n_tokens = 0;        // tokens computed (prompt chunks + decodes + padding)
+    int prefill_tokens = 0;
+    int decode_tokens = 0;   // one per decoding slot (padding included)
+    int active_slots = 0;    // slots serving an unfinished request
+    int padding_slots = 0;   // static batching: finished members still computed
+    int max_context = 0;     // longest sequence after the step
+};
+
+// One slot's share of a step: tokens to append to its sequence.
+struct SlotWork {
+    int slot = 0;
+    SeqId seq = 0;
+    std::vector<TokenId> tokens;
+    int first_position = 0;
+    bool wants_token = false;  // the step must produce this slot's next token
+    int request_index = -1;    // into the run's requests (for per-request sampling)
+};
+
+class StepExecutor {
+public:
+    virtual ~StepExecutor() = default;
+    virtual SeqId open_sequence() = 0;
+    virtual void close_sequence(SeqId seq) = 0;
+    // Runs one step; returns its duration in seconds and fills `tokens` with the next token
+    // of every item that wants one, in order.
+    virtual double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) = 0;
+    virtual bool is_end_of_generation(TokenId /*token*/) const { return false; }
+};
+
+struct SchedulerOptions {
+    BatchingPolicy policy = BatchingPolicy::Continuous;
+    int slots = 8;
+    int prefill_chunk = 512;  // prompt tokens per step, over all slots
+};
+
+struct ServingReport {
+    BatchingPolicy policy = BatchingPolicy::Continuous;
+    std::vector<RequestMetrics> requests;
+    std::vector<SchedulerStep> steps;
+    double makespan_s = 0;           // first arrival to last token
+    int64_t generated_tokens = 0;
+    double throughput_tokens_per_s() const { return makespan_s > 0 ? static_cast<double>(generated_tokens) / makespan_s : 0; }
+    double mean(double (RequestMetrics::*latency)() const) const;
+    double percentile(double (RequestMetrics::*latency)() const, double p) const;  // p in [0, 100]
+};
+
+// Replays `requests` (sorted by arrival) through the slots. `on_step` is called after every
+// step; returning false cancels every request still running (their blocks are freed).
+ServingReport serve(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor,
+                    const std::function<bool(const SchedulerStep&)>& on_step = {});
+
+// Runs the engine for real: one sequence per slot in `session`, wall-clock durations, tokens
+// sampled per request with `sampling` (seeded per request id).
+std::unique_ptr<StepExecutor> make_engine_executor(InferenceSession& session, std::span<const ServingRequest> requests,
+                                                   const SamplingParams& sampling);
+
+}  // namespace inferscope

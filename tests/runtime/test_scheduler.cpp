@@ -1,0 +1,188 @@
+// Continuous and static batching step by step with a fake executor (one second per step,
+// known tokens), then for real on a tiny model, plus the trace generator and cost model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "engine/core/error.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/scheduler.h"
+#include "engine/runtime/serving_sim.h"
+#include "support/engine_helpers.h"
+#include "support/tiny_models.h"
+
+namespace inferscope {
+namespace {
+
+// Every step takes one second; a slot's next token is 1000 + the number of tokens it wanted so far.
+class CountingExecutor final : public StepExecutor {
+public:
+    SeqId open_sequence() override {
+        open.insert(next);
+        return next++;
+    }
+    void close_sequence(SeqId seq) override { open.erase(seq); }
+    double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) override {
+        tokens.clear();
+        steps.emplace_back(work.begin(), work.end());
+        for (const SlotWork& w : work) {
+            if (w.wants_token) tokens.push_back(1000 + produced[w.seq]++);
+        }
+        return 1.0;
+    }
+    std::set<SeqId> open;
+    std::map<SeqId, int> produced;
+    std::vector<std::vector<SlotWork>> steps;
+    SeqId next = 0;
+};
+
+std::vector<ServingRequest> three_requests() {
+    std::vector<ServingRequest> r(3);
+    const int lengths[] = {1, 3, 2};
+    for (int i = 0; i < 3; ++i) {
+        r[static_cast<size_t>(i)].id = i;
+        r[static_cast<size_t>(i)].prompt = {1, 2};
+        r[static_cast<size_t>(i)].max_new_tokens = lengths[i];
+    }
+    return r;
+}
+
+TEST(Scheduler, ContinuousBatchingRefillsAFreedSlotAtTheNextStep) {
+    const auto requests = three_requests();
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 2;
+    const ServingReport report = serve(requests, options, executor);
+    ASSERT_EQ(report.steps.size(), 3u);
+    EXPECT_DOUBLE_EQ(report.makespan_s, 3.0);
+    EXPECT_EQ(report.generated_tokens, 6);
+    const auto& a = report.requests[0];
+    const auto& b = report.requests[1];
+    const auto& c = report.requests[2];
+    EXPECT_EQ(a.output, (std::vector<TokenId>{1000}));
+    EXPECT_DOUBLE_EQ(a.end_to_end_s(), 1.0);
+    EXPECT_DOUBLE_EQ(b.time_to_first_token_s(), 1.0);
+    EXPECT_DOUBLE_EQ(b.end_to_end_s(), 3.0);
+    EXPECT_DOUBLE_EQ(b.inter_token_s(), 1.0);
+    EXPECT_DOUBLE_EQ(c.queue_wait_s(), 1.0);  // admitted when A's slot freed
+    EXPECT_DOUBLE_EQ(c.time_to_first_token_s(), 2.0);
+    EXPECT_DOUBLE_EQ(c.end_to_end_s(), 3.0);
+    // step 1 mixes C's prefill with B's decode
+    EXPECT_EQ(report.steps[1].prefill_tokens, 2);
+    EXPECT_EQ(report.steps[1].decode_tokens, 1);
+    EXPECT_EQ(report.steps[1].padding_slots, 0);
+    EXPECT_TRUE(executor.open.empty());
+    EXPECT_DOUBLE_EQ(report.mean(&RequestMetrics::end_to_end_s), 7.0 / 3.0);
+    EXPECT_DOUBLE_EQ(report.percentile(&RequestMetrics::end_to_end_s, 50), 3.0);
+}
+
+TEST(Scheduler, StaticBatchingRunsUntilTheLongestMemberEndsWithPadding) {
+    const auto requests = three_requests();
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.policy = BatchingPolicy::Static;
+    options.slots = 2;
+    const ServingReport report = serve(requests, options, executor);
+    ASSERT_EQ(report.steps.size(), 5u);
+    EXPECT_DOUBLE_EQ(report.makespan_s, 5.0);
+    EXPECT_EQ(report.steps[1].padding_slots, 1);  // A finished but is still computed
+    EXPECT_EQ(report.steps[2].padding_slots, 1);
+    EXPECT_EQ(report.steps[2].active_slots, 1);
+    EXPECT_DOUBLE_EQ(report.requests[0].end_to_end_s(), 1.0);  // A's own latency is unaffected
+    EXPECT_DOUBLE_EQ(report.requests[2].queue_wait_s(), 3.0);  // C waits for the whole batch
+    EXPECT_DOUBLE_EQ(report.requests[2].end_to_end_s(), 5.0);
+    EXPECT_EQ(report.requests[2].output, (std::vector<TokenId>{1000, 1001}));
+    EXPECT_TRUE(executor.open.empty());
+    // positions keep advancing for padding slots
+    EXPECT_EQ(executor.steps[1][0].first_position, 2);
+    EXPECT_EQ(executor.steps[2][0].first_position, 3);
+}
+
+TEST(Scheduler, CancellingStopsEveryRequestAndClosesItsSequence) {
+    auto requests = three_requests();
+    requests[1].max_new_tokens = 100;
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 2;
+    const ServingReport report = serve(requests, options, executor, [](const SchedulerStep& s) { return s.index < 1; });
+    EXPECT_EQ(report.steps.size(), 2u);
+    EXPECT_EQ(report.requests[1].stop_reason, "cancelled");
+    EXPECT_EQ(report.requests[0].stop_reason, "length");
+    EXPECT_TRUE(executor.open.empty());
+}
+
+TEST(Scheduler, ArrivalsLaterThanTheClockWaitIdle) {
+    auto requests = three_requests();
+    requests[2].arrival_s = 10.0;
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 2;
+    const ServingReport report = serve(requests, options, executor);
+    EXPECT_DOUBLE_EQ(report.requests[2].queue_wait_s(), 0.0);
+    EXPECT_DOUBLE_EQ(report.requests[2].end_to_end_s(), 2.0);
+    EXPECT_DOUBLE_EQ(report.makespan_s, 12.0);
+}
+
+TEST(Scheduler, RealRunsGiveEveryRequestTheTokensItWouldGetAlone) {
+    const auto model = testing::tiny_model(testing::tiny_spec("llama"));
+    auto session_options = testing::test_session_options(KvDtype::F32, 64);
+    session_options.max_sequences = 3;
+    InferenceSession session(model, session_options);
+    std::vector<ServingRequest> requests;
+    for (int i = 0; i < 5; ++i) {
+        ServingRequest r;
+        r.id = i;
+        r.prompt = {static_cast<TokenId>(10 + i), 20, static_cast<TokenId>(30 + 7 * i)};
+        r.max_new_tokens = 2 + 3 * i;
+        requests.push_back(r);
+    }
+    SamplingParams greedy;
+    greedy.temperature = 0;
+    for (BatchingPolicy policy : {BatchingPolicy::Continuous, BatchingPolicy::Static}) {
+        auto executor = make_engine_executor(session, requests, greedy);
+        SchedulerOptions options;
+        options.policy = policy;
+        options.slots = 3;
+        const ServingReport report = serve(requests, options, *executor);
+        for (const ServingRequest& r : requests) {
+            GenerationOptions alone;
+            alone.n_predict = r.max_new_tokens;
+            alone.sampling = greedy;
+            alone.stop_at_end_of_generation = false;
+            alone.reuse_cached_prefix = false;
+            EXPECT_EQ(report.requests[static_cast<size_t>(r.id)].output, generate(session, r.prompt, alone).generated)
+                << batching_policy_name(policy) << " request " << r.id;
+        }
+        EXPECT_EQ(session.kv_cache().used_block_count(), 0);
+    }
+}
+
+TEST(Trace, LogNormalLengthsWithTheRequestedMedianAndMaximum) {
+    TraceOptions o;  // the chapter's case: 64 requests, median 18, max 231
+    const auto trace = generate_trace(o);
+    ASSERT_EQ(trace.size(), 64u);
+    std::vector<int> lengths;
+    for (const auto& r : trace) lengths.push_back(r.max_new_tokens);
+    std::sort(lengths.begin(), lengths.end());
+    EXPECT_EQ(lengths.back(), 231);
+    EXPECT_NEAR((lengths[31] + lengths[32]) / 2.0, 18.0, 6.0);
+    EXPECT_EQ(generate_trace(o)[5].max_new_tokens, trace[5].max_new_tokens);  // seeded
+    o.arrival = ArrivalPattern::Poisson;
+    const auto poisson = generate_trace(o);
+    for (size_t i = 1; i < poisson.size(); ++i) EXPECT_GE(poisson[i].arrival_s, poisson[i - 1].arrival_s);
+    EXPECT_GT(poisson.back().arrival_s, 0.0);
+}
+
+TEST(StepCostModel, InterpolatesInBatchAndContext) {
+    const StepCostModel model({{1, 100, 0.010}, {4, 100, 0.016}, {1, 300, 0.012}, {4, 300, 0.020}}, 0.001);
+    EXPECT_DOUBLE_EQ(model.decode_seconds(1, 100), 0.010);
+    EXPECT_DOUBLE_EQ(model.decode_seconds(2, 100), 0.012);
+    EXPECT_NEAR(model.decode_seconds(4, 200), 0.018, 1e-12);
+    EXPECT_NEAR(model.decode_seconds(8, 100), 0.024, 1e-12);  // extrapolated from the last two sizes
+    EXPECT_NEAR(model.step_seconds(1, 10, 100), 0.020, 1e-12);
+    EXPECT_THROW(StepCostModel({}, 0.0), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace inferscope
