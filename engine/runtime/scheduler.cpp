@@ -56,7 +56,7 @@ struct Slot {
     TokenId last_token = 0;
 };
 
-class ServingRun {
+class ServingRun final : public ServingControl {
 public:
     ServingRun(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor)
         : requests_(requests), options_(options), executor_(executor), slots_(static_cast<size_t>(options.slots)) {
@@ -72,7 +72,9 @@ public:
         start_ = now_;
     }
 
-    ServingReport run(const std::function<bool(const SchedulerStep&)>& on_step);
+    ServingReport run(const StepCallback& on_step);
+    void cancel(int request_id) override;
+    void cancel_all() override;
 
 private:
     void admit_arrivals();
@@ -81,7 +83,7 @@ private:
     void apply_tokens(std::span<const SlotWork> work, std::span<const TokenId> tokens);
     void finish(Slot& slot, const char* reason);
     void release(Slot& slot);
-    void cancel_all();
+    void end_static_batch_if_done();
     bool all_slots_idle() const {
         return std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; });
     }
@@ -99,7 +101,8 @@ private:
 
 void ServingRun::admit_arrivals() {
     while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival_s <= now_) {
-        queue_.push_back(static_cast<int>(next_arrival_++));
+        const int index = static_cast<int>(next_arrival_++);
+        if (report_.requests[static_cast<size_t>(index)].stop_reason != "cancelled") queue_.push_back(index);
     }
 }
 
@@ -146,7 +149,7 @@ std::vector<SlotWork> ServingRun::plan_step() const {
     return work;
 }
 
-ServingReport ServingRun::run(const std::function<bool(const SchedulerStep&)>& on_step) {
+ServingReport ServingRun::run(const StepCallback& on_step) {
     std::vector<TokenId> tokens;
     for (int64_t index = 0;; ++index) {
         admit_arrivals();
@@ -173,10 +176,7 @@ ServingReport ServingRun::run(const std::function<bool(const SchedulerStep&)>& o
         now_ += step.duration_s;
         apply_tokens(work, tokens);
         report_.steps.push_back(step);
-        if (on_step && !on_step(step)) {
-            cancel_all();
-            break;
-        }
+        if (on_step) on_step(step, *this);
     }
     report_.makespan_s = now_ - start_;
     for (const RequestMetrics& m : report_.requests) report_.generated_tokens += static_cast<int64_t>(m.output.size());
@@ -204,12 +204,15 @@ void ServingRun::apply_tokens(std::span<const SlotWork> work, std::span<const To
             finish(slot, "end of generation");
         }
     }
-    // A static batch ends when none of its members is still generating.
-    if (options_.policy == BatchingPolicy::Static &&
-        std::all_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy || s.padding; })) {
-        for (Slot& slot : slots_) {
-            if (slot.busy) release(slot);
-        }
+    end_static_batch_if_done();
+}
+
+// A static batch ends when none of its members is still generating.
+void ServingRun::end_static_batch_if_done() {
+    if (options_.policy != BatchingPolicy::Static) return;
+    if (!std::all_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy || s.padding; })) return;
+    for (Slot& slot : slots_) {
+        if (slot.busy) release(slot);
     }
 }
 
@@ -227,6 +230,25 @@ void ServingRun::finish(Slot& slot, const char* reason) {
 void ServingRun::release(Slot& slot) {
     executor_.close_sequence(slot.seq);
     slot = Slot{};
+}
+
+void ServingRun::cancel(int request_id) {
+    const auto index = std::find_if(report_.requests.begin(), report_.requests.end(),
+                                    [&](const RequestMetrics& m) { return m.id == request_id; }) -
+                       report_.requests.begin();
+    if (index >= static_cast<std::ptrdiff_t>(report_.requests.size())) return;
+    RequestMetrics& m = report_.requests[static_cast<size_t>(index)];
+    if (m.finished_s >= 0 || m.stop_reason == "cancelled") return;
+    m.stop_reason = "cancelled";
+    for (Slot& slot : slots_) {
+        if (slot.busy && slot.request == index) {
+            m.finished_s = now_;
+            release(slot);  // the blocks return to the pool now, not when the batch ends
+            end_static_batch_if_done();
+            return;
+        }
+    }
+    std::erase(queue_, static_cast<int>(index));  // a request yet to arrive is skipped when it does
 }
 
 void ServingRun::cancel_all() {
@@ -292,7 +314,7 @@ private:
 }  // namespace
 
 ServingReport serve(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor,
-                    const std::function<bool(const SchedulerStep&)>& on_step) {
+                    const StepCallback& on_step) {
     if (options.slots < 1 || options.prefill_chunk < 1) throw InvalidArgument("slots and prefill chunk must be positive");
     for (size_t i = 0; i < requests.size(); ++i) {
         if (requests[i].prompt.empty() || requests[i].max_new_tokens < 1) {

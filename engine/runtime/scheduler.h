@@ -102,10 +102,20 @@ struct ServingReport {
     double percentile(double (RequestMetrics::*latency)() const, double p) const;  // p in [0, 100]
 };
 
-// Replays `requests` (sorted by arrival) through the slots. `on_step` is called after every
-// step; returning false cancels every request still running (their blocks are freed).
+// Handed to the step callback: cancelling a request ends it at once and frees its
+// sequence's blocks (a queued one is dropped from the queue).
+class ServingControl {
+public:
+    virtual ~ServingControl() = default;
+    virtual void cancel(int request_id) = 0;
+    virtual void cancel_all() = 0;
+};
+
+using StepCallback = std::function<void(const SchedulerStep&, ServingControl&)>;
+
+// Replays `requests` (sorted by arrival) through the slots, calling `on_step` after every step.
 ServingReport serve(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor,
-                    const std::function<bool(const SchedulerStep&)>& on_step = {});
+                    const StepCallback& on_step = {});
 
 // Runs the engine for real: one sequence per slot in `session`, wall-clock durations, tokens
 // sampled per request with `sampling` (seeded per request id).

@@ -74,6 +74,7 @@ TEST(RowDotKernels, NoNullMembersForAnyWeightType) {
         for (GgmlType t : kWeightTypes) {
             const RowDotKernels k = row_dot_kernels(t, isa);
             EXPECT_NE(k.dot, nullptr) << name_of(t) << " " << name_of(isa);
+            EXPECT_NE(k.dot_rows, nullptr) << name_of(t) << " " << name_of(isa);
             EXPECT_NE(k.encode, nullptr) << name_of(t) << " " << name_of(isa);
             EXPECT_EQ(k.activation_type, vec_dot_type(t)) << name_of(t) << " " << name_of(isa);
         }
@@ -94,6 +95,7 @@ TEST(RowDotKernels, SimdFamiliesProvideEveryType) {
         for (GgmlType t : kWeightTypes) {
             const RowDotKernels k = family_table(isa, t);
             EXPECT_NE(k.dot, nullptr) << name_of(t) << " " << name_of(isa);
+            EXPECT_NE(k.dot_rows, nullptr) << name_of(t) << " " << name_of(isa);
             EXPECT_NE(k.encode, nullptr) << name_of(t) << " " << name_of(isa);
             EXPECT_EQ(k.activation_type, vec_dot_type(t)) << name_of(t) << " " << name_of(isa);
         }
@@ -584,6 +586,107 @@ TEST(RowDotProducts, ActiveFamilyMatchesReference) {
         ASSERT_EQ(x, encode_reference(k.activation_type, xf)) << name_of(t);
         for (int r = 0; r < 4; ++r) {
             check_dot(isa, t, n, encode_reference(t, make_row(Dist::Gaussian, n, 500 + r)), x, "active family");
+        }
+    }
+}
+
+// ------------------------------------------------------------------ several rows (dot_rows)
+
+// dot_rows of `isa` over n_rows rows at `stride` bytes from each other (the rows packed, or
+// with gaps) in a buffer of exactly the bytes the rows span, so that a read past the last
+// row's end would be visible to sanitizers; each result against vec_dot within the bound.
+void check_dot_rows(CpuIsa isa, GgmlType t, int64_t n, int64_t n_rows, uint64_t stride,
+                    const std::vector<std::vector<uint8_t>>& rows, const std::vector<uint8_t>& x, const std::string& label) {
+    const RowDotKernels k = row_dot_kernels(t, isa);
+    const size_t rb = row_bytes(t, n);
+    std::vector<uint8_t> buffer(static_cast<size_t>(stride) * static_cast<size_t>(n_rows - 1) + rb, 0xA5);
+    for (int64_t r = 0; r < n_rows; ++r) std::memcpy(buffer.data() + static_cast<size_t>(r) * stride, rows[r].data(), rb);
+    std::vector<float> out(static_cast<size_t>(n_rows) + 1, -12345.0f);
+    k.dot_rows(n, buffer.data(), stride, n_rows, x.data(), out.data());
+    EXPECT_EQ(out[static_cast<size_t>(n_rows)], -12345.0f) << name_of(isa) << " " << name_of(t) << ": wrote past out[n_rows - 1]";
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float want = vec_dot(t, n, rows[r].data(), x.data());
+        const Magnitude m = magnitude(t, n, rows[r], x);
+        const double err = std::fabs(static_cast<double>(out[r]) - static_cast<double>(want));
+        EXPECT_LE(err, tolerance(t, n, m.s)) << name_of(isa) << " " << name_of(t) << " n=" << n << " rows=" << n_rows
+                                             << " row " << r << " stride " << stride << " " << label << ": got " << out[r]
+                                             << " reference " << want;
+    }
+}
+
+std::vector<CpuIsa> all_supported_isas() {
+    std::vector<CpuIsa> isas;
+    for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
+        if (cpu_supports(isa)) isas.push_back(isa);
+    }
+    return isas;
+}
+
+// Every type and family, 1..7 rows (whole groups and every remainder), row lengths with
+// every tail the kernels have (partial steps, single blocks), packed rows and rows with gaps.
+TEST(RowDotRows, MatchScalarReferenceForEveryRowCount) {
+    for (CpuIsa isa : all_supported_isas()) {
+        for (GgmlType t : kWeightTypes) {
+            const GgmlType at = vec_dot_type(t);
+            uint32_t seed = 7000;
+            for (int64_t n : dot_lengths(t)) {
+                std::vector<std::vector<uint8_t>> rows;
+                for (int r = 0; r < 7; ++r) rows.push_back(encode_reference(t, make_row(r % 2 ? Dist::Outliers : Dist::Gaussian, n, seed++)));
+                const std::vector<uint8_t> x = encode_reference(at, make_row(Dist::Gaussian, n, seed++));
+                const uint64_t rb = row_bytes(t, n);
+                for (int64_t n_rows = 1; n_rows <= 7; ++n_rows) {
+                    check_dot_rows(isa, t, n, n_rows, rb, rows, x, "packed");
+                    check_dot_rows(isa, t, n, n_rows, rb + 2 * ggml_type_traits(t).block_bytes, rows, x, "gaps");
+                }
+            }
+        }
+    }
+}
+
+// Random block bytes (every bit pattern of the quants, random scales) through dot_rows.
+TEST(RowDotRows, MatchScalarReferenceOnRandomBlockBytes) {
+    for (CpuIsa isa : all_supported_isas()) {
+        for (GgmlType t : kWeightTypes) {
+            if (is_float_type(t)) continue;
+            std::mt19937 rng(static_cast<uint32_t>(t) * 131u + 5u);
+            const bool avoid = t == GgmlType::Q8_0 && isa == CpuIsa::Avx2;  // see row_dot_avx2.cpp
+            for (int64_t n : dot_lengths(t)) {
+                std::vector<std::vector<uint8_t>> rows;
+                for (int r = 0; r < 7; ++r) rows.push_back(random_blocks(t, n, rng, avoid));
+                const std::vector<uint8_t> x = random_blocks(vec_dot_type(t), n, rng);
+                for (int64_t n_rows : {1, 4, 5, 7}) check_dot_rows(isa, t, n, n_rows, row_bytes(t, n), rows, x, "random bytes");
+            }
+        }
+    }
+}
+
+// dot and dot_rows of one family agree (the same quantity; only the summation order may
+// differ), and zero rows write nothing.
+TEST(RowDotRows, AgreesWithDotAndHandlesZeroRows) {
+    for (CpuIsa isa : all_supported_isas()) {
+        for (GgmlType t : kWeightTypes) {
+            const RowDotKernels k = row_dot_kernels(t, isa);
+            const int64_t n = block_elements(t) == 256 ? 1280 : 896;
+            const std::vector<uint8_t> x = encode_reference(k.activation_type, make_row(Dist::Gaussian, n, 99));
+            const size_t rb = row_bytes(t, n);
+            const int64_t n_rows = 9;
+            std::vector<uint8_t> w(rb * n_rows);
+            std::vector<std::vector<uint8_t>> rows;
+            for (int64_t r = 0; r < n_rows; ++r) {
+                rows.push_back(encode_reference(t, make_row(Dist::Gaussian, n, 300 + static_cast<uint32_t>(r))));
+                std::memcpy(w.data() + r * rb, rows.back().data(), rb);
+            }
+            std::vector<float> out(static_cast<size_t>(n_rows));
+            k.dot_rows(n, w.data(), rb, n_rows, x.data(), out.data());
+            for (int64_t r = 0; r < n_rows; ++r) {
+                const float single = k.dot(n, rows[r].data(), x.data());
+                const Magnitude m = magnitude(t, n, rows[r], x);
+                EXPECT_LE(std::fabs(static_cast<double>(out[r]) - single), 2 * tolerance(t, n, m.s))
+                    << name_of(isa) << " " << name_of(t) << " row " << r;
+            }
+            float untouched = 1.5f;
+            k.dot_rows(n, w.data(), rb, 0, x.data(), &untouched);
+            EXPECT_EQ(untouched, 1.5f) << name_of(isa) << " " << name_of(t);
         }
     }
 }

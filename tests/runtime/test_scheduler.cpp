@@ -105,10 +105,32 @@ TEST(Scheduler, CancellingStopsEveryRequestAndClosesItsSequence) {
     CountingExecutor executor;
     SchedulerOptions options;
     options.slots = 2;
-    const ServingReport report = serve(requests, options, executor, [](const SchedulerStep& s) { return s.index < 1; });
+    const ServingReport report = serve(requests, options, executor, [](const SchedulerStep& s, ServingControl& control) {
+        if (s.index == 1) control.cancel_all();
+    });
     EXPECT_EQ(report.steps.size(), 2u);
     EXPECT_EQ(report.requests[1].stop_reason, "cancelled");
     EXPECT_EQ(report.requests[0].stop_reason, "length");
+    EXPECT_TRUE(executor.open.empty());
+}
+
+TEST(Scheduler, CancellingOneRequestFreesItsSequenceAtOnce) {
+    auto requests = three_requests();
+    requests[1].max_new_tokens = 100;
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 2;
+    std::vector<size_t> open_after_cancel;
+    const ServingReport report = serve(requests, options, executor, [&](const SchedulerStep& s, ServingControl& control) {
+        if (s.index != 1) return;
+        const size_t before = executor.open.size();
+        control.cancel(1);
+        open_after_cancel = {before, executor.open.size()};
+    });
+    EXPECT_EQ(open_after_cancel, (std::vector<size_t>{2, 1}));
+    EXPECT_EQ(report.requests[1].stop_reason, "cancelled");
+    EXPECT_EQ(report.requests[1].output.size(), 2u);
+    EXPECT_EQ(report.requests[2].stop_reason, "length");  // the others run to their end
     EXPECT_TRUE(executor.open.empty());
 }
 

@@ -1,25 +1,52 @@
 #include "engine/backend/cpu/cpu_features.h"
 
 #include <cstdio>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <string>
 
 namespace inferscope {
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+bool bit(unsigned value, int index) { return ((value >> index) & 1U) != 0; }
+
+// Which register state the operating system saves on context switch (XCR0). A CPU may offer
+// AVX-512 while the OS leaves it disabled, so both must agree before a kernel family is used.
+unsigned long long enabled_register_state() {
+    unsigned eax = 0, edx = 0;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (static_cast<unsigned long long>(edx) << 32) | eax;
+}
+#endif
+
+// Read from CPUID directly: compilers disagree on which names __builtin_cpu_supports accepts
+// (clang 14 knows neither "f16c" nor "avxvnni").
 CpuFeatures detect() {
     CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
-    f.avx512f = __builtin_cpu_supports("avx512f");
-    f.avx512bw = __builtin_cpu_supports("avx512bw");
-    f.avx512vl = __builtin_cpu_supports("avx512vl");
-    f.avx512vnni = __builtin_cpu_supports("avx512vnni");
-    f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
-    f.avxvnni = __builtin_cpu_supports("avxvnni");
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(1, 0, &eax, &ebx, &ecx, &edx) == 0) return f;
+    const bool os_saves_ymm = bit(ecx, 27) && (enabled_register_state() & 0x6) == 0x6;  // OSXSAVE; SSE+AVX state
+    if (!os_saves_ymm) return f;
+    const bool os_saves_zmm = (enabled_register_state() & 0xe6) == 0xe6;  // + opmask, ZMM_Hi256, Hi16_ZMM
+    f.fma = bit(ecx, 12);
+    f.f16c = bit(ecx, 29);
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return f;
+    const unsigned leaf7_ebx = ebx, leaf7_ecx = ecx;
+    f.avx2 = bit(leaf7_ebx, 5);
+    if (os_saves_zmm) {
+        f.avx512f = bit(leaf7_ebx, 16);
+        f.avx512bw = bit(leaf7_ebx, 30);
+        f.avx512vl = bit(leaf7_ebx, 31);
+        f.avx512vnni = bit(leaf7_ecx, 11);
+    }
+    if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0) {
+        f.avxvnni = bit(eax, 4);
+        f.avx512bf16 = os_saves_zmm && bit(eax, 5);
+    }
 #endif
     return f;
 }

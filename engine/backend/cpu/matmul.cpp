@@ -101,10 +101,18 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
         p.tile({w.cols, w.data, w.row_bytes, begin, end, p.input, p.input_row_bytes, n, p.y, w.rows});
         return;
     }
-    for (int64_t r = begin; r < end; ++r) {
-        const uint8_t* weight_row = w.row(r);
+    if (n == 1) {  // decode: the whole range in one call (rows in groups, weights prefetched ahead)
+        p.kernels.dot_rows(w.cols, w.row(begin), w.row_bytes, end - begin, p.input, p.y + begin);
+        return;
+    }
+    // Several input rows without a tiled kernel: a few weight rows at a time (they stay in
+    // the L1 cache) against every input row.
+    constexpr int64_t kRowsPerPass = 4;
+    for (int64_t r = begin; r < end; r += kRowsPerPass) {
+        const int64_t count = std::min(kRowsPerPass, end - r);
         for (int64_t i = 0; i < n; ++i) {
-            p.y[i * w.rows + r] = p.kernels.dot(w.cols, weight_row, p.input + static_cast<uint64_t>(i) * p.input_row_bytes);
+            p.kernels.dot_rows(w.cols, w.row(r), w.row_bytes, count, p.input + static_cast<uint64_t>(i) * p.input_row_bytes,
+                               p.y + i * w.rows + r);
         }
     }
 }

@@ -68,6 +68,7 @@ void fill_missing(RowDotKernels& k, const RowDotKernels& fallback) {
         k.dot = fallback.dot;
         k.dot_rows = fallback.dot_rows;
     }
+    if (k.dot_rows == nullptr) k.dot_rows = fallback.dot_rows;  // (the tables always provide both)
     if (k.encode == nullptr) k.encode = fallback.encode;
     k.activation_type = fallback.activation_type;
 }

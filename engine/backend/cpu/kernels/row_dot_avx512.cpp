@@ -78,20 +78,6 @@ inline void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, sizeof(v)); }
 
 inline float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
-// The f16 values at p, p + stride, p + 2*stride, p + 3*stride, as four floats.
-inline __m128 f16x4(const uint8_t* p, int64_t stride) {
-    const uint64_t v = static_cast<uint64_t>(load_u16(p)) | static_cast<uint64_t>(load_u16(p + stride)) << 16 |
-                       static_cast<uint64_t>(load_u16(p + 2 * stride)) << 32 |
-                       static_cast<uint64_t>(load_u16(p + 3 * stride)) << 48;
-    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(v)));
-}
-
-// Lanes 0..7 get lane `a` of v, lanes 8..15 lane `b`.
-inline __m512 two_lanes(__m256 v, int a, int b) {
-    const __m512i index = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(a)), _mm256_set1_epi32(b), 1);
-    return _mm512_permutexvar_ps(index, _mm512_castps256_ps512(v));
-}
-
 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -138,6 +124,168 @@ inline __m512i word_groups(int first, int shift) {
     return _mm512_add_epi16(_mm512_srli_epi16(iota, static_cast<unsigned>(shift)), _mm512_set1_epi16(static_cast<short>(first)));
 }
 
+// ---------------------------------------------------------------- prefetching, row groups
+
+// Software prefetch distance of one stream of weights: the hardware prefetchers alone leave
+// ~15 % of the bandwidth unused (see stream_read_avx512.cpp). Each kernel step prefetches the
+// cache lines of the weight bytes it reads, this far ahead; rows are contiguous, so a row's
+// last steps prefetch the rows that follow it.
+constexpr int64_t kAhead = 4096;
+
+template <int64_t Bytes>
+inline void prefetch_span(const uint8_t* p) {
+    // Addresses at most 64 bytes apart over the step: every line of the stream is touched.
+    for (int64_t o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
+    for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+// Where the prefetches of R rows read in step (row r at w + r*row_bytes, all at the same
+// offset; the next group of R rows follows) go: about kAhead bytes ahead in all, so kAhead/R
+// bytes ahead in each row's own stream, whose continuation past the row's end is the same
+// row of the next group.
+struct Ahead {
+    int64_t near = kAhead;              // offset from the current position ...
+    int64_t spill_at = INT64_MAX;       // ... while the step's offset in the row is below this,
+    int64_t far = kAhead;               // then this one (into the next group)
+
+    static Ahead single() { return {}; }
+    static Ahead group(uint64_t row_bytes, int rows) {
+        Ahead a;
+        if (rows <= 1) return a;
+        const auto rb = static_cast<int64_t>(row_bytes);
+        const int64_t each = kAhead / rows;
+        if (rb > each) {
+            a.near = each;
+            a.spill_at = rb - each;
+            a.far = each + (rows - 1) * rb;
+        } else {
+            const int64_t groups = (each + rb - 1) / rb;  // whole groups ahead
+            a.near = a.far = groups * rows * rb;
+        }
+        return a;
+    }
+    int64_t at(int64_t offset) const { return offset < spill_at ? near : far; }
+};
+
+// The horizontal sums of four registers: [sum a, sum b, sum c, sum d].
+inline __m256 fold(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+template <int R>
+inline void store_sums(float* out, const __m512 (&v)[R]) {
+    if constexpr (R == 4) {
+        _mm_storeu_ps(out, hsum4(v[0], v[1], v[2], v[3]));
+    } else {
+        for (int r = 0; r < R; ++r) out[r] = hsum(v[r]);
+    }
+}
+
+// Rows in groups of kGroup (the activation's loads, unpacking and scales shared by the group),
+// then the 1..kGroup-1 rows left. K::rows<R>(n, w, row_bytes, x, out, ahead) does R rows.
+constexpr int kGroup = 4;
+
+template <class K>
+void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
+    int64_t r = 0;
+    if (n_rows >= kGroup) {
+        const Ahead ahead = Ahead::group(row_bytes, kGroup);
+        // The steps prefetch from `near` bytes ahead on: start the lines before that now.
+        if (ahead.spill_at == INT64_MAX) {
+            prefetch_lines(w, ahead.near < static_cast<int64_t>(row_bytes) * n_rows ? ahead.near : static_cast<int64_t>(row_bytes) * n_rows);
+        } else {
+            for (int g = 0; g < kGroup; ++g) prefetch_lines(w + g * row_bytes, ahead.near);
+        }
+        for (; r + kGroup <= n_rows; r += kGroup) {
+            K::template rows<kGroup>(n, w + static_cast<uint64_t>(r) * row_bytes, row_bytes, x, out + r, ahead);
+        }
+    }
+    const int64_t left = n_rows - r;
+    if (left <= 0) return;
+    const uint8_t* wr = w + static_cast<uint64_t>(r) * row_bytes;
+    const Ahead ahead = Ahead::group(row_bytes, static_cast<int>(left));
+    if (left == 3) {
+        K::template rows<3>(n, wr, row_bytes, x, out + r, ahead);
+    } else if (left == 2) {
+        K::template rows<2>(n, wr, row_bytes, x, out + r, ahead);
+    } else {
+        K::template rows<1>(n, wr, row_bytes, x, out + r, ahead);
+    }
+}
+
+template <class K>
+float dot_row(int64_t n, const uint8_t* w, const uint8_t* x) {
+    float out[1];
+    K::template rows<1>(n, w, 0, x, out, Ahead::single());
+    return out[0];
+}
+
+// The f16 fields of `Blocks` consecutive blocks (`Per` = 1: the one at offset 0; 2: those at
+// 0 and 2) as words 0, 1, ... of a register: two or three loads inside the blocks' bytes and
+// one or two word permutes, instead of a scalar load per field.
+template <int64_t Stride, int Blocks, int Per>
+struct HalfFields {
+    static constexpr int64_t kSpan = Stride * Blocks;           // >= 64 for every layout here
+    static constexpr int64_t kSecond = kSpan >= 128 ? 64 : kSpan - 64;  // second register
+    static constexpr int64_t kThird = kSpan - 64;                        // third (if needed)
+    struct Index {
+        alignas(64) uint16_t two[32];    // into [p, p + 64) ++ [p + kSecond, + 64)
+        alignas(64) uint16_t third[32];  // into [p + kThird, + 64)
+        uint32_t third_mask;
+    };
+    static constexpr Index make() {
+        Index idx{};
+        for (int k = 0; k < Blocks; ++k) {
+            for (int j = 0; j < Per; ++j) {
+                const int word = k * Per + j;
+                const int64_t o = k * Stride + 2 * j;
+                if (o + 2 <= 64) {
+                    idx.two[word] = static_cast<uint16_t>(o / 2);
+                } else if (o >= kSecond && o + 2 <= kSecond + 64) {
+                    idx.two[word] = static_cast<uint16_t>(32 + (o - kSecond) / 2);
+                } else {
+                    idx.third[word] = static_cast<uint16_t>((o - kThird) / 2);
+                    idx.third_mask |= 1u << word;
+                }
+            }
+        }
+        return idx;
+    }
+    static constexpr Index kIndex = make();
+    static_assert(kSpan >= 64 && Stride % 2 == 0 && Blocks * Per <= 32);
+
+    static __m512i words(const uint8_t* p) {
+        __m512i v = _mm512_permutex2var_epi16(load512(p), _mm512_load_si512(kIndex.two), load512(p + kSecond));
+        if constexpr (kIndex.third_mask != 0) {
+            v = _mm512_mask_permutexvar_epi16(v, kIndex.third_mask, _mm512_load_si512(kIndex.third), load512(p + kThird));
+        }
+        return v;
+    }
+};
+
+// Four blocks' d (Per 1) or [d, m] pairs (Per 2) as floats.
+template <int64_t Stride>
+inline __m128 d4(const uint8_t* p) {
+    return _mm_cvtph_ps(_mm512_castsi512_si128(HalfFields<Stride, 4, 1>::words(p)));
+}
+template <int64_t Stride>
+inline __m256 dm4(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(HalfFields<Stride, 4, 2>::words(p)));
+}
+template <int64_t Stride>
+inline __m256 d8(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(HalfFields<Stride, 8, 1>::words(p)));
+}
+template <int64_t Stride>
+inline __m512 dm8(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(HalfFields<Stride, 8, 2>::words(p)));
+}
+
 // ---------------------------------------------------------------- F16 / BF16
 
 inline __m512 f16x16(const uint8_t* p) { return _mm512_cvtph_ps(load256(p)); }
@@ -158,72 +306,198 @@ inline __m512 halves_masked(const uint8_t* p, __mmask16 m) {
 }
 
 // Products of two f16 or two bf16 values are exact in float: the fma only orders the sums.
+// 64 elements per step (128 bytes of each row), four accumulators per row.
 template <bool BF16>
-float dot_halves(int64_t n, const uint8_t* w, const uint8_t* x) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        const uint8_t* wi = w + 2 * i;
-        const uint8_t* xi = x + 2 * i;
-        acc0 = _mm512_fmadd_ps(halves16<BF16>(wi), halves16<BF16>(xi), acc0);
-        acc1 = _mm512_fmadd_ps(halves16<BF16>(wi + 32), halves16<BF16>(xi + 32), acc1);
-        acc2 = _mm512_fmadd_ps(halves16<BF16>(wi + 64), halves16<BF16>(xi + 64), acc2);
-        acc3 = _mm512_fmadd_ps(halves16<BF16>(wi + 96), halves16<BF16>(xi + 96), acc3);
+struct HalvesRows {
+    template <int R>
+    static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
+        __m512 acc[R][4];
+        for (int r = 0; r < R; ++r) {
+            for (auto& a : acc[r]) a = _mm512_setzero_ps();
+        }
+        int64_t i = 0;
+        for (; i + 64 <= n; i += 64) {
+            const uint8_t* xi = x + 2 * i;
+            const __m512 x0 = halves16<BF16>(xi), x1 = halves16<BF16>(xi + 32);
+            const __m512 x2 = halves16<BF16>(xi + 64), x3 = halves16<BF16>(xi + 96);
+            const int64_t pf = ahead.at(2 * i);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wi = w + r * rb + 2 * i;
+                prefetch_span<128>(wi + pf);
+                acc[r][0] = _mm512_fmadd_ps(halves16<BF16>(wi), x0, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_ps(halves16<BF16>(wi + 32), x1, acc[r][1]);
+                acc[r][2] = _mm512_fmadd_ps(halves16<BF16>(wi + 64), x2, acc[r][2]);
+                acc[r][3] = _mm512_fmadd_ps(halves16<BF16>(wi + 96), x3, acc[r][3]);
+            }
+        }
+        for (; i + 16 <= n; i += 16) {
+            const __m512 xv = halves16<BF16>(x + 2 * i);
+            for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(halves16<BF16>(w + r * rb + 2 * i), xv, acc[r][0]);
+        }
+        if (i < n) {
+            const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+            const __m512 xv = halves_masked<BF16>(x + 2 * i, m);
+            for (int r = 0; r < R; ++r) acc[r][1] = _mm512_fmadd_ps(halves_masked<BF16>(w + r * rb + 2 * i, m), xv, acc[r][1]);
+        }
+        __m512 total[R];
+        for (int r = 0; r < R; ++r) total[r] = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
+        store_sums<R>(out, total);
     }
-    for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(halves16<BF16>(w + 2 * i), halves16<BF16>(x + 2 * i), acc0);
-    if (i < n) {
-        const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
-        acc1 = _mm512_fmadd_ps(halves_masked<BF16>(w + 2 * i, m), halves_masked<BF16>(x + 2 * i, m), acc1);
-    }
-    return hsum(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
-}
+};
 
 // ---------------------------------------------------------------- legacy 32-element blocks
 
 inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
 
-// Q8_0 x Q8_0, two blocks per register (block a in the low 256 bits, b in the high ones):
-// sum((w + 128) * x) - 128 * sum(x), w + 128 = w ^ 0x80 as an unsigned byte.
-struct Q8_0Pair {
-    // 32 bytes at a and 32 bytes at b (a masked broadcast from memory costs no shuffle).
-    static __m512i join(const uint8_t* a, const uint8_t* b) {
-        return _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load256(a)), 0xF0, load256(b));
-    }
-    static __m512i sum(const uint8_t* wa, const uint8_t* wb, const uint8_t* xa, const uint8_t* xb) {
-        const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-        const __m512i qw = _mm512_xor_si512(join(wa + 2, wb + 2), bias);
-        const __m512i qx = join(xa + 2, xb + 2);
+// 32 bytes at a and 32 bytes at b (a masked broadcast from memory costs no shuffle).
+inline __m512i join32(const uint8_t* a, const uint8_t* b) {
+    return _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load256(a)), 0xF0, load256(b));
+}
+
+// Q8_0, Q5_0 and Q5_1 keep two blocks per register (block a in the low 256 bits, b in the
+// high ones). Each Pair type splits its integer sums in an activation part, shared by all
+// rows of a group (prep: the activation quants and the start value of the sums, which holds
+// the offset term -offset*sum(x)), and a weight part (sum).
+
+struct Q8_0Pair {  // sum((w + 128) * x) - 128 * sum(x), w + 128 = w ^ 0x80 as an unsigned byte
+    static constexpr int64_t kW = kQ8_0, kX = kQ8_0;
+    static constexpr bool kMin = false;
+    static __m512i prep(const uint8_t* xa, const uint8_t* xb, __m512i& qx) {
+        qx = join32(xa + 2, xb + 2);
         const __m512i zero = _mm512_setzero_si512();
-        return _mm512_sub_epi32(dpbusd(zero, qw, qx), dpbusd(zero, bias, qx));
+        return _mm512_sub_epi32(zero, dpbusd(zero, _mm512_set1_epi8(static_cast<char>(0x80)), qx));
+    }
+    static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
+        const __m512i qw = _mm512_xor_si512(join32(wa + 2, wb + 2), _mm512_set1_epi8(static_cast<char>(0x80)));
+        return dpbusd(init, qw, qx);
     }
 };
 
-float dot_q8_0(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 32;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int64_t b = 0;
-    for (; b + 4 <= nb; b += 4, w += 4 * kQ8_0, x += 4 * kQ8_0) {
-        const __m128 d = _mm_mul_ps(f16x4(w, kQ8_0), f16x4(x, kQ8_0));
-        const __m512i s01 = Q8_0Pair::sum(w, w + kQ8_0, x, x + kQ8_0);
-        const __m512i s23 = Q8_0Pair::sum(w + 2 * kQ8_0, w + 3 * kQ8_0, x + 2 * kQ8_0, x + 3 * kQ8_0);
-        acc0 = _mm512_fmadd_ps(two_lanes(_mm256_castps128_ps256(d), 0, 1), _mm512_cvtepi32_ps(s01), acc0);
-        acc1 = _mm512_fmadd_ps(two_lanes(_mm256_castps128_ps256(d), 2, 3), _mm512_cvtepi32_ps(s23), acc1);
-    }
-    for (; b < nb; ++b, w += kQ8_0, x += kQ8_0) {
-        // One block: as block a, with block b the same bytes and a zero scale.
-        const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(w) * f16_at(x)));
-        acc0 = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Q8_0Pair::sum(w, w, x, x)), acc0);
-    }
-    return hsum(_mm512_add_ps(acc0, acc1));
+// 16 bytes of packed nibbles of blocks a and b -> [a low, a high, b low, b high] (32 quants
+// per block in element order).
+inline __m512i nibbles_pair(const uint8_t* qa, const uint8_t* qb) {
+    __m512i t = _mm512_broadcast_i32x4(load128(qa));           // a a a a
+    t = _mm512_mask_broadcast_i32x4(t, 0xFF00, load128(qb));   // a a b b
+    return _mm512_and_si512(_mm512_mask_srli_epi16(t, 0xFF00FF00u, t, 4), low_nibbles());
 }
 
-// The 4-bit and 5-bit formats, four blocks per register: 128-bit lane L holds 16 quants of
-// block L. The weights' 16 bytes of packed nibbles fill one register; their low nibbles
-// (elements 0..15) meet a register of the activations' first 16 quants, the high nibbles
-// (elements 16..31) one of their last 16, and vpdpbusd leaves four int32 partial sums of
-// block L in lane L. Quad::sum(w, sw, x, sx) reads blocks w, w + sw, w + 2*sw, w + 3*sw
-// (stride 0: the same block four times, for the tail).
+// Each block's 32-bit qh word is directly the byte mask of its fifth bits.
+inline __mmask64 qh_pair(const uint8_t* qha, const uint8_t* qhb) {
+    return _cvtu64_mask64(static_cast<uint64_t>(load_u32(qha)) | static_cast<uint64_t>(load_u32(qhb)) << 32);
+}
+
+struct Q5_0Pair {  // q = nibble + 16*bit in 0..31: sum(q * x) - 16 * sum(x)
+    static constexpr int64_t kW = kQ5_0, kX = kQ8_0;
+    static constexpr bool kMin = false;
+    static __m512i prep(const uint8_t* xa, const uint8_t* xb, __m512i& qx) {
+        qx = join32(xa + 2, xb + 2);
+        const __m512i zero = _mm512_setzero_si512();
+        return _mm512_sub_epi32(zero, dpbusd(zero, _mm512_set1_epi8(16), qx));
+    }
+    static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
+        __m512i q = nibbles_pair(wa + 6, wb + 6);
+        q = _mm512_mask_add_epi8(q, qh_pair(wa + 2, wb + 2), q, _mm512_set1_epi8(16));
+        return dpbusd(init, q, qx);
+    }
+};
+
+struct Q5_1Pair {  // q = nibble + 16*bit in 0..31 (value d*q + m)
+    static constexpr int64_t kW = kQ5_1, kX = kQ8_1;
+    static constexpr bool kMin = true;
+    static __m512i prep(const uint8_t* xa, const uint8_t* xb, __m512i& qx) {
+        qx = join32(xa + 4, xb + 4);
+        return _mm512_setzero_si512();
+    }
+    static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
+        __m512i q = nibbles_pair(wa + 8, wb + 8);
+        q = _mm512_mask_add_epi8(q, qh_pair(wa + 4, wb + 4), q, _mm512_set1_epi8(16));
+        return dpbusd(init, q, qx);
+    }
+};
+
+// sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x for Q5_1], four blocks per step (two
+// registers of two), the products' scales spread over the 256-bit halves with one permute.
+template <class Pair>
+struct PairRows {
+    static constexpr int64_t kW = Pair::kW, kX = Pair::kX;
+    template <int R>
+    static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
+        const int64_t nb = n / 32;
+        __m512 acc0[R], acc1[R];
+        __m256 accm[R];  // kMin: [d_w*d_x, m_w*s_x] pairs; the odd lanes count
+        for (int r = 0; r < R; ++r) {
+            acc0[r] = acc1[r] = _mm512_setzero_ps();
+            accm[r] = _mm256_setzero_ps();
+        }
+        // Block k's scale in the 256-bit half k % 2 (lanes of [d, m] pairs: 2k).
+        const __m512i spread01 = Pair::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2)
+                                            : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        const __m512i spread23 = Pair::kMin ? _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6)
+                                            : _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+        int64_t b = 0;
+        for (; b + 4 <= nb; b += 4) {
+            const uint8_t* xb = x + b * kX;
+            __m512i qx01, qx23;
+            const __m512i init01 = Pair::prep(xb, xb + kX, qx01);
+            const __m512i init23 = Pair::prep(xb + 2 * kX, xb + 3 * kX, qx23);
+            __m256 dx;
+            if constexpr (Pair::kMin) {
+                dx = dm4<kX>(xb);
+            } else {
+                dx = _mm256_castps128_ps256(d4<kX>(xb));
+            }
+            const int64_t pf = ahead.at(b * kW);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wb = w + r * rb + b * kW;
+                prefetch_span<4 * kW>(wb + pf);
+                const __m512i s01 = Pair::sum(wb, wb + kW, init01, qx01);
+                const __m512i s23 = Pair::sum(wb + 2 * kW, wb + 3 * kW, init23, qx23);
+                __m256 p;
+                if constexpr (Pair::kMin) {
+                    p = _mm256_mul_ps(dm4<kW>(wb), dx);
+                    accm[r] = _mm256_add_ps(accm[r], p);
+                } else {
+                    p = _mm256_castps128_ps256(_mm_mul_ps(d4<kW>(wb), _mm256_castps256_ps128(dx)));
+                }
+                const __m512 p512 = _mm512_castps256_ps512(p);
+                acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread01, p512), _mm512_cvtepi32_ps(s01), acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread23, p512), _mm512_cvtepi32_ps(s23), acc1[r]);
+            }
+        }
+        float tail_min[R] = {};
+        for (; b < nb; ++b) {
+            // One block: as block a, with block b the same bytes and a zero scale.
+            const uint8_t* xb = x + b * kX;
+            __m512i qx;
+            const __m512i init = Pair::prep(xb, xb, qx);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wb = w + r * rb + b * kW;
+                const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
+                acc0[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Pair::sum(wb, wb, init, qx)), acc0[r]);
+                if constexpr (Pair::kMin) tail_min[r] += f16_at(wb + 2) * f16_at(xb + 2);
+            }
+        }
+        __m512 total[R];
+        for (int r = 0; r < R; ++r) {
+            total[r] = _mm512_add_ps(acc0[r], acc1[r]);
+            if constexpr (Pair::kMin) {
+                const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+                total[r] = _mm512_add_ps(total[r], _mm512_zextps256_ps512(_mm256_and_ps(accm[r], odd)));
+            }
+        }
+        store_sums<R>(out, total);
+        if constexpr (Pair::kMin) {
+            for (int r = 0; r < R; ++r) out[r] += tail_min[r];
+        }
+    }
+};
+
+// The 4-bit formats, four blocks per register: 128-bit lane L holds 16 quants of block L. The
+// weights' 16 bytes of packed nibbles fill one register; their low nibbles (elements 0..15)
+// meet a register of the activations' first 16 quants, the high nibbles (elements 16..31) one
+// of their last 16, and vpdpbusd leaves four int32 partial sums of block L in lane L. Blocks
+// are read at p, p + stride, p + 2*stride, p + 3*stride (stride 0: the same block four times,
+// for the tail). As for the pairs, prep is the activation side, sum the weight side.
 
 // 16 bytes from each of p, p + stride, p + 2*stride, p + 3*stride (masked broadcasts from
 // memory: loads without shuffles).
@@ -234,182 +508,143 @@ inline __m512i four16(const uint8_t* p, int64_t stride) {
     return _mm512_mask_broadcast_i32x4(t, 0xF000, load128(p + 3 * stride));
 }
 
-// Low and high nibbles of four blocks' packed quants (16 bytes each at qs + k*stride).
-inline void nibbles4(const uint8_t* qs, int64_t stride, __m512i& lo, __m512i& hi) {
+// sum(lo * xlo + hi * xhi) + init, per lane, from four blocks' packed quants at qs + k*stride.
+inline __m512i nibble_sums(const uint8_t* qs, int64_t stride, __m512i init, __m512i xlo, __m512i xhi) {
     const __m512i q = four16(qs, stride);
-    lo = _mm512_and_si512(q, low_nibbles());
-    hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles());
+    const __m512i lo = _mm512_and_si512(q, low_nibbles());
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles());
+    return dpbusd(dpbusd(init, lo, xlo), hi, xhi);
 }
 
-// sum(lo * xlo + hi * xhi) [- offset * sum(xlo + xhi)], per lane.
-template <int Offset>
-inline __m512i quad_sum(__m512i lo, __m512i hi, __m512i xlo, __m512i xhi) {
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i s = dpbusd(dpbusd(zero, lo, xlo), hi, xhi);
-    if constexpr (Offset == 0) {
-        return s;
-    } else {
-        const __m512i off = _mm512_set1_epi8(Offset);
-        return _mm512_sub_epi32(s, dpbusd(dpbusd(zero, off, xlo), off, xhi));
-    }
-}
-
-struct Q4_0Quad {  // q in 0..15, value q - 8
+struct Q4_0Quad {  // q in 0..15, value q - 8: sum(q * x) - 8 * sum(x)
     static constexpr int64_t kW = kQ4_0, kX = kQ8_0;
     static constexpr bool kMin = false;
-    static __m512i sum(const uint8_t* w, int64_t sw, const uint8_t* x, int64_t sx) {
-        __m512i lo, hi;
-        nibbles4(w + 2, sw, lo, hi);
-        return quad_sum<8>(lo, hi, four16(x + 2, sx), four16(x + 18, sx));
+    static __m512i prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
+        xlo = four16(x + 2, sx);
+        xhi = four16(x + 18, sx);
+        const __m512i zero = _mm512_setzero_si512();
+        const __m512i eight = _mm512_set1_epi8(8);
+        return _mm512_sub_epi32(zero, dpbusd(dpbusd(zero, eight, xlo), eight, xhi));
+    }
+    static __m512i sum(const uint8_t* w, int64_t sw, __m512i init, __m512i xlo, __m512i xhi) {
+        return nibble_sums(w + 2, sw, init, xlo, xhi);
     }
 };
 
 struct Q4_1Quad {  // q in 0..15 (value d*q + m)
     static constexpr int64_t kW = kQ4_1, kX = kQ8_1;
     static constexpr bool kMin = true;
-    static __m512i sum(const uint8_t* w, int64_t sw, const uint8_t* x, int64_t sx) {
-        __m512i lo, hi;
-        nibbles4(w + 4, sw, lo, hi);
-        return quad_sum<0>(lo, hi, four16(x + 4, sx), four16(x + 20, sx));
+    static __m512i prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
+        xlo = four16(x + 4, sx);
+        xhi = four16(x + 20, sx);
+        return _mm512_setzero_si512();
+    }
+    static __m512i sum(const uint8_t* w, int64_t sw, __m512i init, __m512i xlo, __m512i xhi) {
+        return nibble_sums(w + 4, sw, init, xlo, xhi);
     }
 };
 
-// The two f16 values at p and p + 2 of four blocks (p, p + stride, ...) as floats:
-// [a0 b0 a1 b1 a2 b2 a3 b3].
-inline __m256 f16x2x4(const uint8_t* p, int64_t stride) {
-    const uint64_t lo = static_cast<uint64_t>(load_u32(p)) | static_cast<uint64_t>(load_u32(p + stride)) << 32;
-    const uint64_t hi = static_cast<uint64_t>(load_u32(p + 2 * stride)) | static_cast<uint64_t>(load_u32(p + 3 * stride)) << 32;
-    return _mm256_cvtph_ps(_mm_insert_epi64(_mm_cvtsi64_si128(static_cast<long long>(lo)), static_cast<long long>(hi), 1));
-}
-
-// sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x for Q4_1/Q5_1], eight blocks per
-// iteration (two registers of four).
+// sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x for Q4_1], eight blocks per step (two
+// registers of four).
 template <class Quad>
-float dot_quad(int64_t n, const uint8_t* w, const uint8_t* x) {
-    constexpr int64_t kW = Quad::kW, kX = Quad::kX;
-    const int64_t nb = n / 32;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();  // [d_w*d_x, m_w*s_x] pairs; the odd lanes count
-    // Block k's scale in lanes 4k..4k+3.
-    const __m512i spread = Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
-                                      : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    auto scales = [&](const uint8_t* w4, const uint8_t* x4) {
+struct QuadRows {
+    static constexpr int64_t kW = Quad::kW, kX = Quad::kX;
+    template <int R>
+    static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
+        const int64_t nb = n / 32;
+        __m512 acc0[R], acc1[R], accm[R];  // accm (kMin): [d_w*d_x, m_w*s_x] pairs; the odd lanes count
+        for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = accm[r] = _mm512_setzero_ps();
+        // Block k's scale in lanes 4k..4k+3 (blocks 0..3, then 4..7); [d, m] pairs: lane 2k.
+        const __m512i spread0 = Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
+                                           : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        const __m512i spread1 = Quad::kMin ? _mm512_setr_epi32(8, 8, 8, 8, 10, 10, 10, 10, 12, 12, 12, 12, 14, 14, 14, 14)
+                                           : _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+        int64_t b = 0;
+        for (; b + 8 <= nb; b += 8) {
+            const uint8_t* xb = x + b * kX;
+            __m512i xlo0, xhi0, xlo1, xhi1;
+            const __m512i init0 = Quad::prep(xb, kX, xlo0, xhi0);
+            const __m512i init1 = Quad::prep(xb + 4 * kX, kX, xlo1, xhi1);
+            __m512 dx;
+            if constexpr (Quad::kMin) {
+                dx = _mm512_insertf32x8(_mm512_castps256_ps512(dm4<kX>(xb)), dm4<kX>(xb + 4 * kX), 1);
+            } else {
+                dx = _mm512_castps256_ps512(_mm256_insertf128_ps(_mm256_castps128_ps256(d4<kX>(xb)), d4<kX>(xb + 4 * kX), 1));
+            }
+            const int64_t pf = ahead.at(b * kW);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wb = w + r * rb + b * kW;
+                prefetch_span<8 * kW>(wb + pf);
+                const __m512i s0 = Quad::sum(wb, kW, init0, xlo0, xhi0);
+                const __m512i s1 = Quad::sum(wb + 4 * kW, kW, init1, xlo1, xhi1);
+                __m512 p;
+                if constexpr (Quad::kMin) {
+                    p = _mm512_mul_ps(dm8<kW>(wb), dx);
+                    accm[r] = _mm512_add_ps(accm[r], p);
+                } else {
+                    p = _mm512_castps256_ps512(_mm256_mul_ps(d8<kW>(wb), _mm512_castps512_ps256(dx)));
+                }
+                acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s0), acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread1, p), _mm512_cvtepi32_ps(s1), acc1[r]);
+            }
+        }
+        if (b + 4 <= nb) {
+            const uint8_t* xb = x + b * kX;
+            __m512i xlo, xhi;
+            const __m512i init = Quad::prep(xb, kX, xlo, xhi);
+            __m512 dx;
+            if constexpr (Quad::kMin) {
+                dx = _mm512_castps256_ps512(dm4<kX>(xb));
+            } else {
+                dx = _mm512_castps128_ps512(d4<kX>(xb));
+            }
+            const int64_t pf = ahead.at(b * kW);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wb = w + r * rb + b * kW;
+                prefetch_span<4 * kW>(wb + pf);
+                const __m512i s = Quad::sum(wb, kW, init, xlo, xhi);
+                __m512 p;
+                if constexpr (Quad::kMin) {
+                    p = _mm512_castps256_ps512(_mm256_mul_ps(dm4<kW>(wb), _mm512_castps512_ps256(dx)));
+                    accm[r] = _mm512_add_ps(accm[r], _mm512_zextps256_ps512(_mm512_castps512_ps256(p)));
+                } else {
+                    p = _mm512_castps128_ps512(_mm_mul_ps(d4<kW>(wb), _mm512_castps512_ps128(dx)));
+                }
+                acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s), acc0[r]);
+            }
+            b += 4;
+        }
+        float tail_min[R] = {};
+        for (; b < nb; ++b) {
+            // One block, read four times (stride 0); only lanes 0..3 get its scale.
+            const uint8_t* xb = x + b * kX;
+            __m512i xlo, xhi;
+            const __m512i init = Quad::prep(xb, 0, xlo, xhi);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wb = w + r * rb + b * kW;
+                const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
+                acc1[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Quad::sum(wb, 0, init, xlo, xhi)), acc1[r]);
+                if constexpr (Quad::kMin) tail_min[r] += f16_at(wb + 2) * f16_at(xb + 2);
+            }
+        }
+        __m512 total[R];
+        for (int r = 0; r < R; ++r) {
+            total[r] = _mm512_add_ps(acc0[r], acc1[r]);
+            if constexpr (Quad::kMin) {
+                const __m512 odd = _mm512_castsi512_ps(_mm512_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1));
+                total[r] = _mm512_add_ps(total[r], _mm512_and_ps(accm[r], odd));
+            }
+        }
+        store_sums<R>(out, total);
         if constexpr (Quad::kMin) {
-            const __m256 p = _mm256_mul_ps(f16x2x4(w4, kW), f16x2x4(x4, kX));
-            accm = _mm256_add_ps(accm, p);
-            return _mm512_permutexvar_ps(spread, _mm512_castps256_ps512(p));
-        } else {
-            const __m128 d = _mm_mul_ps(f16x4(w4, kW), f16x4(x4, kX));
-            return _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(d));
+            for (int r = 0; r < R; ++r) out[r] += tail_min[r];
         }
-    };
-    int64_t b = 0;
-    for (; b + 8 <= nb; b += 8, w += 8 * kW, x += 8 * kX) {
-        acc0 = _mm512_fmadd_ps(scales(w, x), _mm512_cvtepi32_ps(Quad::sum(w, kW, x, kX)), acc0);
-        const uint8_t* w4 = w + 4 * kW;
-        const uint8_t* x4 = x + 4 * kX;
-        acc1 = _mm512_fmadd_ps(scales(w4, x4), _mm512_cvtepi32_ps(Quad::sum(w4, kW, x4, kX)), acc1);
-    }
-    if (b + 4 <= nb) {
-        acc0 = _mm512_fmadd_ps(scales(w, x), _mm512_cvtepi32_ps(Quad::sum(w, kW, x, kX)), acc0);
-        b += 4, w += 4 * kW, x += 4 * kX;
-    }
-    float tail_min = 0.0f;
-    for (; b < nb; ++b, w += kW, x += kX) {
-        // One block, read four times (stride 0); only lanes 0..3 get its scale.
-        const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(f16_at(w) * f16_at(x)));
-        acc1 = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Quad::sum(w, 0, x, 0)), acc1);
-        if constexpr (Quad::kMin) tail_min += f16_at(w + 2) * f16_at(x + 2);
-    }
-    float sum = hsum(_mm512_add_ps(acc0, acc1));
-    if constexpr (Quad::kMin) {
-        const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
-        sum += hsum(_mm256_and_ps(accm, odd)) + tail_min;
-    }
-    return sum;
-}
-
-// Q5_0 and Q5_1 keep two blocks per register (block a in the low 256 bits, b in the high
-// ones), where each block's 32-bit qh word is directly the byte mask of its fifth bits.
-
-// 16 bytes of packed nibbles of blocks a and b -> [a low, a high, b low, b high] (32 quants
-// per block in element order).
-inline __m512i nibbles_pair(const uint8_t* qa, const uint8_t* qb) {
-    __m512i t = _mm512_broadcast_i32x4(load128(qa));           // a a a a
-    t = _mm512_mask_broadcast_i32x4(t, 0xFF00, load128(qb));   // a a b b
-    return _mm512_and_si512(_mm512_mask_srli_epi16(t, 0xFF00FF00u, t, 4), low_nibbles());
-}
-
-// 32 bytes at a and 32 bytes at b.
-inline __m512i join32(const uint8_t* a, const uint8_t* b) { return Q8_0Pair::join(a, b); }
-
-inline __mmask64 qh_pair(const uint8_t* qha, const uint8_t* qhb) {
-    return _cvtu64_mask64(static_cast<uint64_t>(load_u32(qha)) | static_cast<uint64_t>(load_u32(qhb)) << 32);
-}
-
-struct Q5_0Pair {  // q = nibble + 16*bit in 0..31: sum(q * x) - 16 * sum(x)
-    static constexpr int64_t kW = kQ5_0, kX = kQ8_0;
-    static constexpr bool kMin = false;
-    static __m512i sum(const uint8_t* wa, const uint8_t* wb, const uint8_t* xa, const uint8_t* xb) {
-        const __m512i sixteen = _mm512_set1_epi8(16);
-        __m512i q = nibbles_pair(wa + 6, wb + 6);
-        q = _mm512_mask_add_epi8(q, qh_pair(wa + 2, wb + 2), q, sixteen);
-        const __m512i qx = join32(xa + 2, xb + 2);
-        const __m512i zero = _mm512_setzero_si512();
-        return _mm512_sub_epi32(dpbusd(zero, q, qx), dpbusd(zero, sixteen, qx));
     }
 };
-
-struct Q5_1Pair {  // q = nibble + 16*bit in 0..31
-    static constexpr int64_t kW = kQ5_1, kX = kQ8_1;
-    static constexpr bool kMin = true;
-    static __m512i sum(const uint8_t* wa, const uint8_t* wb, const uint8_t* xa, const uint8_t* xb) {
-        __m512i q = nibbles_pair(wa + 8, wb + 8);
-        q = _mm512_mask_add_epi8(q, qh_pair(wa + 4, wb + 4), q, _mm512_set1_epi8(16));
-        return dpbusd(_mm512_setzero_si512(), q, join32(xa + 4, xb + 4));
-    }
-};
-
-// As dot_quad, for pairs: four blocks per iteration.
-template <class Pair>
-float dot_pairs(int64_t n, const uint8_t* w, const uint8_t* x) {
-    constexpr int64_t kW = Pair::kW, kX = Pair::kX;
-    const int64_t nb = n / 32;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 4 <= nb; b += 4, w += 4 * kW, x += 4 * kX) {
-        __m512 d01, d23;
-        if constexpr (Pair::kMin) {
-            const __m256 p = _mm256_mul_ps(f16x2x4(w, kW), f16x2x4(x, kX));
-            accm = _mm256_add_ps(accm, p);
-            d01 = two_lanes(p, 0, 2);
-            d23 = two_lanes(p, 4, 6);
-        } else {
-            const __m128 d = _mm_mul_ps(f16x4(w, kW), f16x4(x, kX));
-            d01 = two_lanes(_mm256_castps128_ps256(d), 0, 1);
-            d23 = two_lanes(_mm256_castps128_ps256(d), 2, 3);
-        }
-        const __m512i s01 = Pair::sum(w, w + kW, x, x + kX);
-        const __m512i s23 = Pair::sum(w + 2 * kW, w + 3 * kW, x + 2 * kX, x + 3 * kX);
-        acc0 = _mm512_fmadd_ps(d01, _mm512_cvtepi32_ps(s01), acc0);
-        acc1 = _mm512_fmadd_ps(d23, _mm512_cvtepi32_ps(s23), acc1);
-    }
-    float tail_min = 0.0f;
-    for (; b < nb; ++b, w += kW, x += kX) {
-        const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(w) * f16_at(x)));
-        acc0 = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Pair::sum(w, w, x, x)), acc0);
-        if constexpr (Pair::kMin) tail_min += f16_at(w + 2) * f16_at(x + 2);
-    }
-    float sum = hsum(_mm512_add_ps(acc0, acc1));
-    if constexpr (Pair::kMin) {
-        const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
-        sum += hsum(_mm256_and_ps(accm, odd)) + tail_min;
-    }
-    return sum;
-}
 
 // ---------------------------------------------------------------- K-quants (x Q8_K)
+// One 256-element superblock per step; a Body type computes one row's superblock against the
+// activation's (acc += d*dx * sumi, accm += dmin*dx * the mins term).
 
 // Scales in bytes 0..7, mins in bytes 8..15 (see row_dot_avx2.cpp).
 inline __m128i k4_scales_mins(const uint8_t* packed) {
@@ -452,42 +687,78 @@ inline __m512i with_shifted_high(const uint8_t* p) {
     return _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, Shift);
 }
 
+// Q4_K/Q5_K: each 64 bytes of packed quants hold sub-blocks 4h and 4h + 2 in their low
+// nibbles (bytes 0..31, 32..63) and 4h + 1, 4h + 3 in their high nibbles; the activation
+// quants are gathered to match once per superblock for all rows (prep).
 template <bool Q5>
-float dot_k4_family(int64_t n, const uint8_t* w, const uint8_t* x) {
-    constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
-    constexpr int64_t kQs = Q5 ? 48 : 16;
-    const int64_t nb = n / 256;
-    __m512 acc = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kW, x += kQ8_K) {
-        const float dx = load_f32(x);
+struct K4Body {
+    static constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
+    static constexpr bool kMin = true;
+    struct X {
+        __m512i q[2][2];  // [h][low/high nibbles]
+        const uint8_t* p;
+        float d;
+    };
+    static X prep(const uint8_t* x) {
+        X xp;
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* qx = x + kQ8_KQs + 128 * h;
+            xp.q[h][0] = join32(qx, qx + 64);
+            xp.q[h][1] = join32(qx + 32, qx + 96);
+        }
+        xp.p = x;
+        xp.d = load_f32(x);
+        return xp;
+    }
+    // Word index vector: words 0..15 -> a, 16..31 -> b.
+    static __m512i word_pair(int a, int b) {
+        return _mm512_mask_mov_epi16(_mm512_set1_epi16(static_cast<short>(a)), 0xFFFF0000u, _mm512_set1_epi16(static_cast<short>(b)));
+    }
+    static void add(const uint8_t* w, const X& x, __m512& acc, __m256& accm) {
+        constexpr int64_t kQs = Q5 ? 48 : 16;
         const __m128i sm = k4_scales_mins(w + 4);
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 2) * dx), _mm256_cvtepi32_ps(msum), accm);
+        const __m256i msum = _mm256_madd_epi16(load256(x.p + kQ8_KBsums), mins);
+        // [d, dmin] * dx
+        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(w)))), _mm_set1_ps(x.d));
+        accm = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(msum), accm);
 
         const __m512i scales = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
         __m512i qh2 = _mm512_setzero_si512();
         if constexpr (Q5) qh2 = twice32(w + 16);
         __m512i sumi = _mm512_setzero_si512();
-        for (int c = 0; c < 4; ++c) {
-            __m512i z = _mm512_and_si512(with_shifted_high<4>(w + kQs + 32 * c), low_nibbles());
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q = load512(w + kQs + 64 * h);
+            __m512i lo = _mm512_and_si512(q, low_nibbles());
+            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles());
             if constexpr (Q5) {
-                const __mmask64 high = _mm512_test_epi8_mask(qh2, bit_pair(2 * c, 2 * c + 1));
-                z = _mm512_mask_add_epi8(z, high, z, _mm512_set1_epi8(16));
+                const __m512i sixteen = _mm512_set1_epi8(16);
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh2, bit_pair(4 * h, 4 * h + 2)), lo, sixteen);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh2, bit_pair(4 * h + 1, 4 * h + 3)), hi, sixteen);
             }
-            sumi = scaled_run(sumi, z, x + kQ8_KQs + 64 * c, _mm512_permutexvar_epi16(word_groups(2 * c, 4), scales));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(lo, x.q[h][0]),
+                                       _mm512_permutexvar_epi16(word_pair(4 * h, 4 * h + 2), scales));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(hi, x.q[h][1]),
+                                       _mm512_permutexvar_epi16(word_pair(4 * h + 1, 4 * h + 3), scales));
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w) * dx), _mm512_cvtepi32_ps(sumi), acc);
+        acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(dd), _mm512_cvtepi32_ps(sumi), acc);
     }
-    return hsum(acc) - hsum(accm);
-}
+};
 
-float dot_q6_k(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 256;
-    const __m512i m30 = _mm512_set1_epi8(0x30);
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kQ6_K, x += kQ8_K) {
+// The other K-quants read the activation directly.
+struct XDirect {
+    const uint8_t* p;
+    float d;
+};
+
+struct Q6_KBody {
+    static constexpr int64_t kW = kQ6_K;
+    static constexpr bool kMin = false;
+    static XDirect prep(const uint8_t* x) { return {x, load_f32(x)}; }
+    static void add(const uint8_t* w, const XDirect& xd, __m512& acc, __m256&) {
+        const uint8_t* x = xd.p;
+        const float dx = xd.d;
+        const __m512i m30 = _mm512_set1_epi8(0x30);
         const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w + 192));
         const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), sc16);
         __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5)));
@@ -501,17 +772,19 @@ float dot_q6_k(int64_t n, const uint8_t* w, const uint8_t* x) {
             sumi = scaled_run(sumi, a0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
             sumi = scaled_run(sumi, a1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 208) * load_f32(x)), _mm512_cvtepi32_ps(sumi), acc);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 208) * dx), _mm512_cvtepi32_ps(sumi), acc);
     }
-    return hsum(acc);
-}
+};
 
-float dot_q3_k(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 256;
-    const __m512i m3 = _mm512_set1_epi8(3);
-    const __m512i four = _mm512_set1_epi8(4);
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kQ3_K, x += kQ8_K) {
+struct Q3_KBody {
+    static constexpr int64_t kW = kQ3_K;
+    static constexpr bool kMin = false;
+    static XDirect prep(const uint8_t* x) { return {x, load_f32(x)}; }
+    static void add(const uint8_t* w, const XDirect& xd, __m512& acc, __m256&) {
+        const uint8_t* x = xd.p;
+        const float dx = xd.d;
+        const __m512i m3 = _mm512_set1_epi8(3);
+        const __m512i four = _mm512_set1_epi8(4);
         const __m256i sc16 = _mm256_cvtepi8_epi16(q3k_scales(w + 96));
         const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), sc16);
         __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2)));
@@ -527,18 +800,18 @@ float dot_q3_k(int64_t n, const uint8_t* w, const uint8_t* x) {
             sumi = scaled_run(sumi, z0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
             sumi = scaled_run(sumi, z1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 108) * load_f32(x)), _mm512_cvtepi32_ps(sumi), acc);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 108) * dx), _mm512_cvtepi32_ps(sumi), acc);
     }
-    return hsum(acc);
-}
+};
 
-float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 256;
-    const __m512i m3 = _mm512_set1_epi8(3);
-    __m512 acc = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kQ2_K, x += kQ8_K) {
-        const float dx = load_f32(x);
+struct Q2_KBody {
+    static constexpr int64_t kW = kQ2_K;
+    static constexpr bool kMin = true;
+    static XDirect prep(const uint8_t* x) { return {x, load_f32(x)}; }
+    static void add(const uint8_t* w, const XDirect& xd, __m512& acc, __m256& accm) {
+        const uint8_t* x = xd.p;
+        const float dx = xd.d;
+        const __m512i m3 = _mm512_set1_epi8(3);
         const __m128i packed = load128(w);
         const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
@@ -556,8 +829,35 @@ float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
         }
         acc = _mm512_fmadd_ps(_mm512_set1_ps(dx * f16_at(w + 80)), _mm512_cvtepi32_ps(sumi), acc);
     }
-    return hsum(acc) - hsum(accm);
-}
+};
+
+template <class Body>
+struct KRows {
+    template <int R>
+    static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
+        constexpr int64_t kW = Body::kW;
+        const int64_t nb = n / 256;
+        __m512 acc[R];
+        __m256 accm[R];
+        for (int r = 0; r < R; ++r) {
+            acc[r] = _mm512_setzero_ps();
+            accm[r] = _mm256_setzero_ps();
+        }
+        for (int64_t i = 0; i < nb; ++i) {
+            const auto xp = Body::prep(x + i * kQ8_K);
+            const int64_t pf = ahead.at(i * kW);
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wi = w + r * rb + i * kW;
+                prefetch_span<kW>(wi + pf);
+                Body::add(wi, xp, acc[r], accm[r]);
+            }
+        }
+        if constexpr (Body::kMin) {
+            for (int r = 0; r < R; ++r) acc[r] = _mm512_sub_ps(acc[r], _mm512_zextps256_ps512(accm[r]));
+        }
+        store_sums<R>(out, acc);
+    }
+};
 
 // ---------------------------------------------------------------- encoders
 
@@ -707,18 +1007,20 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
 RowDotKernels avx512_row_dot_kernels(GgmlType weight_type) {
     if (!cpu_features().avx512vnni) return {};  // this family is AVX-512 F/BW/VL + VNNI
     switch (weight_type) {
-        case GgmlType::F16: return {GgmlType::F16, &encode_f16, &dot_halves<false>};
-        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, &dot_halves<true>};
-        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_q8_0};
-        case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_quad<Q4_0Quad>};
-        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_pairs<Q5_0Pair>};
-        case GgmlType::Q4_1: return {GgmlType::Q8_1, &encode_q8_1, &dot_quad<Q4_1Quad>};
-        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, &dot_pairs<Q5_1Pair>};
-        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q2_k};
-        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q3_k};
-        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<false>};
-        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<true>};
-        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q6_k};
+#define INFERSCOPE_ROWS(K) &dot_row<K>, &dot_rows<K>
+        case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_ROWS(HalvesRows<false>)};
+        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, INFERSCOPE_ROWS(HalvesRows<true>)};
+        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_ROWS(PairRows<Q8_0Pair>)};
+        case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_ROWS(QuadRows<Q4_0Quad>)};
+        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_ROWS(PairRows<Q5_0Pair>)};
+        case GgmlType::Q4_1: return {GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_ROWS(QuadRows<Q4_1Quad>)};
+        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_ROWS(PairRows<Q5_1Pair>)};
+        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q2_KBody>)};
+        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q3_KBody>)};
+        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<K4Body<false>>)};
+        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<K4Body<true>>)};
+        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q6_KBody>)};
+#undef INFERSCOPE_ROWS
         default: return {};
     }
 }

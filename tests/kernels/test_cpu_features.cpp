@@ -1,0 +1,52 @@
+#include "engine/backend/cpu/cpu_features.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace inferscope {
+namespace {
+
+// The kernel's own view of the CPU: the "flags" line of /proc/cpuinfo (Linux only). The
+// kernel lists a flag only when the OS also enables its register state, as detect() requires.
+std::set<std::string> proc_cpuinfo_flags() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("flags", 0) != 0) continue;
+        std::istringstream words(line.substr(line.find(':') + 1));
+        std::set<std::string> flags;
+        for (std::string w; words >> w;) flags.insert(w);
+        return flags;
+    }
+    return {};
+}
+
+TEST(CpuFeatures, AgreeWithTheKernelsFlagsInProcCpuinfo) {
+#if !(defined(__x86_64__) || defined(__i386__))
+    GTEST_SKIP() << "not an x86 CPU: feature detection only covers x86";
+#endif
+    const std::set<std::string> flags = proc_cpuinfo_flags();
+    if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line on this system";
+    const CpuFeatures& f = cpu_features();
+    EXPECT_EQ(f.avx2, flags.count("avx2") == 1);
+    EXPECT_EQ(f.fma, flags.count("fma") == 1);
+    EXPECT_EQ(f.f16c, flags.count("f16c") == 1);
+    EXPECT_EQ(f.avx512f, flags.count("avx512f") == 1);
+    EXPECT_EQ(f.avx512bw, flags.count("avx512bw") == 1);
+    EXPECT_EQ(f.avx512vl, flags.count("avx512vl") == 1);
+    EXPECT_EQ(f.avx512vnni, flags.count("avx512_vnni") == 1);
+    EXPECT_EQ(f.avx512bf16, flags.count("avx512_bf16") == 1);
+    EXPECT_EQ(f.avxvnni, flags.count("avx_vnni") == 1);
+}
+
+TEST(CpuFeatures, ActiveFamilyIsOneTheCpuSupports) {
+    EXPECT_TRUE(cpu_supports(active_cpu_isa()));
+    EXPECT_TRUE(cpu_supports(CpuIsa::Scalar));
+}
+
+}  // namespace
+}  // namespace inferscope
