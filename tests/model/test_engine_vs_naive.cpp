@@ -169,3 +169,75 @@ TEST(ForkedSequence, ContinuesLikeAnIndependentOneAfterCopyOnWrite) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+struct BatchCase {
+    GgmlType weights;
+    KvDtype kv;
+};
+
+class BatchedDecode : public ::testing::TestWithParam<BatchCase> {};
+
+// Four sequences at different context lengths decoded together, one token each per step
+// (one matrix-matrix product per weight for all of them, against one matrix-vector product
+// per sequence alone): the same greedy tokens, and logits within 1e-4 of the row's scale.
+TEST_P(BatchedDecode, EverySequenceGetsWhatItWouldGetAlone) {
+    const BatchCase c = GetParam();
+    const auto model = testing::tiny_model(tiny_spec("qwen2", c.weights));
+    auto options = test_session_options(c.kv);
+    options.max_sequences = 4;
+    InferenceSession session(model, options);
+    const std::vector<int> prompt_lengths = {3, 9, 17, 30};
+    constexpr int kNewTokens = 10;
+    std::vector<std::vector<TokenId>> prompts;
+    std::vector<testing::GreedyRun> alone;
+    for (size_t s = 0; s < prompt_lengths.size(); ++s) {
+        std::vector<TokenId> p;
+        for (int i = 0; i < prompt_lengths[s]; ++i) p.push_back(static_cast<TokenId>((i * 31 + 7 * s + 2) % 300));
+        alone.push_back(testing::greedy_with_cache(session, p, kNewTokens));
+        prompts.push_back(std::move(p));
+    }
+
+    std::vector<SeqId> seqs;
+    std::vector<TokenId> next;
+    const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
+    for (const auto& p : prompts) {  // prefill each; its last logits give its first token
+        seqs.push_back(session.new_sequence());
+        Batch batch;
+        for (size_t i = 0; i < p.size(); ++i) batch.push_back({p[i], seqs.back(), static_cast<int32_t>(i), i + 1 == p.size()});
+        next.push_back(argmax(session.decode(batch)));
+    }
+    double worst = 0;
+    for (int step = 1; step < kNewTokens; ++step) {
+        Batch batch;
+        for (size_t s = 0; s < seqs.size(); ++s) {
+            ASSERT_EQ(next[s], alone[s].ids[static_cast<size_t>(step - 1)]) << "sequence " << s << " step " << step;
+            batch.push_back({next[s], seqs[s], session.sequence_length(seqs[s]), true});
+        }
+        const std::span<const float> flat = session.decode(batch);
+        for (size_t s = 0; s < seqs.size(); ++s) {
+            const std::vector<float> got(flat.begin() + static_cast<std::ptrdiff_t>(s * n_vocab),
+                                         flat.begin() + static_cast<std::ptrdiff_t>((s + 1) * n_vocab));
+            const double err = testing::relative_row_error(got, alone[s].logits[static_cast<size_t>(step)]);
+            worst = std::max(worst, err);
+            EXPECT_LT(err, 1e-4) << "sequence " << s << " step " << step;
+            next[s] = argmax(got);
+        }
+    }
+    for (size_t s = 0; s < seqs.size(); ++s) EXPECT_EQ(next[s], alone[s].ids.back()) << "sequence " << s;
+    std::printf("[ measured ] %s weights, kv %s: max relative logit difference batched vs alone %.3g\n",
+                std::string(ggml_type_name(c.weights)).c_str(), kv_dtype_name(c.kv), worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes, BatchedDecode,
+                         ::testing::Values(BatchCase{GgmlType::F32, KvDtype::F32}, BatchCase{GgmlType::F16, KvDtype::F16},
+                                           BatchCase{GgmlType::BF16, KvDtype::F16}, BatchCase{GgmlType::Q8_0, KvDtype::F16},
+                                           BatchCase{GgmlType::Q4_0, KvDtype::F16}),
+                         [](const ::testing::TestParamInfo<BatchCase>& info) {
+                             return std::string(ggml_type_name(info.param.weights)) + "_kv" + kv_dtype_name(info.param.kv);
+                         });
+
+}  // namespace
+}  // namespace inferscope
