@@ -47,11 +47,12 @@ void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens
     }
 }
 
-// One query head at a time with its output in registers (head dims up to 128), so each V
-// row is converted once per head and the output is written once.
+// One query head at a time with its output in registers (any head_dim), so each V row is
+// converted once per head and the output is written once. The general path; the common head
+// sizes take accumulate_heads below.
 template <typename T>
-void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                float* out) {
+void accumulate_per_head(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                         float* out) {
     constexpr int kMaxChunks = 8;
     const int chunks = (head_dim + 15) / 16;
     for (int g = 0; g < n_q; ++g) {
@@ -70,6 +71,55 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t r
             }
             for (int c = c0; c < c1; ++c) _mm512_mask_storeu_ps(og + c * 16, lanes(head_dim, c * 16), acc[c - c0]);
         }
+    }
+}
+
+// Token-major: each V row is converted once and feeds every query head of the pass, whose
+// outputs (Heads x Chunks vectors, 28 of the 32 registers) stay in registers over the block.
+// Against the per-head order this converts V once instead of once per head, and the
+// Heads x Chunks independent accumulations hide the FMA latency that 4 chains of one head
+// cannot (measured: the per-head order was a quarter of a 0.5B Q4_0 decode step at depth 2048).
+template <typename T, int Chunks>
+void accumulate_heads(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                      float* out) {
+    constexpr int kHeads = 28 / Chunks;
+    __mmask16 mask[Chunks];
+    for (int c = 0; c < Chunks; ++c) mask[c] = lanes(head_dim, c * 16);
+    for (int g0 = 0; g0 < n_q; g0 += kHeads) {
+        const int heads = n_q - g0 < kHeads ? n_q - g0 : kHeads;
+        float* og = out + static_cast<int64_t>(g0) * head_dim;
+        const float* pg = p + g0 * p_stride;
+        __m512 acc[kHeads][Chunks];
+        for (int g = 0; g < kHeads; ++g) {
+            for (int c = 0; c < Chunks; ++c) {
+                acc[g][c] = g < heads ? _mm512_maskz_loadu_ps(mask[c], og + g * head_dim + c * 16) : _mm512_setzero_ps();
+            }
+        }
+        for (int t = 0; t < n_t; ++t) {
+            const T* row = v + t * row_stride;
+            __m512 vr[Chunks];
+            for (int c = 0; c < Chunks; ++c) vr[c] = load16(row, c * 16, mask[c]);
+            for (int g = 0; g < kHeads; ++g) {
+                if (g >= heads) break;
+                const __m512 weight = _mm512_set1_ps(pg[g * p_stride + t]);
+                for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_fmadd_ps(weight, vr[c], acc[g][c]);
+            }
+        }
+        for (int g = 0; g < heads; ++g) {
+            for (int c = 0; c < Chunks; ++c) _mm512_mask_storeu_ps(og + g * head_dim + c * 16, mask[c], acc[g][c]);
+        }
+    }
+}
+
+template <typename T>
+void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                float* out) {
+    switch ((head_dim + 15) / 16) {
+        case 1: return accumulate_heads<T, 1>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
+        case 2: return accumulate_heads<T, 2>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
+        case 4: return accumulate_heads<T, 4>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
+        case 8: return accumulate_heads<T, 8>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
+        default: return accumulate_per_head(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
     }
 }
 
