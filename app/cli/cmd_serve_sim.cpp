@@ -77,7 +77,9 @@ void run_serve_sim(ServeSimOptions o) {
     if (o.arrival != "all" && o.arrival != "poisson") throw InvalidArgument("--arrival is all or poisson");
     o.trace.arrival = o.arrival == "all" ? ArrivalPattern::AllAtOnce : ArrivalPattern::Poisson;
     ModelOptions mo = o.model;
-    mo.ctx = o.trace.prompt_tokens + o.trace.max_output_tokens + 1;
+    // Room for the longest request, and for the cost model's largest prompt chunk after it.
+    constexpr int kLargestChunk = 128;
+    mo.ctx = o.trace.prompt_tokens + o.trace.max_output_tokens + 1 + kLargestChunk;
     const auto model = load_model(mo);
     o.trace.vocab_size = model->config().n_vocab;
     SessionOptions so = session_options(mo);
@@ -88,9 +90,11 @@ void run_serve_sim(ServeSimOptions o) {
     std::vector<int> batches;
     for (int b = 1; b < o.slots; b *= 2) batches.push_back(b);
     batches.push_back(o.slots);
+    std::vector<int> chunks;  // steps with more tokens than slots: the newcomers' prompts
+    for (int c = 2 * o.slots; c <= kLargestChunk; c *= 2) chunks.push_back(c);
     const std::vector<int> contexts = {o.trace.prompt_tokens, o.trace.prompt_tokens + o.trace.max_output_tokens};
     std::fprintf(stderr, "serve-sim: measuring step costs on the model\n");
-    const StepCostModel costs = StepCostModel::measure(session, batches, contexts, 3);
+    const StepCostModel costs = StepCostModel::measure(session, batches, chunks, contexts, 5);
 
     std::vector<BatchingPolicy> policies;
     if (o.policy != "continuous") policies.push_back(BatchingPolicy::Static);
@@ -112,9 +116,8 @@ void run_serve_sim(ServeSimOptions o) {
     }
     if (o.model.json) {
         nlohmann::json points = nlohmann::json::array();
-        for (const auto& p : costs.points()) points.push_back({{"batch", p.batch}, {"context", p.context}, {"seconds", p.seconds}});
-        print_json({{"runs", runs},
-                    {"cost_model", {{"decode_points", points}, {"prefill_seconds_per_token", costs.prefill_seconds_per_token()}}}});
+        for (const auto& p : costs.points()) points.push_back({{"tokens", p.tokens}, {"context", p.context}, {"seconds", p.seconds}});
+        print_json({{"runs", runs}, {"cost_model", {{"step_points", points}}}});
         return;
     }
     print_side_by_side(runs, o.trace, o.slots);

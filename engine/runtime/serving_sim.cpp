@@ -12,28 +12,34 @@
 
 namespace inferscope {
 
-StepCostModel::StepCostModel(std::vector<Point> decode_points, double prefill_seconds_per_token)
-    : points_(std::move(decode_points)), prefill_per_token_(prefill_seconds_per_token) {
+StepCostModel::StepCostModel(std::vector<Point> points) : points_(std::move(points)) {
     if (points_.empty()) throw InvalidArgument("a step-cost model needs at least one measured point");
     std::sort(points_.begin(), points_.end(), [](const Point& a, const Point& b) {
-        return a.context != b.context ? a.context < b.context : a.batch < b.batch;
+        return a.context != b.context ? a.context < b.context : a.tokens < b.tokens;
     });
+    for (size_t i = 0; i < points_.size(); ++i) {
+        if (points_[i].tokens <= 0) throw InvalidArgument("a step-cost point needs at least one token");
+        if (i > 0 && points_[i].tokens == points_[i - 1].tokens && points_[i].context == points_[i - 1].context) {
+            throw InvalidArgument("two step-cost points for " + std::to_string(points_[i].tokens) + " tokens at context " +
+                                  std::to_string(points_[i].context));
+        }
+    }
 }
 
-// Linear in the batch size between the two measured sizes around it (extrapolated from the
-// last two beyond the largest).
-double StepCostModel::decode_at_context_row(size_t begin, size_t end, int batch) const {
-    if (end - begin == 1) return points_[begin].seconds * batch / std::max(1, points_[begin].batch);
+// Linear in the token count between the two measured counts around it (extrapolated from
+// the last two beyond the largest).
+double StepCostModel::at_context_row(size_t begin, size_t end, int tokens) const {
+    if (end - begin == 1) return points_[begin].seconds * tokens / std::max(1, points_[begin].tokens);
     size_t hi = begin + 1;
-    while (hi + 1 < end && points_[hi].batch < batch) ++hi;
+    while (hi + 1 < end && points_[hi].tokens < tokens) ++hi;
     const Point& a = points_[hi - 1];
     const Point& b = points_[hi];
-    const double t = static_cast<double>(batch - a.batch) / static_cast<double>(b.batch - a.batch);
+    const double t = static_cast<double>(tokens - a.tokens) / static_cast<double>(b.tokens - a.tokens);
     return std::max(0.0, a.seconds + t * (b.seconds - a.seconds));
 }
 
-double StepCostModel::decode_seconds(int batch, int context) const {
-    if (batch <= 0) return 0.0;
+double StepCostModel::seconds(int tokens, int context) const {
+    if (tokens <= 0) return 0.0;
     // Rows of equal context; interpolate between the two rows around `context`.
     std::vector<std::pair<size_t, size_t>> rows;
     for (size_t i = 0; i < points_.size();) {
@@ -44,17 +50,13 @@ double StepCostModel::decode_seconds(int batch, int context) const {
     }
     size_t hi = 0;
     while (hi + 1 < rows.size() && points_[rows[hi].first].context < context) ++hi;
-    const double cost_hi = decode_at_context_row(rows[hi].first, rows[hi].second, batch);
+    const double cost_hi = at_context_row(rows[hi].first, rows[hi].second, tokens);
     if (hi == 0) return cost_hi;
     const int c_lo = points_[rows[hi - 1].first].context;
     const int c_hi = points_[rows[hi].first].context;
-    const double cost_lo = decode_at_context_row(rows[hi - 1].first, rows[hi - 1].second, batch);
+    const double cost_lo = at_context_row(rows[hi - 1].first, rows[hi - 1].second, tokens);
     const double t = std::clamp(static_cast<double>(context - c_lo) / static_cast<double>(c_hi - c_lo), 0.0, 2.0);
     return std::max(0.0, cost_lo + t * (cost_hi - cost_lo));
-}
-
-double StepCostModel::step_seconds(int decode_tokens, int prefill_tokens, int context) const {
-    return decode_seconds(decode_tokens, context) + prefill_tokens * prefill_per_token_;
 }
 
 namespace {
@@ -63,56 +65,59 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// B sequences filled to `context` tokens, then `repetitions` timed decode steps of all B.
-double measure_decode(InferenceSession& session, int batch, int context, int repetitions, std::mt19937& rng) {
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t mid = values.size() / 2;
+    return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// `sequences` sequences filled to `context` tokens, then `repetitions` timed steps that
+// append `tokens_each` tokens to every one of them (each time from the same context).
+double measure_step(InferenceSession& session, int sequences, int tokens_each, int context, int repetitions,
+                    std::mt19937& rng) {
     std::uniform_int_distribution<TokenId> token(0, session.model().config().n_vocab - 1);
     std::vector<SeqId> seqs;
     Batch b;
-    for (int s = 0; s < batch; ++s) {
+    for (int s = 0; s < sequences; ++s) {
         seqs.push_back(session.new_sequence());
         b.clear();
         for (int i = 0; i < context; ++i) b.push_back({token(rng), seqs.back(), i, i + 1 == context});
-        session.decode(b);
+        if (!b.empty()) session.decode(b);
     }
-    double best = 1e30;
+    std::vector<double> times;
     for (int r = 0; r < repetitions; ++r) {
         b.clear();
-        for (SeqId s : seqs) b.push_back({token(rng), s, session.sequence_length(s), true});
+        for (SeqId s : seqs) {
+            for (int i = 0; i < tokens_each; ++i) b.push_back({token(rng), s, context + i, i + 1 == tokens_each});
+        }
         const auto start = Clock::now();
         session.decode(b);
-        best = std::min(best, seconds_since(start));
+        times.push_back(seconds_since(start));
         for (SeqId s : seqs) session.truncate_sequence(s, context);  // every repetition at the same context
     }
     for (SeqId s : seqs) session.free_sequence(s);
-    return best;
+    return median(std::move(times));
 }
 
 }  // namespace
 
-StepCostModel StepCostModel::measure(InferenceSession& session, std::span<const int> batch_sizes, std::span<const int> contexts,
-                                     int repetitions, const std::function<void(const std::string&)>& on_progress) {
+StepCostModel StepCostModel::measure(InferenceSession& session, std::span<const int> decode_batches,
+                                     std::span<const int> chunk_tokens, std::span<const int> contexts, int repetitions,
+                                     const std::function<void(const std::string&)>& on_progress) {
     std::mt19937 rng(77);
     std::vector<Point> points;
+    const int reps = std::max(1, repetitions);
     for (int context : contexts) {
-        for (int batch : batch_sizes) {
-            points.push_back({batch, context, measure_decode(session, batch, context, std::max(1, repetitions), rng)});
-            if (on_progress) on_progress("cost B=" + std::to_string(batch) + " C=" + std::to_string(context));
+        for (int batch : decode_batches) {
+            points.push_back({batch, context, measure_step(session, batch, 1, context, reps, rng)});
+            if (on_progress) on_progress("cost: " + std::to_string(batch) + " decodes at context " + std::to_string(context));
+        }
+        for (int chunk : chunk_tokens) {
+            points.push_back({chunk, context, measure_step(session, 1, chunk, context, reps, rng)});
+            if (on_progress) on_progress("cost: a " + std::to_string(chunk) + "-token chunk at context " + std::to_string(context));
         }
     }
-    // Prefill: one prompt of 128 tokens (or the largest context), the best of the repetitions.
-    const int prompt = std::max(16, std::min(128, *std::max_element(contexts.begin(), contexts.end())));
-    std::uniform_int_distribution<TokenId> token(0, session.model().config().n_vocab - 1);
-    double best = 1e30;
-    for (int r = 0; r < std::max(1, repetitions); ++r) {
-        const SeqId seq = session.new_sequence();
-        Batch b;
-        for (int i = 0; i < prompt; ++i) b.push_back({token(rng), seq, i, i + 1 == prompt});
-        const auto start = Clock::now();
-        session.decode(b);
-        best = std::min(best, seconds_since(start));
-        session.free_sequence(seq);
-    }
-    return StepCostModel(std::move(points), best / prompt);
+    return StepCostModel(std::move(points));
 }
 
 namespace {

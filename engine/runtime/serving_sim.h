@@ -15,32 +15,38 @@ namespace inferscope {
 
 class InferenceSession;
 
-// Cost of one step = decode cost(B decoding sequences at context C), interpolated in B and
-// C between measured points, + prompt tokens x measured prefill cost per token.
+// Cost of one step as a function of the tokens it runs (decodes and prompt tokens alike: one
+// matrix product per weight serves them all) and the context they attend over, interpolated
+// between measured points: few tokens measured as that many sequences decoding together, many
+// tokens as one sequence's prompt chunk. A step mixing a newcomer's prompt with decodes is
+// charged as one step of all its tokens, which is what it costs the engine.
 class StepCostModel {
 public:
     struct Point {
-        int batch = 0;
+        int tokens = 0;
         int context = 0;
-        double seconds = 0;  // one decode step
+        double seconds = 0;  // one step
     };
-    StepCostModel(std::vector<Point> decode_points, double prefill_seconds_per_token);
+    explicit StepCostModel(std::vector<Point> points);
 
-    // Measures on `session` (which needs room for max(batch_sizes) sequences of
-    // max(contexts) + 1 tokens): decode steps at every (batch, context) pair, and prefill.
-    static StepCostModel measure(InferenceSession& session, std::span<const int> batch_sizes, std::span<const int> contexts,
-                                 int repetitions, const std::function<void(const std::string&)>& on_progress = {});
+    // Measures on `session` (which needs room for max(decode_batches) sequences and for
+    // max(contexts) + max(chunk_tokens) tokens): steps of B decoding sequences for each B in
+    // decode_batches, and prompt chunks of each size in chunk_tokens, at every context; each
+    // point is the median of `repetitions` timed steps.
+    static StepCostModel measure(InferenceSession& session, std::span<const int> decode_batches,
+                                 std::span<const int> chunk_tokens, std::span<const int> contexts, int repetitions,
+                                 const std::function<void(const std::string&)>& on_progress = {});
 
-    double decode_seconds(int batch, int context) const;
-    double step_seconds(int decode_tokens, int prefill_tokens, int context) const;
-    double prefill_seconds_per_token() const { return prefill_per_token_; }
+    double seconds(int tokens, int context) const;
+    double step_seconds(int decode_tokens, int prefill_tokens, int context) const {
+        return seconds(decode_tokens + prefill_tokens, context);
+    }
     const std::vector<Point>& points() const { return points_; }
 
 private:
-    double decode_at_context_row(size_t row_begin, size_t row_end, int batch) const;
+    double at_context_row(size_t row_begin, size_t row_end, int tokens) const;
 
-    std::vector<Point> points_;  // sorted by context, then batch
-    double prefill_per_token_;
+    std::vector<Point> points_;  // sorted by context, then tokens
 };
 
 std::unique_ptr<StepExecutor> make_simulated_executor(const StepCostModel& model);

@@ -196,14 +196,17 @@ TEST(Trace, LogNormalLengthsWithTheRequestedMedianAndMaximum) {
     EXPECT_GT(poisson.back().arrival_s, 0.0);
 }
 
-TEST(StepCostModel, InterpolatesInBatchAndContext) {
-    const StepCostModel model({{1, 100, 0.010}, {4, 100, 0.016}, {1, 300, 0.012}, {4, 300, 0.020}}, 0.001);
-    EXPECT_DOUBLE_EQ(model.decode_seconds(1, 100), 0.010);
-    EXPECT_DOUBLE_EQ(model.decode_seconds(2, 100), 0.012);
-    EXPECT_NEAR(model.decode_seconds(4, 200), 0.018, 1e-12);
-    EXPECT_NEAR(model.decode_seconds(8, 100), 0.024, 1e-12);  // extrapolated from the last two sizes
-    EXPECT_NEAR(model.step_seconds(1, 10, 100), 0.020, 1e-12);
-    EXPECT_THROW(StepCostModel({}, 0.0), InvalidArgument);
+TEST(StepCostModel, InterpolatesInTokensAndContext) {
+    const StepCostModel model({{1, 100, 0.010}, {4, 100, 0.016}, {1, 300, 0.012}, {4, 300, 0.020}});
+    EXPECT_DOUBLE_EQ(model.seconds(1, 100), 0.010);
+    EXPECT_DOUBLE_EQ(model.seconds(2, 100), 0.012);
+    EXPECT_NEAR(model.seconds(4, 200), 0.018, 1e-12);
+    EXPECT_NEAR(model.seconds(8, 100), 0.024, 1e-12);  // extrapolated from the last two sizes
+    // A step with 1 decode and 3 prompt tokens costs what a 4-token step costs.
+    EXPECT_NEAR(model.step_seconds(1, 3, 100), 0.016, 1e-12);
+    EXPECT_DOUBLE_EQ(model.seconds(0, 100), 0.0);
+    EXPECT_THROW(StepCostModel({}), InvalidArgument);
+    EXPECT_THROW(StepCostModel({{2, 100, 0.01}, {2, 100, 0.02}}), InvalidArgument);
 }
 
 }  // namespace
