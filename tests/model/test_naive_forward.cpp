@@ -208,10 +208,13 @@ TEST(NaiveForward, Qwen2TinyGreedyFirstTokensMatchLlamaCpp) {
     EXPECT_EQ(naive_greedy(cached_model("qwen2-tiny.gguf"), prompt, 4), expected);
 }
 
-TEST(NaiveForward, RejectsQuantizedTensors) {
+TEST(NaiveForward, LoadsQ8_0ButRejectsOtherQuantizedTensors) {
     INFERSCOPE_REQUIRE_SHARED_FILE("qwen2-tiny-q8_0.gguf");
     const GgufFile file = GgufFile::open(::inferscope::testing::shared_model("qwen2-tiny-q8_0.gguf").string());
-    EXPECT_THROW(load_naive_model(file), std::runtime_error);
+    EXPECT_NO_THROW(load_naive_model(file));
+    GgufTensorInfo q4_k = *file.find_tensor("blk.0.attn_q.weight");
+    q4_k.type = GgmlType::Q4_K;
+    EXPECT_THROW(naive_tensor_to_double(q4_k), std::runtime_error);
 }
 
 // ---- hand-built GGUF files (no shared data needed) ----
