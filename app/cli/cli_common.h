@@ -42,5 +42,9 @@ void add_make_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_batch_bench_command(CLI::App& app);
 void add_serve_sim_command(CLI::App& app);
+void add_outliers_command(CLI::App& app);
+void add_quant_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace inferscope::cli

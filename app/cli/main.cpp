@@ -20,6 +20,10 @@ int main(int argc, char** argv) {
     inferscope::cli::add_bench_command(app);
     inferscope::cli::add_batch_bench_command(app);
     inferscope::cli::add_serve_sim_command(app);
+    inferscope::cli::add_outliers_command(app);
+    inferscope::cli::add_quant_command(app);
+    inferscope::cli::add_quantize_command(app);
+    inferscope::cli::add_eval_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

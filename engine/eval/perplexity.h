@@ -32,6 +32,28 @@ struct PerplexityResult {
     bool cancelled = false;
 };
 
+// The pieces of the method, shared with side-by-side comparisons (engine/eval/quality.h).
+// -log softmax(logits)[target], with the exponentials summed in double as llama.cpp does.
+double negative_log_likelihood(std::span<const float> logits, TokenId target);
+
+// Running sums of per-token NLL: PPL = exp(mean) and its standard error.
+struct NllAccumulator {
+    double nll = 0;
+    double nll_squared = 0;
+    int64_t count = 0;
+
+    void add(double value);
+    double ppl() const;
+    double ppl_stderr() const;
+};
+
+// Throws InvalidArgument unless 4 <= n_ctx <= context_size and tokens >= 2 x n_ctx.
+void check_perplexity_input(int64_t n_tokens, int n_ctx, int context_size);
+// Chunk `index` of the text: tokens [index x n_ctx, (index + 1) x n_ctx), its first token
+// replaced by BOS when the vocabulary adds one.
+void perplexity_chunk(std::span<const TokenId> tokens, int n_ctx, int index, const Tokenizer& tokenizer,
+                      std::vector<TokenId>& chunk);
+
 // `tokens` is the tokenized text, BOS included when the vocabulary adds one. Throws
 // InvalidArgument when there are fewer than 2 x n_ctx tokens (llama-perplexity's rule) or
 // the session's context is smaller than n_ctx.

@@ -14,35 +14,35 @@ std::shared_ptr<const Model> Model::from_gguf(GgufFile file) {
     return std::shared_ptr<const Model>(new Model(std::move(file)));
 }
 
-Model::Model(GgufFile file) : file_(std::move(file)) {
-    config_ = architecture_for(file_).read_config(file_);
+Model::Model(GgufFile file) : file_(std::make_shared<const GgufFile>(std::move(file))) {
+    config_ = architecture_for(*file_).read_config(*file_);
     bind_weights();
-    tokenizer_ = Tokenizer::from_gguf(file_);
+    tokenizer_ = Tokenizer::from_gguf(*file_);
     if (tokenizer_->vocab_size() > config_.n_vocab) {
-        throw GgufError(file_.path(), file_.metadata_offset("tokenizer.ggml.tokens"),
+        throw GgufError(file_->path(), file_->metadata_offset("tokenizer.ggml.tokens"),
                         "the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                             " tokens but the embedding only " + std::to_string(config_.n_vocab) + " rows");
     }
 }
 
 WeightMatrix Model::matrix(const std::string& name, int64_t rows, int64_t cols) const {
-    const GgufTensorInfo* info = file_.find_tensor(name);
-    if (info == nullptr) throw GgufError(file_.path(), file_.data_offset(), "required tensor \"" + name + "\" is missing");
+    const GgufTensorInfo* info = file_->find_tensor(name);
+    if (info == nullptr) throw GgufError(file_->path(), file_->data_offset(), "required tensor \"" + name + "\" is missing");
     const auto& traits = ggml_type_traits(info->type);
     if (!traits.weight_supported) {
-        throw UnsupportedError(file_.path() + ": tensor \"" + name + "\" has type " + std::string(traits.name) +
+        throw UnsupportedError(file_->path() + ": tensor \"" + name + "\" has type " + std::string(traits.name) +
                                ", which is not supported (supported: " + supported_weight_type_names() + ")");
     }
-    const auto offset = file_.data_offset() + info->offset;
+    const auto offset = file_->data_offset() + info->offset;
     if (info->dims.size() != 2 || info->dims[0] != static_cast<uint64_t>(cols) ||
         info->dims[1] != static_cast<uint64_t>(rows)) {
-        throw GgufError(file_.path(), offset,
+        throw GgufError(file_->path(), offset,
                         "tensor \"" + name + "\" has shape " + info->shape_string() + ", expected [" +
                             std::to_string(cols) + ", " + std::to_string(rows) + "] for this " + config_.architecture +
                             " configuration");
     }
     if (info->type == GgmlType::F32 && reinterpret_cast<uintptr_t>(info->data.data()) % alignof(float) != 0) {
-        throw UnsupportedError(file_.path() + ": F32 tensor \"" + name + "\" is not 4-byte aligned in the file");
+        throw UnsupportedError(file_->path() + ": F32 tensor \"" + name + "\" is not 4-byte aligned in the file");
     }
     WeightMatrix w;
     w.name = name;
@@ -55,18 +55,18 @@ WeightMatrix Model::matrix(const std::string& name, int64_t rows, int64_t cols) 
 }
 
 std::vector<float> Model::vector(const std::string& name, int64_t length, bool required) const {
-    const GgufTensorInfo* info = file_.find_tensor(name);
+    const GgufTensorInfo* info = file_->find_tensor(name);
     if (info == nullptr) {
         if (!required) return {};
-        throw GgufError(file_.path(), file_.data_offset(), "required tensor \"" + name + "\" is missing");
+        throw GgufError(file_->path(), file_->data_offset(), "required tensor \"" + name + "\" is missing");
     }
     if (info->element_count != static_cast<uint64_t>(length) || info->dims[0] != static_cast<uint64_t>(length)) {
-        throw GgufError(file_.path(), file_.data_offset() + info->offset,
+        throw GgufError(file_->path(), file_->data_offset() + info->offset,
                         "tensor \"" + name + "\" has shape " + info->shape_string() + ", expected [" +
                             std::to_string(length) + "]");
     }
     if (!ggml_type_traits(info->type).weight_supported) {
-        throw UnsupportedError(file_.path() + ": tensor \"" + name + "\" has type " +
+        throw UnsupportedError(file_->path() + ": tensor \"" + name + "\" has type " +
                                std::string(ggml_type_name(info->type)) + ", which is not supported (supported: " +
                                supported_weight_type_names() + ")");
     }
@@ -100,12 +100,67 @@ void Model::bind_weights() {
     }
 }
 
+WeightMatrix* Model::find_matrix_mutable(const std::string& name) {
+    for (LayerWeights& L : layers_) {
+        for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+            if (w->name == name) return w;
+        }
+    }
+    if (token_embd_.name == name) return &token_embd_;
+    if (!config_.tied_output && output_.name == name) return &output_;
+    return nullptr;
+}
+
+const WeightMatrix* Model::find_matrix(const std::string& name) const {
+    return const_cast<Model*>(this)->find_matrix_mutable(name);
+}
+
+std::shared_ptr<const Model> Model::with_replaced_weights(const std::shared_ptr<const Model>& base,
+                                                          std::vector<ReplacementWeight> replacements) {
+    if (!base) throw InvalidArgument("with_replaced_weights: no base model");
+    std::shared_ptr<Model> derived(new Model());
+    derived->file_ = base->file_;
+    derived->config_ = base->config_;
+    derived->tokenizer_ = base->tokenizer_;
+    derived->token_embd_ = base->token_embd_;
+    derived->output_ = base->output_;
+    derived->output_norm_ = base->output_norm_;
+    derived->rope_freq_factors_ = base->rope_freq_factors_;
+    derived->layers_ = base->layers_;
+    // Views the base had already replaced point into these shared buffers, which stay alive.
+    derived->owned_weights_ = base->owned_weights_;
+    for (ReplacementWeight& r : replacements) {
+        WeightMatrix* w = derived->find_matrix_mutable(r.name);
+        if (w == nullptr) throw InvalidArgument("cannot replace \"" + r.name + "\": the model has no such 2-D weight");
+        if (!ggml_type_traits(r.type).weight_supported) {
+            throw InvalidArgument("cannot replace \"" + r.name + "\" with type " + std::string(ggml_type_name(r.type)) +
+                                  " (supported: " + supported_weight_type_names() + ")");
+        }
+        if (w->cols % ggml_type_traits(r.type).block_elements != 0) {
+            throw InvalidArgument("cannot replace \"" + r.name + "\" with type " + std::string(ggml_type_name(r.type)) +
+                                  ": its rows of " + std::to_string(w->cols) + " are not whole blocks");
+        }
+        const uint64_t row_bytes = ggml_row_bytes(r.type, static_cast<uint64_t>(w->cols));
+        if (r.bytes.size() != row_bytes * static_cast<uint64_t>(w->rows)) {
+            throw InvalidArgument("replacement for \"" + r.name + "\" has " + std::to_string(r.bytes.size()) +
+                                  " bytes, expected " + std::to_string(row_bytes * static_cast<uint64_t>(w->rows)));
+        }
+        w->type = r.type;
+        w->row_bytes = row_bytes;
+        auto buffer = std::make_shared<const std::vector<uint8_t>>(std::move(r.bytes));
+        w->data = buffer->data();
+        derived->owned_weights_.push_back(std::move(buffer));
+    }
+    if (derived->config_.tied_output) derived->output_ = derived->token_embd_;
+    return derived;
+}
+
 uint64_t Model::parameter_count() const {
     uint64_t total = 0;
-    for (const auto& t : file_.tensors()) total += t.element_count;
+    for (const auto& t : file_->tensors()) total += t.element_count;
     return total;
 }
 
-bool Model::is_synthetic() const { return file_.get_bool("inferscope.synthetic", false); }
+bool Model::is_synthetic() const { return file_->get_bool("inferscope.synthetic", false); }
 
 }  // namespace inferscope

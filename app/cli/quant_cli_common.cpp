@@ -1,0 +1,53 @@
+#include "app/cli/quant_cli_common.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace inferscope::cli {
+
+std::vector<QuantScheme> parse_schemes(const std::vector<std::string>& texts) {
+    std::vector<QuantScheme> schemes;
+    schemes.reserve(texts.size());
+    for (const std::string& text : texts) schemes.push_back(parse_quant_scheme(text));
+    return schemes;
+}
+
+std::string with_thousands(uint64_t value) {
+    const std::string digits = std::to_string(value);
+    std::string grouped;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) grouped.push_back(',');
+        grouped.push_back(digits[i]);
+    }
+    return grouped;
+}
+
+double bytes_to_gb(uint64_t bytes) { return static_cast<double>(bytes) / 1e9; }
+double bytes_to_gib(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(uint64_t{1} << 30); }
+
+std::string labelled_size(uint64_t bytes) {
+    char text[96];
+    std::snprintf(text, sizeof text, " bytes (%.3f GB, %.3f GiB)", bytes_to_gb(bytes), bytes_to_gib(bytes));
+    return with_thousands(bytes) + text;
+}
+
+std::string execution_label(const QuantScheme& scheme) {
+    if (scheme.executes_packed()) return "packed " + std::string(ggml_type_name(scheme.gguf_type)) + " blocks";
+    return "dequantized F32";
+}
+
+std::function<bool(int, int, const std::string&)> stderr_progress(const std::string& label) {
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;
+    return [label, terminal](int done, int total, const std::string& matrix) {
+        // On a terminal the line is rewritten; in a log only every 10 % and the end appear.
+        if (terminal) {
+            std::fprintf(stderr, "\r%s: %d/%d %-40s%s", label.c_str(), done, total, matrix.c_str(), done == total ? "\n" : "");
+        } else if (done == total || (done * 10 / total) != ((done - 1) * 10 / total)) {
+            std::fprintf(stderr, "%s: %d/%d %s\n", label.c_str(), done, total, matrix.c_str());
+        }
+        std::fflush(stderr);
+        return true;
+    };
+}
+
+}  // namespace inferscope::cli

@@ -1,0 +1,34 @@
+#pragma once
+// Helpers shared by the quantization commands (quant, eval, quantize): scheme flags,
+// labelled sizes, progress lines on stderr.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/quant/model_quantizer.h"
+#include "engine/quant/scheme.h"
+
+namespace inferscope::cli {
+
+inline constexpr const char* kSchemeHelp =
+    "quantization scheme: int<b>:tensor|row|g<N> (b = 2..8), nf4[:<block>], q8_0, q4_0, q4_k, q6_k; "
+    "INT/NF4 take :f16|bf16|f32 for the scale format (default f16); repeatable";
+
+std::vector<QuantScheme> parse_schemes(const std::vector<std::string>& texts);
+
+// "494,032,768"
+std::string with_thousands(uint64_t value);
+// "988,065,536 bytes (0.99 GB, 0.92 GiB)": GB = 10^9 bytes, GiB = 2^30 bytes.
+std::string labelled_size(uint64_t bytes);
+double bytes_to_gb(uint64_t bytes);
+double bytes_to_gib(uint64_t bytes);
+
+// How the engine runs a scheme's weights: "packed Q4_K blocks" or "dequantized F32".
+std::string execution_label(const QuantScheme& scheme);
+
+// A progress callback that rewrites one stderr line: "quant int4:g128: 37/168 blk.5.attn_k.weight".
+std::function<bool(int, int, const std::string&)> stderr_progress(const std::string& label);
+
+}  // namespace inferscope::cli
