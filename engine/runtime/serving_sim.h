@@ -32,7 +32,7 @@ public:
     // Measures on `session` (which needs room for max(decode_batches) sequences and for
     // max(contexts) + max(chunk_tokens) tokens): steps of B decoding sequences for each B in
     // decode_batches, and prompt chunks of each size in chunk_tokens, at every context; each
-    // point is the median of `repetitions` timed steps.
+    // point is the mean of `repetitions` timed steps (a replay pays the slow steps too).
     static StepCostModel measure(InferenceSession& session, std::span<const int> decode_batches,
                                  std::span<const int> chunk_tokens, std::span<const int> contexts, int repetitions,
                                  const std::function<void(const std::string&)>& on_progress = {});
