@@ -15,20 +15,6 @@
 namespace inferscope {
 namespace {
 
-// A sequence that is freed however the scope is left.
-class ScopedSequence {
-public:
-    explicit ScopedSequence(InferenceSession& session) : session_(session), id_(session.new_sequence()) {}
-    ~ScopedSequence() { session_.free_sequence(id_); }
-    ScopedSequence(const ScopedSequence&) = delete;
-    ScopedSequence& operator=(const ScopedSequence&) = delete;
-    SeqId id() const { return id_; }
-
-private:
-    InferenceSession& session_;
-    SeqId id_;
-};
-
 double log_sum_exp(std::span<const float> logits) {
     const float max_logit = *std::max_element(logits.begin(), logits.end());
     double sum = 0.0;

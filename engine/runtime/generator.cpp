@@ -17,22 +17,6 @@ double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Frees the generation's sequence however generation ends.
-class ScopedSequence {
-public:
-    explicit ScopedSequence(InferenceSession& session) : session_(session), id_(session.new_sequence()) {}
-    ~ScopedSequence() { session_.free_sequence(id_); }
-    ScopedSequence(const ScopedSequence&) = delete;
-    ScopedSequence& operator=(const ScopedSequence&) = delete;
-    SeqId id() const { return id_; }
-    // Starts over with an empty sequence (the no-cache path recomputes from scratch).
-    void reset() { session_.truncate_sequence(id_, 0); }
-
-private:
-    InferenceSession& session_;
-    SeqId id_;
-};
-
 // Feeds `tokens` to the sequence in chunks of n_batch and returns the logits of the last one.
 std::span<const float> feed(InferenceSession& session, SeqId seq, std::span<const TokenId> tokens, int n_batch,
                             StepPhase phase) {

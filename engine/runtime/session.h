@@ -77,4 +77,20 @@ private:
     std::map<int, StepObserver> observers_;
 };
 
+// A sequence of `session` that is freed however the scope is left (return or exception).
+class ScopedSequence {
+public:
+    explicit ScopedSequence(InferenceSession& session) : session_(session), id_(session.new_sequence()) {}
+    ~ScopedSequence() { session_.free_sequence(id_); }
+    ScopedSequence(const ScopedSequence&) = delete;
+    ScopedSequence& operator=(const ScopedSequence&) = delete;
+    SeqId id() const { return id_; }
+    // Starts over with an empty sequence.
+    void reset() { session_.truncate_sequence(id_, 0); }
+
+private:
+    InferenceSession& session_;
+    SeqId id_;
+};
+
 }  // namespace inferscope

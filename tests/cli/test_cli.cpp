@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_writer.h"
+#include "support/cli_runner.h"
 #include "support/test_paths.h"
 #include "support/tiny_models.h"
 
@@ -18,30 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-    int exit_code = -1;
-    std::string out;  // stdout
-    std::string err;  // stderr
-};
-
-RunResult run_cli(const std::string& args) {
-    static int counter = 0;
-    const fs::path err_file = fs::temp_directory_path() / ("inferscope-cli-test-" + std::to_string(::getpid()) + "-" +
-                                                           std::to_string(counter++) + ".err");
-    const std::string command = std::string(INFERSCOPE_CLI_PATH) + " " + args + " 2>" + err_file.string();
-    RunResult r;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return r;
-    std::array<char, 4096> buffer{};
-    size_t n;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-    const int status = ::pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream err(err_file);
-    r.err.assign(std::istreambuf_iterator<char>(err), {});
-    fs::remove(err_file);
-    return r;
-}
+using testing::run_cli;
+using RunResult = testing::CliRunResult;
 
 class CliTest : public ::testing::Test {
 protected:

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model/model.h"
+#include "support/cli_runner.h"
 #include "support/tiny_models.h"
 
 namespace inferscope {
@@ -17,28 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
-
-CliRun run_quant_cli(const std::string& args, const fs::path& dir) {
-    static int counter = 0;
-    const fs::path err_file = dir / ("stderr-" + std::to_string(counter++) + ".txt");
-    const std::string command = std::string(INFERSCOPE_CLI_PATH) + " " + args + " 2>" + err_file.string();
-    CliRun r;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) return r;
-    std::array<char, 4096> buffer{};
-    size_t n;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-    const int status = ::pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream err(err_file);
-    r.err.assign(std::istreambuf_iterator<char>(err), {});
-    return r;
-}
+using CliRun = testing::CliRunResult;
 
 class QuantCliTest : public ::testing::Test {
 protected:
@@ -54,7 +34,7 @@ protected:
     }
     void TearDown() override { fs::remove_all(dir_); }
     std::string path(const std::string& name) const { return (dir_ / name).string(); }
-    CliRun run(const std::string& args) const { return run_quant_cli(args, dir_); }
+    CliRun run(const std::string& args) const { return testing::run_cli(args); }
     fs::path dir_;
 };
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/cli_runner.h"
 #include "support/tiny_models.h"
 
 namespace inferscope {
@@ -19,11 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
+using CliResult = testing::CliRunResult;
 
 class OutliersCliTest : public ::testing::Test {
 protected:
@@ -40,21 +37,7 @@ protected:
         if (!dir_.empty()) fs::remove_all(dir_);
     }
 
-    CliResult run(const std::string& args) const {
-        const fs::path err_path = dir_ / "stderr.txt";
-        const std::string command = std::string(INFERSCOPE_CLI_PATH) + " " + args + " 2>" + err_path.string();
-        CliResult r;
-        FILE* pipe = ::popen(command.c_str(), "r");
-        if (pipe == nullptr) return r;
-        std::array<char, 4096> chunk{};
-        size_t n = 0;
-        while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) r.out.append(chunk.data(), n);
-        const int status = ::pclose(pipe);
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        std::ifstream err(err_path);
-        r.err.assign(std::istreambuf_iterator<char>(err), {});
-        return r;
-    }
+    CliResult run(const std::string& args) const { return testing::run_cli(args); }
 
     void expect_error(const std::string& args, const std::string& needle) const {
         const CliResult r = run(args);

@@ -1,0 +1,43 @@
+#pragma once
+// Runs the built inferscope-cli (INFERSCOPE_CLI_PATH) with a shell argument string and
+// captures its exit code, stdout and stderr, for end-to-end tests of the commands.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace inferscope::testing {
+
+struct CliRunResult {
+    int exit_code = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+inline CliRunResult run_cli(const std::string& args) {
+    namespace fs = std::filesystem;
+    static int counter = 0;
+    const fs::path err_file = fs::temp_directory_path() / ("inferscope-cli-test-" + std::to_string(::getpid()) + "-" +
+                                                           std::to_string(counter++) + ".err");
+    const std::string command = std::string(INFERSCOPE_CLI_PATH) + " " + args + " 2>" + err_file.string();
+    CliRunResult r;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return r;
+    std::array<char, 4096> buffer{};
+    size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
+    const int status = ::pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream err(err_file);
+    r.err.assign(std::istreambuf_iterator<char>(err), {});
+    err.close();
+    fs::remove(err_file);
+    return r;
+}
+
+}  // namespace inferscope::testing
