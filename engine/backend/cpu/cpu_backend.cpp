@@ -29,7 +29,8 @@ void CpuBackend::Activations::resize(int64_t n, const ModelConfig& c) {
 }
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
-    : model_(std::move(model)), pool_(n_threads), attention_kernels_(attention_kernels(active_cpu_isa())) {
+    : model_(std::move(model)), pool_(n_threads), attention_kernels_(attention_kernels(active_cpu_isa())),
+      activation_kernels_(activation_kernels(active_cpu_isa())) {
     // Our pool splits the rows of every product, F32 ones included, so OpenBLAS runs
     // single-threaded inside each worker: its own threads would compete for the same cores
     // while ours spin between loops.
@@ -233,7 +234,10 @@ void CpuBackend::ffn_block(int layer, std::span<const BatchToken> tokens) {
     publish("ffn_norm", layer, act_.normed, c.n_embd, tokens);
     const MatmulOutput gate_up[] = {{&w.w_gate, act_.gate.data()}, {&w.w_up, act_.up.data()}};
     matmul_shared_input(gate_up, act_.normed.data(), n, pool_, scratch_);
-    swiglu_inplace(act_.gate.data(), act_.up.data(), n * c.n_ff);
+    // On all threads: for a prompt this is millions of exponentials per layer.
+    pool_.parallel_for(n * c.n_ff, [&](int64_t begin, int64_t end) {
+        activation_kernels_.swiglu(act_.gate.data() + begin, act_.up.data() + begin, end - begin);
+    });
     publish("ffn_hidden", layer, act_.gate, c.n_ff, tokens);
     matmul(w.w_down, act_.gate.data(), n, act_.projected.data(), pool_, scratch_);
     publish("ffn_out", layer, act_.projected, c.n_embd, tokens);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/kernels/activation_kernels.h"
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 #include "engine/backend/cpu/kv_storage.h"
 #include "engine/backend/cpu/matmul.h"
@@ -62,6 +63,7 @@ private:
     std::vector<float> output_rows_;  // [n_outputs x n_embd] final hidden states of output tokens
     std::vector<std::vector<float>> attention_scores_;  // per thread: [heads per KV head x context]
     AttentionKernels attention_kernels_;
+    ActivationKernels activation_kernels_;
     ActivationTap* tap_ = nullptr;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/backend/cpu/kernels/attention_kernels.h"
+#include "engine/backend/cpu/kernels/exp_avx512.h"
 
 namespace inferscope::simd {
 namespace {
@@ -123,25 +124,6 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t r
     }
 }
 
-// e^x for x <= 0 (softmax arguments): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6
-// polynomial, times 2^n. Relative error below 2e-7; inputs below -87.3 give 0.
-inline __m512 exp_nonpositive(__m512 x) {
-    const __m512 clamped = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(clamped, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), clamped);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 poly = _mm512_set1_ps(1.0f / 720.0f);
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f / 120.0f));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f / 24.0f));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f / 6.0f));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(0.5f));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f));
-    poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(1.0f));
-    const __m512 result = _mm512_scalef_ps(poly, n);
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ), result, _mm512_setzero_ps());
-}
-
 void softmax(float* x, int64_t n) {
     __m512 max_v = _mm512_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 16) {
@@ -151,7 +133,7 @@ void softmax(float* x, int64_t n) {
     __m512 sum_v = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = lanes(static_cast<int>(n - i < 16 ? n - i : 16), 0);
-        const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max_b));
+        const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max_b));
         _mm512_mask_storeu_ps(x + i, m, e);
         sum_v = _mm512_add_ps(sum_v, _mm512_maskz_mov_ps(m, e));
     }

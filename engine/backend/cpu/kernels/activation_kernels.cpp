@@ -1,0 +1,16 @@
+#include "engine/backend/cpu/kernels/activation_kernels.h"
+
+#include "engine/backend/cpu/ops.h"
+
+namespace inferscope {
+
+ActivationKernels activation_kernels(CpuIsa isa) {
+    ActivationKernels scalar;
+    scalar.swiglu = &swiglu_inplace;
+    if (isa != CpuIsa::Avx512) return scalar;  // AVX2 has no family of its own yet
+    ActivationKernels avx512 = simd::avx512_activation_kernels();
+    if (avx512.swiglu == nullptr) avx512.swiglu = scalar.swiglu;
+    return avx512;
+}
+
+}  // namespace inferscope
