@@ -46,5 +46,6 @@ void add_outliers_command(CLI::App& app);
 void add_quant_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_budget_command(CLI::App& app);
 
 }  // namespace inferscope::cli

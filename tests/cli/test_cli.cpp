@@ -218,3 +218,31 @@ TEST_F(CliTest, PerplexityJsonOnSharedModel) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+TEST(CliBudget, JsonRowsFollowTheFormula) {
+    const auto r = testing::run_cli("budget --model 7b --weights fp16,int4 --gpu-gib 8,24 --users 8 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.at("rows").size(), 4u);
+    const auto& fp16_24 = j.at("rows").at(1);
+    EXPECT_EQ(fp16_24.at("weights"), "fp16");
+    EXPECT_EQ(fp16_24.at("memory_gib"), 24.0);
+    EXPECT_EQ(fp16_24.at("max_resident_tokens"), 77508);
+    EXPECT_EQ(fp16_24.at("tokens_per_user"), 77508 / 8);
+    EXPECT_EQ(j.at("rows").at(0).at("max_resident_tokens"), 0);  // 14 GB of weights on 8 GiB
+}
+
+TEST(CliBudget, UnknownPresetAndMissingFileAreErrors) {
+    const auto unknown = testing::run_cli("budget --model 3b");
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_NE(unknown.err.find("unknown model preset '3b'"), std::string::npos) << unknown.err;
+    const auto loaded = testing::run_cli("budget --model loaded");
+    EXPECT_EQ(loaded.exit_code, 1);
+    EXPECT_NE(loaded.err.find("-m FILE"), std::string::npos) << loaded.err;
+}
+
+}  // namespace
+}  // namespace inferscope
