@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
 
@@ -62,22 +63,6 @@ inline __m128i load64(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cas
 inline void store256(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 inline void store128(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 
-inline uint16_t load_u16(const uint8_t* p) {
-    uint16_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline uint32_t load_u32(const uint8_t* p) {
-    uint32_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline float load_f32(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 inline void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, sizeof(v)); }
 
 inline float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
@@ -616,12 +601,12 @@ void encode_f16(const float* x, uint8_t* dst, int64_t n) {
     for (; i + 8 <= n; i += 8) {
         const __m256 v = _mm256_loadu_ps(x + i);
         if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {  // NaN: the reference's canonical form
-            for (int j = 0; j < 8; ++j) fallback::store_u16(dst + 2 * (i + j), fallback::fp32_to_fp16(x[i + j]));
+            for (int j = 0; j < 8; ++j) store_u16(dst + 2 * (i + j), fallback::fp32_to_fp16(x[i + j]));
             continue;
         }
         store128(dst + 2 * i, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
-    for (; i < n; ++i) fallback::store_u16(dst + 2 * i, fallback::fp32_to_fp16(x[i]));
+    for (; i < n; ++i) store_u16(dst + 2 * i, fallback::fp32_to_fp16(x[i]));
 }
 
 void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
@@ -638,7 +623,7 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
         const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
         store128(dst + 2 * i, _mm256_castsi256_si128(packed));
     }
-    for (; i < n; ++i) fallback::store_u16(dst + 2 * i, fallback::fp32_to_bf16(x[i]));
+    for (; i < n; ++i) store_u16(dst + 2 * i, fallback::fp32_to_bf16(x[i]));
 }
 
 }  // namespace

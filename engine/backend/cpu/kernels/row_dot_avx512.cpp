@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
 
@@ -58,22 +59,6 @@ inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret
 inline __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 inline void store128(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 
-inline uint16_t load_u16(const uint8_t* p) {
-    uint16_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline uint32_t load_u32(const uint8_t* p) {
-    uint32_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline float load_f32(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 inline void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, sizeof(v)); }
 
 inline float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
@@ -978,7 +963,7 @@ void encode_f16(const float* x, uint8_t* dst, int64_t n) {
         const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
         if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0) {  // NaN: the reference's canonical form
             for (int64_t j = i; j < i + (left >= 16 ? 16 : left); ++j) {
-                fallback::store_u16(dst + 2 * j, fallback::fp32_to_fp16(x[j]));
+                store_u16(dst + 2 * j, fallback::fp32_to_fp16(x[j]));
             }
             continue;
         }

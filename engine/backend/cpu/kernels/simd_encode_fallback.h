@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/backend/cpu/kernels/byte_access.h"
+
 namespace inferscope::simd {
 namespace {
 namespace fallback {
@@ -54,8 +56,6 @@ inline uint16_t fp32_to_bf16(float f) {
     x += 0x7FFFu + ((x >> 16) & 1u);
     return static_cast<uint16_t>(x >> 16);
 }
-
-inline void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
 
 // quant_blocks.h round_even_saturate_int8.
 inline int8_t round_even_saturate_int8(float x) {

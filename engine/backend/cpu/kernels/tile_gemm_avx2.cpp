@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 
 namespace inferscope::simd {
@@ -28,16 +29,6 @@ namespace {
 
 inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
 
-inline uint16_t load_u16(const uint8_t* p) {
-    uint16_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline int32_t load_i32(const uint8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
 // Lanes [0, count) set, for partial row vectors.
