@@ -24,6 +24,12 @@ StepCostModel::StepCostModel(std::vector<Point> points) : points_(std::move(poin
                                   std::to_string(points_[i].context));
         }
     }
+    for (size_t i = 0; i < points_.size();) {
+        size_t j = i;
+        while (j < points_.size() && points_[j].context == points_[i].context) ++j;
+        context_rows_.emplace_back(i, j);
+        i = j;
+    }
 }
 
 // Linear in the token count between the two measured counts around it (extrapolated from
@@ -40,14 +46,8 @@ double StepCostModel::at_context_row(size_t begin, size_t end, int tokens) const
 
 double StepCostModel::seconds(int tokens, int context) const {
     if (tokens <= 0) return 0.0;
-    // Rows of equal context; interpolate between the two rows around `context`.
-    std::vector<std::pair<size_t, size_t>> rows;
-    for (size_t i = 0; i < points_.size();) {
-        size_t j = i;
-        while (j < points_.size() && points_[j].context == points_[i].context) ++j;
-        rows.emplace_back(i, j);
-        i = j;
-    }
+    // Interpolate between the two rows of equal context around `context`.
+    const auto& rows = context_rows_;
     size_t hi = 0;
     while (hi + 1 < rows.size() && points_[rows[hi].first].context < context) ++hi;
     const double cost_hi = at_context_row(rows[hi].first, rows[hi].second, tokens);

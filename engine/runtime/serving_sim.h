@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/runtime/scheduler.h"
@@ -47,6 +48,7 @@ private:
     double at_context_row(size_t row_begin, size_t row_end, int tokens) const;
 
     std::vector<Point> points_;  // sorted by context, then tokens
+    std::vector<std::pair<size_t, size_t>> context_rows_;  // [begin, end) of points_ per context
 };
 
 std::unique_ptr<StepExecutor> make_simulated_executor(const StepCostModel& model);
