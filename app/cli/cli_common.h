@@ -47,5 +47,8 @@ void add_quant_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_budget_command(CLI::App& app);
+void add_cache_vs_recompute_command(CLI::App& app);
+void add_phases_command(CLI::App& app);
+void add_kv_command(CLI::App& app);
 
 }  // namespace inferscope::cli

@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
     inferscope::cli::add_quantize_command(app);
     inferscope::cli::add_eval_command(app);
     inferscope::cli::add_budget_command(app);
+    inferscope::cli::add_cache_vs_recompute_command(app);
+    inferscope::cli::add_phases_command(app);
+    inferscope::cli::add_kv_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -45,6 +45,10 @@ double kv_bytes_per_element(const std::string& kv_dtype) {
     throw InvalidArgument("unknown KV cache type '" + kv_dtype + "' (f16 or q8_0)");
 }
 
+double kv_bytes_per_token(const BudgetModel& model, double bytes_per_element) {
+    return 2.0 * model.layers * model.kv_heads * model.head_dim * bytes_per_element;
+}
+
 BudgetRow plan_memory_budget(const BudgetModel& model, const BudgetQuery& query) {
     if (query.memory_gib <= 0) throw InvalidArgument("device memory must be positive");
     if (query.reserve_gib < 0) throw InvalidArgument("the runtime reserve cannot be negative");
@@ -55,7 +59,7 @@ BudgetRow plan_memory_budget(const BudgetModel& model, const BudgetQuery& query)
     row.memory_gib = query.memory_gib;
     row.weight_bytes = model.parameters * weight_bits_per_parameter(query.weights) / 8.0;
     row.reserve_bytes = query.reserve_gib * kGiB;
-    row.kv_bytes_per_token = 2.0 * model.layers * model.kv_heads * model.head_dim * kv_bytes_per_element(query.kv_dtype);
+    row.kv_bytes_per_token = kv_bytes_per_token(model, kv_bytes_per_element(query.kv_dtype));
     row.kv_budget_bytes = query.memory_gib * kGiB - row.weight_bytes - row.reserve_bytes;
     if (row.kv_budget_bytes > 0 && row.kv_bytes_per_token > 0) {
         row.max_resident_tokens = static_cast<int64_t>(std::floor(row.kv_budget_bytes / row.kv_bytes_per_token));

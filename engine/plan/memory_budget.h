@@ -32,6 +32,9 @@ double weight_bits_per_parameter(const std::string& format);
 // Bytes per cached K or V element: f16 2, q8_0 34/32 (a fp16 scale per 32 values).
 double kv_bytes_per_element(const std::string& kv_dtype);
 
+// KV cache bytes per token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
+double kv_bytes_per_token(const BudgetModel& model, double bytes_per_element);
+
 struct BudgetRow {
     std::string model, weights;
     double memory_gib = 0;

@@ -38,7 +38,7 @@ std::span<const float> feed(InferenceSession& session, SeqId seq, std::span<cons
 }  // namespace
 
 GenerationResult generate(InferenceSession& session, std::span<const TokenId> prompt, const GenerationOptions& options,
-                          const TokenCallback& on_token) {
+                          const TokenCallback& on_token, const LogitsCallback& on_logits) {
     if (prompt.empty()) throw InvalidArgument("the prompt is empty: at least one token is needed");
     if (options.n_batch <= 0) throw InvalidArgument("batch size must be positive");
     if (static_cast<int>(prompt.size()) > session.context_size()) {
@@ -66,6 +66,7 @@ GenerationResult generate(InferenceSession& session, std::span<const TokenId> pr
     // holding the whole sequence (a follow-up can continue from it) and each generated token
     // has its own decode step.
     while (static_cast<int>(result.generated.size()) < options.n_predict) {
+        if (on_logits) on_logits(logits);
         const TokenId token = sampler.sample(logits, history);
         if (result.generated.empty()) result.timings.ttft_ms = ms_since(start);
         result.generated.push_back(token);

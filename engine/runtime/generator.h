@@ -41,11 +41,14 @@ struct GenerationResult {
 
 // Called with each generated token as soon as it is sampled; return false to stop.
 using TokenCallback = std::function<bool(TokenId)>;
+// Called with each row of logits [n_vocab] a token is sampled from, before sampling (the
+// row is valid only during the call): lets an instrument compare two runs' logits.
+using LogitsCallback = std::function<void(std::span<const float>)>;
 
 // Generates after `prompt` in a fresh sequence, which is freed afterwards. Throws
 // CapacityError when the prompt alone does not fit in the session's context; generation
 // stops with "context full" when the sequence reaches it.
 GenerationResult generate(InferenceSession& session, std::span<const TokenId> prompt, const GenerationOptions& options,
-                          const TokenCallback& on_token = {});
+                          const TokenCallback& on_token = {}, const LogitsCallback& on_logits = {});
 
 }  // namespace inferscope

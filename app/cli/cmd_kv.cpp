@@ -1,0 +1,107 @@
+// `kv`: KV cache bytes per token from the formula next to the paged pool's accounting after
+// really running tokens; layouts of users x tokens; the MHA / GQA / MQA what-if.
+#include <cstdio>
+
+#include "app/cli/cli_common.h"
+#include "engine/core/error.h"
+#include "engine/instruments/kv_accounting.h"
+
+namespace inferscope::cli {
+namespace {
+
+struct KvCliOptions {
+    ModelOptions model;
+    int tokens = 295;
+    std::string layouts = "32x2048,64x1024,128x512";
+};
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+nlohmann::json report_json(const Model& model, const KvAccountingReport& r) {
+    nlohmann::json layouts = nlohmann::json::array();
+    for (const KvLayoutRow& l : r.layouts) {
+        layouts.push_back({{"users", l.layout.users},
+                           {"tokens_per_user", l.layout.tokens_per_user},
+                           {"resident_tokens", l.resident_tokens},
+                           {"bytes", l.bytes},
+                           {"mib", l.bytes / kMiB}});
+    }
+    nlohmann::json what_if = nlohmann::json::array();
+    for (const KvAttentionWhatIf& w : r.what_if) {
+        what_if.push_back({{"attention", w.attention},
+                           {"kv_heads", w.kv_heads},
+                           {"bytes_per_token", w.bytes_per_token},
+                           {"ratio_to_model", w.ratio_to_model},
+                           {"is_model", w.is_model}});
+    }
+    return {{"model", model.config().name},
+            {"kv_dtype", kv_dtype_name(r.dtype)},
+            {"shape", {{"layers", r.n_layer}, {"heads", r.n_head}, {"kv_heads", r.n_head_kv}, {"head_dim", r.head_dim}}},
+            {"formula_bytes_per_token", r.formula_bytes_per_token},
+            {"tokens", r.tokens},
+            {"formula_bytes", r.formula_bytes},
+            {"layer_tensor_shape", {1, r.n_head_kv, r.tokens, r.head_dim}},
+            {"layer_tensor_bytes", r.layer_tensor_bytes},
+            {"allocator",
+             {{"bytes_in_use", r.allocator_bytes_in_use},
+              {"bytes_reserved", r.allocator_bytes_reserved},
+              {"block_rounding_waste_bytes", r.block_rounding_waste_bytes},
+              {"block_tokens", r.block_tokens},
+              {"blocks_used", r.blocks_used}}},
+            {"layouts", layouts},
+            {"what_if", what_if}};
+}
+
+void print_report(const KvAccountingReport& r) {
+    std::printf("shape: %d layers, %d query heads, %d KV heads x %d, KV %s\n\n", r.n_layer, r.n_head, r.n_head_kv, r.head_dim,
+                kv_dtype_name(r.dtype));
+    std::printf("| %d tokens | formula | allocator (paged pool) |\n|---|---:|---:|\n", r.tokens);
+    std::printf("| bytes/token | %.0f | %.0f |\n", r.formula_bytes_per_token,
+                static_cast<double>(r.allocator_bytes_in_use) / r.tokens);
+    std::printf("| bytes in use | %.0f | %llu |\n", r.formula_bytes, static_cast<unsigned long long>(r.allocator_bytes_in_use));
+    std::printf("\nper layer: K and V tensors (1, %d, %d, %d), %llu bytes each\n", r.n_head_kv, r.tokens, r.head_dim,
+                static_cast<unsigned long long>(r.layer_tensor_bytes));
+    std::printf("block rounding: %d blocks of %d tokens reserve %llu bytes; %llu bytes of the last block unused\n",
+                r.blocks_used, r.block_tokens, static_cast<unsigned long long>(r.allocator_bytes_reserved),
+                static_cast<unsigned long long>(r.block_rounding_waste_bytes));
+    std::printf("\n| users x tokens | resident tokens | bytes | MiB |\n|---|---:|---:|---:|\n");
+    for (const KvLayoutRow& l : r.layouts) {
+        std::printf("| %d x %d | %lld | %.0f | %.2f |\n", l.layout.users, l.layout.tokens_per_user,
+                    static_cast<long long>(l.resident_tokens), l.bytes, l.bytes / kMiB);
+    }
+    std::printf("\n| attention | KV heads | bytes/token | vs this model |\n|---|---:|---:|---:|\n");
+    for (const KvAttentionWhatIf& w : r.what_if) {
+        std::printf("| %s%s | %d | %.0f | %.3gx |\n", w.attention.c_str(), w.is_model ? " (this model)" : "", w.kv_heads,
+                    w.bytes_per_token, w.ratio_to_model);
+    }
+}
+
+void run(KvCliOptions o) {
+    const std::vector<KvUserLayout> layouts = parse_kv_user_layouts(o.layouts);
+    const auto model = load_model(o.model);
+    if (o.tokens > model->config().context_length) {
+        throw CapacityError(std::to_string(o.tokens) + " tokens do not fit in the model's context of " +
+                            std::to_string(model->config().context_length) + " tokens (lower --tokens)");
+    }
+    if (o.model.ctx == 0) o.model.ctx = o.tokens;
+    InferenceSession session(model, session_options(o.model));
+    const KvAccountingReport report = measure_kv_accounting(session, o.tokens, layouts);
+    if (o.model.json) {
+        print_json(report_json(*model, report));
+    } else {
+        print_report(report);
+    }
+}
+
+}  // namespace
+
+void add_kv_command(CLI::App& app) {
+    auto o = std::make_shared<KvCliOptions>();
+    CLI::App* cmd = app.add_subcommand("kv", "KV cache bytes: the formula against the paged pool, layouts, MHA/GQA/MQA");
+    add_model_options(*cmd, o->model, true);
+    cmd->add_option("--tokens", o->tokens, "tokens to run through the model")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--layout", o->layouts, "users x tokens per user, comma-separated")->capture_default_str();
+    cmd->callback([o] { run(*o); });
+}
+
+}  // namespace inferscope::cli

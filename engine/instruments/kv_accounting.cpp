@@ -1,0 +1,124 @@
+#include "engine/instruments/kv_accounting.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "engine/core/error.h"
+#include "engine/model/model.h"
+#include "engine/plan/memory_budget.h"
+#include "engine/runtime/session.h"
+
+namespace inferscope {
+namespace {
+
+int parse_positive(std::string_view text, const std::string& entry) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < 1) {
+        throw InvalidArgument("bad layout '" + entry + "': expected USERSxTOKENS with positive integers, e.g. 32x2048");
+    }
+    return value;
+}
+
+double bytes_per_token_with(const ModelConfig& config, int kv_heads, KvDtype dtype) {
+    BudgetModel shape = budget_model_from_config(config.name, 0.0, config);
+    shape.kv_heads = kv_heads;
+    return kv_bytes_per_token(shape, kv_dtype_bytes(dtype));
+}
+
+// Feeds `tokens` token ids to the sequence in passes of at most 512 (only the last wants logits).
+void run_tokens(InferenceSession& session, SeqId seq, int tokens) {
+    constexpr int kPassTokens = 512;
+    const int n_vocab = session.model().config().n_vocab;
+    Batch batch;
+    for (int start = 0; start < tokens; start += kPassTokens) {
+        batch.clear();
+        for (int i = start; i < std::min(tokens, start + kPassTokens); ++i) {
+            batch.push_back({static_cast<TokenId>(i % n_vocab), seq, i, i == tokens - 1});
+        }
+        session.decode(batch);
+    }
+}
+
+}  // namespace
+
+std::vector<KvUserLayout> parse_kv_user_layouts(const std::string& text) {
+    std::vector<KvUserLayout> layouts;
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        const std::string entry = text.substr(start, comma - start);
+        const size_t x = entry.find('x');
+        if (x == std::string::npos) {
+            throw InvalidArgument("bad layout '" + entry + "': expected USERSxTOKENS, e.g. 32x2048");
+        }
+        layouts.push_back({parse_positive(std::string_view(entry).substr(0, x), entry),
+                           parse_positive(std::string_view(entry).substr(x + 1), entry)});
+        start = comma + 1;
+    }
+    return layouts;
+}
+
+double formula_kv_bytes_per_token(const ModelConfig& config, KvDtype dtype) {
+    return bytes_per_token_with(config, config.n_head_kv, dtype);
+}
+
+std::vector<KvAttentionWhatIf> kv_attention_what_if(const ModelConfig& config, KvDtype dtype) {
+    const double own = formula_kv_bytes_per_token(config, dtype);
+    std::vector<KvAttentionWhatIf> rows;
+    const auto add = [&](const char* name, int kv_heads) {
+        const double bytes = bytes_per_token_with(config, kv_heads, dtype);
+        rows.push_back({name, kv_heads, bytes, own > 0 ? bytes / own : 0.0, kv_heads == config.n_head_kv});
+    };
+    add("MHA", config.n_head);
+    if (config.n_head_kv > 1 && config.n_head_kv < config.n_head) add("GQA", config.n_head_kv);
+    if (config.n_head > 1) add("MQA", 1);
+    return rows;
+}
+
+std::vector<KvLayoutRow> kv_layout_rows(double bytes_per_token, std::span<const KvUserLayout> layouts) {
+    std::vector<KvLayoutRow> rows;
+    for (const KvUserLayout& l : layouts) {
+        const int64_t tokens = int64_t{l.users} * l.tokens_per_user;
+        rows.push_back({l, tokens, static_cast<double>(tokens) * bytes_per_token});
+    }
+    return rows;
+}
+
+KvAccountingReport measure_kv_accounting(InferenceSession& session, int tokens, std::span<const KvUserLayout> layouts) {
+    if (tokens < 1) throw InvalidArgument("the KV measurement needs at least one token (--tokens)");
+    if (tokens > session.context_size()) {
+        throw CapacityError(std::to_string(tokens) + " tokens do not fit in the session's context of " +
+                            std::to_string(session.context_size()) + " tokens (raise -c or lower --tokens)");
+    }
+    const ModelConfig& config = session.model().config();
+    const KvBlockPool& pool = session.kv_cache();
+    KvAccountingReport r;
+    r.dtype = pool.layout().dtype;
+    r.n_layer = config.n_layer;
+    r.n_head = config.n_head;
+    r.n_head_kv = config.n_head_kv;
+    r.head_dim = config.head_dim;
+    r.formula_bytes_per_token = formula_kv_bytes_per_token(config, r.dtype);
+    r.tokens = tokens;
+    r.formula_bytes = tokens * r.formula_bytes_per_token;
+    r.layer_tensor_bytes = static_cast<uint64_t>(config.n_head_kv) * static_cast<uint64_t>(tokens) *
+                           static_cast<uint64_t>(config.head_dim) * static_cast<uint64_t>(kv_dtype_bytes(r.dtype));
+    r.block_tokens = pool.layout().block_tokens;
+    const uint64_t in_use_before = pool.bytes_in_use();
+    const uint64_t reserved_before = pool.bytes_reserved();
+    const int blocks_before = pool.used_block_count();
+    {
+        ScopedSequence seq(session);
+        run_tokens(session, seq.id(), tokens);
+        r.allocator_bytes_in_use = pool.bytes_in_use() - in_use_before;
+        r.allocator_bytes_reserved = pool.bytes_reserved() - reserved_before;
+        r.blocks_used = pool.used_block_count() - blocks_before;
+    }
+    r.block_rounding_waste_bytes = r.allocator_bytes_reserved - r.allocator_bytes_in_use;
+    r.layouts = kv_layout_rows(r.formula_bytes_per_token, layouts);
+    r.what_if = kv_attention_what_if(config, r.dtype);
+    return r;
+}
+
+}  // namespace inferscope

@@ -1,0 +1,68 @@
+#pragma once
+// KV cache: the formula against the allocator. Bytes per token from the formula
+// 2 x layers x kv_heads x head_dim x bytes (the memory budget's, engine/plan), next to the
+// bytes the paged pool (KvBlockPool) really has in use after running tokens through the
+// model; the rounding of the last block reported separately; the formula's total for
+// layouts of users x tokens (the cache depends only on resident tokens); and what the same
+// model would need with full multi-head (MHA), grouped (GQA) or multi-query (MQA) attention.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/kv_block_pool.h"
+
+namespace inferscope {
+
+class InferenceSession;
+struct ModelConfig;
+
+struct KvUserLayout {
+    int users = 0;
+    int tokens_per_user = 0;
+};
+// "32x2048,64x1024" -> {32, 2048}, {64, 1024}; InvalidArgument naming a malformed entry.
+std::vector<KvUserLayout> parse_kv_user_layouts(const std::string& text);
+
+struct KvLayoutRow {
+    KvUserLayout layout;
+    int64_t resident_tokens = 0;  // users x tokens per user
+    double bytes = 0;             // resident tokens x formula bytes/token
+};
+
+struct KvAttentionWhatIf {
+    std::string attention;  // "MHA", "GQA", "MQA"
+    int kv_heads = 0;
+    double bytes_per_token = 0;
+    double ratio_to_model = 0;  // bytes_per_token / the model's own
+    bool is_model = false;      // the loaded model's own attention
+};
+
+// The formula's bytes per token for a model's shape and KV element type.
+double formula_kv_bytes_per_token(const ModelConfig& config, KvDtype dtype);
+// MHA (kv_heads = query heads), GQA (the model's, when 1 < kv_heads < heads), MQA (1 KV head).
+std::vector<KvAttentionWhatIf> kv_attention_what_if(const ModelConfig& config, KvDtype dtype);
+std::vector<KvLayoutRow> kv_layout_rows(double bytes_per_token, std::span<const KvUserLayout> layouts);
+
+struct KvAccountingReport {
+    KvDtype dtype = KvDtype::F16;
+    int n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+    double formula_bytes_per_token = 0;
+    int tokens = 0;                      // tokens really run through the model
+    double formula_bytes = 0;            // tokens x formula bytes/token
+    uint64_t layer_tensor_bytes = 0;     // one layer's K (or V) tensor: kv_heads x tokens x head_dim x bytes
+    uint64_t allocator_bytes_in_use = 0;    // KvBlockPool::bytes_in_use gained by the run
+    uint64_t allocator_bytes_reserved = 0;  // KvBlockPool::bytes_reserved gained (whole blocks)
+    uint64_t block_rounding_waste_bytes = 0;  // reserved - in use: the last block's empty slots
+    int block_tokens = 0;
+    int blocks_used = 0;
+    std::vector<KvLayoutRow> layouts;
+    std::vector<KvAttentionWhatIf> what_if;
+};
+
+// Runs `tokens` tokens (deterministic ids) through the model in a fresh sequence of the
+// session, reads the pool's accounting, then frees the sequence. CapacityError when the
+// tokens exceed the session's context; InvalidArgument when tokens < 1.
+KvAccountingReport measure_kv_accounting(InferenceSession& session, int tokens, std::span<const KvUserLayout> layouts);
+
+}  // namespace inferscope
