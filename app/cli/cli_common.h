@@ -47,5 +47,8 @@ void add_quant_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_budget_command(CLI::App& app);
+void add_spec_command(CLI::App& app);
+void add_spec_table_command(CLI::App& app);
+void add_softlabels_command(CLI::App& app);
 
 }  // namespace inferscope::cli
