@@ -50,5 +50,8 @@ void add_budget_command(CLI::App& app);
 void add_cache_vs_recompute_command(CLI::App& app);
 void add_phases_command(CLI::App& app);
 void add_kv_command(CLI::App& app);
+void add_spec_command(CLI::App& app);
+void add_spec_table_command(CLI::App& app);
+void add_softlabels_command(CLI::App& app);
 
 }  // namespace inferscope::cli

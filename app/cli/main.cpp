@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
     inferscope::cli::add_cache_vs_recompute_command(app);
     inferscope::cli::add_phases_command(app);
     inferscope::cli::add_kv_command(app);
+    inferscope::cli::add_spec_command(app);
+    inferscope::cli::add_spec_table_command(app);
+    inferscope::cli::add_softlabels_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "engine/core/error.h"
+#include "engine/model/model.h"
+
 namespace inferscope::cli {
 
 std::vector<QuantScheme> parse_schemes(const std::vector<std::string>& texts) {
@@ -34,6 +37,19 @@ std::string labelled_size(uint64_t bytes) {
 std::string execution_label(const QuantScheme& scheme) {
     if (scheme.executes_packed()) return "packed " + std::string(ggml_type_name(scheme.gguf_type)) + " blocks";
     return "dequantized F32";
+}
+
+CompanionModel companion_model(const std::shared_ptr<const Model>& base, const std::string& base_label,
+                               const CompanionChoice& choice, int n_threads) {
+    if (choice.path.empty() == choice.scheme.empty()) {
+        throw InvalidArgument("give exactly one of " + choice.path_flag + " FILE and " + choice.scheme_flag + " SCHEME");
+    }
+    if (!choice.path.empty()) return {Model::load(choice.path), choice.path};
+    const QuantScheme scheme = parse_quant_scheme(choice.scheme);
+    QuantRunOptions q;
+    q.n_threads = n_threads;
+    q.on_progress = stderr_progress("quantizing under " + scheme.name());
+    return {quantize_model(base, scheme, q).model, base_label + " under " + scheme.name()};
 }
 
 std::function<bool(int, int, const std::string&)> stderr_progress(const std::string& label) {

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,22 @@ double bytes_to_gib(uint64_t bytes);
 
 // How the engine runs a scheme's weights: "packed Q4_K blocks" or "dequantized F32".
 std::string execution_label(const QuantScheme& scheme);
+
+// A second model beside a loaded one (a draft or a student): a GGUF file, or the loaded
+// model quantized in memory under a scheme. The flags name the two options in errors.
+struct CompanionChoice {
+    std::string path;
+    std::string scheme;
+    std::string path_flag;    // "--draft"
+    std::string scheme_flag;  // "--draft-scheme"
+};
+struct CompanionModel {
+    std::shared_ptr<const Model> model;
+    std::string label;  // "FILE", or "BASE_LABEL under SCHEME"
+};
+// InvalidArgument unless exactly one of path and scheme is given.
+CompanionModel companion_model(const std::shared_ptr<const Model>& base, const std::string& base_label,
+                               const CompanionChoice& choice, int n_threads);
 
 // A progress callback that rewrites one stderr line: "quant int4:g128: 37/168 blk.5.attn_k.weight".
 std::function<bool(int, int, const std::string&)> stderr_progress(const std::string& label);

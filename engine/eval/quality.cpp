@@ -99,6 +99,22 @@ double kl_divergence(std::span<const float> reference_logits, std::span<const fl
     return std::max(0.0, kl);  // rounding can leave -1e-17 for identical rows
 }
 
+double kl_divergence(std::span<const float> reference_logits, std::span<const float> candidate_logits,
+                     double temperature) {
+    if (!(temperature > 0.0)) throw InvalidArgument("temperature must be positive, got " + std::to_string(temperature));
+    if (reference_logits.empty() || reference_logits.size() != candidate_logits.size()) {
+        throw InvalidArgument("KL divergence needs two logit rows of equal length (got " +
+                              std::to_string(reference_logits.size()) + " and " + std::to_string(candidate_logits.size()) + ")");
+    }
+    if (temperature == 1.0) return kl_divergence(reference_logits, candidate_logits);
+    const auto tempered = [temperature](std::span<const float> logits) {
+        std::vector<float> scaled(logits.size());
+        for (size_t i = 0; i < logits.size(); ++i) scaled[i] = static_cast<float>(logits[i] / temperature);
+        return scaled;
+    };
+    return kl_divergence(tempered(reference_logits), tempered(candidate_logits));
+}
+
 DistributionComparison compare_distributions(InferenceSession& reference, InferenceSession& candidate,
                                              std::span<const TokenId> tokens, const DistributionOptions& options) {
     check_same_vocabulary(reference, candidate);

@@ -41,6 +41,10 @@ struct DistributionComparison {
 
 // KL(P || Q) in nats of the softmax distributions of two logit rows of equal length.
 double kl_divergence(std::span<const float> reference_logits, std::span<const float> candidate_logits);
+// The same between softmax(logits / temperature) rows (distillation's tempered labels).
+// InvalidArgument unless temperature > 0 and the rows have equal, non-zero length.
+double kl_divergence(std::span<const float> reference_logits, std::span<const float> candidate_logits,
+                     double temperature);
 
 // Both sessions must use models with the same vocabulary; `tokens` as for perplexity (the
 // same InvalidArgument rules apply to each session). Perplexities equal compute_perplexity's.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <unordered_set>
 
 #include "engine/core/error.h"
@@ -14,6 +15,17 @@ TokenId argmax(std::span<const float> logits) {
         if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<TokenId>(i);
     }
     return best;
+}
+
+std::vector<double> softmax_at_temperature(std::span<const float> logits, double temperature) {
+    if (!(temperature > 0.0)) throw InvalidArgument("temperature must be positive, got " + std::to_string(temperature));
+    if (logits.empty()) throw InvalidArgument("cannot take the softmax of an empty row");
+    const double max_logit = *std::max_element(logits.begin(), logits.end());
+    std::vector<double> p(logits.size());
+    double sum = 0.0;
+    for (size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp((static_cast<double>(logits[i]) - max_logit) / temperature);
+    for (double& v : p) v /= sum;
+    return p;
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {

@@ -48,4 +48,8 @@ private:
 // Index of the largest logit, the lowest index among equals.
 TokenId argmax(std::span<const float> logits);
 
+// softmax(logits / temperature) in double [n_vocab]: the distribution plain temperature
+// sampling (no top-k/top-p/min-p) draws from. InvalidArgument unless temperature > 0.
+std::vector<double> softmax_at_temperature(std::span<const float> logits, double temperature);
+
 }  // namespace inferscope

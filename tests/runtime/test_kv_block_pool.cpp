@@ -191,6 +191,43 @@ TEST(KvBlockPool, TruncateReleasesWholeBlocksAndUncachesAPartialOne) {
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 3}));
 }
 
+// Speculative decoding's verify pass appends the last token and the draft's proposals, then
+// truncates the rejected ones: their partial block goes back to the free queue, and a block
+// that was whole only with rejected tokens leaves the prefix cache, so that a later prompt
+// with the rejected tokens cannot hit it.
+TEST(KvBlockPool, TruncatingRejectedDraftTokensForgetsTheirCachedBlock) {
+    KvBlockPool pool(tiny_layout(6));
+    pool.add_sequence(0);
+    pool.append(0, tokens(6));              // 100..105: blocks 0, 1
+    pool.append(0, tokens(5, 200));         // verify pass: 200..204 into blocks 1, 2
+    pool.commit(0);                         // blocks 0 and 1 are whole: cached
+    ASSERT_TRUE(pool.block_hash(1).has_value());
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{3, 4, 5}));
+
+    pool.truncate(0, 7);  // one proposal (200) accepted
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{3, 4, 5, 2}));
+    EXPECT_TRUE(pool.block_hash(0).has_value());
+    EXPECT_FALSE(pool.block_hash(1).has_value());
+    EXPECT_EQ(pool.cached_block_count(), 1);
+    EXPECT_EQ(pool.bytes_in_use(), 7 * pool.layout().bytes_per_token());
+
+    // The next verify pass writes over the rejected slots of block 1 in place (no copy).
+    EXPECT_TRUE(pool.append(0, tokens(5, 300)).empty());
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 3}));
+    pool.commit(0);
+
+    std::vector<TokenId> rejected = tokens(6);
+    for (TokenId t : {200, 201, 202}) rejected.push_back(t);
+    pool.add_sequence(1);
+    EXPECT_EQ(pool.attach_cached_prefix(1, rejected), 4);  // block 0 only
+    std::vector<TokenId> kept = tokens(6);
+    for (TokenId t : {200, 300, 301, 302, 303, 304, 999}) kept.push_back(t);
+    pool.add_sequence(2);
+    EXPECT_EQ(pool.attach_cached_prefix(2, kept), 12);
+    EXPECT_EQ(table(pool, 2), (std::vector<int32_t>{0, 1, 3}));
+}
+
 TEST(KvBlockPool, ExhaustionIsAllOrNothingWithAClearError) {
     KvBlockPool pool(tiny_layout(3));
     pool.add_sequence(0);

@@ -1,0 +1,159 @@
+// `spec`: speculative decoding measured. A draft (a second GGUF with the same vocabulary,
+// or the target under a quantization scheme) proposes --gamma tokens, the target verifies
+// them in one pass; plain decoding on the same target (run first) gives the measured cost
+// ratio c and the wall-clock speed-up, shown next to the analytic prediction.
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/quant_cli_common.h"
+#include "engine/core/error.h"
+#include "engine/runtime/generator.h"
+#include "engine/speculative/spec_table.h"
+#include "engine/speculative/speculative.h"
+
+namespace inferscope::cli {
+namespace {
+
+struct SpecCliOptions {
+    ModelOptions model;
+    std::string draft_path;
+    std::string draft_scheme;
+    std::string prompt = "Once upon a time";
+    int n_predict = 64;
+    int gamma = 4;
+    float temperature = 0.0f;
+    uint64_t seed = 42;
+    bool ignore_eos = false;
+};
+
+// Plain decoding on the target with the same sampling (pure temperature), --n-predict tokens
+// without stopping at end of generation. It runs first, so that the speculative run does
+// not find the target's weights warmer than plain decoding did.
+GenerationResult plain_decoding(InferenceSession& target, std::span<const TokenId> prompt, const SpecCliOptions& o) {
+    GenerationOptions g;
+    g.n_predict = o.n_predict;
+    g.sampling.temperature = o.temperature;
+    g.sampling.top_k = 0;
+    g.sampling.top_p = 1.0f;
+    g.sampling.min_p = 0.0f;
+    g.sampling.seed = o.seed;
+    g.reuse_cached_prefix = false;
+    g.stop_at_end_of_generation = false;
+    return generate(target, prompt, g);
+}
+
+// Plain decoding's time until `n_tokens` are known: TTFT + (n - 1) decode steps (generate()
+// also feeds the last token back, a step that producing n tokens does not need).
+double plain_ms_for(const GenerationTimings& t, int n_tokens) { return t.ttft_ms + t.decode_ms_per_token * (n_tokens - 1); }
+
+struct SpecReport {
+    std::string target_label;
+    std::string draft_label;
+    SpeculativeResult spec;
+    GenerationResult plain;
+    double plain_ms = 0;    // plain decoding's time to as many tokens as the speculative run made
+    double cost_ratio = 0;  // draft step ms / plain target decode step ms
+    double speedup = 0;     // plain wall ms / speculative wall ms
+    std::optional<bool> identical;  // greedy only: the same tokens as plain decoding
+};
+
+nlohmann::json report_json(const SpecCliOptions& o, const SpecReport& r, const Tokenizer& tok) {
+    const SpeculativeStats& s = r.spec.stats;
+    const int gamma = o.gamma;
+    return {{"target", r.target_label}, {"draft", r.draft_label}, {"gamma", gamma},
+            {"mode", o.temperature > 0 ? "sampling" : "greedy"}, {"temperature", o.temperature}, {"seed", o.seed},
+            {"n_prompt", s.n_prompt}, {"n_generated", s.n_generated}, {"stop_reason", r.spec.stop_reason},
+            {"verify_passes", s.verify_passes}, {"proposed", s.proposed}, {"accepted", s.accepted},
+            {"acceptance", s.acceptance()}, {"tokens_per_verify", s.tokens_per_verify()},
+            {"draft_steps", s.draft_steps}, {"draft_step_ms", s.draft_ms_per_step()},
+            {"target_step_ms", r.plain.timings.decode_ms_per_token}, {"verify_pass_ms", s.verify_ms_per_pass()},
+            {"cost_ratio", r.cost_ratio}, {"speculative_ms", s.total_ms}, {"plain_ms", r.plain_ms},
+            {"speedup", r.speedup},
+            {"analytic_tokens_per_verify", expected_tokens_per_verify(s.acceptance(), gamma)},
+            {"analytic_speedup", speculative_speedup(s.acceptance(), gamma, r.cost_ratio)},
+            {"identical_to_plain", r.identical ? nlohmann::json(*r.identical) : nlohmann::json(nullptr)},
+            {"ids", r.spec.generated}, {"text", tok.decode(r.spec.generated)}};
+}
+
+void print_report(const SpecCliOptions& o, const SpecReport& r, const Tokenizer& tok) {
+    const SpeculativeStats& s = r.spec.stats;
+    const std::string mode = o.temperature > 0 ? "sampling at T = " + std::to_string(o.temperature) : "greedy";
+    std::printf("target %s, draft %s, gamma %d, %s\n", r.target_label.c_str(), r.draft_label.c_str(), o.gamma, mode.c_str());
+    std::printf("%s\n\n", tok.decode(r.spec.generated).c_str());
+    std::printf("generated             %d tokens (%s) in %d verify passes\n", s.n_generated, r.spec.stop_reason.c_str(),
+                s.verify_passes);
+    std::printf("acceptance alpha      %.4f (%d of %d proposals)\n", s.acceptance(), s.accepted, s.proposed);
+    std::printf("tokens per verify     %.3f measured, %.3f analytic for this alpha and gamma\n", s.tokens_per_verify(),
+                expected_tokens_per_verify(s.acceptance(), o.gamma));
+    std::printf("draft step            %.4f ms (%d steps)\n", s.draft_ms_per_step(), s.draft_steps);
+    std::printf("target decode step    %.4f ms (plain decoding)\n", r.plain.timings.decode_ms_per_token);
+    std::printf("verify pass           %.4f ms (up to gamma + 1 = %d positions)\n", s.verify_ms_per_pass(), o.gamma + 1);
+    std::printf("cost ratio c          %.4f (draft step / target step)\n", r.cost_ratio);
+    std::printf("wall, speculative     %.3f ms (prompt in both models included)\n", s.total_ms);
+    std::printf("wall, plain decoding  %.3f ms (time to the same number of tokens)\n", r.plain_ms);
+    std::printf("speed-up              %.3fx measured, %.3fx analytic ((1 - a^(g+1)) / (1 - a) / (g c + 1))\n",
+                r.speedup, speculative_speedup(s.acceptance(), o.gamma, r.cost_ratio));
+    if (r.identical) std::printf("identical to plain greedy output: %s\n", *r.identical ? "yes" : "NO");
+}
+
+void run_spec(const SpecCliOptions& o) {
+    const auto target_model = load_model(o.model);
+    SpecReport r;
+    r.target_label = o.model.model_path.empty() ? target_model->config().name : o.model.model_path;
+    const CompanionModel draft_choice = companion_model(
+        target_model, r.target_label, {o.draft_path, o.draft_scheme, "--draft", "--draft-scheme"}, o.model.threads);
+    const std::shared_ptr<const Model>& draft_model = draft_choice.model;
+    r.draft_label = draft_choice.label;
+    check_same_vocabulary(*target_model, *draft_model);
+    InferenceSession target(target_model, session_options(o.model));
+    InferenceSession draft(draft_model, session_options(o.model));
+    const std::vector<TokenId> prompt = tokenize_prompt(*target_model, o.prompt);
+    SpeculativeOptions so;
+    so.n_predict = o.n_predict;
+    so.gamma = o.gamma;
+    so.temperature = o.temperature;
+    so.seed = o.seed;
+    so.stop_at_end_of_generation = !o.ignore_eos;
+    r.plain = plain_decoding(target, prompt, o);
+    r.spec = speculative_generate(target, draft, prompt, so);
+    const auto n_generated = static_cast<int>(r.spec.generated.size());
+    r.plain_ms = plain_ms_for(r.plain.timings, n_generated);
+    const double target_step_ms = r.plain.timings.decode_ms_per_token;
+    r.cost_ratio = target_step_ms > 0 ? r.spec.stats.draft_ms_per_step() / target_step_ms : 0.0;
+    r.speedup = r.spec.stats.total_ms > 0 ? r.plain_ms / r.spec.stats.total_ms : 0.0;
+    if (o.temperature <= 0) {
+        // Plain decoding does not stop at end of generation: the speculative tokens must be its prefix.
+        const bool fits = r.spec.generated.size() <= r.plain.generated.size();
+        r.identical = fits && std::equal(r.spec.generated.begin(), r.spec.generated.end(), r.plain.generated.begin());
+    }
+    if (o.model.json) {
+        print_json(report_json(o, r, target_model->tokenizer()));
+        return;
+    }
+    print_report(o, r, target_model->tokenizer());
+}
+
+}  // namespace
+
+void add_spec_command(CLI::App& app) {
+    auto o = std::make_shared<SpecCliOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "spec", "speculative decoding: a draft proposes, the target verifies in one pass; acceptance, cost ratio, speed-up");
+    add_model_options(*cmd, o->model, /*with_runtime=*/true);
+    cmd->add_option("--draft", o->draft_path, "draft GGUF with the target's vocabulary");
+    cmd->add_option("--draft-scheme", o->draft_scheme, "draft = the target under this quantization scheme (e.g. q4_0, int4:g32)");
+    cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
+    cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--gamma", o->gamma, "draft tokens per verify pass")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--temp", o->temperature, "temperature; 0: greedy (sampling uses no top-k/top-p/min-p)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    cmd->add_option("-s,--seed", o->seed, "sampling seed")->capture_default_str();
+    cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating after an end-of-generation token");
+    cmd->callback([o] { run_spec(*o); });
+}
+
+}  // namespace inferscope::cli
