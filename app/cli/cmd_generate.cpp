@@ -34,7 +34,7 @@ nlohmann::json step_json(const StepEvent& e) {
 
 void run_generate(const GenerateOptions& o) {
     const auto model = load_model(o.model);
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
     const Tokenizer& tok = model->tokenizer();
     const std::vector<TokenId> prompt = tokenize_prompt(*model, o.prompt);
 

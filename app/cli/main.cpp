@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     inferscope::cli::add_quantize_command(app);
     inferscope::cli::add_eval_command(app);
     inferscope::cli::add_budget_command(app);
+    inferscope::cli::add_devices_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,27 @@
+#pragma once
+// The Vulkan backend as the app sees it: no Vulkan types, so app/ and tests can create it
+// without including Vulkan headers.
+#include <memory>
+
+#include "engine/backend/backend.h"
+
+namespace inferscope {
+class Model;
+}
+
+namespace inferscope::gpu {
+
+struct VulkanBackendOptions {
+    // Enables the Khronos validation layer when installed (tests); errors are counted.
+    bool validation = false;
+};
+
+// A backend running the whole forward pass on the device choose_vulkan_device() picks.
+// Error/UnsupportedError naming the reason when no usable Vulkan device exists.
+std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options = {});
+
+// Validation errors reported so far by a backend made by make_vulkan_backend (0 without the
+// layer); -1 when `backend` is not a Vulkan backend.
+int vulkan_validation_errors(const Backend& backend);
+
+}  // namespace inferscope::gpu
