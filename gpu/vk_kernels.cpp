@@ -15,7 +15,7 @@ struct ShaderSpec {
 };
 
 constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
-    {"matmul", 3}, {"embed", 3}, {"rms_norm", 4}, {"rope", 3}, {"add", 2}, {"swiglu", 2}, {"kv_write", 5}, {"attention", 7},
+    {"matmul", 3}, {"matmul_shared", 3}, {"embed", 3}, {"rms_norm", 4}, {"rope", 3}, {"add", 2}, {"swiglu", 2}, {"kv_write", 5}, {"attention", 7},
 }};
 constexpr uint32_t kPushBytes = 32;
 constexpr uint32_t kSetsPerPool = 1024;
@@ -33,7 +33,14 @@ ShaderWeightType shader_weight_type(GgmlType type) {
     }
 }
 
-Kernels::Kernels(VkContext& ctx) : ctx_(ctx) { add_descriptor_pool(); }
+Kernels::Kernels(VkContext& ctx) : ctx_(ctx) {
+    const DeviceInfo& info = ctx.info();
+    subgroup_size_ = info.subgroup_size;
+    subgroups_ = info.subgroup_arithmetic && subgroup_size_ > 0 && subgroup_size_ <= kMatmulThreads &&
+                 kMatmulThreads % subgroup_size_ == 0;
+    if (!subgroups_) subgroup_size_ = 1;
+    add_descriptor_pool();
+}
 
 Kernels::~Kernels() {
     const VkDevice device = ctx_.device();
@@ -92,11 +99,12 @@ Kernels::Pipeline Kernels::create(Shader shader, uint32_t variant) {
     vk_check(vkCreateShaderModule(device, &module_create, nullptr, &module), "vkCreateShaderModule");
 
     // Constant 0: the workgroup size (matmul) or KV_F16 (kv_write, attention); constant 1:
-    // WEIGHT_TYPE (matmul, embed). A constant a shader does not declare is ignored.
+    // WEIGHT_TYPE (matmul, embed); constant 2: matmul rows per workgroup. A constant a
+    // shader does not declare is ignored.
     const bool kv_shader = shader == Shader::KvWrite || shader == Shader::Attention;
-    const uint32_t values[2] = {kv_shader ? variant : kMatmulThreads, variant};
-    const VkSpecializationMapEntry entries[2] = {{0, 0, 4}, {1, 4, 4}};
-    VkSpecializationInfo specialization{2, entries, sizeof values, values};
+    const uint32_t values[3] = {kv_shader ? variant : kMatmulThreads, variant, matmul_rows_per_group()};
+    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    VkSpecializationInfo specialization{3, entries, sizeof values, values};
     VkComputePipelineCreateInfo create{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     create.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     create.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;

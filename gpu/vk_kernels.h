@@ -20,7 +20,7 @@ enum class ShaderWeightType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 2, Q4_0 = 3 };
 // The shader type a GGUF type is uploaded as: itself when native, else F16.
 ShaderWeightType shader_weight_type(GgmlType type);
 
-enum class Shader { Matmul, Embed, RmsNorm, Rope, Add, Swiglu, KvWrite, Attention, Count };
+enum class Shader { Matmul, MatmulShared, Embed, RmsNorm, Rope, Add, Swiglu, KvWrite, Attention, Count };
 
 class Kernels {
 public:
@@ -38,6 +38,9 @@ public:
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
+    // The matmul variant for this device and how many weight rows one workgroup computes.
+    Shader matmul_shader() const { return subgroups_ ? Shader::Matmul : Shader::MatmulShared; }
+    uint32_t matmul_rows_per_group() const { return subgroups_ ? kMatmulThreads / subgroup_size_ : 1; }
 
 private:
     struct Pipeline {
@@ -51,6 +54,8 @@ private:
     void add_descriptor_pool();
 
     VkContext& ctx_;
+    bool subgroups_ = false;  // subgroup arithmetic in compute shaders, size dividing kMatmulThreads
+    uint32_t subgroup_size_ = 1;
     std::map<std::pair<Shader, uint32_t>, Pipeline> pipelines_;
     std::map<std::pair<std::pair<Shader, uint32_t>, std::vector<VkBuffer>>, VkDescriptorSet> sets_;
     std::vector<VkDescriptorPool> pools_;  // the last one has room; full ones are kept until forgotten
