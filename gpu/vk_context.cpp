@@ -114,7 +114,7 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.api_version = version_string(base.apiVersion);
     info.max_storage_buffer_range_bytes = base.limits.maxStorageBufferRange;
     info.subgroup_size = subgroup.subgroupSize;
-    info.storage_16bit = v11.storageBuffer16BitAccess == VK_TRUE;
+    info.storage_16bit = v11.storageBuffer16BitAccess == VK_TRUE && features.features.shaderInt16 == VK_TRUE;
     info.float16_arithmetic = v12.shaderFloat16 == VK_TRUE;
     info.storage_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
     info.int8_arithmetic = v12.shaderInt8 == VK_TRUE;
@@ -280,6 +280,7 @@ void VkContext::create_device() {
     v11.storageBuffer16BitAccess = VK_TRUE;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &v11;
+    features.features.shaderInt16 = VK_TRUE;  // narrowing stores into 16-bit words (kv_write)
     std::vector<const char*> extensions;
     if (has_device_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};

@@ -43,13 +43,13 @@ uint64_t DeviceMatrix::bytes() const {
     return total;
 }
 
-DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w) {
+DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes) {
     DeviceMatrix m;
     m.type = shader_weight_type(w.type);
     m.rows = w.rows;
     m.cols = w.cols;
     const uint64_t row_bytes = device_row_bytes(w, m.type);
-    const uint64_t max_bytes = ctx.info().max_storage_buffer_range_bytes;
+    const uint64_t max_bytes = max_part_bytes > 0 ? max_part_bytes : ctx.info().max_storage_buffer_range_bytes;
     if (row_bytes > max_bytes) {
         throw UnsupportedError("weight " + w.name + ": one row (" + std::to_string(row_bytes) +
                                " bytes) exceeds the device's largest storage binding");

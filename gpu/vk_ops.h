@@ -28,8 +28,9 @@ struct DeviceMatrix {
 };
 
 // Uploads `w` once: F32, F16, Q8_0 and Q4_0 in their own block format, other types
-// converted to F16. UnsupportedError when a single row exceeds a binding.
-DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w);
+// converted to F16, in parts of at most `max_part_bytes` (0: the device's
+// maxStorageBufferRange). UnsupportedError when a single row exceeds a part.
+DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes = 0);
 // A device buffer holding `values` (F32).
 Buffer upload_floats(VkContext& ctx, const std::vector<float>& values);
 

@@ -34,12 +34,13 @@ Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
 
 }  // namespace
 
-VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options)
+VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens)
     : model_(std::move(model)), ctx_(std::make_unique<VkContext>(options)), kernels_(std::make_unique<Kernels>(*ctx_)) {
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
     max_tokens_ = pass_tokens(c, ctx_->info().max_storage_buffer_range_bytes);
+    if (max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, max_pass_tokens);
     upload_weights();
     allocate_step_buffers();
     cmd_ = ctx_->allocate_command_buffer();
@@ -342,7 +343,7 @@ void VulkanBackend::record_attention(VkCommandBuffer cmd, const Layer& l, uint32
 std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options) {
     ContextOptions context;
     context.validation = options.validation;
-    return std::make_unique<VulkanBackend>(std::move(model), context);
+    return std::make_unique<VulkanBackend>(std::move(model), context, options.max_pass_tokens);
 }
 
 int vulkan_validation_errors(const Backend& backend) {

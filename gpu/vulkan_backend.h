@@ -15,7 +15,8 @@ namespace inferscope::gpu {
 
 class VulkanBackend final : public Backend {
 public:
-    VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options);
+    // max_pass_tokens: see VulkanBackendOptions.
+    VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens = 0);
     ~VulkanBackend() override;
 
     std::string name() const override;

@@ -14,6 +14,9 @@ namespace inferscope::gpu {
 struct VulkanBackendOptions {
     // Enables the Khronos validation layer when installed (tests); errors are counted.
     bool validation = false;
+    // Most tokens per pass (0: as many as the device's storage bindings allow, at most 512);
+    // tests lower it to exercise batches split into several passes.
+    int max_pass_tokens = 0;
 };
 
 // A backend running the whole forward pass on the device choose_vulkan_device() picks.

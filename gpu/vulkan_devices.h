@@ -22,7 +22,7 @@ struct DeviceInfo {
     std::vector<MemoryHeapInfo> heaps;
     uint64_t max_storage_buffer_range_bytes = 0;  // the most one shader binding can see
     uint32_t subgroup_size = 0;
-    bool storage_16bit = false;       // required: weights and the F16 KV cache are read as 16-bit words
+    bool storage_16bit = false;       // required (with shaderInt16): weights and the F16 KV cache are 16-bit words
     bool float16_arithmetic = false;  // reported; the kernels compute in F32
     bool storage_8bit = false;        // reported
     bool int8_arithmetic = false;     // reported
