@@ -20,7 +20,7 @@ enum class ShaderWeightType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 2, Q4_0 = 3 };
 // The shader type a GGUF type is uploaded as: itself when native, else F16.
 ShaderWeightType shader_weight_type(GgmlType type);
 
-enum class Shader { Matmul, MatmulShared, Embed, RmsNorm, Rope, Add, Swiglu, KvWrite, Attention, Count };
+enum class Shader { Matmul, MatmulShared, MatmulTiled, Embed, RmsNorm, Rope, Add, Swiglu, KvWrite, Attention, Count };
 
 class Kernels {
 public:
@@ -38,6 +38,10 @@ public:
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
+    // From this many tokens on, products use matmul_tiled.comp (64 x 64 output tiles).
+    static constexpr uint32_t kTiledMinTokens = 16;
+    static constexpr uint32_t kTileRows = 64;
+    static constexpr uint32_t kTileTokens = 64;
     // The matmul variant for this device and how many weight rows one workgroup computes.
     Shader matmul_shader() const { return subgroups_ ? Shader::Matmul : Shader::MatmulShared; }
     uint32_t matmul_rows_per_group() const { return subgroups_ ? kMatmulThreads / subgroup_size_ : 1; }

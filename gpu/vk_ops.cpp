@@ -76,8 +76,13 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
     for (const DeviceMatrix::Part& part : w.parts) {
         const uint32_t push[6] = {static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.cols), n, y_stride,
                                   static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u};
-        k.dispatch(cmd, k.matmul_shader(), static_cast<uint32_t>(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
-                   groups(static_cast<uint64_t>(part.rows), k.matmul_rows_per_group()), groups(n, Kernels::kMatmulTokens));
+        if (n >= Kernels::kTiledMinTokens) {
+            k.dispatch(cmd, Shader::MatmulTiled, static_cast<uint32_t>(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
+                       groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens));
+        } else {
+            k.dispatch(cmd, k.matmul_shader(), static_cast<uint32_t>(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
+                       groups(static_cast<uint64_t>(part.rows), k.matmul_rows_per_group()), groups(n, Kernels::kMatmulTokens));
+        }
     }
 }
 

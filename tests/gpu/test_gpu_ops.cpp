@@ -66,9 +66,10 @@ class GpuMatmul : public GpuOps, public ::testing::WithParamInterface<MatmulCase
 TEST_P(GpuMatmul, MatchesCpuForDecodeAndPrefillShapes) {
     const MatmulCase c = GetParam();
     std::vector<uint8_t> bytes;
-    // 67 rows: not a multiple of the rows per workgroup; 11 tokens: not a multiple of 8.
+    // 67 rows: not a multiple of the rows per workgroup; 11 tokens: not a multiple of 8
+    // (matrix-vector kernel); 70: the tiled kernel with partial tiles in both directions.
     const WeightMatrix w = random_weight(c.type, 67, 512, rng_, bytes);
-    for (int64_t n : {1, 11}) {
+    for (int64_t n : {1, 11, 70}) {
         const std::vector<float> x = random_floats(static_cast<size_t>(n * w.cols), rng_);
         const double e = nmse(gpu_->matmul(w, x, n), cpu_matmul(w, x, n));
         EXPECT_LT(e, c.max_nmse) << ggml_type_name(c.type) << " n=" << n;
@@ -87,16 +88,20 @@ TEST_F(GpuOps, MatmulOfFloatRowsWithATail) {
     // 172 columns (stories260K's FFN): chunks of 8 elements end in a partial one.
     std::vector<uint8_t> bytes;
     const WeightMatrix w = random_weight(GgmlType::F32, 64, 172, rng_, bytes);
-    const std::vector<float> x = random_floats(static_cast<size_t>(3 * w.cols), rng_);
-    EXPECT_LT(nmse(gpu_->matmul(w, x, 3), cpu_matmul(w, x, 3)), 1e-10);
+    for (int64_t n : {3, 20}) {
+        const std::vector<float> x = random_floats(static_cast<size_t>(n * w.cols), rng_);
+        EXPECT_LT(nmse(gpu_->matmul(w, x, n), cpu_matmul(w, x, n)), 1e-10) << "n=" << n;
+    }
 }
 
 TEST_F(GpuOps, MatmulSplitIntoSeveralBuffersEqualsOneBuffer) {
     // Parts of 5 rows: the path of tensors larger than maxStorageBufferRange.
     std::vector<uint8_t> bytes;
     const WeightMatrix w = random_weight(GgmlType::Q8_0, 23, 256, rng_, bytes);
-    const std::vector<float> x = random_floats(static_cast<size_t>(9 * w.cols), rng_);
-    EXPECT_EQ(gpu_->matmul(w, x, 9, 5 * w.row_bytes), gpu_->matmul(w, x, 9));
+    for (int64_t n : {9, 33}) {
+        const std::vector<float> x = random_floats(static_cast<size_t>(n * w.cols), rng_);
+        EXPECT_EQ(gpu_->matmul(w, x, n, 5 * w.row_bytes), gpu_->matmul(w, x, n)) << "n=" << n;
+    }
 }
 
 TEST_F(GpuOps, EmbeddingGatherEqualsDequantizedRowsAcrossParts) {
