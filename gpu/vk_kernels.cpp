@@ -153,7 +153,7 @@ VkDescriptorSet Kernels::descriptor_set(Shader shader, uint32_t variant, const P
 }
 
 void Kernels::dispatch(VkCommandBuffer cmd, Shader shader, uint32_t variant, const std::vector<VkBuffer>& buffers,
-                       const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y) {
+                       const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y, bool barrier) {
     const ShaderSpec& spec = kSpecs[static_cast<size_t>(shader)];
     if (buffers.size() != spec.bindings || push_bytes > kPushBytes) {
         throw Error(std::string("internal: wrong bindings or push constants for shader ") + spec.name);
@@ -167,6 +167,10 @@ void Kernels::dispatch(VkCommandBuffer cmd, Shader shader, uint32_t variant, con
     std::memcpy(padded, push, push_bytes);
     vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes, padded);
     vkCmdDispatch(cmd, groups_x, groups_y, 1);
+    if (barrier) Kernels::barrier(cmd);
+}
+
+void Kernels::barrier(VkCommandBuffer cmd) {
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;

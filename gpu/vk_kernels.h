@@ -30,9 +30,12 @@ public:
     Kernels& operator=(const Kernels&) = delete;
 
     // Records one dispatch of `shader` (specialization `variant`) over `groups` workgroups
-    // with the buffers bound in order and `push` as push constants, then a barrier.
+    // with the buffers bound in order and `push` as push constants, then a barrier unless
+    // `barrier` is false (the next dispatch is independent of this one).
     void dispatch(VkCommandBuffer cmd, Shader shader, uint32_t variant, const std::vector<VkBuffer>& buffers,
-                  const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1);
+                  const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, bool barrier = true);
+    // Makes every earlier shader or transfer write visible to later shaders and transfers.
+    static void barrier(VkCommandBuffer cmd);
     // Forgets every descriptor set (after buffers they name were freed).
     void forget_descriptor_sets();
 

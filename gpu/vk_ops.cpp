@@ -72,16 +72,20 @@ Buffer upload_floats(VkContext& ctx, const std::vector<float>& values) {
 }
 
 void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
-                   uint32_t y_stride, bool accumulate) {
+                   uint32_t y_stride, bool accumulate, bool barrier) {
     for (const DeviceMatrix::Part& part : w.parts) {
+        // The parts write disjoint columns: only the last needs the barrier.
+        const bool last = &part == &w.parts.back();
         const uint32_t push[6] = {static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.cols), n, y_stride,
                                   static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u};
         if (n >= Kernels::kTiledMinTokens) {
             k.dispatch(cmd, Shader::MatmulTiled, static_cast<uint32_t>(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
-                       groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens));
+                       groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens),
+                       barrier && last);
         } else {
             k.dispatch(cmd, k.matmul_shader(), static_cast<uint32_t>(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
-                       groups(static_cast<uint64_t>(part.rows), k.matmul_rows_per_group()), groups(n, Kernels::kMatmulTokens));
+                       groups(static_cast<uint64_t>(part.rows), k.matmul_rows_per_group()), groups(n, Kernels::kMatmulTokens),
+                       barrier && last);
         }
     }
 }
@@ -106,15 +110,15 @@ void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weigh
 }
 
 void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer positions, VkBuffer table, uint32_t n,
-                 const RopeShape& shape) {
+                 const RopeShape& shape, bool barrier) {
     const uint32_t push[5] = {n, shape.n_heads, shape.head_dim, shape.rope_dim, shape.neox ? 1u : 0u};
     const uint64_t pairs = static_cast<uint64_t>(n) * shape.n_heads * (shape.rope_dim / 2);
-    k.dispatch(cmd, Shader::Rope, 0, {heads, positions, table}, push, sizeof push, groups(pairs, 64));
+    k.dispatch(cmd, Shader::Rope, 0, {heads, positions, table}, push, sizeof push, groups(pairs, 64), 1, barrier);
 }
 
-void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period) {
+void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period, bool barrier) {
     const uint32_t push[2] = {count, period};
-    k.dispatch(cmd, Shader::Add, 0, {y, x}, push, sizeof push, groups(count, 256));
+    k.dispatch(cmd, Shader::Add, 0, {y, x}, push, sizeof push, groups(count, 256), 1, barrier);
 }
 
 void record_swiglu(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count) {

@@ -43,8 +43,9 @@ struct RopeShape {
 
 // Each records one operation into `cmd` (followed by a barrier); `n` is the token count.
 // y[n x y_stride] (+)= x[n x cols] * W^T, W's rows landing at columns y_offset...
+// `barrier` false: no barrier after it (the next product is independent: q/k/v, gate/up).
 void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
-                   uint32_t y_stride, bool accumulate);
+                   uint32_t y_stride, bool accumulate, bool barrier = true);
 // y[n x cols] = rows tokens[i] of the embedding table.
 void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, VkBuffer tokens, VkBuffer y, uint32_t n);
 // y[i] = rms_norm(x[map ? row_map[i] : i]) * weight, for i < n.
@@ -52,9 +53,10 @@ void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weigh
                      bool use_map, uint32_t n, uint32_t cols, float eps);
 // Rotates heads[n x n_heads x head_dim] in place by the table's [position x rope_dim/2] (cos, sin).
 void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer positions, VkBuffer table, uint32_t n,
-                 const RopeShape& shape);
+                 const RopeShape& shape, bool barrier = true);
 // y[i] += x[i % period] for i < count.
-void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period);
+void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period,
+                bool barrier = true);
 // gate[i] = silu(gate[i]) * up[i] for i < count.
 void record_swiglu(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count);
 

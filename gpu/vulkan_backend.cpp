@@ -284,13 +284,14 @@ void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n
     record_rms_norm(k, cmd, s.x.handle(), l.attn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n, n_embd,
                     c.rms_norm_eps);
     mark(cmd, "attn_norm");
-    record_matmul(k, cmd, l.wq, s.normed.handle(), s.q.handle(), n, q_dim, false);
-    record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false);
+    // Independent products and element-wise ops share one barrier.
+    record_matmul(k, cmd, l.wq, s.normed.handle(), s.q.handle(), n, q_dim, false, false);
+    record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false, false);
     record_matmul(k, cmd, l.wv, s.normed.handle(), s.v.handle(), n, kv_dim, false);
     mark(cmd, "qkv");
     if (l.bq.handle() != VK_NULL_HANDLE) {
-        record_add(k, cmd, s.q.handle(), l.bq.handle(), n * q_dim, q_dim);
-        record_add(k, cmd, s.k.handle(), l.bk.handle(), n * kv_dim, kv_dim);
+        record_add(k, cmd, s.q.handle(), l.bq.handle(), n * q_dim, q_dim, false);
+        record_add(k, cmd, s.k.handle(), l.bk.handle(), n * kv_dim, kv_dim, false);
         record_add(k, cmd, s.v.handle(), l.bv.handle(), n * kv_dim, kv_dim);
         mark(cmd, "qkv_bias");
     }
@@ -300,7 +301,7 @@ void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n
     record_rms_norm(k, cmd, s.x.handle(), l.ffn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n, n_embd,
                     c.rms_norm_eps);
     mark(cmd, "ffn_norm");
-    record_matmul(k, cmd, l.w_gate, s.normed.handle(), s.gate.handle(), n, n_ff, false);
+    record_matmul(k, cmd, l.w_gate, s.normed.handle(), s.gate.handle(), n, n_ff, false, false);
     record_matmul(k, cmd, l.w_up, s.normed.handle(), s.up.handle(), n, n_ff, false);
     mark(cmd, "gate_up");
     record_swiglu(k, cmd, s.gate.handle(), s.up.handle(), n * n_ff);
@@ -317,7 +318,7 @@ void VulkanBackend::record_attention(VkCommandBuffer cmd, const Layer& l, uint32
     const auto head_dim = static_cast<uint32_t>(c.head_dim);
     const auto rope_dim = static_cast<uint32_t>(c.rope_dim);
     record_rope(k, cmd, s.q.handle(), s.positions.handle(), rope_table_.handle(), n,
-                {static_cast<uint32_t>(c.n_head), head_dim, rope_dim, neox});
+                {static_cast<uint32_t>(c.n_head), head_dim, rope_dim, neox}, false);
     record_rope(k, cmd, s.k.handle(), s.positions.handle(), rope_table_.handle(), n,
                 {static_cast<uint32_t>(c.n_head_kv), head_dim, rope_dim, neox});
     mark(cmd, "rope");
