@@ -1,6 +1,7 @@
 #include "gpu/op_harness.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
@@ -16,6 +17,12 @@ struct OpHarness::Impl {
         Buffer b(ctx, std::max<size_t>(values.size(), 1) * sizeof(T), Buffer::Kind::Device);
         ctx.upload(b, 0, values.data(), values.size() * sizeof(T));
         return b;
+    }
+    // Runs one recorded operation. Its buffers are freed after the call, and a later buffer
+    // may get the same handle, so the descriptor sets that name them are dropped.
+    void run(const std::function<void(VkCommandBuffer)>& record) {
+        ctx.run_now(record);
+        kernels.forget_descriptor_sets();
     }
     std::vector<float> read(const Buffer& b, size_t count) {
         std::vector<float> out(count);
@@ -38,7 +45,7 @@ std::vector<float> OpHarness::matmul(const WeightMatrix& w, const std::vector<fl
     const DeviceMatrix weights = upload_matrix(m.ctx, w, max_part_bytes);
     const Buffer input = m.device_copy(x);
     const Buffer output(m.ctx, static_cast<uint64_t>(n * w.rows) * sizeof(float), Buffer::Kind::Device);
-    m.ctx.run_now([&](VkCommandBuffer cmd) {
+    m.run([&](VkCommandBuffer cmd) {
         record_matmul(m.kernels, cmd, weights, input.handle(), output.handle(), static_cast<uint32_t>(n),
                       static_cast<uint32_t>(w.rows), false);
     });
@@ -51,7 +58,7 @@ std::vector<float> OpHarness::embed(const WeightMatrix& table, const std::vector
     const Buffer ids = m.device_copy(tokens);
     const size_t count = tokens.size() * static_cast<size_t>(table.cols);
     const Buffer output(m.ctx, count * sizeof(float), Buffer::Kind::Device);
-    m.ctx.run_now([&](VkCommandBuffer cmd) {
+    m.run([&](VkCommandBuffer cmd) {
         record_embed(m.kernels, cmd, weights, ids.handle(), output.handle(), static_cast<uint32_t>(tokens.size()));
     });
     return m.read(output, count);
@@ -63,7 +70,7 @@ std::vector<float> OpHarness::rms_norm(const std::vector<float>& x, const std::v
     const Buffer scale = m.device_copy(weight);
     const Buffer output(m.ctx, x.size() * sizeof(float), Buffer::Kind::Device);
     const auto rows = static_cast<uint32_t>(x.size() / weight.size());
-    m.ctx.run_now([&](VkCommandBuffer cmd) {
+    m.run([&](VkCommandBuffer cmd) {
         record_rms_norm(m.kernels, cmd, input.handle(), scale.handle(), output.handle(), input.handle(), false, rows,
                         static_cast<uint32_t>(weight.size()), eps);
     });
@@ -79,7 +86,7 @@ std::vector<float> OpHarness::rope(const std::vector<float>& heads, const std::v
     const Buffer table = m.device_copy(rope_table(c, {}, n_positions));
     const RopeShape shape{static_cast<uint32_t>(n_heads), static_cast<uint32_t>(c.head_dim),
                           static_cast<uint32_t>(c.rope_dim), c.rope_style == RopeStyle::Neox};
-    m.ctx.run_now([&](VkCommandBuffer cmd) {
+    m.run([&](VkCommandBuffer cmd) {
         record_rope(m.kernels, cmd, data.handle(), pos.handle(), table.handle(), static_cast<uint32_t>(positions.size()),
                     shape);
     });
@@ -90,7 +97,7 @@ std::vector<float> OpHarness::swiglu(const std::vector<float>& gate, const std::
     Impl& m = *impl_;
     const Buffer g = m.device_copy(gate);
     const Buffer u = m.device_copy(up);
-    m.ctx.run_now([&](VkCommandBuffer cmd) {
+    m.run([&](VkCommandBuffer cmd) {
         record_swiglu(m.kernels, cmd, g.handle(), u.handle(), static_cast<uint32_t>(gate.size()));
     });
     return m.read(g, gate.size());
@@ -100,7 +107,7 @@ std::vector<float> OpHarness::add(const std::vector<float>& y, const std::vector
     Impl& m = *impl_;
     const Buffer target = m.device_copy(y);
     const Buffer addend = m.device_copy(x);
-    m.ctx.run_now([&](VkCommandBuffer cmd) {
+    m.run([&](VkCommandBuffer cmd) {
         record_add(m.kernels, cmd, target.handle(), addend.handle(), static_cast<uint32_t>(y.size()),
                    static_cast<uint32_t>(x.size()));
     });

@@ -36,7 +36,8 @@ public:
                   const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, bool barrier = true);
     // Makes every earlier shader or transfer write visible to later shaders and transfers.
     static void barrier(VkCommandBuffer cmd);
-    // Forgets every descriptor set (after buffers they name were freed).
+    // Forgets every descriptor set. Sets are cached by buffer handle, and a freed buffer's
+    // handle can be reused by a new one: call this whenever a bound buffer is freed.
     void forget_descriptor_sets();
 
     static constexpr uint32_t kMatmulThreads = 64;
