@@ -12,8 +12,27 @@
 
 namespace inferscope::gpu {
 
+namespace {
+const char* result_name(VkResult result) {
+    switch (result) {
+        case VK_ERROR_OUT_OF_HOST_MEMORY: return "out of host memory";
+        case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "out of device memory";
+        case VK_ERROR_INITIALIZATION_FAILED: return "initialization failed";
+        case VK_ERROR_DEVICE_LOST: return "device lost";
+        case VK_ERROR_LAYER_NOT_PRESENT: return "layer not present";
+        case VK_ERROR_EXTENSION_NOT_PRESENT: return "extension not present";
+        case VK_ERROR_FEATURE_NOT_PRESENT: return "feature not present";
+        case VK_ERROR_INCOMPATIBLE_DRIVER: return "no compatible Vulkan driver";
+        default: return "error";
+    }
+}
+}  // namespace
+
 void vk_check(VkResult result, const char* what) {
-    if (result != VK_SUCCESS) throw Error(std::string("Vulkan: ") + what + " failed (VkResult " + std::to_string(result) + ")");
+    if (result != VK_SUCCESS) {
+        throw Error(std::string("Vulkan: ") + what + " failed: " + result_name(result) + " (VkResult " +
+                    std::to_string(result) + ")");
+    }
 }
 
 namespace {
