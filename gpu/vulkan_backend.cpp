@@ -34,7 +34,8 @@ Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
 
 }  // namespace
 
-VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens)
+VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens,
+                             bool op_timestamps)
     : model_(std::move(model)), ctx_(std::make_unique<VkContext>(options)), kernels_(std::make_unique<Kernels>(*ctx_)) {
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
@@ -44,7 +45,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
     upload_weights();
     allocate_step_buffers();
     cmd_ = ctx_->allocate_command_buffer();
-    if (ctx_->info().timestamps) {
+    if (op_timestamps && ctx_->info().timestamps) {
         query_capacity_ = 8 + 16 * static_cast<uint32_t>(c.n_layer) + 2 * static_cast<uint32_t>(token_embd_.parts.size() +
                                                                                               output_.parts.size());
         VkQueryPoolCreateInfo create{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
@@ -344,7 +345,7 @@ void VulkanBackend::record_attention(VkCommandBuffer cmd, const Layer& l, uint32
 std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options) {
     ContextOptions context;
     context.validation = options.validation;
-    return std::make_unique<VulkanBackend>(std::move(model), context, options.max_pass_tokens);
+    return std::make_unique<VulkanBackend>(std::move(model), context, options.max_pass_tokens, options.op_timestamps);
 }
 
 int vulkan_validation_errors(const Backend& backend) {

@@ -15,8 +15,9 @@ namespace inferscope::gpu {
 
 class VulkanBackend final : public Backend {
 public:
-    // max_pass_tokens: see VulkanBackendOptions.
-    VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens = 0);
+    // max_pass_tokens, op_timestamps: see VulkanBackendOptions.
+    VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens = 0,
+                  bool op_timestamps = true);
     ~VulkanBackend() override;
 
     std::string name() const override;

@@ -17,6 +17,9 @@ struct VulkanBackendOptions {
     // Most tokens per pass (0: as many as the device's storage bindings allow, at most 512);
     // tests lower it to exercise batches split into several passes.
     int max_pass_tokens = 0;
+    // A timestamp after every operation (per-op GPU time in step events). They cost a
+    // decode step about a tenth of its speed on an H200; bench turns them off.
+    bool op_timestamps = true;
 };
 
 // A backend running the whole forward pass on the device choose_vulkan_device() picks.

@@ -45,12 +45,16 @@ SessionOptions session_options(const ModelOptions& options) {
     return s;
 }
 
-std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model) {
+std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model,
+                                      bool op_timestamps) {
     if (options.backend != "vulkan") return nullptr;
 #ifdef INFERSCOPE_HAS_VULKAN
-    return gpu::make_vulkan_backend(model);
+    gpu::VulkanBackendOptions vulkan;
+    vulkan.op_timestamps = op_timestamps;
+    return gpu::make_vulkan_backend(model, vulkan);
 #else
     (void)model;
+    (void)op_timestamps;
     throw UnsupportedError("this inferscope-cli was built without the Vulkan backend (INFERSCOPE_ENGINE_ONLY=ON); "
                            "use --backend cpu");
 #endif

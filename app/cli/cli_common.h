@@ -28,8 +28,10 @@ void add_model_options(CLI::App& command, ModelOptions& options, bool with_runti
 std::shared_ptr<const Model> load_model(const ModelOptions& options);
 SessionOptions session_options(const ModelOptions& options);
 // The backend --backend names for `model`: null for the CPU (the session's default), the
-// Vulkan backend when this build has one, else UnsupportedError.
-std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model);
+// Vulkan backend when this build has one, else UnsupportedError. `op_timestamps`: per-op
+// GPU times in step events (commands that do not show them pass false: they cost speed).
+std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model,
+                                      bool op_timestamps = true);
 
 // Tokenizes a prompt as llama.cpp's tools do: special tokens parsed, BOS as the vocabulary says.
 std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special = true);

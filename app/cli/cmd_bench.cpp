@@ -110,7 +110,7 @@ void run_bench_command(BenchCliOptions o) {
     const int deepest = *std::max_element(o.depths.begin(), o.depths.end());
     if (o.model.ctx == 0 && longest > 0) o.model.ctx = deepest + longest;
     const auto model = load_model(o.model);
-    InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model, /*op_timestamps=*/false));
     BenchOptions b;
     b.prompt_lengths = o.prompt_lengths;
     b.generate_lengths = o.generate_lengths;
