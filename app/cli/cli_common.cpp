@@ -5,6 +5,9 @@
 
 #include "engine/core/error.h"
 #include "engine/synth/synthetic_model.h"
+#ifdef INFERSCOPE_HAS_VULKAN
+#include "gpu/vulkan_backend_factory.h"
+#endif
 
 namespace inferscope::cli {
 
@@ -20,6 +23,9 @@ void add_model_options(CLI::App& command, ModelOptions& options, bool with_runti
     }
     command.add_option("--kv-type", options.kv_type, "KV cache element type")
         ->check(CLI::IsMember({"f16", "f32"}))
+        ->capture_default_str();
+    command.add_option("--backend", options.backend, "compute backend (vulkan: the GPU, see `devices`)")
+        ->check(CLI::IsMember({"cpu", "vulkan"}))
         ->capture_default_str();
 }
 
@@ -37,6 +43,21 @@ SessionOptions session_options(const ModelOptions& options) {
     s.n_ctx = options.ctx;
     s.kv_dtype = options.kv_type == "f32" ? KvDtype::F32 : KvDtype::F16;
     return s;
+}
+
+std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model,
+                                      bool op_timestamps) {
+    if (options.backend != "vulkan") return nullptr;
+#ifdef INFERSCOPE_HAS_VULKAN
+    gpu::VulkanBackendOptions vulkan;
+    vulkan.op_timestamps = op_timestamps;
+    return gpu::make_vulkan_backend(model, vulkan);
+#else
+    (void)model;
+    (void)op_timestamps;
+    throw UnsupportedError("this inferscope-cli was built without the Vulkan backend (INFERSCOPE_ENGINE_ONLY=ON); "
+                           "use --backend cpu");
+#endif
 }
 
 std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special) {

@@ -16,6 +16,7 @@ struct ModelOptions {
     int threads = 0;
     int ctx = 0;
     std::string kv_type = "f16";
+    std::string backend = "cpu";  // "cpu" or "vulkan"
     bool json = false;
 };
 
@@ -26,6 +27,11 @@ void add_model_options(CLI::App& command, ModelOptions& options, bool with_runti
 // Loads -m, or the built-in synthetic model (saying so on stderr) when -m is absent.
 std::shared_ptr<const Model> load_model(const ModelOptions& options);
 SessionOptions session_options(const ModelOptions& options);
+// The backend --backend names for `model`: null for the CPU (the session's default), the
+// Vulkan backend when this build has one, else UnsupportedError. `op_timestamps`: per-op
+// GPU times in step events (commands that do not show them pass false: they cost speed).
+std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model,
+                                      bool op_timestamps = true);
 
 // Tokenizes a prompt as llama.cpp's tools do: special tokens parsed, BOS as the vocabulary says.
 std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special = true);
@@ -53,5 +59,6 @@ void add_kv_command(CLI::App& app);
 void add_spec_command(CLI::App& app);
 void add_spec_table_command(CLI::App& app);
 void add_softlabels_command(CLI::App& app);
+void add_devices_command(CLI::App& app);
 
 }  // namespace inferscope::cli

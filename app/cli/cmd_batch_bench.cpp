@@ -76,7 +76,7 @@ void add_batch_bench_command(CLI::App& app) {
         const auto model = load_model(model_options);
         SessionOptions so = session_options(model_options);
         so.max_sequences = *std::max_element(o->batch_sizes.begin(), o->batch_sizes.end());
-        InferenceSession session(model, so);
+        InferenceSession session(model, so, make_backend(model_options, model, /*op_timestamps=*/false));
         BatchBenchOptions b;
         b.batch_sizes = o->batch_sizes;
         b.prompt_tokens = o->prompt_tokens;

@@ -20,6 +20,7 @@ struct BenchCliOptions {
     int ubatch = 512;
     std::string output = "md";
     bool membw = false;
+    double membw_gbs = 0;  // given device bandwidth, GB/s (10^9 bytes/s); 0: measure host RAM
 };
 
 struct Row {
@@ -33,7 +34,8 @@ std::string fixed(double value, int decimals) {
     return buffer;
 }
 
-std::vector<Row> rows_of(const Model& model, const InferenceSession& session, const BenchReport& report, bool membw) {
+std::vector<Row> rows_of(const Model& model, const InferenceSession& session, const BenchReport& report, bool membw,
+                         bool given_bandwidth) {
     const auto bytes = static_cast<double>(model.file().file_size());
     const std::string size = bytes >= 1024.0 * 1024 * 1024 ? fixed(bytes / (1024.0 * 1024 * 1024), 2) + " GiB"
                                                             : fixed(bytes / (1024.0 * 1024), 2) + " MiB";
@@ -45,8 +47,10 @@ std::vector<Row> rows_of(const Model& model, const InferenceSession& session, co
     if (membw && report.bandwidth) {
         const double gbps = report.bandwidth->bytes_per_second / 1e9;
         rows.push_back({{{"test", "membw"}, {"read_bytes_per_s", report.bandwidth->bytes_per_second},
-                         {"buffer_bytes", report.bandwidth->buffer_bytes}, {"threads", report.bandwidth->threads}},
-                        {model.config().name, size, params, backend, threads, "membw (read)", fixed(gbps, 2) + " GB/s", ""}});
+                         {"buffer_bytes", report.bandwidth->buffer_bytes}, {"threads", report.bandwidth->threads},
+                         {"given", given_bandwidth}},
+                        {model.config().name, size, params, backend, threads, given_bandwidth ? "membw (given)" : "membw (read)",
+                         fixed(gbps, 2) + " GB/s", ""}});
     }
     for (const BenchResult& r : report.results) {
         const bool decode = r.n_generate > 0;
@@ -106,7 +110,7 @@ void run_bench_command(BenchCliOptions o) {
     const int deepest = *std::max_element(o.depths.begin(), o.depths.end());
     if (o.model.ctx == 0 && longest > 0) o.model.ctx = deepest + longest;
     const auto model = load_model(o.model);
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model, /*op_timestamps=*/false));
     BenchOptions b;
     b.prompt_lengths = o.prompt_lengths;
     b.generate_lengths = o.generate_lengths;
@@ -114,9 +118,15 @@ void run_bench_command(BenchCliOptions o) {
     b.repetitions = o.repetitions;
     b.ubatch = o.ubatch;
     b.measure_bandwidth = o.membw || std::any_of(o.generate_lengths.begin(), o.generate_lengths.end(), [](int n) { return n > 0; });
+    b.given_bandwidth_bytes_per_s = o.membw_gbs * 1e9;
+    if (o.model.backend == "vulkan" && o.membw_gbs <= 0) {
+        // Host RAM bandwidth says nothing about a GPU's ceiling: no floor unless one is given.
+        b.measure_bandwidth = false;
+        std::fprintf(stderr, "note: no bandwidth floor for --backend vulkan without --membw-gbs (the device's GB/s)\n");
+    }
     b.on_progress = [](const std::string& test) { std::fprintf(stderr, "bench: %s done\n", test.c_str()); };
     const BenchReport report = run_bench(session, b);
-    print_rows(rows_of(*model, session, report, o.membw), o.model.json ? "json" : o.output);
+    print_rows(rows_of(*model, session, report, o.membw, o.membw_gbs > 0), o.model.json ? "json" : o.output);
 }
 
 }  // namespace
@@ -132,6 +142,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--ubatch", o->ubatch, "prompt tokens per forward step")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("-o,--output", o->output, "output format")->check(CLI::IsMember({"md", "csv", "json", "jsonl"}))->capture_default_str();
     cmd->add_flag("--membw", o->membw, "also report the measured memory read bandwidth");
+    cmd->add_option("--membw-gbs", o->membw_gbs,
+                    "bandwidth floor from this memory bandwidth in GB/s instead of measuring host RAM (a GPU's, with --backend vulkan)")
+        ->check(CLI::PositiveNumber);
     cmd->callback([o] {
         // "-p 0" or "-n 0" turn a kind of test off, as in llama-bench.
         std::erase(o->prompt_lengths, 0);

@@ -128,7 +128,7 @@ EvalRow evaluate_scheme(const EvalCliOptions& o, const EvalInputs& in, const std
     row.execution = execution_label(scheme);
     row.bits_per_weight = quantized.report.schemes[0].bits_per_weight;
     row.weighted_relative_error = quantized.report.schemes[0].weighted_relative_error;
-    InferenceSession session(quantized.model, eval_session_options(o.model));
+    InferenceSession session(quantized.model, eval_session_options(o.model), make_backend(o.model, quantized.model));
     DistributionOptions d;
     d.n_ctx = o.model.ctx;
     d.n_batch = o.n_batch;
@@ -216,7 +216,7 @@ void run_eval(EvalCliOptions o) {
     if (o.model.ctx == 0) o.model.ctx = 512;
     const auto model = load_model(o.model);
     const EvalInputs in = prepare_inputs(o, *model);
-    InferenceSession reference(model, eval_session_options(o.model));
+    InferenceSession reference(model, eval_session_options(o.model), make_backend(o.model, model));
     std::fprintf(stderr, "eval: %zu tokens, %zu chunks of %d; reference first\n", in.text_tokens.size(),
                  in.text_tokens.size() / static_cast<size_t>(o.model.ctx), o.model.ctx);
     std::vector<EvalRow> rows;

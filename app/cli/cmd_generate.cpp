@@ -22,7 +22,7 @@ struct GenerateOptions {
 };
 
 nlohmann::json step_json(const StepEvent& e) {
-    return {{"step", e.step},
+    nlohmann::json j = {{"step", e.step},
             {"phase", step_phase_name(e.phase)},
             {"n_tokens", e.n_tokens},
             {"n_sequences", e.n_sequences},
@@ -30,11 +30,18 @@ nlohmann::json step_json(const StepEvent& e) {
             {"wall_ns", e.wall_ns},
             {"kv_bytes_in_use", e.kv_bytes_in_use},
             {"kv_bytes_reserved", e.kv_bytes_reserved}};
+    if (!e.gpu_ops.empty()) {
+        j["gpu_ns"] = e.gpu_ns;
+        nlohmann::json ops = nlohmann::json::object();
+        for (const OpTime& op : e.gpu_ops) ops[op.op] = op.gpu_ns;
+        j["gpu_op_ns"] = ops;
+    }
+    return j;
 }
 
 void run_generate(const GenerateOptions& o) {
     const auto model = load_model(o.model);
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
     const Tokenizer& tok = model->tokenizer();
     const std::vector<TokenId> prompt = tokenize_prompt(*model, o.prompt);
 

@@ -35,7 +35,7 @@ void run_logits(const LogitsOptions& o) {
     const std::vector<TokenId> prompt = tokenize_prompt(*model, o.prompt);
     if (prompt.empty()) throw InvalidArgument("the prompt tokenizes to nothing");
     SessionOptions so = session_options(o.model);
-    InferenceSession session(model, so);
+    InferenceSession session(model, so, make_backend(o.model, model));
     if (static_cast<int>(prompt.size()) > session.context_size()) {
         throw CapacityError("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context size of " +
                             std::to_string(session.context_size()));

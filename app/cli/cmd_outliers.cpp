@@ -178,7 +178,7 @@ void run_outliers(const OutliersOptions& o) {
     require_block_tensor_kind(o.tensor);
     const auto model = load_model(o.model);
     const std::vector<TokenId> prompt = tokenize_prompt(*model, o.prompt);
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
     OutlierAnalysisOptions options;
     options.tensor = o.tensor;
     options.top_k = o.top_k;

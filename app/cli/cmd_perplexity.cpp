@@ -29,7 +29,7 @@ void run_perplexity(PerplexityCliOptions o) {
     const auto model = load_model(o.model);
     // As llama-perplexity: tokenize once with BOS and without parsing special tokens.
     const std::vector<TokenId> tokens = model->tokenizer().encode(read_text_file(o.text_path), true, false);
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
     PerplexityOptions p;
     p.n_ctx = o.model.ctx;
     p.n_batch = o.n_batch;

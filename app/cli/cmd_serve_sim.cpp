@@ -84,7 +84,7 @@ void run_serve_sim(ServeSimOptions o) {
     o.trace.vocab_size = model->config().n_vocab;
     SessionOptions so = session_options(mo);
     so.max_sequences = o.slots;
-    InferenceSession session(model, so);
+    InferenceSession session(model, so, make_backend(mo, model, /*op_timestamps=*/false));
     const std::vector<ServingRequest> trace = generate_trace(o.trace);
 
     std::vector<int> batches;

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     inferscope::cli::add_spec_command(app);
     inferscope::cli::add_spec_table_command(app);
     inferscope::cli::add_softlabels_command(app);
+    inferscope::cli::add_devices_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include "engine/backend/activation_tap.h"
 #include "engine/backend/batch.h"
 #include "engine/runtime/kv_block_pool.h"
+#include "engine/runtime/step_event.h"
 
 namespace inferscope {
 
@@ -36,6 +37,10 @@ public:
 
     // Observer of named intermediate tensors; nullptr (the default) costs nothing.
     virtual void set_activation_tap(ActivationTap* tap) = 0;
+
+    // GPU time per kind of operation in the last forward(), from device timestamps; empty
+    // for backends without them (the CPU).
+    virtual std::vector<OpTime> last_forward_gpu_times() const { return {}; }
 };
 
 }  // namespace inferscope

@@ -105,7 +105,9 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
     }
     BenchReport report;
     report.weight_bytes_per_token = weight_bytes_read_per_token(session.model());
-    if (options.measure_bandwidth) {
+    if (options.given_bandwidth_bytes_per_s > 0) {
+        report.bandwidth = BandwidthResult{options.given_bandwidth_bytes_per_s, 0, 0};
+    } else if (options.measure_bandwidth) {
         ThreadPool pool(session.thread_count());
         report.bandwidth = measure_read_bandwidth(pool);
     }

@@ -25,6 +25,9 @@ struct BenchOptions {
     int repetitions = 5;
     int ubatch = 512;                    // prompt tokens per forward step
     bool measure_bandwidth = true;
+    // A given bandwidth for the floor instead of measuring host RAM (a GPU's memory
+    // bandwidth when the backend runs there); 0: measure when measure_bandwidth is set.
+    double given_bandwidth_bytes_per_s = 0;
     std::function<void(const std::string&)> on_progress;  // a line per finished test
 };
 

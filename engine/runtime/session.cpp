@@ -152,6 +152,8 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
     event.wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
     event.kv_bytes_in_use = pool_.bytes_in_use();
     event.kv_bytes_reserved = pool_.bytes_reserved();
+    event.gpu_ops = backend_->last_forward_gpu_times();
+    for (const OpTime& op : event.gpu_ops) event.gpu_ns += op.gpu_ns;
     for (const auto& [id, observer] : observers_) observer(event);
     return logits_;
 }

@@ -2,7 +2,9 @@
 // One record per forward pass: what the step did and what it cost. Observers (the CLI's
 // --steps file, the GUI's charts) receive these as they happen.
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace inferscope {
 
@@ -14,6 +16,12 @@ enum class StepPhase {
 
 std::string_view step_phase_name(StepPhase phase);  // "prefill", "decode", "mixed"
 
+// GPU time of one kind of operation in a forward pass, summed over its dispatches (layers).
+struct OpTime {
+    std::string op;  // "attention", "ffn_down", ...
+    int64_t gpu_ns = 0;
+};
+
 struct StepEvent {
     int64_t step = 0;            // index since the session started
     StepPhase phase = StepPhase::Prefill;
@@ -23,6 +31,8 @@ struct StepEvent {
     int64_t wall_ns = 0;         // wall time of the forward pass
     uint64_t kv_bytes_in_use = 0;    // tokens cached x bytes per token, after the step
     uint64_t kv_bytes_reserved = 0;  // blocks handed out x block bytes, after the step
+    std::vector<OpTime> gpu_ops;     // per-op GPU time from the device's timestamps; empty on the CPU
+    int64_t gpu_ns = 0;              // sum of gpu_ops
 };
 
 }  // namespace inferscope

@@ -1,0 +1,89 @@
+// `devices`: the Vulkan devices the GPU backend can use, and which one it would pick.
+#include <cstdio>
+#include <string>
+
+#include "app/cli/cli_common.h"
+#include "engine/core/error.h"
+#ifdef INFERSCOPE_HAS_VULKAN
+#include "gpu/vulkan_devices.h"
+#endif
+
+namespace inferscope::cli {
+namespace {
+
+#ifdef INFERSCOPE_HAS_VULKAN
+nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
+    nlohmann::json heaps = nlohmann::json::array();
+    for (const gpu::MemoryHeapInfo& h : d.heaps) {
+        heaps.push_back({{"size_bytes", h.size_bytes}, {"budget_bytes", h.budget_bytes}, {"device_local", h.device_local}});
+    }
+    return {{"index", d.index},
+            {"name", d.name},
+            {"type", d.type},
+            {"driver", d.driver},
+            {"api_version", d.api_version},
+            {"chosen", chosen},
+            {"usable", d.usable},
+            {"heaps", heaps},
+            {"max_storage_buffer_range_bytes", d.max_storage_buffer_range_bytes},
+            {"subgroup_size", d.subgroup_size},
+            {"features",
+             {{"storage_16bit", d.storage_16bit},
+              {"float16_arithmetic", d.float16_arithmetic},
+              {"storage_8bit", d.storage_8bit},
+              {"int8_arithmetic", d.int8_arithmetic},
+              {"integer_dot_product", d.integer_dot_product},
+              {"subgroup_arithmetic", d.subgroup_arithmetic},
+              {"timestamps", d.timestamps}}}};
+}
+
+void print_device(const nlohmann::json& d) {
+    std::printf("%s[%d] %s (%s)%s\n", d["chosen"].get<bool>() ? "* " : "  ", d["index"].get<int>(),
+                d["name"].get<std::string>().c_str(), d["type"].get<std::string>().c_str(),
+                d["usable"].get<bool>() ? "" : "  [not usable: needs Vulkan 1.2, 16-bit storage, a compute queue]");
+    std::printf("      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u\n", d["driver"].get<std::string>().c_str(),
+                d["api_version"].get<std::string>().c_str(),
+                d["max_storage_buffer_range_bytes"].get<double>() / (1024.0 * 1024.0), d["subgroup_size"].get<unsigned>());
+    for (const auto& h : d["heaps"]) {
+        std::printf("      heap %.0f MiB%s, budget %.0f MiB\n", h["size_bytes"].get<double>() / (1024.0 * 1024.0),
+                    h["device_local"].get<bool>() ? " device-local" : "", h["budget_bytes"].get<double>() / (1024.0 * 1024.0));
+    }
+    std::string features;
+    for (const auto& [name, on] : d["features"].items()) features += " " + name + (on.get<bool>() ? "=yes" : "=no");
+    std::printf("      features:%s\n", features.c_str());
+}
+
+void run_devices(bool json) {
+    const auto devices = gpu::list_vulkan_devices();
+    int chosen = -1;
+    std::string why_none;
+    try {
+        chosen = gpu::choose_vulkan_device().index;
+    } catch (const Error& e) {
+        why_none = e.what();
+    }
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& d : devices) all.push_back(device_json(d, d.index == chosen));
+    if (json) {
+        print_json({{"devices", all}, {"chosen", chosen}, {"error", why_none}});
+        return;
+    }
+    for (const auto& d : all) print_device(d);
+    if (chosen < 0) std::printf("no device for --backend vulkan: %s\n", why_none.c_str());
+}
+#else
+void run_devices(bool) {
+    throw UnsupportedError("this inferscope-cli was built without the Vulkan backend (INFERSCOPE_ENGINE_ONLY=ON)");
+}
+#endif
+
+}  // namespace
+
+void add_devices_command(CLI::App& app) {
+    auto json = std::make_shared<bool>(false);
+    CLI::App* cmd = app.add_subcommand("devices", "Vulkan devices for --backend vulkan (INFERSCOPE_VK_DEVICE picks one)");
+    cmd->add_flag("--json", *json, "machine-readable JSON on stdout");
+    cmd->callback([json] { run_devices(*json); });
+}
+
+}  // namespace inferscope::cli

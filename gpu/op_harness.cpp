@@ -1,0 +1,117 @@
+#include "gpu/op_harness.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "gpu/vk_context.h"
+#include "gpu/vk_kernels.h"
+#include "gpu/vk_ops.h"
+
+namespace inferscope::gpu {
+
+struct OpHarness::Impl {
+    explicit Impl(bool validation) : ctx(ContextOptions{validation}), kernels(ctx) {}
+
+    template <typename T>
+    Buffer device_copy(const std::vector<T>& values) {
+        Buffer b(ctx, std::max<size_t>(values.size(), 1) * sizeof(T), Buffer::Kind::Device);
+        ctx.upload(b, 0, values.data(), values.size() * sizeof(T));
+        return b;
+    }
+    // Runs one recorded operation. Its buffers are freed after the call, and a later buffer
+    // may get the same handle, so the descriptor sets that name them are dropped.
+    void run(const std::function<void(VkCommandBuffer)>& record) {
+        ctx.run_now(record);
+        kernels.forget_descriptor_sets();
+    }
+    std::vector<float> read(const Buffer& b, size_t count) {
+        std::vector<float> out(count);
+        ctx.download(b, 0, out.data(), count * sizeof(float));
+        return out;
+    }
+
+    VkContext ctx;
+    Kernels kernels;
+};
+
+OpHarness::OpHarness(bool validation) : impl_(std::make_unique<Impl>(validation)) {}
+OpHarness::~OpHarness() = default;
+
+std::string OpHarness::device_name() const { return impl_->ctx.info().name; }
+int OpHarness::validation_errors() const { return impl_->ctx.validation_errors(); }
+
+std::vector<float> OpHarness::matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n, uint64_t max_part_bytes) {
+    Impl& m = *impl_;
+    const DeviceMatrix weights = upload_matrix(m.ctx, w, max_part_bytes);
+    const Buffer input = m.device_copy(x);
+    const Buffer output(m.ctx, static_cast<uint64_t>(n * w.rows) * sizeof(float), Buffer::Kind::Device);
+    m.run([&](VkCommandBuffer cmd) {
+        record_matmul(m.kernels, cmd, weights, input.handle(), output.handle(), static_cast<uint32_t>(n),
+                      static_cast<uint32_t>(w.rows), false);
+    });
+    return m.read(output, static_cast<size_t>(n * w.rows));
+}
+
+std::vector<float> OpHarness::embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes) {
+    Impl& m = *impl_;
+    const DeviceMatrix weights = upload_matrix(m.ctx, table, max_part_bytes);
+    const Buffer ids = m.device_copy(tokens);
+    const size_t count = tokens.size() * static_cast<size_t>(table.cols);
+    const Buffer output(m.ctx, count * sizeof(float), Buffer::Kind::Device);
+    m.run([&](VkCommandBuffer cmd) {
+        record_embed(m.kernels, cmd, weights, ids.handle(), output.handle(), static_cast<uint32_t>(tokens.size()));
+    });
+    return m.read(output, count);
+}
+
+std::vector<float> OpHarness::rms_norm(const std::vector<float>& x, const std::vector<float>& weight, float eps) {
+    Impl& m = *impl_;
+    const Buffer input = m.device_copy(x);
+    const Buffer scale = m.device_copy(weight);
+    const Buffer output(m.ctx, x.size() * sizeof(float), Buffer::Kind::Device);
+    const auto rows = static_cast<uint32_t>(x.size() / weight.size());
+    m.run([&](VkCommandBuffer cmd) {
+        record_rms_norm(m.kernels, cmd, input.handle(), scale.handle(), output.handle(), input.handle(), false, rows,
+                        static_cast<uint32_t>(weight.size()), eps);
+    });
+    return m.read(output, x.size());
+}
+
+std::vector<float> OpHarness::rope(const std::vector<float>& heads, const std::vector<int32_t>& positions,
+                                   const ModelConfig& c, int n_heads) {
+    Impl& m = *impl_;
+    const int n_positions = *std::max_element(positions.begin(), positions.end()) + 1;
+    const Buffer data = m.device_copy(heads);
+    const Buffer pos = m.device_copy(positions);
+    const Buffer table = m.device_copy(rope_table(c, {}, n_positions));
+    const RopeShape shape{static_cast<uint32_t>(n_heads), static_cast<uint32_t>(c.head_dim),
+                          static_cast<uint32_t>(c.rope_dim), c.rope_style == RopeStyle::Neox};
+    m.run([&](VkCommandBuffer cmd) {
+        record_rope(m.kernels, cmd, data.handle(), pos.handle(), table.handle(), static_cast<uint32_t>(positions.size()),
+                    shape);
+    });
+    return m.read(data, heads.size());
+}
+
+std::vector<float> OpHarness::swiglu(const std::vector<float>& gate, const std::vector<float>& up) {
+    Impl& m = *impl_;
+    const Buffer g = m.device_copy(gate);
+    const Buffer u = m.device_copy(up);
+    m.run([&](VkCommandBuffer cmd) {
+        record_swiglu(m.kernels, cmd, g.handle(), u.handle(), static_cast<uint32_t>(gate.size()));
+    });
+    return m.read(g, gate.size());
+}
+
+std::vector<float> OpHarness::add(const std::vector<float>& y, const std::vector<float>& x) {
+    Impl& m = *impl_;
+    const Buffer target = m.device_copy(y);
+    const Buffer addend = m.device_copy(x);
+    m.run([&](VkCommandBuffer cmd) {
+        record_add(m.kernels, cmd, target.handle(), addend.handle(), static_cast<uint32_t>(y.size()),
+                   static_cast<uint32_t>(x.size()));
+    });
+    return m.read(target, y.size());
+}
+
+}  // namespace inferscope::gpu

@@ -1,0 +1,85 @@
+#version 450
+// y[t][y_offset + r] (+)= dot(W[r], x[t]) for prompts and batches: each workgroup computes
+// a tile of 64 weight rows x 64 tokens, walking the shared dimension 32 elements (one
+// quantized block) at a time. Both operands' slices are staged in shared memory (the
+// weights dequantized once per tile instead of once per token), and each thread
+// accumulates a 4 x 4 block of outputs from them.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x = 256) in;
+layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
+const uint TILE_ROWS = 64;
+const uint TILE_TOKENS = 64;
+const uint TILE_K = 32;
+const uint PADDED_K = TILE_K + 1;  // breaks shared-memory bank conflicts of the column reads
+
+layout(set = 0, binding = 0) readonly buffer Weights { uint16_t w[]; };
+layout(set = 0, binding = 1) readonly buffer Input { float x[]; };   // [n x cols]
+layout(set = 0, binding = 2) buffer Output { float y[]; };          // [n x y_stride]
+
+layout(push_constant) uniform Params {
+    uint rows;
+    uint cols;
+    uint n;           // tokens
+    uint y_stride;    // elements between output rows
+    uint y_offset;    // column of this buffer's first weight row
+    uint accumulate;  // 1: add to y (residual connection)
+} p;
+
+#include "weights.glsl"
+
+shared float w_tile[TILE_ROWS * PADDED_K];    // [row][k]
+shared float x_tile[TILE_TOKENS * PADDED_K];  // [token][k]
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint r0 = gl_WorkGroupID.x * TILE_ROWS;
+    const uint t0 = gl_WorkGroupID.y * TILE_TOKENS;
+    const uint words = row_words(p.cols);
+    // Loading: thread tid fills 8 consecutive k of row (or token) tid / 4.
+    const uint load_row = tid / 4;
+    const uint load_chunk = tid % 4;
+    // Computing: rows ty*4.., tokens tx*4..
+    const uint ty = tid / 16;
+    const uint tx = tid % 16;
+    float acc[4][4];
+    for (uint i = 0; i < 4; ++i) {
+        for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
+    }
+    for (uint k0 = 0; k0 < p.cols; k0 += TILE_K) {
+        float v[8];
+        const uint r = r0 + load_row;
+        if (r < p.rows) {
+            weight_chunk(r * words, k0 / 8 + load_chunk, p.cols, v);
+        } else {
+            for (uint i = 0; i < 8; ++i) v[i] = 0.0;
+        }
+        for (uint i = 0; i < 8; ++i) w_tile[load_row * PADDED_K + load_chunk * 8 + i] = v[i];
+        const uint t = t0 + load_row;
+        for (uint i = 0; i < 8; ++i) {
+            const uint e = k0 + load_chunk * 8 + i;
+            x_tile[load_row * PADDED_K + load_chunk * 8 + i] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
+        }
+        barrier();
+        for (uint k = 0; k < TILE_K; ++k) {
+            float a[4];
+            float b[4];
+            for (uint i = 0; i < 4; ++i) a[i] = w_tile[(ty * 4 + i) * PADDED_K + k];
+            for (uint j = 0; j < 4; ++j) b[j] = x_tile[(tx * 4 + j) * PADDED_K + k];
+            for (uint i = 0; i < 4; ++i) {
+                for (uint j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+            }
+        }
+        barrier();
+    }
+    for (uint i = 0; i < 4; ++i) {
+        const uint r = r0 + ty * 4 + i;
+        for (uint j = 0; j < 4; ++j) {
+            const uint t = t0 + tx * 4 + j;
+            if (r >= p.rows || t >= p.n) continue;
+            const uint dst = t * p.y_stride + p.y_offset + r;
+            y[dst] = acc[i][j] + (p.accumulate != 0 ? y[dst] : 0.0);
+        }
+    }
+}

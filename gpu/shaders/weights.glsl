@@ -1,0 +1,71 @@
+// Reading GGUF weight rows in their block format from a buffer of 16-bit words (every block
+// size used here is a whole number of words). WEIGHT_TYPE is a specialization constant:
+//   0 F32   (2 words per element)
+//   1 F16   (1 word per element)
+//   2 Q8_0  (blocks of 32: an F16 scale, then 32 int8; 17 words)
+//   3 Q4_0  (blocks of 32: an F16 scale, then 16 bytes: byte j holds element j in its low
+//            nibble and element j + 16 in its high nibble, offset by 8; 9 words)
+// Expects `w` (uint16_t[]) to be declared by the including shader.
+
+uint row_words(uint cols) {
+    if (WEIGHT_TYPE == 0) return cols * 2;
+    if (WEIGHT_TYPE == 1) return cols;
+    if (WEIGHT_TYPE == 2) return cols / 32 * 17;
+    return cols / 32 * 9;
+}
+
+float half_at(uint word) { return unpackHalf2x16(uint(w[word])).x; }
+
+int int8_at(uint word, uint high) {
+    const uint v = uint(w[word]);
+    return int((high != 0 ? v >> 8 : v) << 24) >> 24;
+}
+
+// Element e of the row starting at word `row`.
+float weight_at(uint row, uint e) {
+    if (WEIGHT_TYPE == 0) return uintBitsToFloat(uint(w[row + 2 * e]) | (uint(w[row + 2 * e + 1]) << 16));
+    if (WEIGHT_TYPE == 1) return half_at(row + e);
+    const uint block = e / 32;
+    const uint j = e % 32;
+    if (WEIGHT_TYPE == 2) {
+        const uint base = row + block * 17;
+        return half_at(base) * float(int8_at(base + 1 + j / 2, j % 2));
+    }
+    const uint base = row + block * 9;
+    const uint byte_index = j % 16;
+    const uint byte_value = (uint(w[base + 1 + byte_index / 2]) >> (8 * (byte_index % 2))) & 0xFFu;
+    const uint nibble = j < 16 ? byte_value & 0xFu : byte_value >> 4;
+    return half_at(base) * float(int(nibble) - 8);
+}
+
+// Elements 8c .. 8c+7 of the row (c: chunk index); elements at or past `cols` read as 0.
+// Quantized rows always hold whole blocks, so a chunk never straddles a block.
+void weight_chunk(uint row, uint c, uint cols, out float v[8]) {
+    if (WEIGHT_TYPE == 2) {
+        const uint base = row + (c / 4) * 17;
+        const float d = half_at(base);
+        const uint q = base + 1 + (c % 4) * 4;
+        for (uint i = 0; i < 4; ++i) {
+            v[2 * i] = d * float(int8_at(q + i, 0));
+            v[2 * i + 1] = d * float(int8_at(q + i, 1));
+        }
+        return;
+    }
+    if (WEIGHT_TYPE == 3) {
+        const uint base = row + (c / 4) * 9;
+        const float d = half_at(base);
+        const uint sub = c % 4;                 // which 8 of the block's 32 elements
+        const uint shift = sub < 2 ? 0 : 4;     // low nibbles hold elements 0..15
+        const uint q = base + 1 + (sub % 2) * 4;
+        for (uint i = 0; i < 4; ++i) {
+            const uint word = uint(w[q + i]);
+            v[2 * i] = d * float(int((word >> shift) & 0xFu) - 8);
+            v[2 * i + 1] = d * float(int((word >> (8 + shift)) & 0xFu) - 8);
+        }
+        return;
+    }
+    for (uint i = 0; i < 8; ++i) {
+        const uint e = c * 8 + i;
+        v[i] = e < cols ? weight_at(row, e) : 0.0;
+    }
+}

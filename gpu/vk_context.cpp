@@ -1,0 +1,446 @@
+#include "gpu/vk_context.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+
+namespace inferscope::gpu {
+
+namespace {
+const char* result_name(VkResult result) {
+    switch (result) {
+        case VK_ERROR_OUT_OF_HOST_MEMORY: return "out of host memory";
+        case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "out of device memory";
+        case VK_ERROR_INITIALIZATION_FAILED: return "initialization failed";
+        case VK_ERROR_DEVICE_LOST: return "device lost";
+        case VK_ERROR_LAYER_NOT_PRESENT: return "layer not present";
+        case VK_ERROR_EXTENSION_NOT_PRESENT: return "extension not present";
+        case VK_ERROR_FEATURE_NOT_PRESENT: return "feature not present";
+        case VK_ERROR_INCOMPATIBLE_DRIVER: return "no compatible Vulkan driver";
+        default: return "error";
+    }
+}
+}  // namespace
+
+void vk_check(VkResult result, const char* what) {
+    if (result != VK_SUCCESS) {
+        throw Error(std::string("Vulkan: ") + what + " failed: " + result_name(result) + " (VkResult " +
+                    std::to_string(result) + ")");
+    }
+}
+
+namespace {
+
+const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool has_layer(const char* name) {
+    uint32_t count = 0;
+    vkEnumerateInstanceLayerProperties(&count, nullptr);
+    std::vector<VkLayerProperties> layers(count);
+    vkEnumerateInstanceLayerProperties(&count, layers.data());
+    return std::any_of(layers.begin(), layers.end(), [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+}
+
+bool has_device_extension(VkPhysicalDevice device, const char* name) {
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data());
+    return std::any_of(extensions.begin(), extensions.end(),
+                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+const char* type_name(VkPhysicalDeviceType type) {
+    switch (type) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+        default: return "other";
+    }
+}
+
+// Lower is preferred: discrete > integrated > virtual > CPU > other.
+int type_rank(const std::string& type) {
+    static const char* kOrder[] = {"discrete", "integrated", "virtual", "cpu"};
+    for (int i = 0; i < 4; ++i) {
+        if (type == kOrder[i]) return i;
+    }
+    return 4;
+}
+
+std::string version_string(uint32_t v) {
+    return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+           std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+int compute_queue_family(VkPhysicalDevice device) {
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+    for (uint32_t i = 0; i < count; ++i) {
+        if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) return static_cast<int>(i);
+    }
+    return -1;
+}
+
+void read_heaps(VkPhysicalDevice device, DeviceInfo& info) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 memory{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    const bool with_budget = has_device_extension(device, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (with_budget) memory.pNext = &budget;
+    vkGetPhysicalDeviceMemoryProperties2(device, &memory);
+    for (uint32_t h = 0; h < memory.memoryProperties.memoryHeapCount; ++h) {
+        const VkMemoryHeap& heap = memory.memoryProperties.memoryHeaps[h];
+        info.heaps.push_back({heap.size, with_budget ? budget.heapBudget[h] : 0,
+                              (heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
+    }
+}
+
+DeviceInfo describe(VkPhysicalDevice device, int index) {
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    VkPhysicalDeviceProperties base{};
+    vkGetPhysicalDeviceProperties(device, &base);
+    const bool has_dot = base.apiVersion >= VK_API_VERSION_1_3 ||
+                         has_device_extension(device, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    features.pNext = &v11;
+    v11.pNext = &v12;
+    if (has_dot) v12.pNext = &dot;
+    vkGetPhysicalDeviceFeatures2(device, &features);
+
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties.pNext = &driver;
+    driver.pNext = &subgroup;
+    vkGetPhysicalDeviceProperties2(device, &properties);
+
+    DeviceInfo info;
+    info.index = index;
+    info.name = base.deviceName;
+    info.type = type_name(base.deviceType);
+    info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+    info.api_version = version_string(base.apiVersion);
+    info.max_storage_buffer_range_bytes = base.limits.maxStorageBufferRange;
+    info.subgroup_size = subgroup.subgroupSize;
+    info.storage_16bit = v11.storageBuffer16BitAccess == VK_TRUE && features.features.shaderInt16 == VK_TRUE;
+    info.float16_arithmetic = v12.shaderFloat16 == VK_TRUE;
+    info.storage_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
+    info.int8_arithmetic = v12.shaderInt8 == VK_TRUE;
+    info.integer_dot_product = has_dot && dot.shaderIntegerDotProduct == VK_TRUE;
+    info.subgroup_arithmetic = (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0 &&
+                               (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+    const int family = compute_queue_family(device);
+    if (family >= 0) {
+        uint32_t count = 0;
+        vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+        std::vector<VkQueueFamilyProperties> families(count);
+        vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+        info.timestamps = families[static_cast<size_t>(family)].timestampValidBits > 0 &&
+                          base.limits.timestampComputeAndGraphics == VK_TRUE;
+    }
+    info.usable = family >= 0 && info.storage_16bit && base.apiVersion >= VK_API_VERSION_1_2;
+    read_heaps(device, info);
+    return info;
+}
+
+VkInstance create_plain_instance(const std::vector<const char*>& layers, const std::vector<const char*>& extensions) {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "InferScope";
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo create{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    create.pApplicationInfo = &app;
+    create.enabledLayerCount = static_cast<uint32_t>(layers.size());
+    create.ppEnabledLayerNames = layers.data();
+    create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    create.ppEnabledExtensionNames = extensions.data();
+    VkInstance instance = VK_NULL_HANDLE;
+    vk_check(vkCreateInstance(&create, nullptr, &instance), "vkCreateInstance (is a Vulkan driver installed?)");
+    return instance;
+}
+
+std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(instance, &count, nullptr);
+    std::vector<VkPhysicalDevice> devices(count);
+    vkEnumeratePhysicalDevices(instance, &count, devices.data());
+    return devices;
+}
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+DeviceInfo pick(const std::vector<DeviceInfo>& devices) {
+    if (devices.empty()) throw Error("no Vulkan device found (no driver, or no Vulkan loader)");
+    const char* wanted = std::getenv("INFERSCOPE_VK_DEVICE");
+    if (wanted != nullptr && *wanted != '\0') {
+        const std::string w = wanted;
+        const bool is_index = std::all_of(w.begin(), w.end(), [](unsigned char c) { return std::isdigit(c); });
+        for (const DeviceInfo& d : devices) {
+            const bool match = is_index ? std::to_string(d.index) == w : lower(d.name).find(lower(w)) != std::string::npos;
+            if (!match) continue;
+            if (!d.usable) throw UnsupportedError("Vulkan device '" + d.name + "' (INFERSCOPE_VK_DEVICE=" + w +
+                                                  ") lacks 16-bit storage buffers, Vulkan 1.2 or a compute queue");
+            return d;
+        }
+        throw InvalidArgument("INFERSCOPE_VK_DEVICE=" + w + " matches no Vulkan device (see inferscope-cli devices)");
+    }
+    const DeviceInfo* best = nullptr;
+    for (const DeviceInfo& d : devices) {
+        if (d.usable && (best == nullptr || type_rank(d.type) < type_rank(best->type))) best = &d;
+    }
+    if (best == nullptr) throw UnsupportedError("no Vulkan device has 16-bit storage buffers, Vulkan 1.2 and a compute queue");
+    return *best;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_vulkan_devices() {
+    VkInstance instance = VK_NULL_HANDLE;
+    try {
+        instance = create_plain_instance({}, {});
+    } catch (const Error&) {
+        return {};
+    }
+    std::vector<DeviceInfo> devices;
+    const auto physical = physical_devices(instance);
+    for (size_t i = 0; i < physical.size(); ++i) devices.push_back(describe(physical[i], static_cast<int>(i)));
+    vkDestroyInstance(instance, nullptr);
+    return devices;
+}
+
+DeviceInfo choose_vulkan_device() { return pick(list_vulkan_devices()); }
+
+VkContext::VkContext(const ContextOptions& options) {
+    create_instance(options.validation);
+    try {
+        create_device();
+    } catch (...) {
+        destroy();
+        throw;
+    }
+}
+
+VkContext::~VkContext() { destroy(); }
+
+void VkContext::destroy() {
+    if (device_ != VK_NULL_HANDLE) {
+        vkDeviceWaitIdle(device_);
+        if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
+        if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
+        vkDestroyDevice(device_, nullptr);
+        device_ = VK_NULL_HANDLE;
+    }
+    if (messenger_ != VK_NULL_HANDLE) {
+        auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+        if (destroy != nullptr) destroy(instance_, messenger_, nullptr);
+        messenger_ = VK_NULL_HANDLE;
+    }
+    if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+    instance_ = VK_NULL_HANDLE;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL VkContext::on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                     VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                     void* self) {
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        static_cast<VkContext*>(self)->validation_errors_.fetch_add(1);
+        std::fprintf(stderr, "Vulkan validation error: %s\n", data->pMessage);
+    } else if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        std::fprintf(stderr, "Vulkan validation warning: %s\n", data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+void VkContext::create_instance(bool validation) {
+    const bool with_layer = validation && has_layer(kValidationLayer);
+    std::vector<const char*> layers;
+    std::vector<const char*> extensions;
+    if (with_layer) {
+        layers.push_back(kValidationLayer);
+        extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    instance_ = create_plain_instance(layers, extensions);
+    if (!with_layer) return;
+    VkDebugUtilsMessengerCreateInfoEXT create{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    create.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    create.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    create.pfnUserCallback = &VkContext::on_message;
+    create.pUserData = this;
+    auto make = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+    if (make != nullptr) vk_check(make(instance_, &create, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+}
+
+void VkContext::create_device() {
+    info_ = pick(list_vulkan_devices());
+    physical_ = physical_devices(instance_).at(static_cast<size_t>(info_.index));
+    queue_family_ = static_cast<uint32_t>(compute_queue_family(physical_));
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue.queueFamilyIndex = queue_family_;
+    queue.queueCount = 1;
+    queue.pQueuePriorities = &priority;
+    VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    v11.storageBuffer16BitAccess = VK_TRUE;
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &v11;
+    features.features.shaderInt16 = VK_TRUE;  // narrowing stores into 16-bit words (kv_write)
+    std::vector<const char*> extensions;
+    if (has_device_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    create.pNext = &features;
+    create.queueCreateInfoCount = 1;
+    create.pQueueCreateInfos = &queue;
+    create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    create.ppEnabledExtensionNames = extensions.data();
+    vk_check(vkCreateDevice(physical_, &create, nullptr, &device_), "vkCreateDevice");
+    vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+    vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+    VkPhysicalDeviceProperties properties{};
+    vkGetPhysicalDeviceProperties(physical_, &properties);
+    timestamp_period_ns_ = properties.limits.timestampPeriod;
+
+    VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pool.queueFamilyIndex = queue_family_;
+    vk_check(vkCreateCommandPool(device_, &pool, nullptr, &command_pool_), "vkCreateCommandPool");
+    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    vk_check(vkCreateFence(device_, &fence, nullptr, &fence_), "vkCreateFence");
+}
+
+uint32_t VkContext::memory_type(uint32_t allowed_bits, Buffer::Kind kind) const {
+    // Host buffers: coherent mapped memory, cached when available (logits are read back).
+    const VkMemoryPropertyFlags required = kind == Buffer::Kind::Device
+                                               ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                                               : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags preferred = kind == Buffer::Kind::Device ? 0 : VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    int fallback = -1;
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+        const VkMemoryPropertyFlags flags = memory_.memoryTypes[i].propertyFlags;
+        if (!(allowed_bits & (1u << i)) || (flags & required) != required) continue;
+        if ((flags & preferred) == preferred) return i;
+        if (fallback < 0) fallback = static_cast<int>(i);
+    }
+    if (fallback < 0) throw UnsupportedError("Vulkan device has no suitable memory type");
+    return static_cast<uint32_t>(fallback);
+}
+
+VkCommandBuffer VkContext::allocate_command_buffer() {
+    VkCommandBufferAllocateInfo allocate{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    allocate.commandPool = command_pool_;
+    allocate.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    allocate.commandBufferCount = 1;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    vk_check(vkAllocateCommandBuffers(device_, &allocate, &cmd), "vkAllocateCommandBuffers");
+    return cmd;
+}
+
+void VkContext::submit_and_wait(VkCommandBuffer cmd) {
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &cmd;
+    vk_check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
+    vk_check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    vk_check(vkResetFences(device_, 1, &fence_), "vkResetFences");
+}
+
+void VkContext::run_now(const std::function<void(VkCommandBuffer)>& record) {
+    VkCommandBuffer cmd = allocate_command_buffer();
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    try {
+        vk_check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
+        record(cmd);
+        vk_check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        submit_and_wait(cmd);
+    } catch (...) {
+        vkFreeCommandBuffers(device_, command_pool_, 1, &cmd);
+        throw;
+    }
+    vkFreeCommandBuffers(device_, command_pool_, 1, &cmd);
+}
+
+void VkContext::upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes) {
+    if (bytes == 0) return;
+    Buffer staging(*this, bytes, Buffer::Kind::Host);
+    std::memcpy(staging.mapped(), src, bytes);
+    run_now([&](VkCommandBuffer cmd) {
+        const VkBufferCopy region{0, dst_offset_bytes, bytes};
+        vkCmdCopyBuffer(cmd, staging.handle(), dst.handle(), 1, &region);
+    });
+}
+
+void VkContext::download(const Buffer& src, uint64_t src_offset_bytes, void* dst, uint64_t bytes) {
+    if (bytes == 0) return;
+    Buffer staging(*this, bytes, Buffer::Kind::Host);
+    run_now([&](VkCommandBuffer cmd) {
+        const VkBufferCopy region{src_offset_bytes, 0, bytes};
+        vkCmdCopyBuffer(cmd, src.handle(), staging.handle(), 1, &region);
+    });
+    std::memcpy(dst, staging.mapped(), bytes);
+}
+
+Buffer::Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind) : device_(ctx.device()), size_(size_bytes) {
+    VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    create.size = std::max<uint64_t>(size_bytes, 16);
+    create.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    create.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    vk_check(vkCreateBuffer(device_, &create, nullptr, &buffer_), "vkCreateBuffer");
+    VkMemoryRequirements requirements{};
+    vkGetBufferMemoryRequirements(device_, buffer_, &requirements);
+    VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    allocate.allocationSize = requirements.size;
+    try {
+        allocate.memoryTypeIndex = ctx.memory_type(requirements.memoryTypeBits, kind);
+        const VkResult result = vkAllocateMemory(device_, &allocate, nullptr, &memory_);
+        if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
+            throw CapacityError("Vulkan: cannot allocate " + std::to_string(requirements.size) + " bytes of " +
+                                (kind == Kind::Device ? "device" : "host-visible") + " memory");
+        }
+        vk_check(result, "vkAllocateMemory");
+        vk_check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
+        if (kind == Kind::Host) vk_check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+        release();
+        std::swap(device_, other.device_);
+        std::swap(buffer_, other.buffer_);
+        std::swap(memory_, other.memory_);
+        std::swap(size_, other.size_);
+        std::swap(mapped_, other.mapped_);
+    }
+    return *this;
+}
+
+void Buffer::release() {
+    if (device_ == VK_NULL_HANDLE) return;
+    if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, buffer_, nullptr);
+    if (memory_ != VK_NULL_HANDLE) vkFreeMemory(device_, memory_, nullptr);
+    buffer_ = VK_NULL_HANDLE;
+    memory_ = VK_NULL_HANDLE;
+    mapped_ = nullptr;
+    size_ = 0;
+}
+
+}  // namespace inferscope::gpu

@@ -1,0 +1,97 @@
+#pragma once
+// A Vulkan instance and logical device with one compute queue, the validation layer (with a
+// messenger that counts errors) when asked for and installed, and device memory buffers.
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "gpu/vulkan_devices.h"
+
+namespace inferscope::gpu {
+
+class VkContext;
+
+// A VkBuffer with its own memory: device-local, or host-visible and persistently mapped.
+class Buffer {
+public:
+    enum class Kind { Device, Host };
+    Buffer() = default;
+    Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind);
+    ~Buffer() { release(); }
+    Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+    Buffer& operator=(Buffer&& other) noexcept;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+
+    VkBuffer handle() const { return buffer_; }
+    uint64_t size_bytes() const { return size_; }
+    void* mapped() const { return mapped_; }  // null for device buffers
+
+private:
+    void release();
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkBuffer buffer_ = VK_NULL_HANDLE;
+    VkDeviceMemory memory_ = VK_NULL_HANDLE;
+    uint64_t size_ = 0;
+    void* mapped_ = nullptr;
+};
+
+struct ContextOptions {
+    // Enables VK_LAYER_KHRONOS_validation when installed; its errors are counted.
+    bool validation = false;
+};
+
+class VkContext {
+public:
+    explicit VkContext(const ContextOptions& options = {});
+    ~VkContext();
+    VkContext(const VkContext&) = delete;
+    VkContext& operator=(const VkContext&) = delete;
+
+    VkDevice device() const { return device_; }
+    VkPhysicalDevice physical_device() const { return physical_; }
+    const DeviceInfo& info() const { return info_; }
+    bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
+    int validation_errors() const { return validation_errors_.load(); }
+    double timestamp_period_ns() const { return timestamp_period_ns_; }
+    uint32_t memory_type(uint32_t allowed_bits, Buffer::Kind kind) const;
+
+    // Records with `record` into a one-time command buffer, submits it and waits.
+    void run_now(const std::function<void(VkCommandBuffer)>& record);
+    // Submits a recorded command buffer and waits for it to finish.
+    void submit_and_wait(VkCommandBuffer cmd);
+    VkCommandBuffer allocate_command_buffer();
+
+    // Copies host bytes into a device buffer through a staging buffer.
+    void upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes);
+    void download(const Buffer& src, uint64_t src_offset_bytes, void* dst, uint64_t bytes);
+
+private:
+    void create_instance(bool validation);
+    void create_device();
+    void destroy();
+    static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                     VkDebugUtilsMessageTypeFlagsEXT types,
+                                                     const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
+
+    VkInstance instance_ = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t queue_family_ = 0;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkPhysicalDeviceMemoryProperties memory_{};
+    DeviceInfo info_;
+    double timestamp_period_ns_ = 0;
+    std::atomic<int> validation_errors_{0};
+};
+
+// Throws Error naming `what` and the VkResult unless it is VK_SUCCESS.
+void vk_check(VkResult result, const char* what);
+
+}  // namespace inferscope::gpu

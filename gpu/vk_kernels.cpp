@@ -1,0 +1,181 @@
+#include "gpu/vk_kernels.h"
+
+#include <array>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "gpu/shader_spirv.h"
+
+namespace inferscope::gpu {
+namespace {
+
+struct ShaderSpec {
+    const char* name;
+    uint32_t bindings;
+};
+
+constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
+    {"matmul", 3}, {"matmul_shared", 3}, {"matmul_tiled", 3}, {"embed", 3}, {"rms_norm", 4}, {"rope", 3}, {"add", 2}, {"swiglu", 2}, {"kv_write", 5}, {"attention", 7},
+}};
+constexpr uint32_t kPushBytes = 32;
+constexpr uint32_t kSetsPerPool = 1024;
+constexpr uint32_t kMaxBindings = 8;
+
+}  // namespace
+
+ShaderWeightType shader_weight_type(GgmlType type) {
+    switch (type) {
+        case GgmlType::F32: return ShaderWeightType::F32;
+        case GgmlType::F16: return ShaderWeightType::F16;
+        case GgmlType::Q8_0: return ShaderWeightType::Q8_0;
+        case GgmlType::Q4_0: return ShaderWeightType::Q4_0;
+        default: return ShaderWeightType::F16;
+    }
+}
+
+Kernels::Kernels(VkContext& ctx) : ctx_(ctx) {
+    const DeviceInfo& info = ctx.info();
+    subgroup_size_ = info.subgroup_size;
+    subgroups_ = info.subgroup_arithmetic && subgroup_size_ > 0 && subgroup_size_ <= kMatmulThreads &&
+                 kMatmulThreads % subgroup_size_ == 0;
+    if (!subgroups_) subgroup_size_ = 1;
+    add_descriptor_pool();
+}
+
+Kernels::~Kernels() {
+    const VkDevice device = ctx_.device();
+    for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(device, pool, nullptr);
+    for (auto& [key, p] : pipelines_) {
+        vkDestroyPipeline(device, p.pipeline, nullptr);
+        vkDestroyPipelineLayout(device, p.layout, nullptr);
+        vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
+    }
+}
+
+void Kernels::add_descriptor_pool() {
+    const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+    VkDescriptorPoolCreateInfo create{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    create.maxSets = kSetsPerPool;
+    create.poolSizeCount = 1;
+    create.pPoolSizes = &size;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    vk_check(vkCreateDescriptorPool(ctx_.device(), &create, nullptr, &pool), "vkCreateDescriptorPool");
+    pools_.push_back(pool);
+    sets_in_last_pool_ = 0;
+}
+
+void Kernels::forget_descriptor_sets() {
+    for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(ctx_.device(), pool, nullptr);
+    pools_.clear();
+    sets_.clear();
+    add_descriptor_pool();
+}
+
+Kernels::Pipeline Kernels::create(Shader shader, uint32_t variant) {
+    const ShaderSpec& spec = kSpecs[static_cast<size_t>(shader)];
+    const VkDevice device = ctx_.device();
+    Pipeline p;
+    std::vector<VkDescriptorSetLayoutBinding> bindings(spec.bindings);
+    for (uint32_t i = 0; i < spec.bindings; ++i) {
+        bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    }
+    VkDescriptorSetLayoutCreateInfo set_create{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    set_create.bindingCount = spec.bindings;
+    set_create.pBindings = bindings.data();
+    vk_check(vkCreateDescriptorSetLayout(device, &set_create, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout");
+    const VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes};
+    VkPipelineLayoutCreateInfo layout_create{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layout_create.setLayoutCount = 1;
+    layout_create.pSetLayouts = &p.set_layout;
+    layout_create.pushConstantRangeCount = 1;
+    layout_create.pPushConstantRanges = &push;
+    vk_check(vkCreatePipelineLayout(device, &layout_create, nullptr, &p.layout), "vkCreatePipelineLayout");
+
+    const std::span<const uint32_t> code = shader_spirv(spec.name);
+    VkShaderModuleCreateInfo module_create{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    module_create.codeSize = code.size_bytes();
+    module_create.pCode = code.data();
+    VkShaderModule module = VK_NULL_HANDLE;
+    vk_check(vkCreateShaderModule(device, &module_create, nullptr, &module), "vkCreateShaderModule");
+
+    // Constant 0: the workgroup size (matmul) or KV_F16 (kv_write, attention); constant 1:
+    // WEIGHT_TYPE (matmul, embed); constant 2: matmul rows per workgroup. A constant a
+    // shader does not declare is ignored.
+    const bool kv_shader = shader == Shader::KvWrite || shader == Shader::Attention;
+    const uint32_t values[3] = {kv_shader ? variant : kMatmulThreads, variant, matmul_rows_per_group()};
+    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    VkSpecializationInfo specialization{3, entries, sizeof values, values};
+    VkComputePipelineCreateInfo create{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    create.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    create.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    create.stage.module = module;
+    create.stage.pName = "main";
+    create.stage.pSpecializationInfo = &specialization;
+    create.layout = p.layout;
+    const VkResult result = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &create, nullptr, &p.pipeline);
+    vkDestroyShaderModule(device, module, nullptr);
+    vk_check(result, spec.name);
+    return p;
+}
+
+Kernels::Pipeline& Kernels::pipeline(Shader shader, uint32_t variant) {
+    const auto key = std::make_pair(shader, variant);
+    auto it = pipelines_.find(key);
+    if (it == pipelines_.end()) it = pipelines_.emplace(key, create(shader, variant)).first;
+    return it->second;
+}
+
+VkDescriptorSet Kernels::descriptor_set(Shader shader, uint32_t variant, const Pipeline& p, const std::vector<VkBuffer>& buffers) {
+    auto key = std::make_pair(std::make_pair(shader, variant), buffers);
+    if (auto it = sets_.find(key); it != sets_.end()) return it->second;
+    if (sets_in_last_pool_ == kSetsPerPool) add_descriptor_pool();
+    VkDescriptorSetAllocateInfo allocate{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    allocate.descriptorPool = pools_.back();
+    allocate.descriptorSetCount = 1;
+    allocate.pSetLayouts = &p.set_layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    vk_check(vkAllocateDescriptorSets(ctx_.device(), &allocate, &set), "vkAllocateDescriptorSets");
+    ++sets_in_last_pool_;
+    std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+    std::vector<VkWriteDescriptorSet> writes(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+        infos[i] = {buffers[i], 0, VK_WHOLE_SIZE};
+        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstSet = set;
+        writes[i].dstBinding = static_cast<uint32_t>(i);
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    sets_.emplace(std::move(key), set);
+    return set;
+}
+
+void Kernels::dispatch(VkCommandBuffer cmd, Shader shader, uint32_t variant, const std::vector<VkBuffer>& buffers,
+                       const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y, bool barrier) {
+    const ShaderSpec& spec = kSpecs[static_cast<size_t>(shader)];
+    if (buffers.size() != spec.bindings || push_bytes > kPushBytes) {
+        throw Error(std::string("internal: wrong bindings or push constants for shader ") + spec.name);
+    }
+    if (groups_x == 0 || groups_y == 0) return;
+    const Pipeline& p = pipeline(shader, variant);
+    const VkDescriptorSet set = descriptor_set(shader, variant, p, buffers);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    uint8_t padded[kPushBytes] = {};
+    std::memcpy(padded, push, push_bytes);
+    vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes, padded);
+    vkCmdDispatch(cmd, groups_x, groups_y, 1);
+    if (barrier) Kernels::barrier(cmd);
+}
+
+void Kernels::barrier(VkCommandBuffer cmd) {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+}  // namespace inferscope::gpu

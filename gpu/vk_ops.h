@@ -1,0 +1,67 @@
+#pragma once
+// Device-resident weights and the recording of each forward-pass operation; shared by the
+// backend and the per-op consistency tests (through gpu/op_harness.h).
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "gpu/vk_context.h"
+#include "gpu/vk_kernels.h"
+
+namespace inferscope::gpu {
+
+// A weight matrix on the device in a shader-readable format, split by rows into buffers no
+// larger than the device's maxStorageBufferRange (one dispatch per part).
+struct DeviceMatrix {
+    struct Part {
+        Buffer buffer;
+        int64_t row_begin = 0;
+        int64_t rows = 0;
+    };
+    ShaderWeightType type = ShaderWeightType::F32;
+    int64_t rows = 0;
+    int64_t cols = 0;
+    std::vector<Part> parts;
+    uint64_t bytes() const;
+};
+
+// Uploads `w` once: F32, F16, Q8_0 and Q4_0 in their own block format, other types
+// converted to F16, in parts of at most `max_part_bytes` (0: the device's
+// maxStorageBufferRange). UnsupportedError when a single row exceeds a part.
+DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes = 0);
+// A device buffer holding `values` (F32).
+Buffer upload_floats(VkContext& ctx, const std::vector<float>& values);
+
+struct RopeShape {
+    uint32_t n_heads = 0;
+    uint32_t head_dim = 0;
+    uint32_t rope_dim = 0;
+    bool neox = false;
+};
+
+// Each records one operation into `cmd` (followed by a barrier); `n` is the token count.
+// y[n x y_stride] (+)= x[n x cols] * W^T, W's rows landing at columns y_offset...
+// `barrier` false: no barrier after it (the next product is independent: q/k/v, gate/up).
+void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
+                   uint32_t y_stride, bool accumulate, bool barrier = true);
+// y[n x cols] = rows tokens[i] of the embedding table.
+void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, VkBuffer tokens, VkBuffer y, uint32_t n);
+// y[i] = rms_norm(x[map ? row_map[i] : i]) * weight, for i < n.
+void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weight, VkBuffer y, VkBuffer row_map,
+                     bool use_map, uint32_t n, uint32_t cols, float eps);
+// Rotates heads[n x n_heads x head_dim] in place by the table's [position x rope_dim/2] (cos, sin).
+void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer positions, VkBuffer table, uint32_t n,
+                 const RopeShape& shape, bool barrier = true);
+// y[i] += x[i % period] for i < count.
+void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period,
+                bool barrier = true);
+// gate[i] = silu(gate[i]) * up[i] for i < count.
+void record_swiglu(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count);
+
+// The (cos, sin) of every pair at positions [0, n_positions), [n_positions x rope_dim/2 x 2],
+// computed exactly as the CPU backend's apply_rope does.
+std::vector<float> rope_table(const ModelConfig& c, const std::vector<float>& freq_factors, int n_positions);
+
+}  // namespace inferscope::gpu

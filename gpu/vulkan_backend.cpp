@@ -1,0 +1,356 @@
+#include "gpu/vulkan_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "engine/core/error.h"
+#include "engine/model/model.h"
+#include "gpu/vulkan_backend_factory.h"
+
+namespace inferscope::gpu {
+namespace {
+
+// The most tokens one pass handles: bounded so that every activation and the logits of a
+// pass fit one storage binding; longer batches run as consecutive passes (each token's K/V
+// is stored before later tokens attend to it, so the split changes nothing).
+constexpr int kMaxPassTokens = 512;
+
+int pass_tokens(const ModelConfig& c, uint64_t max_binding_bytes) {
+    const uint64_t widest_row = static_cast<uint64_t>(std::max({c.n_vocab, c.n_ff, c.q_dim(), c.n_embd})) * sizeof(float);
+    const auto fit = static_cast<int>(std::min<uint64_t>(max_binding_bytes / widest_row, kMaxPassTokens));
+    if (fit < 1) throw UnsupportedError("one row of logits does not fit a storage binding of this Vulkan device");
+    return fit;
+}
+
+Buffer int_buffer(const VkContext& ctx, size_t count) { return Buffer(ctx, count * sizeof(int32_t), Buffer::Kind::Host); }
+
+Buffer float_buffer(const VkContext& ctx, size_t count) { return Buffer(ctx, count * sizeof(float), Buffer::Kind::Device); }
+
+Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
+    return values.empty() ? Buffer() : upload_floats(ctx, values);
+}
+
+}  // namespace
+
+VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens,
+                             bool op_timestamps)
+    : model_(std::move(model)), ctx_(std::make_unique<VkContext>(options)), kernels_(std::make_unique<Kernels>(*ctx_)) {
+    const ModelConfig& c = model_->config();
+    if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
+    if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
+    max_tokens_ = pass_tokens(c, ctx_->info().max_storage_buffer_range_bytes);
+    if (max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, max_pass_tokens);
+    upload_weights();
+    allocate_step_buffers();
+    cmd_ = ctx_->allocate_command_buffer();
+    if (op_timestamps && ctx_->info().timestamps) {
+        query_capacity_ = 8 + 16 * static_cast<uint32_t>(c.n_layer) + 2 * static_cast<uint32_t>(token_embd_.parts.size() +
+                                                                                              output_.parts.size());
+        VkQueryPoolCreateInfo create{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        create.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        create.queryCount = query_capacity_;
+        vk_check(vkCreateQueryPool(ctx_->device(), &create, nullptr, &queries_), "vkCreateQueryPool");
+    }
+}
+
+VulkanBackend::~VulkanBackend() {
+    if (queries_ != VK_NULL_HANDLE) vkDestroyQueryPool(ctx_->device(), queries_, nullptr);
+}
+
+std::string VulkanBackend::name() const { return "Vulkan (" + ctx_->info().name + ")"; }
+
+void VulkanBackend::set_activation_tap(ActivationTap* tap) {
+    if (tap != nullptr) throw UnsupportedError("activation taps need the CPU backend (--backend cpu)");
+}
+
+void VulkanBackend::upload_weights() {
+    VkContext& ctx = *ctx_;
+    for (const LayerWeights& w : model_->layers()) {
+        Layer l;
+        l.attn_norm = upload_floats(ctx, w.attn_norm);
+        l.ffn_norm = upload_floats(ctx, w.ffn_norm);
+        l.wq = upload_matrix(ctx, w.wq);
+        l.wk = upload_matrix(ctx, w.wk);
+        l.wv = upload_matrix(ctx, w.wv);
+        l.wo = upload_matrix(ctx, w.wo);
+        l.w_gate = upload_matrix(ctx, w.w_gate);
+        l.w_up = upload_matrix(ctx, w.w_up);
+        l.w_down = upload_matrix(ctx, w.w_down);
+        l.bq = optional_floats(ctx, w.bq);
+        l.bk = optional_floats(ctx, w.bk);
+        l.bv = optional_floats(ctx, w.bv);
+        layers_.push_back(std::move(l));
+    }
+    token_embd_ = upload_matrix(ctx, model_->token_embedding());
+    // A tied output reads the same table: share it instead of uploading it twice.
+    if (model_->output().data != model_->token_embedding().data) output_ = upload_matrix(ctx, model_->output());
+    output_norm_ = upload_floats(ctx, model_->output_norm());
+}
+
+void VulkanBackend::allocate_step_buffers() {
+    const ModelConfig& c = model_->config();
+    const auto n = static_cast<size_t>(max_tokens_);
+    StepBuffers& s = step_;
+    s.tokens = int_buffer(*ctx_, n);
+    s.positions = int_buffer(*ctx_, n);
+    s.slots = int_buffer(*ctx_, n);
+    s.table_start = int_buffer(*ctx_, n);
+    s.output_rows = int_buffer(*ctx_, n);
+    s.tables = int_buffer(*ctx_, 256);
+    s.x = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
+    s.normed = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
+    s.attn_out = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
+    s.q = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
+    s.context = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
+    s.k = float_buffer(*ctx_, n * static_cast<size_t>(c.kv_dim()));
+    s.v = float_buffer(*ctx_, n * static_cast<size_t>(c.kv_dim()));
+    s.gate = float_buffer(*ctx_, n * static_cast<size_t>(c.n_ff));
+    s.up = float_buffer(*ctx_, n * static_cast<size_t>(c.n_ff));
+    s.logits = float_buffer(*ctx_, n * static_cast<size_t>(c.n_vocab));
+    s.logits_host = Buffer(*ctx_, n * static_cast<size_t>(c.n_vocab) * sizeof(float), Buffer::Kind::Host);
+}
+
+void VulkanBackend::allocate_kv(const KvLayout& layout) {
+    const ModelConfig& c = model_->config();
+    if (layout.n_layer != c.n_layer || layout.n_head_kv != c.n_head_kv || layout.head_dim != c.head_dim) {
+        throw InvalidArgument("KV layout does not match the model's layers and KV heads");
+    }
+    const uint64_t layer_bytes = layout.pool_bytes() / 2 / static_cast<uint64_t>(layout.n_layer);
+    if (layer_bytes > ctx_->info().max_storage_buffer_range_bytes) {
+        throw CapacityError("KV cache: one layer's K (" + std::to_string(layer_bytes) + " bytes) exceeds the largest " +
+                            "storage binding of the Vulkan device (" +
+                            std::to_string(ctx_->info().max_storage_buffer_range_bytes) + " bytes); lower the context size (-c)");
+    }
+    kv_layout_ = layout;
+    for (Layer& l : layers_) {
+        l.k_cache = Buffer();
+        l.v_cache = Buffer();
+    }
+    kernels_->forget_descriptor_sets();
+    for (Layer& l : layers_) {
+        l.k_cache = Buffer(*ctx_, layer_bytes, Buffer::Kind::Device);
+        l.v_cache = Buffer(*ctx_, layer_bytes, Buffer::Kind::Device);
+    }
+}
+
+void VulkanBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
+    if (copies.empty()) return;
+    const uint64_t block_bytes = kv_layout_.block_bytes() / 2 / static_cast<uint64_t>(kv_layout_.n_layer);
+    std::vector<VkBufferCopy> regions;
+    for (const BlockCopy& copy : copies) {
+        regions.push_back({static_cast<uint64_t>(copy.src) * block_bytes, static_cast<uint64_t>(copy.dst) * block_bytes,
+                           block_bytes});
+    }
+    ctx_->run_now([&](VkCommandBuffer cmd) {
+        for (const Layer& l : layers_) {
+            vkCmdCopyBuffer(cmd, l.k_cache.handle(), l.k_cache.handle(), static_cast<uint32_t>(regions.size()), regions.data());
+            vkCmdCopyBuffer(cmd, l.v_cache.handle(), l.v_cache.handle(), static_cast<uint32_t>(regions.size()), regions.data());
+        }
+    });
+}
+
+void VulkanBackend::ensure_rope_positions(int n_positions) {
+    if (n_positions <= rope_positions_) return;
+    const int grown = std::max({n_positions, 2 * rope_positions_, 256});
+    rope_table_ = upload_floats(*ctx_, rope_table(model_->config(), model_->rope_freq_factors(), grown));
+    rope_positions_ = grown;
+    kernels_->forget_descriptor_sets();
+}
+
+// Writes the pass's host inputs; returns the number of tokens that want logits.
+int VulkanBackend::fill_inputs(std::span<const BatchToken> tokens, const KvBlockPool& pool) {
+    const int block_tokens = kv_layout_.block_tokens;
+    std::map<SeqId, int32_t> table_of;  // where each sequence's block table starts in `tables`
+    std::vector<int32_t> tables;
+    int max_pos = 0;
+    for (const BatchToken& t : tokens) {
+        max_pos = std::max(max_pos, t.pos);
+        if (table_of.count(t.seq) != 0) continue;
+        table_of[t.seq] = static_cast<int32_t>(tables.size());
+        const auto table = pool.block_table(t.seq);
+        tables.insert(tables.end(), table.begin(), table.end());
+    }
+    ensure_rope_positions(max_pos + 1);
+    if (tables.size() * sizeof(int32_t) > step_.tables.size_bytes()) {
+        step_.tables = int_buffer(*ctx_, tables.size() * 2);
+        kernels_->forget_descriptor_sets();
+    }
+    std::memcpy(step_.tables.mapped(), tables.data(), tables.size() * sizeof(int32_t));
+    auto* ids = static_cast<int32_t*>(step_.tokens.mapped());
+    auto* positions = static_cast<int32_t*>(step_.positions.mapped());
+    auto* slots = static_cast<int32_t*>(step_.slots.mapped());
+    auto* table_start = static_cast<int32_t*>(step_.table_start.mapped());
+    auto* output_rows = static_cast<int32_t*>(step_.output_rows.mapped());
+    int n_out = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const BatchToken& t = tokens[i];
+        const int32_t start = table_of[t.seq];
+        ids[i] = t.token;
+        positions[i] = t.pos;
+        table_start[i] = start;
+        slots[i] = tables[static_cast<size_t>(start + t.pos / block_tokens)] * block_tokens + t.pos % block_tokens;
+        if (t.output) output_rows[n_out++] = static_cast<int32_t>(i);
+    }
+    return n_out;
+}
+
+void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
+    const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
+    gpu_times_.clear();
+    for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(max_tokens_)) {
+        const auto pass = tokens.subspan(begin, std::min(tokens.size() - begin, static_cast<size_t>(max_tokens_)));
+        run_pass(pass, pool, logits);
+        logits += n_vocab * static_cast<size_t>(std::count_if(pass.begin(), pass.end(), [](const BatchToken& t) { return t.output; }));
+    }
+}
+
+void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
+    const auto n = static_cast<uint32_t>(tokens.size());
+    const auto n_out = static_cast<uint32_t>(fill_inputs(tokens, pool));
+    vk_check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vk_check(vkBeginCommandBuffer(cmd_, &begin), "vkBeginCommandBuffer");
+    record_pass(cmd_, n, n_out);
+    vk_check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+    ctx_->submit_and_wait(cmd_);
+    const size_t bytes = static_cast<size_t>(n_out) * static_cast<size_t>(model_->config().n_vocab) * sizeof(float);
+    if (bytes > 0) std::memcpy(logits, step_.logits_host.mapped(), bytes);
+    collect_times();
+}
+
+void VulkanBackend::mark(VkCommandBuffer cmd, const char* op) {
+    if (queries_ == VK_NULL_HANDLE || query_ops_.size() + 1 >= query_capacity_) return;
+    if (op != nullptr) query_ops_.push_back(op);
+    // Timestamp i + 1 closes op i: the barrier after every dispatch makes the ops consecutive.
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, static_cast<uint32_t>(query_ops_.size()));
+}
+
+void VulkanBackend::collect_times() {
+    if (queries_ == VK_NULL_HANDLE || query_ops_.empty()) return;
+    std::vector<uint64_t> stamps(query_ops_.size() + 1);
+    vk_check(vkGetQueryPoolResults(ctx_->device(), queries_, 0, static_cast<uint32_t>(stamps.size()),
+                                   stamps.size() * sizeof(uint64_t), stamps.data(), sizeof(uint64_t),
+                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+             "vkGetQueryPoolResults");
+    for (size_t i = 0; i < query_ops_.size(); ++i) {
+        const auto ns = static_cast<int64_t>(static_cast<double>(stamps[i + 1] - stamps[i]) * ctx_->timestamp_period_ns());
+        auto it = std::find_if(gpu_times_.begin(), gpu_times_.end(), [&](const OpTime& t) { return t.op == query_ops_[i]; });
+        if (it == gpu_times_.end()) {
+            gpu_times_.push_back({query_ops_[i], ns});
+        } else {
+            it->gpu_ns += ns;
+        }
+    }
+}
+
+void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out) {
+    const ModelConfig& c = model_->config();
+    query_ops_.clear();
+    if (queries_ != VK_NULL_HANDLE) {
+        vkCmdResetQueryPool(cmd, queries_, 0, query_capacity_);
+        mark(cmd, nullptr);
+    }
+    record_embed(*kernels_, cmd, token_embd_, step_.tokens.handle(), step_.x.handle(), n);
+    mark(cmd, "embed");
+    for (const Layer& layer : layers_) record_layer(cmd, layer, n);
+    if (n_out > 0) {
+        record_rms_norm(*kernels_, cmd, step_.x.handle(), output_norm_.handle(), step_.normed.handle(),
+                        step_.output_rows.handle(), true, n_out, static_cast<uint32_t>(c.n_embd), c.rms_norm_eps);
+        mark(cmd, "output_norm");
+        const DeviceMatrix& output = output_.parts.empty() ? token_embd_ : output_;
+        record_matmul(*kernels_, cmd, output, step_.normed.handle(), step_.logits.handle(), n_out,
+                      static_cast<uint32_t>(c.n_vocab), false);
+        mark(cmd, "output");
+        const VkBufferCopy region{0, 0, static_cast<uint64_t>(n_out) * static_cast<uint64_t>(c.n_vocab) * sizeof(float)};
+        vkCmdCopyBuffer(cmd, step_.logits.handle(), step_.logits_host.handle(), 1, &region);
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                             nullptr);
+    }
+}
+
+void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+    const ModelConfig& c = model_->config();
+    const auto n_embd = static_cast<uint32_t>(c.n_embd);
+    const auto q_dim = static_cast<uint32_t>(c.q_dim());
+    const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
+    const auto n_ff = static_cast<uint32_t>(c.n_ff);
+    Kernels& k = *kernels_;
+    const StepBuffers& s = step_;
+    record_rms_norm(k, cmd, s.x.handle(), l.attn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n, n_embd,
+                    c.rms_norm_eps);
+    mark(cmd, "attn_norm");
+    // Independent products and element-wise ops share one barrier.
+    record_matmul(k, cmd, l.wq, s.normed.handle(), s.q.handle(), n, q_dim, false, false);
+    record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false, false);
+    record_matmul(k, cmd, l.wv, s.normed.handle(), s.v.handle(), n, kv_dim, false);
+    mark(cmd, "qkv");
+    if (l.bq.handle() != VK_NULL_HANDLE) {
+        record_add(k, cmd, s.q.handle(), l.bq.handle(), n * q_dim, q_dim, false);
+        record_add(k, cmd, s.k.handle(), l.bk.handle(), n * kv_dim, kv_dim, false);
+        record_add(k, cmd, s.v.handle(), l.bv.handle(), n * kv_dim, kv_dim);
+        mark(cmd, "qkv_bias");
+    }
+    record_attention(cmd, l, n);
+    record_matmul(k, cmd, l.wo, s.context.handle(), s.x.handle(), n, n_embd, true);
+    mark(cmd, "attn_out");
+    record_rms_norm(k, cmd, s.x.handle(), l.ffn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n, n_embd,
+                    c.rms_norm_eps);
+    mark(cmd, "ffn_norm");
+    record_matmul(k, cmd, l.w_gate, s.normed.handle(), s.gate.handle(), n, n_ff, false, false);
+    record_matmul(k, cmd, l.w_up, s.normed.handle(), s.up.handle(), n, n_ff, false);
+    mark(cmd, "gate_up");
+    record_swiglu(k, cmd, s.gate.handle(), s.up.handle(), n * n_ff);
+    mark(cmd, "swiglu");
+    record_matmul(k, cmd, l.w_down, s.gate.handle(), s.x.handle(), n, n_embd, true);
+    mark(cmd, "ffn_down");
+}
+
+void VulkanBackend::record_attention(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+    const ModelConfig& c = model_->config();
+    Kernels& k = *kernels_;
+    const StepBuffers& s = step_;
+    const bool neox = c.rope_style == RopeStyle::Neox;
+    const auto head_dim = static_cast<uint32_t>(c.head_dim);
+    const auto rope_dim = static_cast<uint32_t>(c.rope_dim);
+    record_rope(k, cmd, s.q.handle(), s.positions.handle(), rope_table_.handle(), n,
+                {static_cast<uint32_t>(c.n_head), head_dim, rope_dim, neox}, false);
+    record_rope(k, cmd, s.k.handle(), s.positions.handle(), rope_table_.handle(), n,
+                {static_cast<uint32_t>(c.n_head_kv), head_dim, rope_dim, neox});
+    mark(cmd, "rope");
+    const uint32_t kv_f16 = kv_layout_.dtype == KvDtype::F16 ? 1 : 0;
+    const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
+    const uint32_t write_push[3] = {n, kv_dim, static_cast<uint32_t>(kv_layout_.block_tokens)};
+    k.dispatch(cmd, Shader::KvWrite, kv_f16,
+               {s.k.handle(), s.v.handle(), l.k_cache.handle(), l.v_cache.handle(), s.slots.handle()}, write_push,
+               sizeof write_push, (kv_dim + 63) / 64, n);
+    mark(cmd, "kv_write");
+    struct {
+        uint32_t n_head, n_head_kv, head_dim, block_tokens;
+        float scale;
+    } push{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim,
+           static_cast<uint32_t>(kv_layout_.block_tokens), 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+    k.dispatch(cmd, Shader::Attention, kv_f16,
+               {s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), s.tables.handle(), s.positions.handle(),
+                s.table_start.handle(), s.context.handle()},
+               &push, sizeof push, static_cast<uint32_t>(c.n_head), n);
+    mark(cmd, "attention");
+}
+
+std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options) {
+    ContextOptions context;
+    context.validation = options.validation;
+    return std::make_unique<VulkanBackend>(std::move(model), context, options.max_pass_tokens, options.op_timestamps);
+}
+
+int vulkan_validation_errors(const Backend& backend) {
+    const auto* vulkan = dynamic_cast<const VulkanBackend*>(&backend);
+    return vulkan == nullptr ? -1 : vulkan->validation_errors();
+}
+
+}  // namespace inferscope::gpu

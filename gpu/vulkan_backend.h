@@ -1,0 +1,80 @@
+#pragma once
+// The Vulkan backend: weights uploaded once in their block format, the paged KV cache in
+// device memory (the CPU backend's layout), and each forward pass recorded into one
+// command buffer with a barrier after every dispatch and a timestamp after every operation.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "gpu/vk_context.h"
+#include "gpu/vk_kernels.h"
+#include "gpu/vk_ops.h"
+
+namespace inferscope::gpu {
+
+class VulkanBackend final : public Backend {
+public:
+    // max_pass_tokens, op_timestamps: see VulkanBackendOptions.
+    VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens = 0,
+                  bool op_timestamps = true);
+    ~VulkanBackend() override;
+
+    std::string name() const override;
+    void allocate_kv(const KvLayout& layout) override;
+    void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) override;
+    void copy_kv_blocks(std::span<const BlockCopy> copies) override;
+    void set_activation_tap(ActivationTap* tap) override;
+    std::vector<OpTime> last_forward_gpu_times() const override { return gpu_times_; }
+
+    int validation_errors() const { return ctx_->validation_errors(); }
+
+private:
+    struct Layer {
+        Buffer attn_norm, ffn_norm;
+        DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+        Buffer bq, bk, bv;  // empty without biases
+        Buffer k_cache, v_cache;
+    };
+    // Per-pass inputs written by the host (host-visible) and activations (device), sized for
+    // max_tokens_ tokens.
+    struct StepBuffers {
+        Buffer tokens, positions, slots, table_start, output_rows;  // int32 [max_tokens]
+        Buffer tables;                                               // int32 block tables, grown on demand
+        Buffer x, normed, attn_out;                                  // [max_tokens x n_embd]
+        Buffer q, context;                                           // [max_tokens x q_dim]
+        Buffer k, v;                                                 // [max_tokens x kv_dim]
+        Buffer gate, up;                                             // [max_tokens x n_ff]
+        Buffer logits, logits_host;                                  // [max_tokens x n_vocab]
+    };
+
+    void upload_weights();
+    void allocate_step_buffers();
+    void ensure_rope_positions(int n_positions);
+    int fill_inputs(std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    void record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out);
+    void record_layer(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void record_attention(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void run_pass(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits);
+    void mark(VkCommandBuffer cmd, const char* op);
+    void collect_times();
+
+    std::shared_ptr<const Model> model_;
+    std::unique_ptr<VkContext> ctx_;
+    std::unique_ptr<Kernels> kernels_;
+    std::vector<Layer> layers_;
+    DeviceMatrix token_embd_, output_;
+    Buffer output_norm_;
+    Buffer rope_table_;  // [positions x rope_dim/2] (cos, sin)
+    int rope_positions_ = 0;
+    KvLayout kv_layout_;
+    int max_tokens_ = 0;
+    StepBuffers step_;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    uint32_t query_capacity_ = 0;
+    std::vector<const char*> query_ops_;  // op that ended at each timestamp after the first
+    std::vector<OpTime> gpu_times_;
+};
+
+}  // namespace inferscope::gpu

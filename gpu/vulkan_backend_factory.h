@@ -1,0 +1,33 @@
+#pragma once
+// The Vulkan backend as the app sees it: no Vulkan types, so app/ and tests can create it
+// without including Vulkan headers.
+#include <memory>
+
+#include "engine/backend/backend.h"
+
+namespace inferscope {
+class Model;
+}
+
+namespace inferscope::gpu {
+
+struct VulkanBackendOptions {
+    // Enables the Khronos validation layer when installed (tests); errors are counted.
+    bool validation = false;
+    // Most tokens per pass (0: as many as the device's storage bindings allow, at most 512);
+    // tests lower it to exercise batches split into several passes.
+    int max_pass_tokens = 0;
+    // A timestamp after every operation (per-op GPU time in step events). They cost a
+    // decode step about a tenth of its speed on an H200; bench turns them off.
+    bool op_timestamps = true;
+};
+
+// A backend running the whole forward pass on the device choose_vulkan_device() picks.
+// Error/UnsupportedError naming the reason when no usable Vulkan device exists.
+std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options = {});
+
+// Validation errors reported so far by a backend made by make_vulkan_backend (0 without the
+// layer); -1 when `backend` is not a Vulkan backend.
+int vulkan_validation_errors(const Backend& backend);
+
+}  // namespace inferscope::gpu

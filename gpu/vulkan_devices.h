@@ -1,0 +1,43 @@
+#pragma once
+// What the Vulkan backend reports about the devices it can use; no Vulkan types, so the
+// CLI and tests can include it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace inferscope::gpu {
+
+struct MemoryHeapInfo {
+    uint64_t size_bytes = 0;
+    uint64_t budget_bytes = 0;  // VK_EXT_memory_budget's budget; 0 when the extension is absent
+    bool device_local = false;
+};
+
+struct DeviceInfo {
+    int index = 0;             // position in the driver's enumeration (INFERSCOPE_VK_DEVICE=<index>)
+    std::string name;
+    std::string type;          // "discrete", "integrated", "virtual", "cpu", "other"
+    std::string driver;        // driver name and version string
+    std::string api_version;   // "1.3.239"
+    std::vector<MemoryHeapInfo> heaps;
+    uint64_t max_storage_buffer_range_bytes = 0;  // the most one shader binding can see
+    uint32_t subgroup_size = 0;
+    bool storage_16bit = false;       // required (with shaderInt16): weights and the F16 KV cache are 16-bit words
+    bool float16_arithmetic = false;  // reported; the kernels compute in F32
+    bool storage_8bit = false;        // reported
+    bool int8_arithmetic = false;     // reported
+    bool integer_dot_product = false; // reported
+    bool subgroup_arithmetic = false; // reported; reductions use shared memory
+    bool timestamps = false;          // compute-queue timestamps: per-op GPU time
+    bool usable = false;              // has what the backend requires
+};
+
+// Every Vulkan device of the system; empty when there is no Vulkan loader or driver.
+std::vector<DeviceInfo> list_vulkan_devices();
+
+// The device the backend would use: INFERSCOPE_VK_DEVICE (an index or part of a name, case
+// insensitive) when set, else the first usable of discrete > integrated > virtual > CPU.
+// Error naming the reason when none fits.
+DeviceInfo choose_vulkan_device();
+
+}  // namespace inferscope::gpu

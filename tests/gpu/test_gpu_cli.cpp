@@ -1,0 +1,70 @@
+// inferscope-cli with --backend vulkan end to end: devices, generate equal to the CPU, and
+// bench with a given device bandwidth as its floor.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "gpu/vulkan_devices.h"
+#include "support/cli_runner.h"
+#include "support/test_paths.h"
+
+namespace inferscope {
+namespace {
+
+using testing::run_cli;
+
+class GpuCli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        try {
+            gpu::choose_vulkan_device();
+        } catch (const Error& e) {
+            GTEST_SKIP() << "no usable Vulkan device (install Mesa's lavapipe): " << e.what();
+        }
+    }
+};
+
+TEST_F(GpuCli, DevicesListsTheChosenDevice) {
+    const auto r = run_cli("devices --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const int chosen = j["chosen"].get<int>();
+    ASSERT_GE(chosen, 0);
+    const auto& device = j["devices"][static_cast<size_t>(chosen)];
+    EXPECT_TRUE(device["chosen"].get<bool>());
+    EXPECT_TRUE(device["features"]["storage_16bit"].get<bool>());
+    EXPECT_FALSE(device["heaps"].empty());
+}
+
+TEST_F(GpuCli, GenerateOnVulkanEqualsCpu) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    const std::string args = "generate -m " + testing::shared_model("stories260K.gguf").string() +
+                             " -p 'Once upon a time' -n 24 --temp 0 --backend ";
+    const auto cpu = run_cli(args + "cpu");
+    const auto gpu = run_cli(args + "vulkan");
+    ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+    EXPECT_EQ(gpu.out, cpu.out);
+    EXPECT_NE(gpu.err.find("Vulkan ("), std::string::npos) << gpu.err;
+}
+
+TEST_F(GpuCli, BenchFloorComesFromTheGivenBandwidth) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    const auto r = run_cli("bench -m " + testing::shared_model("stories260K.gguf").string() +
+                           " --backend vulkan -p 8 -n 4 -r 1 --membw-gbs 100 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = nlohmann::json::parse(r.out);
+    bool saw_decode = false;
+    for (const auto& row : rows) {
+        EXPECT_EQ(row["backend"].get<std::string>().rfind("Vulkan (", 0), 0u);
+        if (row["n_generate"].get<int>() == 0) continue;
+        saw_decode = true;
+        // floor = bandwidth / bytes read per decode token, with the bandwidth as given.
+        EXPECT_DOUBLE_EQ(row["floor_tokens_per_s"].get<double>(), 100e9 / row["bytes_read_per_token"].get<double>());
+        EXPECT_GT(row["tokens_per_s_mean"].get<double>(), 0.0);
+    }
+    EXPECT_TRUE(saw_decode);
+}
+
+}  // namespace
+}  // namespace inferscope
