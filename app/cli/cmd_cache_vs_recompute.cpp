@@ -121,7 +121,7 @@ void print_table(const CacheVsRecomputeReport& r) {
 
 void run(const CacheVsRecomputeOptions& o) {
     const auto model = load_model(o.model);
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model, /*op_timestamps=*/false));
     const std::vector<TokenId> prompt = tokenize_prompt(*model, o.prompt);
     const CacheVsRecomputeReport report = run_cache_vs_recompute(session, prompt, o.n_predict);
     if (o.model.json) {

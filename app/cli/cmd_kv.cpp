@@ -84,7 +84,7 @@ void run(KvCliOptions o) {
                             std::to_string(model->config().context_length) + " tokens (lower --tokens)");
     }
     if (o.model.ctx == 0) o.model.ctx = o.tokens;
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model, /*op_timestamps=*/false));
     const KvAccountingReport report = measure_kv_accounting(session, o.tokens, layouts);
     if (o.model.json) {
         print_json(report_json(*model, report));

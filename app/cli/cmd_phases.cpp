@@ -49,7 +49,7 @@ void run(PhasesCliOptions o) {
     // Refuse before allocating: lengths beyond what the model was trained for.
     check_phases_options(o.phases, model->config().context_length);
     o.model.ctx = phases_context_needed(o.phases);
-    InferenceSession session(model, session_options(o.model));
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model, /*op_timestamps=*/false));
     const PhasesReport report = measure_phases(session, o.phases);
     if (o.model.json) {
         print_json(report_json(*model, o.phases, report));

@@ -54,7 +54,7 @@ void print_labels(const SoftLabels& s) {
 void run_softlabels(const SoftLabelsOptions& o) {
     const auto teacher_model = load_model(o.model);
     const std::vector<TokenId> prompt = tokenize_prompt(*teacher_model, o.prompt);
-    InferenceSession teacher(teacher_model, session_options(o.model));
+    InferenceSession teacher(teacher_model, session_options(o.model), make_backend(o.model, teacher_model));
     const std::vector<float> teacher_logits = next_token_logits(teacher, prompt);
     std::vector<float> student_logits;
     std::string student_label;
@@ -64,7 +64,7 @@ void run_softlabels(const SoftLabelsOptions& o) {
             teacher_model, teacher_label, {o.student_path, o.student_scheme, "--student", "--student-scheme"}, o.model.threads);
         student_label = student_model.label;
         check_same_vocabulary(*teacher_model, *student_model.model);
-        InferenceSession student(student_model.model, session_options(o.model));
+        InferenceSession student(student_model.model, session_options(o.model), make_backend(o.model, student_model.model));
         student_logits = next_token_logits(student, prompt);
     }
     std::vector<SoftLabels> rows;

@@ -108,8 +108,8 @@ void run_spec(const SpecCliOptions& o) {
     const std::shared_ptr<const Model>& draft_model = draft_choice.model;
     r.draft_label = draft_choice.label;
     check_same_vocabulary(*target_model, *draft_model);
-    InferenceSession target(target_model, session_options(o.model));
-    InferenceSession draft(draft_model, session_options(o.model));
+    InferenceSession target(target_model, session_options(o.model), make_backend(o.model, target_model, /*op_timestamps=*/false));
+    InferenceSession draft(draft_model, session_options(o.model), make_backend(o.model, draft_model, /*op_timestamps=*/false));
     const std::vector<TokenId> prompt = tokenize_prompt(*target_model, o.prompt);
     SpeculativeOptions so;
     so.n_predict = o.n_predict;
