@@ -7,8 +7,10 @@
 #include <span>
 #include <string>
 
+#include "engine/backend/activation_precision.h"
 #include "engine/backend/activation_tap.h"
 #include "engine/backend/batch.h"
+#include "engine/core/error.h"
 #include "engine/runtime/kv_block_pool.h"
 
 namespace inferscope {
@@ -36,6 +38,15 @@ public:
 
     // Observer of named intermediate tensors; nullptr (the default) costs nothing.
     virtual void set_activation_tap(ActivationTap* tap) = 0;
+
+    // Precision of the activations entering the linear layers (F32 by default). A backend
+    // without INT8 activations refuses the others.
+    virtual void set_activation_precision(const ActivationPrecision& precision) {
+        if (!precision.is_f32()) {
+            throw UnsupportedError(name() + ": activations " + activation_precision_name(precision) +
+                                   " are not supported (only f32)");
+        }
+    }
 };
 
 }  // namespace inferscope
