@@ -262,6 +262,7 @@ void CpuBackend::output_logits(std::span<const BatchToken> tokens, float* logits
 }
 
 const float* CpuBackend::linear_input(const std::vector<float>& x, int64_t n, int64_t cols) {
+    if (activation_precision_.is_f32()) return x.data();  // the default path: not even a call
     return quantize_activations(activation_precision_, x.data(), n, cols, activation_quant_);
 }
 
