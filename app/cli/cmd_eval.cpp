@@ -2,14 +2,18 @@
 // perplexity (llama-perplexity's method), KL divergence and top-1 agreement against the
 // reference (streamed side by side), greedy agreement under teacher forcing, and a prompt
 // battery with and without a repetition penalty. The reference is loaded once; each scheme
-// is applied in memory, evaluated and released before the next.
+// is applied in memory, evaluated and released before the next. With --act, every weight
+// variant (the unquantized model, then each scheme) is also run with INT8 activations in
+// its linear layers (engine/backend/activation_precision.h), one row per precision.
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <span>
 #include <sstream>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
+#include "engine/backend/activation_precision.h"
 #include "engine/core/error.h"
 #include "engine/eval/battery.h"
 #include "engine/eval/perplexity.h"
@@ -21,6 +25,7 @@ namespace {
 struct EvalCliOptions {
     ModelOptions model;
     std::vector<std::string> schemes;
+    std::vector<std::string> activations;  // --act, in the order given
     std::string text_path;
     int n_batch = 512;
     int agreement_positions = 0;
@@ -33,6 +38,7 @@ struct EvalCliOptions {
 struct EvalRow {
     std::string label;
     std::string execution;
+    ActivationPrecision activations;
     double bits_per_weight = 0;
     double weighted_relative_error = 0;
     double ppl = 0;
@@ -116,24 +122,19 @@ EvalRow evaluate_reference(const EvalCliOptions& o, const EvalInputs& in, Infere
     return row;
 }
 
-EvalRow evaluate_scheme(const EvalCliOptions& o, const EvalInputs& in, const std::shared_ptr<const Model>& base,
-                        InferenceSession& reference, const QuantScheme& scheme) {
-    QuantRunOptions q;
-    q.include_embeddings = o.include_embeddings;
-    q.n_threads = o.model.threads;
-    q.on_progress = stderr_progress("eval " + scheme.name() + ": quantizing");
-    const QuantizedModel quantized = quantize_model(base, scheme, q);
-    EvalRow row;
-    row.label = scheme.name();
-    row.execution = execution_label(scheme);
-    row.bits_per_weight = quantized.report.schemes[0].bits_per_weight;
-    row.weighted_relative_error = quantized.report.schemes[0].weighted_relative_error;
-    InferenceSession session(quantized.model, eval_session_options(o.model), make_backend(o.model, quantized.model));
+// The candidate model (the reference's weights or a scheme's) with the row's activation
+// precision, measured against the reference.
+EvalRow compare_candidate(const EvalCliOptions& o, const EvalInputs& in, InferenceSession& reference,
+                          const std::shared_ptr<const Model>& candidate, EvalRow row) {
+    SessionOptions options = eval_session_options(o.model);
+    options.activation_precision = row.activations;
+    InferenceSession session(candidate, options, make_backend(o.model, candidate));
+    const std::string label = row.label + " (activations " + activation_precision_name(row.activations) + ")";
     DistributionOptions d;
     d.n_ctx = o.model.ctx;
     d.n_batch = o.n_batch;
-    d.on_chunk = [&scheme](int done, int total) {
-        std::fprintf(stderr, "eval %s: chunk %d/%d\n", scheme.name().c_str(), done, total);
+    d.on_chunk = [&label](int done, int total) {
+        std::fprintf(stderr, "eval %s: chunk %d/%d\n", label.c_str(), done, total);
         return true;
     };
     row.distribution = compare_distributions(reference, session, in.text_tokens, d);
@@ -146,10 +147,45 @@ EvalRow evaluate_scheme(const EvalCliOptions& o, const EvalInputs& in, const std
     return row;
 }
 
+// The unquantized weights with each activation precision of --act.
+void evaluate_activations(const EvalCliOptions& o, const EvalInputs& in, InferenceSession& reference,
+                          std::span<const ActivationPrecision> activations, std::vector<EvalRow>& rows) {
+    EvalRow row;  // a copy: rows grows below
+    row.label = rows.front().label;
+    row.execution = rows.front().execution;
+    row.bits_per_weight = rows.front().bits_per_weight;
+    for (const ActivationPrecision& precision : activations) {
+        row.activations = precision;
+        rows.push_back(compare_candidate(o, in, reference, reference.model_ptr(), row));
+    }
+}
+
+// One scheme, quantized once: F32 activations, then each precision of --act.
+void evaluate_scheme(const EvalCliOptions& o, const EvalInputs& in, InferenceSession& reference, const QuantScheme& scheme,
+                     std::span<const ActivationPrecision> activations, std::vector<EvalRow>& rows) {
+    QuantRunOptions q;
+    q.include_embeddings = o.include_embeddings;
+    q.n_threads = o.model.threads;
+    q.on_progress = stderr_progress("eval " + scheme.name() + ": quantizing");
+    const QuantizedModel quantized = quantize_model(reference.model_ptr(), scheme, q);
+    EvalRow row;
+    row.label = scheme.name();
+    row.execution = execution_label(scheme);
+    row.bits_per_weight = quantized.report.schemes[0].bits_per_weight;
+    row.weighted_relative_error = quantized.report.schemes[0].weighted_relative_error;
+    rows.push_back(compare_candidate(o, in, reference, quantized.model, row));
+    for (const ActivationPrecision& precision : activations) {
+        row.activations = precision;
+        rows.push_back(compare_candidate(o, in, reference, quantized.model, row));
+    }
+}
+
 nlohmann::json row_json(const EvalRow& r) {
     nlohmann::json j = {{"scheme", r.label},           {"execution", r.execution},
                         {"bits_per_weight", r.bits_per_weight}, {"weighted_relative_error", r.weighted_relative_error},
                         {"ppl", r.ppl},                {"ppl_stderr", r.ppl_stderr}};
+    j["activations"] = activation_precision_name(r.activations);
+    if (r.activations.mode == ActivationMode::LlmInt8) j["activation_outlier_threshold"] = r.activations.outlier_threshold;
     if (r.distribution) {
         j["kl_mean"] = r.distribution->kl_mean;
         j["kl_p99"] = r.distribution->kl_p99;
@@ -178,8 +214,8 @@ std::string fraction(int64_t part, int64_t whole) { return std::to_string(part) 
 void print_table(const EvalCliOptions& o, const std::vector<EvalRow>& rows) {
     char penalty_header[32];
     std::snprintf(penalty_header, sizeof penalty_header, "battery rp%.2f", static_cast<double>(o.repeat_penalty));
-    std::printf("%-14s %7s  %-20s %8s %20s %8s %9s %9s %7s %11s %10s %13s\n", "scheme", "bits/w", "executes as",
-                "wtd rel", "PPL", "dPPL", "KL mean", "KL p99", "top-1", "agreement", "battery", penalty_header);
+    std::printf("%-14s %7s  %-20s %-12s %8s %20s %8s %9s %9s %7s %11s %10s %13s\n", "scheme", "bits/w", "executes as",
+                "activations", "wtd rel", "PPL", "dPPL", "KL mean", "KL p99", "top-1", "agreement", "battery", penalty_header);
     const double reference_ppl = rows.front().ppl;
     for (const EvalRow& r : rows) {
         char ppl[48];
@@ -194,12 +230,14 @@ void print_table(const EvalCliOptions& o, const std::vector<EvalRow>& rows) {
         const std::string agreement = r.agreement ? fraction(r.agreement->matches, r.agreement->positions) : "-";
         const std::string plain = r.battery_plain ? fraction(r.battery_plain->passed, r.battery_plain->total) : "-";
         const std::string penal = r.battery_penalized ? fraction(r.battery_penalized->passed, r.battery_penalized->total) : "-";
-        std::printf("%-14s %7.4f  %-20s %8.4f %20s %8s %9s %9s %7s %11s %10s %13s\n", r.label.c_str(), r.bits_per_weight,
-                    r.execution.c_str(), r.weighted_relative_error, ppl, delta, kl_mean, kl_p99, top1,
+        std::printf("%-14s %7.4f  %-20s %-12s %8.4f %20s %8s %9s %9s %7s %11s %10s %13s\n", r.label.c_str(),
+                    r.bits_per_weight, r.execution.c_str(), activation_precision_name(r.activations).c_str(),
+                    r.weighted_relative_error, ppl, delta, kl_mean, kl_p99, top1,
                     agreement.c_str(), plain.c_str(), penal.c_str());
     }
     std::printf("(KL: KL(reference || scheme) per scored token, nats; top-1: share of scored tokens whose argmax "
-                "matches the reference; agreement: teacher-forced matches of the reference's greedy tokens)\n");
+                "matches the reference; agreement: teacher-forced matches of the reference's greedy tokens; "
+                "activations: what the linear layers' inputs are, f32 or INT8 emulated)\n");
 }
 
 EvalInputs prepare_inputs(const EvalCliOptions& o, const Model& model) {
@@ -213,6 +251,8 @@ EvalInputs prepare_inputs(const EvalCliOptions& o, const Model& model) {
 
 void run_eval(EvalCliOptions o) {
     const std::vector<QuantScheme> schemes = parse_schemes(o.schemes);
+    std::vector<ActivationPrecision> activations;
+    for (const std::string& text : o.activations) activations.push_back(parse_activation_precision(text));
     if (o.model.ctx == 0) o.model.ctx = 512;
     const auto model = load_model(o.model);
     const EvalInputs in = prepare_inputs(o, *model);
@@ -227,7 +267,8 @@ void run_eval(EvalCliOptions o) {
         self.matches = self.positions;
         rows.back().agreement = self;
     }
-    for (const QuantScheme& scheme : schemes) rows.push_back(evaluate_scheme(o, in, model, reference, scheme));
+    evaluate_activations(o, in, reference, activations, rows);
+    for (const QuantScheme& scheme : schemes) evaluate_scheme(o, in, reference, scheme, activations, rows);
     if (o.model.json) {
         nlohmann::json out = nlohmann::json::array();
         for (const EvalRow& r : rows) out.push_back(row_json(r));
@@ -245,6 +286,9 @@ void add_eval_command(CLI::App& app) {
         "eval", "quality of quantization schemes against the unquantized model: perplexity, KL, agreement, battery");
     add_model_options(*cmd, o->model, /*with_runtime=*/true);
     cmd->add_option("-s,--scheme", o->schemes, kSchemeHelp);
+    cmd->add_option("--act", o->activations,
+                    "activations of the linear layers for extra rows (unquantized weights and each scheme): "
+                    "int8:tensor, int8:token, llm.int8[:<threshold>] (default threshold 6.0), f32; repeatable");
     cmd->add_option("-f,--file", o->text_path, "text file for perplexity and KL")->required();
     cmd->add_option("-b,--batch-size", o->n_batch, "tokens per forward step")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--agreement", o->agreement_positions,

@@ -18,6 +18,8 @@ struct MakeModelOptions {
     std::string vocab_file;
     std::vector<int> outlier_dims;
     float outlier_scale = 40.0f;
+    bool outlier_inputs = false;
+    float weight_std = 0;  // 0: the preset's
     bool tied = false;
     bool untied = false;
 };
@@ -44,6 +46,8 @@ SyntheticModelSpec spec_from(const MakeModelOptions& o) {
     s.vocab_path = o.vocab_file;
     s.outlier_dims = o.outlier_dims;
     s.outlier_scale = o.outlier_scale;
+    s.outliers_reach_linear_inputs = o.outlier_inputs;
+    if (o.weight_std > 0) s.weight_std = o.weight_std;
     if (o.preset == "default" && s.name == "inferscope-builtin-synthetic") s.name = "inferscope-synthetic";
     return s;
 }
@@ -73,6 +77,13 @@ void add_make_model_command(CLI::App& app) {
     cmd->add_option("--vocab", o->vocab_file, "copy the tokenizer from this GGUF (sets the vocabulary size)");
     cmd->add_option("--outlier-dims", o->outlier_dims, "residual dimensions to make activation outliers")->delimiter(',');
     cmd->add_option("--outlier-scale", o->outlier_scale, "scale of the outlier dimensions")->capture_default_str();
+    cmd->add_option("--weight-std", o->weight_std,
+                    "standard deviation of the 2-D weights (default: the preset's, 0.02); larger values make "
+                    "sharper next-token distributions")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_flag("--outlier-inputs", o->outlier_inputs,
+                  "let the outliers through the block norms into the linear layers' inputs (default: the norms "
+                  "scale them down)");
     cmd->callback([o] {
         const SyntheticModelSpec spec = spec_from(*o);
         const GgufWriter writer = build_synthetic_model(spec);

@@ -7,8 +7,10 @@
 #include <span>
 #include <string>
 
+#include "engine/backend/activation_precision.h"
 #include "engine/backend/activation_tap.h"
 #include "engine/backend/batch.h"
+#include "engine/core/error.h"
 #include "engine/runtime/kv_block_pool.h"
 #include "engine/runtime/step_event.h"
 
@@ -41,6 +43,15 @@ public:
     // GPU time per kind of operation in the last forward(), from device timestamps; empty
     // for backends without them (the CPU).
     virtual std::vector<OpTime> last_forward_gpu_times() const { return {}; }
+
+    // Precision of the activations entering the linear layers (F32 by default). A backend
+    // without INT8 activations refuses the others.
+    virtual void set_activation_precision(const ActivationPrecision& precision) {
+        if (!precision.is_f32()) {
+            throw UnsupportedError(name() + ": activations " + activation_precision_name(precision) +
+                                   " are not supported (only f32)");
+        }
+    }
 };
 
 }  // namespace inferscope

@@ -10,16 +10,6 @@
 
 namespace inferscope {
 
-int int8_code(float h, float scale) {
-    if (scale == 0.0f) return 0;
-    // std::round rounds half away from zero; the clamp only matters for values beyond the
-    // group's own max, which cannot happen for absmax scales but keeps the code in range.
-    const float rounded = std::round(h / scale);
-    return static_cast<int>(std::clamp(rounded, static_cast<float>(-kInt8MaxCode), static_cast<float>(kInt8MaxCode)));
-}
-
-float int8_scale(float max_abs) { return max_abs / static_cast<float>(kInt8MaxCode); }
-
 std::string_view int8_scheme_name(Int8Scheme scheme) {
     switch (scheme) {
         case Int8Scheme::PerTensor: return "per-tensor";

@@ -4,24 +4,16 @@
 // tensor-wide scale, under that scale after setting the top-k dimensions aside (kept in
 // floating point, as LLM.int8() does), and under per-token and per-channel scales.
 //
-// Quantization is symmetric absmax: scale = max|h| / 127 over the scale's group,
-// q = clamp(round(h / scale), -127, 127) with round half away from zero (std::round), and
-// h_hat = q * scale. A group whose max is 0 has scale 0 and every q = 0. So 255 codes
-// (-127..127) are available to each dimension.
+// Quantization is symmetric absmax (engine/formats/int8_absmax.h): 255 codes (-127..127)
+// are available to each dimension.
 #include <cstdint>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "engine/formats/int8_absmax.h"
+
 namespace inferscope {
-
-inline constexpr int kInt8MaxCode = 127;
-
-// The INT8 code of h under `scale` (see above).
-int int8_code(float h, float scale);
-
-// The absmax scale of a group whose largest magnitude is max_abs.
-float int8_scale(float max_abs);
 
 enum class Int8Scheme {
     PerTensor,              // one scale for the whole tensor

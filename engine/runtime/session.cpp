@@ -55,6 +55,7 @@ InferenceSession::InferenceSession(std::shared_ptr<const Model> model, const Ses
       n_threads_(options.n_threads > 0 ? options.n_threads : ThreadPool::default_thread_count()),
       backend_(backend ? std::move(backend) : std::make_unique<CpuBackend>(model_, n_threads_)),
       pool_(make_layout(model_->config(), options, n_ctx_)) {
+    backend_->set_activation_precision(options.activation_precision);
     backend_->allocate_kv(pool_.layout());
 }
 

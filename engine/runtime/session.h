@@ -24,6 +24,7 @@ struct SessionOptions {
     KvDtype kv_dtype = KvDtype::F16;
     int block_tokens = 16;  // tokens per KV block
     int max_sequences = 1;  // sequences that can be resident at full context at once
+    ActivationPrecision activation_precision;  // inputs of the linear layers (backend/activation_precision.h)
 };
 
 class InferenceSession {

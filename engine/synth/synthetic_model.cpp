@@ -253,6 +253,7 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     // The tied output reads the scaled embedding columns too; shrinking the final norm on
     // those dimensions keeps one outlier from deciding every logit.
     const float output_norm_scale = s.outlier_dims.empty() ? 1.0f : 1.0f / (s.outlier_scale * s.outlier_scale);
+    const float block_norm_scale = s.outliers_reach_linear_inputs ? 1.0f : 1.0f / s.outlier_scale;
 
     WeightFactory f{writer, s, GaussianSource(s.seed)};
     add_embedding(f, s);
@@ -260,7 +261,7 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     if (!s.tied_output) f.matrix("output.weight", s.n_vocab, s.n_embd, s.weight_std);
     for (int l = 0; l < s.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        f.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, 1.0f / s.outlier_scale);
+        f.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, block_norm_scale);
         f.matrix(p + "attn_q.weight", s.n_embd, s.n_embd, s.weight_std);
         f.matrix(p + "attn_k.weight", kv_dim, s.n_embd, s.weight_std);
         f.matrix(p + "attn_v.weight", kv_dim, s.n_embd, s.weight_std);
@@ -270,7 +271,7 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
             f.vector(p + "attn_v.bias", kv_dim, 0.0f, s.weight_std);
         }
         f.matrix(p + "attn_output.weight", s.n_embd, s.n_embd, s.weight_std);
-        f.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, 1.0f / s.outlier_scale);
+        f.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, block_norm_scale);
         f.matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd, s.weight_std);
         f.matrix(p + "ffn_up.weight", s.n_ff, s.n_embd, s.weight_std);
         f.matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, s.weight_std, s.outlier_dims, s.outlier_scale);

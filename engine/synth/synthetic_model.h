@@ -35,6 +35,10 @@ struct SyntheticModelSpec {
     // each block's down-projection row are scaled by outlier_scale.
     std::vector<int> outlier_dims;
     float outlier_scale = 40.0f;
+    // false: the block norms scale the outlier dimensions down by outlier_scale, so the
+    // linear layers see ordinary values; true: the norms leave them alone and the outliers
+    // reach the inputs of q/k/v and gate/up, as in the trained models LLM.int8() studied.
+    bool outliers_reach_linear_inputs = false;
     // A GGUF file whose tokenizer.ggml.* metadata is copied (its vocabulary size then sets
     // n_vocab); empty: a byte-level BPE vocabulary of n_vocab tokens.
     std::string vocab_path;

@@ -91,7 +91,7 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     rms_norm_rows(w.attn_norm, n, act_.normed, act_.x);
     publish("attn_in", layer, act_.normed, c.n_embd, tokens);
     const MatmulOutput qkv[] = {{&w.wq, act_.q.data()}, {&w.wk, act_.k.data()}, {&w.wv, act_.v.data()}};
-    matmul_shared_input(qkv, act_.normed.data(), n, pool_, scratch_);
+    matmul_shared_input(qkv, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
     RopeParams rope;
     rope.rope_dim = c.rope_dim;
     rope.freq_base = c.rope_freq_base;
@@ -114,7 +114,7 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     attend(layer, tokens, pool);
     publish("attn_ctx", layer, act_.context, c.q_dim(), tokens);
 
-    matmul(w.wo, act_.context.data(), n, act_.projected.data(), pool_, scratch_);
+    matmul(w.wo, linear_input(act_.context, n, c.q_dim()), n, act_.projected.data(), pool_, scratch_);
     publish("attn_out", layer, act_.projected, c.n_embd, tokens);
     add_inplace(act_.x.data(), act_.projected.data(), n * c.n_embd);
     publish("ffn_in", layer, act_.x, c.n_embd, tokens);
@@ -233,13 +233,13 @@ void CpuBackend::ffn_block(int layer, std::span<const BatchToken> tokens) {
     rms_norm_rows(w.ffn_norm, n, act_.normed, act_.x);
     publish("ffn_norm", layer, act_.normed, c.n_embd, tokens);
     const MatmulOutput gate_up[] = {{&w.w_gate, act_.gate.data()}, {&w.w_up, act_.up.data()}};
-    matmul_shared_input(gate_up, act_.normed.data(), n, pool_, scratch_);
+    matmul_shared_input(gate_up, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
     // On all threads: for a prompt this is millions of exponentials per layer.
     pool_.parallel_for(n * c.n_ff, [&](int64_t begin, int64_t end) {
         activation_kernels_.swiglu(act_.gate.data() + begin, act_.up.data() + begin, end - begin);
     });
     publish("ffn_hidden", layer, act_.gate, c.n_ff, tokens);
-    matmul(w.w_down, act_.gate.data(), n, act_.projected.data(), pool_, scratch_);
+    matmul(w.w_down, linear_input(act_.gate, n, c.n_ff), n, act_.projected.data(), pool_, scratch_);
     publish("ffn_out", layer, act_.projected, c.n_embd, tokens);
     add_inplace(act_.x.data(), act_.projected.data(), n * c.n_embd);
     publish("resid", layer, act_.x, c.n_embd, tokens);
@@ -259,6 +259,11 @@ void CpuBackend::output_logits(std::span<const BatchToken> tokens, float* logits
         tap_->on_tensor({"output_norm", -1, output_rows_.data(), n_out, c.n_embd, {}});
     }
     matmul(model_->output(), output_rows_.data(), n_out, logits, pool_, scratch_);
+}
+
+const float* CpuBackend::linear_input(const std::vector<float>& x, int64_t n, int64_t cols) {
+    if (activation_precision_.is_f32()) return x.data();  // the default path: not even a call
+    return quantize_activations(activation_precision_, x.data(), n, cols, activation_quant_);
 }
 
 void CpuBackend::publish(const char* suffix, int layer, const std::vector<float>& data, int64_t cols,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/activation_quant.h"
 #include "engine/backend/cpu/kernels/activation_kernels.h"
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 #include "engine/backend/cpu/kv_storage.h"
@@ -25,6 +26,9 @@ public:
     void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) override;
     void copy_kv_blocks(std::span<const BlockCopy> copies) override;
     void set_activation_tap(ActivationTap* tap) override { tap_ = tap; }
+    // Applies to the inputs of q/k/v/o and gate/up/down in every block, not to the output
+    // head (as LLM.int8() leaves lm_head in high precision).
+    void set_activation_precision(const ActivationPrecision& precision) override { activation_precision_ = precision; }
 
     int thread_count() const { return pool_.size(); }
 
@@ -52,6 +56,8 @@ private:
     void ffn_block(int layer, std::span<const BatchToken> tokens);
     void output_logits(std::span<const BatchToken> tokens, float* logits);
     void rms_norm_rows(const std::vector<float>& weight, int64_t n, std::vector<float>& out, const std::vector<float>& in);
+    // The input x [n x cols] of a linear layer as the activation precision has it.
+    const float* linear_input(const std::vector<float>& x, int64_t n, int64_t cols);
     void publish(const char* suffix, int layer, const std::vector<float>& data, int64_t cols,
                  std::span<const BatchToken> tokens);
 
@@ -65,6 +71,8 @@ private:
     AttentionKernels attention_kernels_;
     ActivationKernels activation_kernels_;
     ActivationTap* tap_ = nullptr;
+    ActivationPrecision activation_precision_;
+    ActivationQuantScratch activation_quant_;
 };
 
 }  // namespace inferscope
