@@ -30,14 +30,18 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
+#include "ui/gpu_memory_probe.h"
 #include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
+#include "ui/panels/memory_planner_panel.h"
+#include "ui/panels/speculative_panel.h"
 
 namespace inferscope::ui {
 namespace {
 
 constexpr int kMaxRecentFiles = 8;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 bool is_gguf(const QUrl& url) { return url.isLocalFile() && url.toLocalFile().endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive); }
 
@@ -51,11 +55,20 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       generation_(new GenerationPanel()),
       charts_(new QTabWidget()),
       latency_(new LatencyPanel()),
-      kv_memory_(new KvMemoryPanel()) {
+      kv_memory_(new KvMemoryPanel()),
+      memory_planner_(new MemoryPlannerPanel()),
+      speculative_(new SpeculativePanel()),
+      gpu_probe_(new GpuMemoryProbe(this)) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
     charts_->addTab(latency_, tr("Step latency"));
     charts_->addTab(kv_memory_, tr("KV-cache memory"));
+    charts_->addTab(memory_planner_, tr("Memory planner"));
+    charts_->addTab(speculative_, tr("Speculative decoding"));
+    connect(gpu_probe_, &GpuMemoryProbe::detected, this, [this](const QVector<GpuMemory>& gpus) {
+        for (const GpuMemory& g : gpus) memory_planner_->add_detected_memory(g.device, g.budget_bytes / kBytesPerGiB);
+    });
+    gpu_probe_->start();
 
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
@@ -79,7 +92,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
 
 MainWindow::~MainWindow() = default;
 
-QList<const ChartPanel*> MainWindow::chart_panels() const { return {latency_, kv_memory_}; }
+QList<const ChartPanel*> MainWindow::chart_panels() const { return {latency_, kv_memory_, memory_planner_, speculative_}; }
 
 QWidget* MainWindow::build_backend_row() {
     auto* row = new QWidget();
@@ -155,6 +168,7 @@ void MainWindow::connect_controller() {
     connect(c, &EngineController::model_loaded, this, [this](const ModelSummary& s) {
         model_info_->show_summary(s, true);
         kv_memory_->set_model(s);
+        memory_planner_->set_model(s);
         latency_->reset();
         generation_->set_model_ready(true);
         status_model_->setText(s.builtin ? tr("Built-in synthetic model (random weights) on %1").arg(s.backend)
@@ -274,6 +288,8 @@ void MainWindow::apply_chart_theme() {
     const bool dark = palette().color(QPalette::Window).lightness() < 128;
     latency_->set_dark_theme(dark);
     kv_memory_->set_dark_theme(dark);
+    memory_planner_->set_dark_theme(dark);
+    speculative_->set_dark_theme(dark);
 }
 
 void MainWindow::export_current_chart() {

@@ -18,9 +18,12 @@ namespace inferscope::ui {
 class ChartPanel;
 class EngineController;
 class GenerationPanel;
+class GpuMemoryProbe;
 class KvMemoryPanel;
 class LatencyPanel;
+class MemoryPlannerPanel;
 class ModelInfoWidget;
+class SpeculativePanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -43,6 +46,8 @@ public:
     GenerationPanel& generation_panel() { return *generation_; }
     LatencyPanel& latency_panel() { return *latency_; }
     KvMemoryPanel& kv_memory_panel() { return *kv_memory_; }
+    MemoryPlannerPanel& memory_planner_panel() { return *memory_planner_; }
+    SpeculativePanel& speculative_panel() { return *speculative_; }
     QList<const ChartPanel*> chart_panels() const;
     QStringList recent_files() const { return recent_files_; }
 
@@ -74,6 +79,9 @@ private:
     QTabWidget* charts_;
     LatencyPanel* latency_;
     KvMemoryPanel* kv_memory_;
+    MemoryPlannerPanel* memory_planner_;
+    SpeculativePanel* speculative_;
+    GpuMemoryProbe* gpu_probe_;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

@@ -1,0 +1,47 @@
+#include "ui/gpu_memory_probe.h"
+
+#include <QThread>
+#include <algorithm>
+#include <exception>
+
+namespace inferscope::ui {
+
+QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& devices) {
+    QVector<GpuMemory> gpus;
+    for (const gpu::DeviceInfo& d : devices) {
+        // A CPU implementation (lavapipe, SwiftShader) reports system memory, not a GPU's.
+        if (d.type == "cpu") continue;
+        quint64 best = 0;
+        for (const gpu::MemoryHeapInfo& heap : d.heaps) {
+            if (!heap.device_local) continue;
+            best = std::max<quint64>(best, heap.budget_bytes != 0 ? heap.budget_bytes : heap.size_bytes);
+        }
+        if (best != 0) gpus.push_back({QString::fromStdString(d.name), best});
+    }
+    return gpus;
+}
+
+GpuMemoryProbe::GpuMemoryProbe(QObject* parent) : QObject(parent) {}
+
+GpuMemoryProbe::~GpuMemoryProbe() {
+    if (thread_ != nullptr) thread_->wait();
+}
+
+void GpuMemoryProbe::start() {
+    if (thread_ != nullptr) return;
+    thread_ = QThread::create([this] {
+        QVector<GpuMemory> gpus;
+        try {
+            gpus = gpu_memory_budgets(gpu::list_vulkan_devices());
+        } catch (const std::exception&) {
+            // A broken driver leaves the planner with its presets; nothing to report.
+        }
+        // Queued to this object: dropped if it is destroyed before the event is delivered.
+        QMetaObject::invokeMethod(
+            this, [this, gpus] { emit detected(gpus); }, Qt::QueuedConnection);
+    });
+    thread_->setParent(this);
+    thread_->start();
+}
+
+}  // namespace inferscope::ui

@@ -1,0 +1,43 @@
+#pragma once
+// The memory budget of each GPU on the system, for the memory planner: the largest
+// device-local heap of every Vulkan device that is not a CPU implementation, at
+// VK_EXT_memory_budget's budget (what this process may use now) or, without that extension,
+// the heap's size. Listing devices creates a Vulkan instance, which can take a noticeable
+// fraction of a second, so it runs on a thread of its own.
+#include <QObject>
+#include <QString>
+#include <QVector>
+#include <vector>
+
+#include "gpu/vulkan_devices.h"
+
+class QThread;
+
+namespace inferscope::ui {
+
+struct GpuMemory {
+    QString device;
+    quint64 budget_bytes = 0;
+};
+
+// The GPUs among `devices` and their budgets, in the driver's order.
+QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& devices);
+
+class GpuMemoryProbe : public QObject {
+    Q_OBJECT
+public:
+    explicit GpuMemoryProbe(QObject* parent = nullptr);
+    // Waits for a running probe: the thread must not outlive the object it reports to.
+    ~GpuMemoryProbe() override;
+
+    // Lists the devices once, in the background; detected() follows on this object's thread.
+    void start();
+
+signals:
+    void detected(const QVector<inferscope::ui::GpuMemory>& gpus);
+
+private:
+    QThread* thread_ = nullptr;
+};
+
+}  // namespace inferscope::ui

@@ -1,0 +1,154 @@
+#include "ui/panels/speculative_panel.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QPen>
+#include <QScatterSeries>
+#include <QSlider>
+#include <QVBoxLayout>
+#include <QValueAxis>
+#include <initializer_list>
+
+#include "engine/speculative/spec_table.h"
+
+namespace inferscope::ui {
+namespace {
+
+// The chapter's example: a draft that agrees 90% of the time at a tenth of the cost.
+constexpr int kChapterAlphaSteps = 90;
+constexpr int kChapterGamma = 8;
+constexpr int kChapterCostSteps = 10;
+constexpr double kChapterLowAlpha = 0.3;
+
+QSlider* make_slider(int minimum, int maximum, int value, const QString& tip) {
+    auto* slider = new QSlider(Qt::Horizontal);
+    slider->setRange(minimum, maximum);
+    slider->setValue(value);
+    slider->setToolTip(tip);
+    return slider;
+}
+
+}  // namespace
+
+SpeculativePanel::SpeculativePanel(QWidget* parent)
+    : ChartPanel(QStringLiteral("speculative-speedup"), parent),
+      alpha_slider_(make_slider(0, kSliderSteps, kChapterAlphaSteps,
+                                tr("Acceptance rate \u03b1: the chance the target accepts a draft token"))),
+      gamma_slider_(make_slider(1, kMaxGamma, kChapterGamma, tr("\u03b3: draft tokens proposed per verify pass"))),
+      cost_slider_(make_slider(0, kSliderSteps, kChapterCostSteps,
+                               tr("Cost ratio c: one draft step's time over one target step's time"))),
+      alpha_value_(new QLabel()),
+      gamma_value_(new QLabel()),
+      cost_value_(new QLabel()),
+      readout_(new QLabel()),
+      lesson_(new QLabel()),
+      speedup_(new QLineSeries()),
+      break_even_(new QLineSeries()),
+      chosen_(new QScatterSeries()) {
+    auto* x = new QValueAxis();
+    x->setTitleText(tr("\u03b3 (draft tokens per verify)"));
+    x->setLabelFormat(QStringLiteral("%d"));
+    auto* y = new QValueAxis();
+    y->setTitleText(tr("speed-up over plain decoding (\u00d7)"));
+    y->setLabelFormat(QStringLiteral("%.2f"));
+    chart()->addAxis(x, Qt::AlignBottom);
+    chart()->addAxis(y, Qt::AlignLeft);
+    break_even_->setName(tr("break-even (1\u00d7)"));
+    chosen_->setName(tr("chosen \u03b3"));
+    for (QXYSeries* s : std::initializer_list<QXYSeries*>{speedup_, break_even_, chosen_}) {
+        chart()->addSeries(s);
+        s->attachAxis(x);
+        s->attachAxis(y);
+    }
+    set_axes(x, y);
+    auto* box = qobject_cast<QVBoxLayout*>(layout());
+    box->insertWidget(0, build_controls());
+    readout_->setWordWrap(true);
+    lesson_->setWordWrap(true);
+    box->addWidget(readout_);
+    box->addWidget(lesson_);
+    lesson_->setText(
+        tr("The chapter: \u03b1 = 0.9, \u03b3 = 8, c = 0.1 gives %1\u00d7; with \u03b1 = %2 the same draft gives "
+           "%3\u00d7, "
+           "slower than no speculation.")
+            .arg(speculative_speedup(kChapterAlphaSteps / double(kSliderSteps), kChapterGamma,
+                                     kChapterCostSteps / double(kSliderSteps)),
+                 0, 'f', 2)
+            .arg(kChapterLowAlpha)
+            .arg(speculative_speedup(kChapterLowAlpha, kChapterGamma, kChapterCostSteps / double(kSliderSteps)), 0, 'f',
+                 2));
+    for (QSlider* s : {alpha_slider_, gamma_slider_, cost_slider_}) {
+        connect(s, &QSlider::valueChanged, this, &SpeculativePanel::recompute);
+    }
+    style_series(false);
+    recompute();
+}
+
+QWidget* SpeculativePanel::build_controls() {
+    auto* controls = new QWidget();
+    auto* grid = new QGridLayout(controls);
+    grid->setContentsMargins(8, 4, 8, 0);
+    const auto row = [grid](int r, const QString& text, QSlider* slider, QLabel* value) {
+        auto* label = new QLabel(text);
+        label->setBuddy(slider);
+        grid->addWidget(label, r, 0);
+        grid->addWidget(slider, r, 1);
+        value->setMinimumWidth(48);
+        grid->addWidget(value, r, 2);
+    };
+    row(0, tr("Acceptance &\u03b1:"), alpha_slider_, alpha_value_);
+    row(1, tr("Draft tokens &\u03b3:"), gamma_slider_, gamma_value_);
+    row(2, tr("&Cost ratio c:"), cost_slider_, cost_value_);
+    grid->setColumnStretch(1, 1);
+    return controls;
+}
+
+double SpeculativePanel::alpha() const { return alpha_slider_->value() / double(kSliderSteps); }
+int SpeculativePanel::gamma() const { return gamma_slider_->value(); }
+double SpeculativePanel::cost_ratio() const { return cost_slider_->value() / double(kSliderSteps); }
+
+void SpeculativePanel::style_series(bool dark) {
+    QPen curve(dark ? QColor(0x4F, 0xC3, 0xF7) : QColor(0x15, 0x65, 0xC0));
+    curve.setWidthF(2.5);
+    speedup_->setPen(curve);
+    QPen even(dark ? QColor(0xE0, 0xE0, 0xE0) : QColor(0x42, 0x42, 0x42));
+    even.setStyle(Qt::DashLine);
+    even.setWidthF(1.5);
+    break_even_->setPen(even);
+    chosen_->setColor(dark ? QColor(0xFF, 0xB7, 0x4D) : QColor(0xE6, 0x51, 0x00));
+    chosen_->setMarkerSize(12);
+}
+
+void SpeculativePanel::recompute() {
+    const double a = alpha(), c = cost_ratio();
+    const int g = gamma();
+    alpha_value_->setText(QString::number(a, 'f', 2));
+    gamma_value_->setText(QString::number(g));
+    cost_value_->setText(QString::number(c, 'f', 2));
+    QList<QPointF> curve;
+    int best_gamma = 1;
+    for (int gamma = 1; gamma <= kMaxGamma; ++gamma) {
+        curve.append(QPointF(gamma, speculative_speedup(a, gamma, c)));
+        if (curve.back().y() > curve[best_gamma - 1].y()) best_gamma = gamma;
+    }
+    speedup_->setName(tr("speed-up (\u03b1 = %1; c = %2)").arg(a, 0, 'f', 2).arg(c, 0, 'f', 2));
+    speedup_->replace(curve);
+    break_even_->replace(QList<QPointF>{QPointF(1, 1.0), QPointF(kMaxGamma, 1.0)});
+    const double tokens = expected_tokens_per_verify(a, g);
+    const double speedup = speculative_speedup(a, g, c);
+    chosen_->replace(QList<QPointF>{QPointF(g, speedup)});
+    chart()->setTitle(tr("Speculative decoding: %1\u00d7 at \u03b3 = %2").arg(speedup, 0, 'f', 2).arg(g));
+    readout_->setText(tr("\u03b3 = %1: %2 tokens per verify for a cost of %3 target steps (\u03b3 \u00d7 c + 1) \u2192 "
+                         "%4\u00d7 %5. Best \u03b3 for this \u03b1 and c: %6 (%7\u00d7).")
+                          .arg(g)
+                          .arg(tokens, 0, 'f', 2)
+                          .arg(g * c + 1.0, 0, 'f', 2)
+                          .arg(speedup, 0, 'f', 2)
+                          .arg(speedup < 1.0 ? tr("(slower than plain decoding)") : tr("faster"))
+                          .arg(best_gamma)
+                          .arg(curve[best_gamma - 1].y(), 0, 'f', 2));
+    fit_axes(kMaxGamma - 1, 1.0);
+}
+
+}  // namespace inferscope::ui

@@ -1,0 +1,54 @@
+#pragma once
+// Speculative decoding, the analytic part: the expected speed-up over plain decoding
+// against gamma (draft tokens per verify), for the acceptance rate alpha and the cost ratio
+// c (draft step time / target step time) set with sliders, from engine/speculative/
+// spec_table.h: (1 - alpha^(gamma+1)) / (1 - alpha) tokens per verify, divided by the
+// verify's cost gamma x c + 1 target steps.
+#include "ui/panels/chart_panel.h"
+
+class QLabel;
+class QLineSeries;
+class QScatterSeries;
+class QSlider;
+
+namespace inferscope::ui {
+
+class SpeculativePanel : public ChartPanel {
+    Q_OBJECT
+public:
+    // The curves span gamma = 1 ... kMaxGamma.
+    static constexpr int kMaxGamma = 16;
+    // alpha and c sliders move in steps of 1 / kSliderSteps.
+    static constexpr int kSliderSteps = 100;
+
+    explicit SpeculativePanel(QWidget* parent = nullptr);
+
+    double alpha() const;
+    int gamma() const;
+    double cost_ratio() const;
+
+    QSlider* alpha_slider() const { return alpha_slider_; }
+    QSlider* gamma_slider() const { return gamma_slider_; }
+    QSlider* cost_slider() const { return cost_slider_; }
+    QLabel* readout() const { return readout_; }
+    QLabel* lesson() const { return lesson_; }
+
+private:
+    QWidget* build_controls();
+    void style_series(bool dark) override;
+    void recompute();
+
+    QSlider* alpha_slider_;
+    QSlider* gamma_slider_;
+    QSlider* cost_slider_;
+    QLabel* alpha_value_;
+    QLabel* gamma_value_;
+    QLabel* cost_value_;
+    QLabel* readout_;
+    QLabel* lesson_;
+    QLineSeries* speedup_;
+    QLineSeries* break_even_;
+    QScatterSeries* chosen_;
+};
+
+}  // namespace inferscope::ui
