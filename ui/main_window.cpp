@@ -30,6 +30,8 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
+#include "ui/labs/batching_lab.h"
+#include "ui/labs/phases_lab.h"
 #include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
@@ -51,11 +53,15 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       generation_(new GenerationPanel()),
       charts_(new QTabWidget()),
       latency_(new LatencyPanel()),
-      kv_memory_(new KvMemoryPanel()) {
+      kv_memory_(new KvMemoryPanel()),
+      batching_(new BatchingLab(*controller_)),
+      phases_(new PhasesLab(*controller_)) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
     charts_->addTab(latency_, tr("Step latency"));
     charts_->addTab(kv_memory_, tr("KV-cache memory"));
+    charts_->addTab(batching_, tr("Batching"));
+    charts_->addTab(phases_, tr("Prefill vs decode"));
 
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
@@ -79,7 +85,18 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
 
 MainWindow::~MainWindow() = default;
 
-QList<const ChartPanel*> MainWindow::chart_panels() const { return {latency_, kv_memory_}; }
+QList<const ChartPanel*> MainWindow::chart_panels() const {
+    QList<const ChartPanel*> panels{latency_, kv_memory_};
+    for (const ChartPanel* panel : batching_->panels()) panels << panel;
+    for (const ChartPanel* panel : phases_->panels()) panels << panel;
+    return panels;
+}
+
+void MainWindow::show_tab(QWidget* widget) {
+    for (int i = 0; i < charts_->count(); ++i) {
+        if (charts_->widget(i) == widget || charts_->widget(i)->isAncestorOf(widget)) charts_->setCurrentIndex(i);
+    }
+}
 
 QWidget* MainWindow::build_backend_row() {
     auto* row = new QWidget();
@@ -235,7 +252,8 @@ QStringList MainWindow::save_screenshots(const QString& dir) {
     for (int i = 0; i < charts_->count(); ++i) {
         charts_->setCurrentIndex(i);
         const auto* panel = qobject_cast<const ChartPanel*>(charts_->widget(i));
-        save(charts_->widget(i), QStringLiteral("panel-%1.png").arg(panel ? panel->export_name() : QString::number(i)));
+        const QString name = panel ? panel->export_name() : charts_->widget(i)->objectName();
+        save(charts_->widget(i), QStringLiteral("panel-%1.png").arg(name.isEmpty() ? QString::number(i) : name));
     }
     charts_->setCurrentIndex(current);
     return errors;
@@ -274,6 +292,7 @@ void MainWindow::apply_chart_theme() {
     const bool dark = palette().color(QPalette::Window).lightness() < 128;
     latency_->set_dark_theme(dark);
     kv_memory_->set_dark_theme(dark);
+    for (ChartPanel* panel : batching_->panels() + phases_->panels()) panel->set_dark_theme(dark);
 }
 
 void MainWindow::export_current_chart() {

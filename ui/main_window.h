@@ -15,12 +15,14 @@ class QTabWidget;
 
 namespace inferscope::ui {
 
+class BatchingLab;
 class ChartPanel;
 class EngineController;
 class GenerationPanel;
 class KvMemoryPanel;
 class LatencyPanel;
 class ModelInfoWidget;
+class PhasesLab;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -43,6 +45,10 @@ public:
     GenerationPanel& generation_panel() { return *generation_; }
     LatencyPanel& latency_panel() { return *latency_; }
     KvMemoryPanel& kv_memory_panel() { return *kv_memory_; }
+    BatchingLab& batching_lab() { return *batching_; }
+    PhasesLab& phases_lab() { return *phases_; }
+    // Shows the tab holding `widget` (a panel or a lab).
+    void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
     QStringList recent_files() const { return recent_files_; }
 
@@ -74,6 +80,8 @@ private:
     QTabWidget* charts_;
     LatencyPanel* latency_;
     KvMemoryPanel* kv_memory_;
+    BatchingLab* batching_;
+    PhasesLab* phases_;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;
