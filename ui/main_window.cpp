@@ -18,6 +18,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
@@ -31,6 +32,7 @@
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
 #include "ui/labs/batching_lab.h"
+#include "ui/labs/outliers_lab.h"
 #include "ui/labs/phases_lab.h"
 #include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
@@ -55,13 +57,15 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       latency_(new LatencyPanel()),
       kv_memory_(new KvMemoryPanel()),
       batching_(new BatchingLab(*controller_)),
-      phases_(new PhasesLab(*controller_)) {
+      phases_(new PhasesLab(*controller_)),
+      outliers_(new OutliersLab(*controller_)) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
     charts_->addTab(latency_, tr("Step latency"));
     charts_->addTab(kv_memory_, tr("KV-cache memory"));
     charts_->addTab(batching_, tr("Batching"));
     charts_->addTab(phases_, tr("Prefill vs decode"));
+    charts_->addTab(outliers_, tr("Activation outliers"));
 
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
@@ -79,6 +83,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     connect_controller();
     connect(generation_, &GenerationPanel::generate_requested, this, &MainWindow::start_generation);
     connect(generation_, &GenerationPanel::stop_requested, this, &MainWindow::stop);
+    connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
+            [this] { outliers_->set_prompt(generation_->prompt_edit()->toPlainText()); });
     restore_settings();
     apply_chart_theme();
 }
@@ -89,6 +95,7 @@ QList<const ChartPanel*> MainWindow::chart_panels() const {
     QList<const ChartPanel*> panels{latency_, kv_memory_};
     for (const ChartPanel* panel : batching_->panels()) panels << panel;
     for (const ChartPanel* panel : phases_->panels()) panels << panel;
+    for (const ChartPanel* panel : outliers_->panels()) panels << panel;
     return panels;
 }
 
@@ -292,7 +299,7 @@ void MainWindow::apply_chart_theme() {
     const bool dark = palette().color(QPalette::Window).lightness() < 128;
     latency_->set_dark_theme(dark);
     kv_memory_->set_dark_theme(dark);
-    for (ChartPanel* panel : batching_->panels() + phases_->panels()) panel->set_dark_theme(dark);
+    for (ChartPanel* panel : batching_->panels() + phases_->panels() + outliers_->panels()) panel->set_dark_theme(dark);
 }
 
 void MainWindow::export_current_chart() {

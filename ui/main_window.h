@@ -22,6 +22,7 @@ class GenerationPanel;
 class KvMemoryPanel;
 class LatencyPanel;
 class ModelInfoWidget;
+class OutliersLab;
 class PhasesLab;
 
 class MainWindow : public QMainWindow {
@@ -47,6 +48,7 @@ public:
     KvMemoryPanel& kv_memory_panel() { return *kv_memory_; }
     BatchingLab& batching_lab() { return *batching_; }
     PhasesLab& phases_lab() { return *phases_; }
+    OutliersLab& outliers_lab() { return *outliers_; }
     // Shows the tab holding `widget` (a panel or a lab).
     void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
@@ -82,6 +84,7 @@ private:
     KvMemoryPanel* kv_memory_;
     BatchingLab* batching_;
     PhasesLab* phases_;
+    OutliersLab* outliers_;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

@@ -18,8 +18,10 @@
 #include "ui/engine_controller.h"
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/lab_measurements.h"
+#include "ui/labs/outliers_lab.h"
 #include "ui/labs/phases_lab.h"
 #include "ui/panels/batch_curve_panel.h"
+#include "ui/panels/outlier_panels.h"
 #include "ui/panels/phases_chart_panel.h"
 #include "ui/panels/serving_replay_panel.h"
 #include "ui/ui_test_support.h"
@@ -301,6 +303,74 @@ TEST_F(LabPanelTest, PhasesLabOneClickMeasuresBothTables) {
     ASSERT_EQ(direct.prefill.size(), 2u);
     EXPECT_EQ(direct.prefill[0].n_prompt, report.prefill[0].n_prompt);
     EXPECT_EQ(direct.decode[1].context, report.decode[1].context);
+}
+
+QList<QPointF> histogram_points(const LayerOutlierSummary& layer) {
+    QList<QPointF> points;
+    for (const Log2Bin& bin : layer.histogram) points.append(QPointF(std::log2(bin.upper), static_cast<double>(bin.count)));
+    return points;
+}
+
+QList<QPointF> maxima_points(const LayerOutlierSummary& layer) {
+    QList<QPointF> points;
+    for (size_t dim = 0; dim < layer.dim_max_abs.size(); ++dim) points.append(QPointF(dim, layer.dim_max_abs[dim]));
+    return points;
+}
+
+TEST_F(LabPanelTest, OutliersLabAnalysesThePromptForTheChosenLayer) {
+    EngineController& c = controller();
+    LabRecorder rec(c);
+    OutliersLab lab(c);
+    lab.show();
+    const QString prompt = QStringLiteral("The quick brown fox jumps over the lazy dog");
+    lab.layer_slider().setValue(1);
+    lab.set_prompt(prompt);
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.report()->int8_layer == 1; }, kTimeoutMs));
+    ASSERT_TRUE(rec.failures.isEmpty()) << rec.failures.front().toStdString();
+
+    // The engine, run directly on the same tokens with the same options.
+    const std::vector<TokenId> tokens = direct_model()->tokenizer().encode(prompt.toStdString(), true, true);
+    SessionOptions so;
+    so.n_ctx = static_cast<int>(tokens.size());
+    InferenceSession session(direct_model(), so);
+    const OutlierReport expected = analyze_outliers(session, tokens, lab.analysis_options());
+    ASSERT_EQ(expected.layers.size(), 4u);  // the built-in model's blocks
+    EXPECT_EQ(series_points(lab.histogram_panel(), 0), histogram_points(expected.layers[1]));
+    EXPECT_EQ(series_points(lab.maxima_panel(), 0), maxima_points(expected.layers[1]));
+    QList<QPointF> top;
+    for (const DimensionValue& t : expected.layers[1].top) top.append(QPointF(t.dim, t.value));
+    EXPECT_EQ(series_points(lab.maxima_panel(), 1), top);
+    EXPECT_EQ(top.size(), OutliersLab::kTopDimensions);
+    ASSERT_EQ(lab.int8_table().rowCount(), static_cast<int>(expected.int8.schemes.size()));
+    for (int i = 0; i < lab.int8_table().rowCount(); ++i) {
+        const Int8SchemeResult& scheme = expected.int8.schemes[static_cast<size_t>(i)];
+        EXPECT_EQ(lab.int8_table().item(i, 1)->text(), QString::number(100.0 * scheme.relative_error, 'f', 3));
+        EXPECT_EQ(lab.int8_table().item(i, 3)->text(), QString::number(scheme.median_levels_used, 'f', 1));
+    }
+    // Another layer's charts come from the report at once (its INT8 table follows).
+    lab.layer_slider().setValue(2);
+    EXPECT_EQ(series_points(lab.histogram_panel(), 0), histogram_points(expected.layers[2]));
+    ASSERT_TRUE(wait_until([&] { return lab.report()->int8_layer == 2; }, kTimeoutMs));
+}
+
+TEST_F(LabPanelTest, OutliersLabCancelsTheAnalysisOfAnOlderPrompt) {
+    EngineController& c = controller();
+    OutliersLab lab(c);
+    lab.show();
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(OutliersLab::kJob); }, kTimeoutMs));
+    LabRecorder rec(c);
+    lab.set_prompt(QStringLiteral("an older prompt that the user kept typing after"));
+    lab.run_now();
+    const QString newer = QStringLiteral("a newer prompt");
+    lab.set_prompt(newer);
+    lab.run_now();
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(OutliersLab::kJob); }, kTimeoutMs));
+    int results = 0;
+    for (const auto& f : rec.finished) results += f.kind == OutliersLab::kJob ? 1 : 0;
+    EXPECT_EQ(results, 1);
+    EXPECT_EQ(lab.report()->n_tokens,
+              static_cast<int64_t>(direct_model()->tokenizer().encode(newer.toStdString(), true, true).size()));
 }
 
 }  // namespace

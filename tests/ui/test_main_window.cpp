@@ -131,7 +131,8 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
     ASSERT_TRUE(wait_until([&] { return replayed; }, kTimeoutMs));
     QStringList names;
     for (const ChartPanel* panel : window.chart_panels()) names << panel->export_name();
-    for (const char* name : {"batch-throughput", "batch-step-latency", "batching-replay", "prefill-vs-decode"}) {
+    for (const char* name : {"batch-throughput", "batch-step-latency", "batching-replay", "prefill-vs-decode", "outlier-histogram",
+                             "outlier-dimensions"}) {
         EXPECT_TRUE(names.contains(QLatin1String(name))) << name;
     }
 

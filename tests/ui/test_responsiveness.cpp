@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSlider>
 #include <QTest>
@@ -16,6 +17,7 @@
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
 #include "ui/labs/batching_lab.h"
+#include "ui/labs/outliers_lab.h"
 #include "ui/main_window.h"
 #include "ui/ui_test_support.h"
 
@@ -100,9 +102,10 @@ TEST(Responsiveness, EventLoopStaysLiveOnA05BShapedModel) {
     EXPECT_LT(gap, kMaxGapMs);
 }
 
-// Dragging the batch-size slider queues a batched decode per position and a sweep runs the
-// whole curve: all of it on the worker thread, stale positions cancelled.
-TEST(Responsiveness, EventLoopStaysLiveWhileDraggingTheBatchSlider) {
+// Dragging the batch-size slider queues a batched decode per position, a sweep runs the
+// whole curve, and typing re-analyses the activations: all of it on the worker thread,
+// stale runs cancelled.
+TEST(Responsiveness, EventLoopStaysLiveWhileLabPanelsMeasure) {
     MainWindow window;
     window.show();
     EXPECT_TRUE(QTest::qWaitForWindowExposed(&window));
@@ -123,7 +126,13 @@ TEST(Responsiveness, EventLoopStaysLiveWhileDraggingTheBatchSlider) {
     lab.sweep_button().click();
     ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 5 && !window.controller().lab_job_running(BatchingLab::kSweepJob); },
                            kTimeoutMs));
-    std::printf("[ measured ] batch slider drag and sweep: largest event-loop gap %lld ms\n",
+    // Typing in the prompt re-analyses the activations (debounced, stale runs cancelled).
+    OutliersLab& outliers = window.outliers_lab();
+    window.show_tab(&outliers);
+    window.generation_panel().prompt_edit()->clear();
+    QTest::keyClicks(window.generation_panel().prompt_edit(), QStringLiteral("Outliers appear as you type"), Qt::NoModifier, 20);
+    ASSERT_TRUE(wait_until([&] { return outliers.analysed_prompt() == QStringLiteral("Outliers appear as you type"); }, kTimeoutMs));
+    std::printf("[ measured ] batch slider drag, sweep and typing: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
     EXPECT_GT(meter.ticks(), 10);
     EXPECT_LT(meter.max_gap_ms(), kMaxGapMs);

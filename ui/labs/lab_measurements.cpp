@@ -110,4 +110,18 @@ PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOpti
     return report;
 }
 
+OutlierReport measure_outliers(const LabContext& context, const std::string& prompt, const OutlierAnalysisOptions& options) {
+    const Model& model = context.require_model();
+    const std::vector<TokenId> tokens = model.tokenizer().encode(prompt, true, true);
+    context.throw_if_cancelled();
+    SessionOptions session_options;
+    session_options.n_threads = context.threads();
+    // A prompt longer than the model's context gets the engine's error naming both lengths.
+    session_options.n_ctx = std::clamp(static_cast<int>(tokens.size()), 1, model.config().context_length);
+    InferenceSession session(context.model(), session_options);
+    OutlierReport report = analyze_outliers(session, tokens, options);
+    context.throw_if_cancelled();
+    return report;
+}
+
 }  // namespace inferscope::ui

@@ -6,6 +6,7 @@
 
 #include "engine/eval/batch_bench.h"
 #include "engine/instruments/prefill_decode.h"
+#include "engine/probes/outlier_analysis.h"
 // Qt defines `slots` as a macro, and the scheduler has a field of that name.
 #pragma push_macro("slots")
 #undef slots
@@ -48,5 +49,9 @@ std::vector<std::pair<double, double>> latency_distribution(const ServingReport&
 // measure_phases one (prompt length, cache length) pair at a time, so that cancellation is
 // checked between pairs; both lists must have the same length.
 PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOptions& options);
+
+// analyze_outliers of `prompt` (tokenized as generation does, with BOS) on a session just
+// large enough for it; cancellation is checked before and after the single pass.
+OutlierReport measure_outliers(const LabContext& context, const std::string& prompt, const OutlierAnalysisOptions& options);
 
 }  // namespace inferscope::ui
