@@ -19,8 +19,8 @@ namespace inferscope::ui {
 
 struct BatchRunSettings {
     std::vector<int> batch_sizes = {1};
-    int prompt_tokens = 16;    // PP: each sequence's cache before decoding
-    int generate_tokens = 8;   // TG: decode steps measured
+    int prompt_tokens = 32;    // PP: each sequence's cache before decoding
+    int generate_tokens = 16;  // TG: decode steps measured (fewer are too noisy on small models)
 };
 
 // run_batch_bench on a session with room for max(batch_sizes) sequences of PP + TG tokens;

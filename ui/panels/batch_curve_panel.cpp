@@ -22,7 +22,7 @@ BatchCurvePanel::BatchCurvePanel(Metric metric, QWidget* parent)
     x->setTitleText(tr("batch size B (sequences)"));
     x->setLabelFormat(QStringLiteral("%d"));
     auto* y = new QValueAxis();
-    y->setTitleText(throughput ? tr("decode throughput (tokens/s)") : tr("step time (ms/step)"));
+    y->setTitleText(throughput ? tr("tokens/s (all requests)") : tr("ms per step"));
     chart()->addAxis(x, Qt::AlignBottom);
     chart()->addAxis(y, Qt::AlignLeft);
     for (QXYSeries* s : std::initializer_list<QXYSeries*>{curve_, knee_}) {

@@ -32,7 +32,7 @@ OutlierHistogramPanel::OutlierHistogramPanel(QWidget* parent)
     chart()->setTitle(tr("Per-dimension max |h|: log2 histogram"));
     bins_->setName(tr("dimensions per bin"));
     bins_->setPointsVisible(true);
-    auto* x = axis(tr("log2 of the bin's upper bound (max |h| < 2^x)"), true);
+    auto* x = axis(tr("bin: max |h| < 2^x"), true);
     auto* y = axis(tr("dimensions"), true);
     add_series(chart(), {bins_}, x, y);
     set_axes(x, y);
@@ -43,7 +43,7 @@ void OutlierHistogramPanel::set_layer(const LayerOutlierSummary& layer, const QS
     QList<QPointF> points;
     for (const Log2Bin& bin : layer.histogram) points.append(QPointF(std::log2(bin.upper), static_cast<double>(bin.count)));
     bins_->replace(points);
-    chart()->setTitle(tr("Layer %1 %2: log2 histogram of the per-dimension max |h| over %3 tokens")
+    chart()->setTitle(tr("Layer %1 %2: max |h| per dimension, log2 bins (%3 tokens)")
                           .arg(layer.layer)
                           .arg(tensor)
                           .arg(layer.n_tokens));

@@ -22,7 +22,7 @@ ServingReplayPanel::ServingReplayPanel(QWidget* parent)
     auto* x = new QValueAxis();
     x->setTitleText(tr("end-to-end latency (s)"));
     auto* y = new QValueAxis();
-    y->setTitleText(tr("requests finished within it (%)"));
+    y->setTitleText(tr("requests done (%)"));
     chart()->addAxis(x, Qt::AlignBottom);
     chart()->addAxis(y, Qt::AlignLeft);
     for (QXYSeries* s : std::initializer_list<QXYSeries*>{static_, continuous_}) {
