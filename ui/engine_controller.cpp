@@ -113,6 +113,8 @@ void EngineController::finish_request(quint64 request) {
 }
 
 void EngineController::load_model(const QString& path) {
+    // Lab jobs measure the model they started on; their results would not fit the new one.
+    for (const CurrentLabJob& job : std::as_const(lab_jobs_)) job.cancelled->store(true);
     const quint64 request = start_request();
     QMetaObject::invokeMethod(worker_, [worker = worker_, request, path] { worker->load(request, path); },
                               Qt::QueuedConnection);

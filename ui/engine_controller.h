@@ -32,7 +32,8 @@ public:
     ~EngineController() override;
 
     // Loads a GGUF file, or the built-in synthetic model for an empty path. The current
-    // model stays in use until the new one is complete; on failure it stays loaded.
+    // model stays in use until the new one is complete; on failure it stays loaded. Running
+    // lab jobs are cancelled.
     void load_model(const QString& path);
     void generate(const GenerationRequest& request);
     // Stops the running request (load or generation) at its next token or page.
