@@ -263,6 +263,20 @@ TEST_F(LabPanelTest, BatchingLabSweepMeasuresTheCurveWithProgressAndMarksTheKnee
     }
 }
 
+TEST_F(LabPanelTest, BatchingLabSweepButtonCancelsARunningSweep) {
+    EngineController& c = controller();
+    LabRecorder rec(c);
+    BatchingLab lab(c);
+    lab.set_run_settings(64, 32, {1, 2, 4, 8, 16, 32, 64});
+    lab.sweep_button().click();
+    EXPECT_TRUE(lab.sweep_button().text().contains(QLatin1String("Cancel")));
+    lab.sweep_button().click();
+    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));
+    EXPECT_EQ(rec.result_of(BatchingLab::kSweepJob), nullptr);
+    EXPECT_TRUE(lab.rows().empty());
+    EXPECT_FALSE(lab.sweep_button().text().contains(QLatin1String("Cancel")));
+}
+
 TEST_F(LabPanelTest, PhasesLabOneClickMeasuresBothTables) {
     EngineController& c = controller();
     PhasesLab lab(c);

@@ -58,7 +58,7 @@ QWidget* BatchingLab::build_controls() {
     batch_slider_->setToolTip(tr("Moving it measures a short batched decode at this batch size on the loaded model"));
     batch_label_ = new QLabel(tr("B = %1").arg(1));
     sweep_button_ = new QPushButton(tr("&Sweep"));
-    sweep_button_->setToolTip(tr("Measure the whole curve: B = 1, 2, 4 … 64"));
+    sweep_button_->setToolTip(tr("Measure the whole curve: B = 1, 2, 4 … 64 (press again to cancel)"));
     progress_ = new QProgressBar();
     progress_->setRange(0, 1000);
     progress_->setMaximumWidth(200);
@@ -120,15 +120,15 @@ void BatchingLab::connect_controller() {
             replay_->set_result(std::any_cast<const ReplayResult&>(result));
             emit replay_changed();
         }
-        if (kind == kSweepJob) progress_->hide();
+        if (kind == kSweepJob) end_sweep();
     });
     connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
         if (!kind.startsWith(QStringLiteral("batching/"))) return;
-        if (kind == kSweepJob) progress_->hide();
+        if (kind == kSweepJob) end_sweep();
         status_->setText(tr("Measurement failed: %1").arg(message));
     });
     connect(&controller_, &EngineController::lab_job_cancelled, this, [this](const QString& kind, quint64) {
-        if (kind == kSweepJob) progress_->hide();
+        if (kind == kSweepJob) end_sweep();
     });
 }
 
@@ -144,9 +144,20 @@ void BatchingLab::set_run_settings(int prompt_tokens, int generate_tokens, std::
 }
 
 void BatchingLab::sweep() {
+    // While a sweep runs, the same button cancels it.
+    if (controller_.lab_job_running(kSweepJob)) {
+        controller_.cancel_lab_job(kSweepJob);
+        return;
+    }
     progress_->setValue(0);
     progress_->show();
+    sweep_button_->setText(tr("Cancel &sweep"));
     measure(kSweepJob, sweep_batches_);
+}
+
+void BatchingLab::end_sweep() {
+    progress_->hide();
+    sweep_button_->setText(tr("&Sweep"));
 }
 
 void BatchingLab::measure(const QString& kind, std::vector<int> batch_sizes) {

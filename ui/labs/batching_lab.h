@@ -48,6 +48,7 @@ public:
     TraceOptions trace_options() const;
     int replay_slots() const;
 
+    // Starts a sweep, or cancels the running one.
     void sweep();
 
 signals:
@@ -63,6 +64,7 @@ private:
     void replay();
     void show_progress(const QString& kind, quint64 job, double fraction, const QString& stage);
     void set_model_ready(bool ready);
+    void end_sweep();
 
     EngineController& controller_;
     QSlider* batch_slider_;
