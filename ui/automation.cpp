@@ -5,6 +5,9 @@
 
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
+#include "ui/labs/batching_lab.h"
+#include "ui/labs/outliers_lab.h"
+#include "ui/labs/phases_lab.h"
 #include "ui/main_window.h"
 
 namespace inferscope::ui {
@@ -17,6 +20,10 @@ AutomationRunner::AutomationRunner(MainWindow& window, AutomationOptions options
     // Each stage ends when the controller goes idle.
     connect(&c, &EngineController::busy_changed, this, [this](bool busy) {
         if (!busy) on_idle();
+    });
+    connect(&c, &EngineController::lab_job_finished, this, [this](const QString& kind) { on_lab_job_done(kind); });
+    connect(&c, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
+        if (pending_lab_jobs_.contains(kind)) fail(message);
     });
 }
 
@@ -37,7 +44,27 @@ void AutomationRunner::on_idle() {
             return;
         }
     }
-    complete();
+    if (options_.measure_labs && stage_ != Stage::MeasuringLabs) return measure_labs();
+    if (stage_ != Stage::MeasuringLabs) complete();
+}
+
+void AutomationRunner::measure_labs() {
+    stage_ = Stage::MeasuringLabs;
+    // The replay follows the sweep; each lab reports its result through the controller.
+    pending_lab_jobs_ = {BatchingLab::kSweepJob, BatchingLab::kReplayJob, PhasesLab::kJob};
+    if (!options_.prompt.isEmpty()) window_.generation_panel().set_prompt(options_.prompt);
+    window_.batching_lab().sweep();
+    window_.phases_lab().measure();
+    // Without a prompt there is nothing to analyse; the outlier charts stay empty.
+    if (!window_.generation_panel().prompt_edit()->toPlainText().trimmed().isEmpty()) {
+        pending_lab_jobs_.insert(OutliersLab::kJob);
+        window_.outliers_lab().run_now();
+    }
+}
+
+void AutomationRunner::on_lab_job_done(const QString& kind) {
+    if (stage_ != Stage::MeasuringLabs || !pending_lab_jobs_.remove(kind)) return;
+    if (pending_lab_jobs_.isEmpty()) complete();
 }
 
 void AutomationRunner::complete() {

@@ -1,9 +1,11 @@
 #pragma once
 // Headless runs of the app for reports and tests:
-//   inferscope --model F --prompt TEXT --generate N --export-all DIR --quit
-// loads the model (the built-in one when none is given), generates, exports every chart
-// and quits with status 0, or 1 after printing the first error.
+//   inferscope --model F --prompt TEXT --generate N [--measure-labs] --export-all DIR --quit
+// loads the model (the built-in one when none is given), generates, optionally runs the lab
+// panels' measurements, exports every chart and quits with status 0, or 1 after printing
+// the first error.
 #include <QObject>
+#include <QSet>
 #include <QString>
 
 namespace inferscope::ui {
@@ -17,6 +19,7 @@ struct AutomationOptions {
     QString export_dir;   // empty: no export
     QString screenshot_dir;  // empty: none; else PNGs of the window and of each chart tab
     bool quit = false;    // quit when done
+    bool measure_labs = false;  // run the lab panels' measurements before exporting
 };
 
 class AutomationRunner : public QObject {
@@ -29,8 +32,10 @@ signals:
     void finished(int exit_code);
 
 private:
-    enum class Stage { Loading, Generating, Done };
+    enum class Stage { Loading, Generating, MeasuringLabs, Done };
     void on_idle();
+    void measure_labs();
+    void on_lab_job_done(const QString& kind);
     void fail(const QString& message);
     void complete();
 
@@ -38,6 +43,7 @@ private:
     AutomationOptions options_;
     Stage stage_ = Stage::Loading;
     bool failed_ = false;
+    QSet<QString> pending_lab_jobs_;
 };
 
 }  // namespace inferscope::ui

@@ -14,6 +14,7 @@ EngineController::EngineController(QObject* parent) : QObject(parent), worker_(n
     qRegisterMetaType<GenerationRequest>();
     qRegisterMetaType<StepRecord>();
     qRegisterMetaType<GenerationReport>();
+    qRegisterMetaType<std::any>();
     thread_.setObjectName(QStringLiteral("inferscope-engine"));
     worker_->moveToThread(&thread_);
     connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
@@ -21,6 +22,7 @@ EngineController::EngineController(QObject* parent) : QObject(parent), worker_(n
     flush_timer_.setInterval(kFlushIntervalMs);
     connect(&flush_timer_, &QTimer::timeout, this, &EngineController::flush_pending);
     connect_worker();
+    connect_lab_jobs();
     // The engine's threads (this one and the pool threads it creates, which inherit its nice
     // value on Linux) run at a lower priority than the UI thread: they use whole cores for
     // seconds at a time, and the window must keep answering meanwhile.
@@ -30,6 +32,7 @@ EngineController::EngineController(QObject* parent) : QObject(parent), worker_(n
 
 EngineController::~EngineController() {
     cancel();
+    for (const CurrentLabJob& job : std::as_const(lab_jobs_)) job.cancelled->store(true);
     thread_.quit();
     thread_.wait();
 }
@@ -110,6 +113,8 @@ void EngineController::finish_request(quint64 request) {
 }
 
 void EngineController::load_model(const QString& path) {
+    // Lab jobs measure the model they started on; their results would not fit the new one.
+    for (const CurrentLabJob& job : std::as_const(lab_jobs_)) job.cancelled->store(true);
     const quint64 request = start_request();
     QMetaObject::invokeMethod(worker_, [worker = worker_, request, path] { worker->load(request, path); },
                               Qt::QueuedConnection);
@@ -131,6 +136,48 @@ void EngineController::set_threads(int threads) {
     const quint64 request = start_request();
     QMetaObject::invokeMethod(worker_, [worker = worker_, request, threads] { worker->set_threads(request, threads); },
                               Qt::QueuedConnection);
+}
+
+void EngineController::connect_lab_jobs() {
+    connect(worker_, &EngineWorker::lab_job_progress, this,
+            [this](const QString& kind, quint64 job, double fraction, const QString& stage) {
+                if (take_current_lab_job(kind, job, false)) emit lab_job_progress(kind, job, fraction, stage);
+            });
+    connect(worker_, &EngineWorker::lab_job_finished, this, [this](const QString& kind, quint64 job, const std::any& result) {
+        if (take_current_lab_job(kind, job, true)) emit lab_job_finished(kind, job, result);
+    });
+    connect(worker_, &EngineWorker::lab_job_failed, this, [this](const QString& kind, quint64 job, const QString& message) {
+        if (take_current_lab_job(kind, job, true)) emit lab_job_failed(kind, job, message);
+    });
+    connect(worker_, &EngineWorker::lab_job_cancelled, this, [this](const QString& kind, quint64 job) {
+        if (take_current_lab_job(kind, job, true)) emit lab_job_cancelled(kind, job);
+    });
+}
+
+bool EngineController::take_current_lab_job(const QString& kind, quint64 job, bool ends) {
+    const auto it = lab_jobs_.constFind(kind);
+    if (it == lab_jobs_.cend() || it->id != job) return false;
+    if (ends) lab_jobs_.erase(it);
+    return true;
+}
+
+quint64 EngineController::run_lab_job(const LabJob& job) {
+    const auto previous = lab_jobs_.constFind(job.kind);
+    if (previous != lab_jobs_.cend()) previous->cancelled->store(true);
+    CurrentLabJob current{++last_lab_job_, std::make_shared<std::atomic<bool>>(false)};
+    lab_jobs_.insert(job.kind, current);
+    QMetaObject::invokeMethod(
+        worker_,
+        [worker = worker_, id = current.id, job, cancelled = std::shared_ptr<const std::atomic<bool>>(current.cancelled)] {
+            worker->run_lab_job(id, job, cancelled);
+        },
+        Qt::QueuedConnection);
+    return current.id;
+}
+
+void EngineController::cancel_lab_job(const QString& kind) {
+    const auto it = lab_jobs_.constFind(kind);
+    if (it != lab_jobs_.cend()) it->cancelled->store(true);
 }
 
 }  // namespace inferscope::ui

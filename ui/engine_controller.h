@@ -7,6 +7,11 @@
 // Steps and generated text arrive far faster than a screen refreshes (a small model makes
 // hundreds of steps per second), so they are delivered in batches at most every
 // kFlushIntervalMs; everything pending is delivered before a generation's report.
+//
+// Lab jobs (ui/lab_job.h) are the panels' engine work. They run on the same worker thread,
+// in order with loads and generations, and are independent of them: each kind has at most
+// one current job, and starting another of the same kind cancels it (its result is dropped).
+#include <QHash>
 #include <QObject>
 #include <QThread>
 #include <QTimer>
@@ -14,6 +19,7 @@
 #include <atomic>
 
 #include "ui/engine_types.h"
+#include "ui/lab_job.h"
 
 namespace inferscope::ui {
 
@@ -26,13 +32,21 @@ public:
     ~EngineController() override;
 
     // Loads a GGUF file, or the built-in synthetic model for an empty path. The current
-    // model stays in use until the new one is complete; on failure it stays loaded.
+    // model stays in use until the new one is complete; on failure it stays loaded. Running
+    // lab jobs are cancelled.
     void load_model(const QString& path);
     void generate(const GenerationRequest& request);
     // Stops the running request (load or generation) at its next token or page.
     void cancel();
     // Runs the engine on `threads` CPU threads (0: one per physical core) from now on.
     void set_threads(int threads);
+
+    // Queues `job` on the worker and returns its id; an unfinished job of the same kind is
+    // cancelled (at its next cancellation check) and its signals are never emitted.
+    quint64 run_lab_job(const LabJob& job);
+    // Cancels the current job of `kind`, if any; lab_job_cancelled follows when it stops.
+    void cancel_lab_job(const QString& kind);
+    bool lab_job_running(const QString& kind) const { return lab_jobs_.contains(kind); }
 
     bool busy() const { return busy_; }
     bool has_model() const { return has_model_; }
@@ -50,6 +64,11 @@ signals:
     void generation_finished(const inferscope::ui::GenerationReport& report);
     void generation_failed(const QString& message);
     void busy_changed(bool busy);
+    // Only for the current job of each kind.
+    void lab_job_progress(const QString& kind, quint64 job, double fraction, const QString& stage);
+    void lab_job_finished(const QString& kind, quint64 job, const std::any& result);
+    void lab_job_failed(const QString& kind, quint64 job, const QString& message);
+    void lab_job_cancelled(const QString& kind, quint64 job);
 
 private:
     quint64 start_request();
@@ -57,6 +76,14 @@ private:
     bool is_current(quint64 request) const { return request == latest_request_.load(); }
     void connect_worker();
     void flush_pending();
+    void connect_lab_jobs();
+    // Whether `job` is the current one of `kind`; if so and `ends` is set, it stops being so.
+    bool take_current_lab_job(const QString& kind, quint64 job, bool ends);
+
+    struct CurrentLabJob {
+        quint64 id = 0;
+        std::shared_ptr<std::atomic<bool>> cancelled;
+    };
 
     static constexpr int kFlushIntervalMs = 30;
     QThread thread_;
@@ -68,6 +95,8 @@ private:
     bool busy_ = false;
     bool has_model_ = false;
     ModelSummary model_;
+    quint64 last_lab_job_ = 0;
+    QHash<QString, CurrentLabJob> lab_jobs_;  // by kind
 };
 
 }  // namespace inferscope::ui

@@ -245,4 +245,28 @@ void EngineWorker::generate(quint64 request, const GenerationRequest& request_da
     emit request_finished(request);
 }
 
+void EngineWorker::run_lab_job(quint64 job, const LabJob& lab_job, std::shared_ptr<const std::atomic<bool>> cancelled) {
+    const QString kind = lab_job.kind;
+    // A job replaced while it waited in the queue never starts.
+    if (cancelled->load()) {
+        emit lab_job_cancelled(kind, job);
+        return;
+    }
+    const LabContext context(model_, threads_, cancelled, [this, kind, job](double fraction, const QString& stage) {
+        emit lab_job_progress(kind, job, fraction, stage);
+    });
+    try {
+        std::any result = lab_job.run(context);
+        if (cancelled->load()) {
+            emit lab_job_cancelled(kind, job);
+        } else {
+            emit lab_job_finished(kind, job, result);
+        }
+    } catch (const LabJobCancelled&) {
+        emit lab_job_cancelled(kind, job);
+    } catch (const std::exception& e) {
+        emit lab_job_failed(kind, job, QString::fromUtf8(e.what()));
+    }
+}
+
 }  // namespace inferscope::ui

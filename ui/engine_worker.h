@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "ui/engine_types.h"
+#include "ui/lab_job.h"
 
 namespace inferscope {
 class Model;
@@ -30,6 +31,9 @@ public:
     // Each runs to completion (or cancellation) on the worker thread.
     void load(quint64 request, const QString& path);
     void generate(quint64 request, const GenerationRequest& request_data);
+    // Runs a panel's job on the loaded model; it stops early once `cancelled` is set. Exactly
+    // one of lab_job_finished, lab_job_failed and lab_job_cancelled follows.
+    void run_lab_job(quint64 job, const LabJob& lab_job, std::shared_ptr<const std::atomic<bool>> cancelled);
 
 signals:
     void preview_ready(quint64 request, const inferscope::ui::ModelSummary& summary);
@@ -44,6 +48,10 @@ signals:
     void generation_failed(quint64 request, const QString& message);
     // Emitted last for every load and generate call, whatever its outcome.
     void request_finished(quint64 request);
+    void lab_job_progress(const QString& kind, quint64 job, double fraction, const QString& stage);
+    void lab_job_finished(const QString& kind, quint64 job, const std::any& result);
+    void lab_job_failed(const QString& kind, quint64 job, const QString& message);
+    void lab_job_cancelled(const QString& kind, quint64 job);
 
 private:
     bool is_stale(quint64 request) const { return request != latest_request_.load(); }

@@ -18,6 +18,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
@@ -31,6 +32,9 @@
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
 #include "ui/gpu_memory_probe.h"
+#include "ui/labs/batching_lab.h"
+#include "ui/labs/outliers_lab.h"
+#include "ui/labs/phases_lab.h"
 #include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
@@ -58,7 +62,10 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       kv_memory_(new KvMemoryPanel()),
       memory_planner_(new MemoryPlannerPanel()),
       speculative_(new SpeculativePanel()),
-      gpu_probe_(new GpuMemoryProbe(this)) {
+      gpu_probe_(new GpuMemoryProbe(this)),
+      batching_(new BatchingLab(*controller_)),
+      phases_(new PhasesLab(*controller_)),
+      outliers_(new OutliersLab(*controller_)) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
     charts_->addTab(latency_, tr("Step latency"));
@@ -69,6 +76,9 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
         for (const GpuMemory& g : gpus) memory_planner_->add_detected_memory(g.device, g.budget_bytes / kBytesPerGiB);
     });
     gpu_probe_->start();
+    charts_->addTab(batching_, tr("Batching"));
+    charts_->addTab(phases_, tr("Prefill vs decode"));
+    charts_->addTab(outliers_, tr("Activation outliers"));
 
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
@@ -86,13 +96,27 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     connect_controller();
     connect(generation_, &GenerationPanel::generate_requested, this, &MainWindow::start_generation);
     connect(generation_, &GenerationPanel::stop_requested, this, &MainWindow::stop);
+    connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
+            [this] { outliers_->set_prompt(generation_->prompt_edit()->toPlainText()); });
     restore_settings();
     apply_chart_theme();
 }
 
 MainWindow::~MainWindow() = default;
 
-QList<const ChartPanel*> MainWindow::chart_panels() const { return {latency_, kv_memory_, memory_planner_, speculative_}; }
+QList<const ChartPanel*> MainWindow::chart_panels() const {
+    QList<const ChartPanel*> panels{latency_, kv_memory_, memory_planner_, speculative_};
+    for (const ChartPanel* panel : batching_->panels()) panels << panel;
+    for (const ChartPanel* panel : phases_->panels()) panels << panel;
+    for (const ChartPanel* panel : outliers_->panels()) panels << panel;
+    return panels;
+}
+
+void MainWindow::show_tab(QWidget* widget) {
+    for (int i = 0; i < charts_->count(); ++i) {
+        if (charts_->widget(i) == widget || charts_->widget(i)->isAncestorOf(widget)) charts_->setCurrentIndex(i);
+    }
+}
 
 QWidget* MainWindow::build_backend_row() {
     auto* row = new QWidget();
@@ -249,7 +273,8 @@ QStringList MainWindow::save_screenshots(const QString& dir) {
     for (int i = 0; i < charts_->count(); ++i) {
         charts_->setCurrentIndex(i);
         const auto* panel = qobject_cast<const ChartPanel*>(charts_->widget(i));
-        save(charts_->widget(i), QStringLiteral("panel-%1.png").arg(panel ? panel->export_name() : QString::number(i)));
+        const QString name = panel ? panel->export_name() : charts_->widget(i)->objectName();
+        save(charts_->widget(i), QStringLiteral("panel-%1.png").arg(name.isEmpty() ? QString::number(i) : name));
     }
     charts_->setCurrentIndex(current);
     return errors;
@@ -290,6 +315,7 @@ void MainWindow::apply_chart_theme() {
     kv_memory_->set_dark_theme(dark);
     memory_planner_->set_dark_theme(dark);
     speculative_->set_dark_theme(dark);
+    for (ChartPanel* panel : batching_->panels() + phases_->panels() + outliers_->panels()) panel->set_dark_theme(dark);
 }
 
 void MainWindow::export_current_chart() {

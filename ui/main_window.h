@@ -15,6 +15,7 @@ class QTabWidget;
 
 namespace inferscope::ui {
 
+class BatchingLab;
 class ChartPanel;
 class EngineController;
 class GenerationPanel;
@@ -24,6 +25,8 @@ class LatencyPanel;
 class MemoryPlannerPanel;
 class ModelInfoWidget;
 class SpeculativePanel;
+class OutliersLab;
+class PhasesLab;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -48,6 +51,11 @@ public:
     KvMemoryPanel& kv_memory_panel() { return *kv_memory_; }
     MemoryPlannerPanel& memory_planner_panel() { return *memory_planner_; }
     SpeculativePanel& speculative_panel() { return *speculative_; }
+    BatchingLab& batching_lab() { return *batching_; }
+    PhasesLab& phases_lab() { return *phases_; }
+    OutliersLab& outliers_lab() { return *outliers_; }
+    // Shows the tab holding `widget` (a panel or a lab).
+    void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
     QStringList recent_files() const { return recent_files_; }
 
@@ -82,6 +90,9 @@ private:
     MemoryPlannerPanel* memory_planner_;
     SpeculativePanel* speculative_;
     GpuMemoryProbe* gpu_probe_;
+    BatchingLab* batching_;
+    PhasesLab* phases_;
+    OutliersLab* outliers_;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

@@ -55,7 +55,11 @@ int main(int argc, char** argv) {
     const QCommandLineOption screenshot_option(
         QStringLiteral("screenshots"), QApplication::tr("Show the window and save PNGs of it and of each chart into a folder."),
         QStringLiteral("dir"));
-    parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option, screenshot_option});
+    const QCommandLineOption labs_option(
+        QStringLiteral("measure-labs"),
+        QApplication::tr("Before exporting, run the lab panels' measurements (batch sweep and replay, prefill vs decode, "
+                         "activation outliers of the prompt)."));
+    parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option, screenshot_option, labs_option});
     parser.process(app);
 
     inferscope::ui::AutomationOptions options;
@@ -71,6 +75,7 @@ int main(int argc, char** argv) {
     options.export_dir = parser.value(export_option);
     options.quit = parser.isSet(quit_option);
     options.screenshot_dir = parser.value(screenshot_option);
+    options.measure_labs = parser.isSet(labs_option);
     const bool show_window = !options.quit || !options.screenshot_dir.isEmpty();
 
     inferscope::ui::MainWindow window(/*interactive=*/!options.quit);

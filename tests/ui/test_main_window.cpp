@@ -6,12 +6,16 @@
 #include <QFile>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QSlider>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
+#include "ui/labs/batching_lab.h"
+#include "ui/panels/batch_curve_panel.h"
+#include "ui/panels/serving_replay_panel.h"
 #include "ui/main_window.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
@@ -119,6 +123,18 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
     window.generation_panel().set_n_predict(8);
     window.start_generation();
     ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    // One measured batch size fills the batching curves and the replay.
+    bool replayed = false;
+    QObject::connect(&window.batching_lab(), &BatchingLab::replay_changed, [&] { replayed = true; });
+    window.batching_lab().set_run_settings(8, 4, {1, 2});
+    window.batching_lab().batch_slider().setValue(2);
+    ASSERT_TRUE(wait_until([&] { return replayed; }, kTimeoutMs));
+    QStringList names;
+    for (const ChartPanel* panel : window.chart_panels()) names << panel->export_name();
+    for (const char* name : {"batch-throughput", "batch-step-latency", "batching-replay", "prefill-vs-decode", "outlier-histogram",
+                             "outlier-dimensions"}) {
+        EXPECT_TRUE(names.contains(QLatin1String(name))) << name;
+    }
 
     QTemporaryDir dir;
     ASSERT_TRUE(window.export_all_charts(dir.path()).isEmpty());
@@ -148,7 +164,16 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
             }
         }
         EXPECT_EQ(rows, expected) << panel->export_name().toStdString();
-        EXPECT_GT(rows.size(), 8);
+        // The lab panels stay empty until measured (tests/ui/test_lab_panels.cpp fills them).
+        if (panel == &window.latency_panel() || panel == &window.kv_memory_panel()) {
+            EXPECT_GT(rows.size(), 8);
+        }
+        if (panel == &window.batching_lab().throughput_panel()) {
+            EXPECT_EQ(rows.size(), 1);
+        }
+        if (panel == &window.batching_lab().replay_panel()) {
+            EXPECT_EQ(rows.size(), 2 * 64);  // two policies, 64 requests
+        }
     }
 }
 

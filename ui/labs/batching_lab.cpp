@@ -1,0 +1,238 @@
+#include "ui/labs/batching_lab.h"
+
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "ui/engine_controller.h"
+#include "ui/panels/batch_curve_panel.h"
+#include "ui/panels/serving_replay_panel.h"
+
+namespace inferscope::ui {
+namespace {
+
+constexpr int kMaxBatch = 64;
+const BatchBenchOptions kBenchDefaults;
+
+QSpinBox* spin_box(int min, int max, int value, const QString& suffix) {
+    auto* box = new QSpinBox();
+    box->setRange(min, max);
+    box->setValue(value);
+    box->setSuffix(suffix);
+    return box;
+}
+
+}  // namespace
+
+BatchingLab::BatchingLab(EngineController& controller, QWidget* parent)
+    : QWidget(parent),
+      controller_(controller),
+      throughput_(new BatchCurvePanel(BatchCurvePanel::Metric::AggregateTokensPerS)),
+      step_(new BatchCurvePanel(BatchCurvePanel::Metric::MsPerStep)),
+      replay_(new ServingReplayPanel()) {
+    setObjectName(QStringLiteral("batching"));
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(build_controls());
+    auto* curves = new QHBoxLayout();
+    curves->addWidget(throughput_);
+    curves->addWidget(step_);
+    layout->addLayout(curves, 1);
+    layout->addWidget(build_replay_controls());
+    layout->addWidget(replay_, 1);
+    connect_controller();
+    set_model_ready(controller_.has_model());
+}
+
+QWidget* BatchingLab::build_controls() {
+    auto* box = new QWidget();
+    auto* layout = new QVBoxLayout(box);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* row = new QHBoxLayout();
+    batch_slider_ = new QSlider(Qt::Horizontal);
+    batch_slider_->setRange(1, kMaxBatch);
+    batch_slider_->setToolTip(tr("Moving it measures a short batched decode at this batch size on the loaded model"));
+    batch_label_ = new QLabel(tr("B = %1").arg(1));
+    sweep_button_ = new QPushButton(tr("&Sweep"));
+    sweep_button_->setToolTip(tr("Measure the whole curve: B = 1, 2, 4 … 64 (press again to cancel)"));
+    progress_ = new QProgressBar();
+    progress_->setRange(0, 1000);
+    progress_->setMaximumWidth(200);
+    progress_->hide();
+    auto* slider_label = new QLabel(tr("&Batch size (sequences):"));
+    slider_label->setBuddy(batch_slider_);
+    row->addWidget(slider_label);
+    row->addWidget(batch_slider_, 1);
+    row->addWidget(batch_label_);
+    row->addWidget(sweep_button_);
+    row->addWidget(progress_);
+    layout->addLayout(row);
+    knee_label_ = new QLabel(tr("Move the slider or sweep to measure the curve."));
+    knee_label_->setWordWrap(true);
+    status_ = new QLabel();
+    layout->addWidget(knee_label_);
+    layout->addWidget(status_);
+    connect(batch_slider_, &QSlider::valueChanged, this, [this](int batch) {
+        batch_label_->setText(tr("B = %1").arg(batch));
+        measure(kPointJob, {batch});
+    });
+    connect(sweep_button_, &QPushButton::clicked, this, &BatchingLab::sweep);
+    return box;
+}
+
+QWidget* BatchingLab::build_replay_controls() {
+    const TraceOptions defaults;
+    auto* box = new QWidget();
+    auto* row = new QHBoxLayout(box);
+    row->setContentsMargins(0, 0, 0, 0);
+    requests_ = spin_box(1, 4096, defaults.requests, tr(" requests"));
+    median_tokens_ = spin_box(1, 4096, static_cast<int>(defaults.median_output_tokens), tr(" tokens median"));
+    max_tokens_ = spin_box(1, 4096, defaults.max_output_tokens, tr(" tokens max"));
+    slots_ = spin_box(1, kMaxBatch, 8, tr(" slots"));
+    row->addWidget(new QLabel(tr("Replayed trace (all arriving at once):")));
+    for (QSpinBox* s : {requests_, median_tokens_, max_tokens_, slots_}) {
+        row->addWidget(s);
+        connect(s, &QSpinBox::valueChanged, this, &BatchingLab::replay);
+    }
+    row->addStretch();
+    return box;
+}
+
+void BatchingLab::connect_controller() {
+    connect(&controller_, &EngineController::model_loaded, this, [this] {
+        // Points of another model (or thread count) would mix two curves.
+        rows_.clear();
+        throughput_->set_rows({}, 0);
+        step_->set_rows({}, 0);
+        knee_label_->setText(tr("Move the slider or sweep to measure the curve."));
+        set_model_ready(true);
+        emit rows_changed();
+    });
+    connect(&controller_, &EngineController::lab_job_progress, this, &BatchingLab::show_progress);
+    connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
+        if (kind == kPointJob || kind == kSweepJob) {
+            add_rows(std::any_cast<const BatchBenchReport&>(result), kind == kSweepJob);
+        } else if (kind == kReplayJob) {
+            replay_->set_result(std::any_cast<const ReplayResult&>(result));
+            emit replay_changed();
+        }
+        if (kind == kSweepJob) end_sweep();
+    });
+    connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
+        if (!kind.startsWith(QStringLiteral("batching/"))) return;
+        if (kind == kSweepJob) end_sweep();
+        status_->setText(tr("Measurement failed: %1").arg(message));
+    });
+    connect(&controller_, &EngineController::lab_job_cancelled, this, [this](const QString& kind, quint64) {
+        if (kind == kSweepJob) end_sweep();
+    });
+}
+
+void BatchingLab::set_model_ready(bool ready) {
+    batch_slider_->setEnabled(ready);
+    sweep_button_->setEnabled(ready);
+}
+
+void BatchingLab::set_run_settings(int prompt_tokens, int generate_tokens, std::vector<int> sweep_batches) {
+    point_settings_.prompt_tokens = prompt_tokens;
+    point_settings_.generate_tokens = generate_tokens;
+    sweep_batches_ = std::move(sweep_batches);
+}
+
+void BatchingLab::sweep() {
+    // While a sweep runs, the same button cancels it.
+    if (controller_.lab_job_running(kSweepJob)) {
+        controller_.cancel_lab_job(kSweepJob);
+        return;
+    }
+    progress_->setValue(0);
+    progress_->show();
+    sweep_button_->setText(tr("Cancel &sweep"));
+    measure(kSweepJob, sweep_batches_);
+}
+
+void BatchingLab::end_sweep() {
+    progress_->hide();
+    sweep_button_->setText(tr("&Sweep"));
+}
+
+void BatchingLab::measure(const QString& kind, std::vector<int> batch_sizes) {
+    BatchRunSettings settings = point_settings_;
+    settings.batch_sizes = std::move(batch_sizes);
+    status_->setText(tr("Measuring…"));
+    controller_.run_lab_job({kind, [settings](const LabContext& context) -> std::any {
+                                 return measure_batch_sizes(context, settings);
+                             }});
+}
+
+void BatchingLab::show_progress(const QString& kind, quint64, double fraction, const QString& stage) {
+    if (kind != kSweepJob) return;
+    progress_->setValue(static_cast<int>(fraction * 1000));
+    progress_->setFormat(stage);
+}
+
+void BatchingLab::add_rows(const BatchBenchReport& report, bool replace_all) {
+    if (replace_all) rows_.clear();
+    for (const BatchBenchRow& row : report.rows) rows_[row.batch] = row;
+    const std::vector<BatchBenchRow> sorted = rows();
+    const int knee = knee_batch();
+    throughput_->set_rows(sorted, knee);
+    step_->set_rows(sorted, knee);
+    knee_label_->setText(knee_text());
+    status_->setText(tr("Each point: B sequences with %1 cached tokens each, then %2 decode steps of B tokens.")
+                         .arg(point_settings_.prompt_tokens)
+                         .arg(point_settings_.generate_tokens));
+    emit rows_changed();
+    replay();
+}
+
+std::vector<BatchBenchRow> BatchingLab::rows() const {
+    std::vector<BatchBenchRow> sorted;
+    for (const auto& [batch, row] : rows_) sorted.push_back(row);
+    return sorted;
+}
+
+int BatchingLab::knee_batch() const { return find_knee(rows(), kBenchDefaults.knee_gain); }
+
+QString BatchingLab::knee_text() const {
+    const int knee = knee_batch();
+    if (knee == 0) {
+        return rows_.size() < 2 ? tr("Move the slider or sweep to measure the curve.")
+                                : tr("No knee among the measured sizes: every doubling of B still gained at least %1 % "
+                                     "throughput (decode is still memory-bound).")
+                                      .arg(kBenchDefaults.knee_gain * 100, 0, 'f', 0);
+    }
+    return tr("Knee at B = %1: doubling the batch beyond it gains less than %2 % throughput while every request's step "
+              "keeps getting slower (the step has turned compute-bound).")
+        .arg(knee)
+        .arg(kBenchDefaults.knee_gain * 100, 0, 'f', 0);
+}
+
+TraceOptions BatchingLab::trace_options() const {
+    TraceOptions trace;
+    trace.requests = requests_->value();
+    trace.median_output_tokens = median_tokens_->value();
+    trace.max_output_tokens = max_tokens_->value();  // below the median: the replay reports it
+    return trace;
+}
+
+int BatchingLab::replay_slots() const { return slots_->value(); }
+
+void BatchingLab::replay() {
+    if (rows_.empty()) return;
+    const std::vector<BatchBenchRow> measured = rows();
+    const TraceOptions trace = trace_options();
+    const int slot_count = replay_slots();
+    controller_.run_lab_job({kReplayJob, [measured, trace, slot_count](const LabContext& context) -> std::any {
+                                 context.throw_if_cancelled();
+                                 return replay_trace(cost_model_from_batch_rows(measured), trace, slot_count);
+                             }});
+}
+
+QList<ChartPanel*> BatchingLab::panels() const { return {throughput_, step_, replay_}; }
+
+}  // namespace inferscope::ui

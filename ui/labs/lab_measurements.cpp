@@ -1,0 +1,127 @@
+#include "ui/labs/lab_measurements.h"
+
+#include <QCoreApplication>
+#include <algorithm>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/model/model.h"
+#include "engine/runtime/session.h"
+
+// This file uses no Qt keywords, and SchedulerOptions has a field named like Qt's macro.
+#undef slots
+
+namespace inferscope::ui {
+
+BatchBenchReport measure_batch_sizes(const LabContext& context, const BatchRunSettings& settings) {
+    context.require_model();
+    if (settings.batch_sizes.empty()) throw InvalidArgument("no batch sizes given");
+    SessionOptions options;
+    options.n_threads = context.threads();
+    options.n_ctx = settings.prompt_tokens + settings.generate_tokens;
+    options.max_sequences = std::max(1, *std::max_element(settings.batch_sizes.begin(), settings.batch_sizes.end()));
+    InferenceSession session(context.model(), options);
+    BatchBenchOptions bench;
+    bench.batch_sizes = settings.batch_sizes;
+    bench.prompt_tokens = settings.prompt_tokens;
+    bench.generate_tokens = settings.generate_tokens;
+    size_t done = 0;
+    bench.on_progress = [&](const std::string& what) {
+        ++done;
+        context.progress(static_cast<double>(done) / static_cast<double>(settings.batch_sizes.size()),
+                         QCoreApplication::translate("BatchingLab", "measured %1").arg(QString::fromStdString(what)));
+        context.throw_if_cancelled();
+    };
+    context.throw_if_cancelled();
+    return run_batch_bench(session, bench);
+}
+
+StepCostModel cost_model_from_batch_rows(const std::vector<BatchBenchRow>& rows) {
+    if (rows.empty()) throw InvalidArgument("a cost model from the batch sweep needs at least one measured batch size");
+    int largest_batch = 0;
+    for (const BatchBenchRow& r : rows) largest_batch = std::max(largest_batch, r.batch);
+    const BatchBenchRow& first = rows.front();
+    const int context = first.prompt_tokens + first.generate_tokens / 2;
+    std::vector<StepCostModel::Point> points;
+    for (const BatchBenchRow& r : rows) {
+        points.push_back({r.batch, context, r.ms_per_step / 1000.0});
+        const int prefill_tokens = r.batch * r.prompt_tokens;
+        if (prefill_tokens > largest_batch) points.push_back({prefill_tokens, context, r.prefill_s});
+    }
+    // Two rows may price the same prompt size (B x PP); the first one measured is kept.
+    std::stable_sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.tokens < b.tokens; });
+    points.erase(std::unique(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.tokens == b.tokens; }),
+                 points.end());
+    return StepCostModel(std::move(points));
+}
+
+ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace, int slot_count) {
+    if (slot_count < 1) throw InvalidArgument("the replay needs at least one slot (got " + std::to_string(slot_count) + ")");
+    const std::vector<ServingRequest> requests = generate_trace(trace);
+    const auto run = [&](BatchingPolicy policy) {
+        SchedulerOptions options;
+        options.policy = policy;
+        options.slots = slot_count;
+        const auto executor = make_simulated_executor(costs);
+        return serve(requests, options, *executor);
+    };
+    return {run(BatchingPolicy::Static), run(BatchingPolicy::Continuous)};
+}
+
+std::vector<std::pair<double, double>> latency_distribution(const ServingReport& report) {
+    std::vector<double> latencies_s;
+    for (const RequestMetrics& r : report.requests) {
+        if (r.finished_s >= 0) latencies_s.push_back(r.end_to_end_s());
+    }
+    std::sort(latencies_s.begin(), latencies_s.end());
+    std::vector<std::pair<double, double>> points;
+    for (size_t i = 0; i < latencies_s.size(); ++i) {
+        points.emplace_back(latencies_s[i], 100.0 * static_cast<double>(i + 1) / static_cast<double>(latencies_s.size()));
+    }
+    return points;
+}
+
+PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOptions& options) {
+    const Model& model = context.require_model();
+    if (options.prompt_lengths.size() != options.context_lengths.size()) {
+        throw InvalidArgument("the prefill-vs-decode panel measures as many prompt lengths as cache lengths");
+    }
+    check_phases_options(options, model.config().context_length);
+    SessionOptions session_options;
+    session_options.n_threads = context.threads();
+    session_options.n_ctx = phases_context_needed(options);
+    InferenceSession session(context.model(), session_options);
+    PhasesReport report;
+    const size_t steps = options.prompt_lengths.size();
+    for (size_t i = 0; i < steps; ++i) {
+        context.throw_if_cancelled();
+        PhasesOptions one = options;
+        one.prompt_lengths = {options.prompt_lengths[i]};
+        one.context_lengths = {options.context_lengths[i]};
+        const PhasesReport part = measure_phases(session, one);
+        report.prefill.insert(report.prefill.end(), part.prefill.begin(), part.prefill.end());
+        report.decode.insert(report.decode.end(), part.decode.begin(), part.decode.end());
+        context.progress(static_cast<double>(i + 1) / static_cast<double>(steps),
+                         QCoreApplication::translate("PhasesLab", "measured %1 prompt tokens, %2 cached tokens")
+                             .arg(options.prompt_lengths[i])
+                             .arg(options.context_lengths[i]));
+    }
+    context.throw_if_cancelled();
+    return report;
+}
+
+OutlierReport measure_outliers(const LabContext& context, const std::string& prompt, const OutlierAnalysisOptions& options) {
+    const Model& model = context.require_model();
+    const std::vector<TokenId> tokens = model.tokenizer().encode(prompt, true, true);
+    context.throw_if_cancelled();
+    SessionOptions session_options;
+    session_options.n_threads = context.threads();
+    // A prompt longer than the model's context gets the engine's error naming both lengths.
+    session_options.n_ctx = std::clamp(static_cast<int>(tokens.size()), 1, model.config().context_length);
+    InferenceSession session(context.model(), session_options);
+    OutlierReport report = analyze_outliers(session, tokens, options);
+    context.throw_if_cancelled();
+    return report;
+}
+
+}  // namespace inferscope::ui

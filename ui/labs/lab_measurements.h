@@ -1,0 +1,57 @@
+#pragma once
+// The engine work behind the lab panels, as functions of a LabContext: each runs on the
+// engine worker thread (as the body of a LabJob), builds the session it needs from the
+// loaded model, reports progress and stops at the next cancellation check when replaced.
+#include <vector>
+
+#include "engine/eval/batch_bench.h"
+#include "engine/instruments/prefill_decode.h"
+#include "engine/probes/outlier_analysis.h"
+// Qt defines `slots` as a macro, and the scheduler has a field of that name.
+#pragma push_macro("slots")
+#undef slots
+#include "engine/runtime/scheduler.h"
+#include "engine/runtime/serving_sim.h"
+#pragma pop_macro("slots")
+#include "ui/lab_job.h"
+
+namespace inferscope::ui {
+
+struct BatchRunSettings {
+    std::vector<int> batch_sizes = {1};
+    int prompt_tokens = 32;    // PP: each sequence's cache before decoding
+    int generate_tokens = 16;  // TG: decode steps measured (fewer are too noisy on small models)
+};
+
+// run_batch_bench on a session with room for max(batch_sizes) sequences of PP + TG tokens;
+// cancellation is checked after each batch size.
+BatchBenchReport measure_batch_sizes(const LabContext& context, const BatchRunSettings& settings);
+
+// A step-cost model from batch-bench rows, at one context (the middle of the rows' decode):
+// a decode step of B tokens costs the row's ms/step; a prefill step of B x PP tokens (only
+// those larger than every measured B, so that prompt chunks are priced by prompts) costs
+// the row's prefill time. InvalidArgument when `rows` is empty.
+StepCostModel cost_model_from_batch_rows(const std::vector<BatchBenchRow>& rows);
+
+struct ReplayResult {
+    ServingReport static_run;
+    ServingReport continuous_run;
+};
+
+// The trace replayed through `slot_count` slots with static and with continuous batching, each
+// step charged what `costs` predicts (no engine work: milliseconds for the chapter's trace).
+ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace, int slot_count);
+
+// (end-to-end latency in s, % of requests finished within it) for every finished request,
+// in increasing latency: the distribution the replay chart plots.
+std::vector<std::pair<double, double>> latency_distribution(const ServingReport& report);
+
+// measure_phases one (prompt length, cache length) pair at a time, so that cancellation is
+// checked between pairs; both lists must have the same length.
+PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOptions& options);
+
+// analyze_outliers of `prompt` (tokenized as generation does, with BOS) on a session just
+// large enough for it; cancellation is checked before and after the single pass.
+OutlierReport measure_outliers(const LabContext& context, const std::string& prompt, const OutlierAnalysisOptions& options);
+
+}  // namespace inferscope::ui

@@ -1,0 +1,156 @@
+#include "ui/labs/outliers_lab.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSlider>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "ui/engine_controller.h"
+#include "ui/labs/lab_measurements.h"
+#include "ui/panels/outlier_panels.h"
+
+namespace inferscope::ui {
+namespace {
+
+QString text_of(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+}  // namespace
+
+OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
+    : QWidget(parent),
+      controller_(controller),
+      layer_slider_(new QSlider(Qt::Horizontal)),
+      layer_label_(new QLabel()),
+      status_(new QLabel(tr("Type a prompt in the generation panel: its activations are analysed as you type."))),
+      int8_summary_(new QLabel()),
+      int8_table_(new QTableWidget()),
+      histogram_(new OutlierHistogramPanel()),
+      maxima_(new OutlierMaximaPanel()) {
+    setObjectName(QStringLiteral("activation-outliers"));
+    layer_slider_->setRange(0, 0);
+    status_->setWordWrap(true);
+    int8_summary_->setWordWrap(true);
+    int8_table_->setColumnCount(4);
+    int8_table_->setHorizontalHeaderLabels(
+        {tr("INT8 scheme"), tr("relative error (%)"), tr("max |error|"), tr("median levels used (of 255)")});
+    int8_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    int8_table_->verticalHeader()->hide();
+    int8_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    auto* row = new QHBoxLayout();
+    auto* slider_label = new QLabel(tr("&Layer:"));
+    slider_label->setBuddy(layer_slider_);
+    row->addWidget(slider_label);
+    row->addWidget(layer_slider_, 1);
+    row->addWidget(layer_label_);
+    auto* charts = new QHBoxLayout();
+    charts->addWidget(histogram_);
+    charts->addWidget(maxima_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(row);
+    layout->addWidget(status_);
+    layout->addLayout(charts, 2);
+    layout->addWidget(int8_summary_);
+    layout->addWidget(int8_table_, 1);
+    debounce_.setSingleShot(true);
+    debounce_.setInterval(kDebounceMs);
+    connect(&debounce_, &QTimer::timeout, this, [this] {
+        if (isVisible() && !report_is_current()) run_now();
+    });
+    connect(layer_slider_, &QSlider::valueChanged, this, [this](int layer) {
+        layer_label_->setText(tr("block %1").arg(layer));
+        show_layer(layer);          // the per-layer charts are already measured
+        debounce_.start();          // the INT8 table needs that layer captured whole
+    });
+    connect_controller();
+    if (controller_.has_model()) set_model(controller_.model());
+}
+
+void OutliersLab::set_model(const ModelSummary& model) {
+    report_.reset();
+    layer_slider_->setRange(0, std::max(0, model.n_layer - 1));
+    layer_slider_->setValue(model.n_layer / 2);
+    layer_label_->setText(tr("block %1").arg(layer_slider_->value()));
+    debounce_.start();
+}
+
+void OutliersLab::connect_controller() {
+    connect(&controller_, &EngineController::model_loaded, this, &OutliersLab::set_model);
+    connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
+        if (kind != kJob) return;
+        report_ = std::any_cast<const OutlierReport&>(result);
+        analysed_prompt_ = running_prompt_;
+        status_->setText(tr("%1 tokens analysed; top %2 dimensions per layer.").arg(report_->n_tokens).arg(report_->top_k));
+        show_layer(layer_slider_->value());
+        show_int8(*report_);
+        emit report_changed();
+    });
+    connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
+        if (kind == kJob) status_->setText(tr("Analysis failed: %1").arg(message));
+    });
+}
+
+OutlierAnalysisOptions OutliersLab::analysis_options() const {
+    OutlierAnalysisOptions options;
+    options.top_k = kTopDimensions;
+    options.int8_layer = layer_slider_->value();
+    return options;
+}
+
+bool OutliersLab::report_is_current() const {
+    return report_ && analysed_prompt_ == prompt_ && report_->int8_layer == layer_slider_->value();
+}
+
+void OutliersLab::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (!report_is_current()) debounce_.start();
+}
+
+void OutliersLab::set_prompt(const QString& prompt) {
+    prompt_ = prompt;
+    debounce_.start();
+}
+
+void OutliersLab::run_now() {
+    debounce_.stop();
+    if (!controller_.has_model() || prompt_.trimmed().isEmpty()) return;
+    running_prompt_ = prompt_;
+    const std::string prompt = prompt_.toStdString();
+    const OutlierAnalysisOptions options = analysis_options();
+    controller_.run_lab_job({kJob, [prompt, options](const LabContext& context) -> std::any {
+                                 return measure_outliers(context, prompt, options);
+                             }});
+}
+
+void OutliersLab::show_layer(int layer) {
+    if (!report_ || layer < 0 || layer >= static_cast<int>(report_->layers.size())) return;
+    const QString tensor = QString::fromStdString(report_->tensor);
+    histogram_->set_layer(report_->layers[static_cast<size_t>(layer)], tensor);
+    maxima_->set_layer(report_->layers[static_cast<size_t>(layer)], tensor);
+}
+
+void OutliersLab::show_int8(const OutlierReport& report) {
+    const Int8Analysis& a = report.int8;
+    int8_summary_->setText(tr("Layer %1, %2 tokens \u00d7 %3 dimensions: max |h| %4 gives a tensor-wide scale of %5; "
+                              "without the top %6 dimensions the scale is %7 (%8\u00d7 finer).")
+                               .arg(report.int8_layer)
+                               .arg(a.n_tokens)
+                               .arg(a.n_dims)
+                               .arg(a.tensor_max_abs, 0, 'g', 4)
+                               .arg(a.tensor_scale, 0, 'g', 4)
+                               .arg(a.excluded_dims.size())
+                               .arg(a.reduced_scale, 0, 'g', 4)
+                               .arg(a.scale_shrink_ratio, 0, 'f', 1));
+    int8_table_->setRowCount(static_cast<int>(a.schemes.size()));
+    for (int i = 0; i < static_cast<int>(a.schemes.size()); ++i) {
+        const Int8SchemeResult& s = a.schemes[static_cast<size_t>(i)];
+        const QStringList cells{text_of(int8_scheme_name(s.scheme)), QString::number(100.0 * s.relative_error, 'f', 3),
+                                QString::number(s.max_abs_error, 'g', 4), QString::number(s.median_levels_used, 'f', 1)};
+        for (int c = 0; c < cells.size(); ++c) int8_table_->setItem(i, c, new QTableWidgetItem(cells[c]));
+    }
+}
+
+QList<ChartPanel*> OutliersLab::panels() const { return {histogram_, maxima_}; }
+
+}  // namespace inferscope::ui

@@ -1,0 +1,80 @@
+#pragma once
+// The activation-outliers tab: follows the generation prompt as the user types (debounced;
+// a newer prompt cancels the running analysis) and shows, for the layer chosen by a slider,
+// the log2 histogram of the per-dimension maxima, the maxima over the dimensions with the
+// top ones labelled, and the INT8 table (levels used and error under a tensor-wide scale,
+// with the top-k dimensions set aside, per token and per channel).
+#include <QList>
+#include <QTimer>
+#include <QWidget>
+#include <optional>
+
+#include "engine/probes/outlier_analysis.h"
+#include "ui/engine_types.h"
+
+class QLabel;
+class QSlider;
+class QTableWidget;
+
+namespace inferscope::ui {
+
+class ChartPanel;
+class EngineController;
+class OutlierHistogramPanel;
+class OutlierMaximaPanel;
+
+class OutliersLab : public QWidget {
+    Q_OBJECT
+public:
+    static inline const QString kJob = QStringLiteral("outliers");
+    static constexpr int kDebounceMs = 300;
+    static constexpr int kTopDimensions = 4;
+
+    explicit OutliersLab(EngineController& controller, QWidget* parent = nullptr);
+
+    QList<ChartPanel*> panels() const;
+    QSlider& layer_slider() const { return *layer_slider_; }
+    OutlierHistogramPanel& histogram_panel() const { return *histogram_; }
+    OutlierMaximaPanel& maxima_panel() const { return *maxima_; }
+    QTableWidget& int8_table() const { return *int8_table_; }
+    const std::optional<OutlierReport>& report() const { return report_; }
+    const QString& analysed_prompt() const { return analysed_prompt_; }
+
+    // The analysis options the next run uses (the INT8 layer is the slider's).
+    OutlierAnalysisOptions analysis_options() const;
+    // Schedules an analysis of `prompt` once typing pauses for kDebounceMs (if shown).
+    void set_prompt(const QString& prompt);
+    // Starts the analysis of the current prompt now (replacing a running one).
+    void run_now();
+
+signals:
+    void report_changed();
+
+protected:
+    // Analyses run only while the tab is shown (they would compete with generation for the
+    // worker otherwise); showing it catches up with the prompt typed meanwhile.
+    void showEvent(QShowEvent* event) override;
+
+private:
+    bool report_is_current() const;
+    void set_model(const ModelSummary& model);
+    void connect_controller();
+    void show_layer(int layer);
+    void show_int8(const OutlierReport& report);
+
+    EngineController& controller_;
+    QSlider* layer_slider_;
+    QLabel* layer_label_;
+    QLabel* status_;
+    QLabel* int8_summary_;
+    QTableWidget* int8_table_;
+    OutlierHistogramPanel* histogram_;
+    OutlierMaximaPanel* maxima_;
+    QTimer debounce_;
+    QString prompt_;
+    QString running_prompt_;
+    QString analysed_prompt_;
+    std::optional<OutlierReport> report_;
+};
+
+}  // namespace inferscope::ui

@@ -1,0 +1,57 @@
+#pragma once
+// The prefill-vs-decode tab: one click measures the chapter's two tables on the loaded
+// model (prefill cost against the prompt length, decode step cost against the cache length)
+// and shows them as a table and a chart.
+#include <QList>
+#include <QWidget>
+
+#include "engine/instruments/prefill_decode.h"
+
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTableWidget;
+
+namespace inferscope::ui {
+
+class ChartPanel;
+class EngineController;
+class PhasesChartPanel;
+
+class PhasesLab : public QWidget {
+    Q_OBJECT
+public:
+    static inline const QString kJob = QStringLiteral("phases");
+
+    explicit PhasesLab(EngineController& controller, QWidget* parent = nullptr);
+
+    QList<ChartPanel*> panels() const;
+    QPushButton& measure_button() const { return *measure_button_; }
+    PhasesChartPanel& chart_panel() const { return *chart_; }
+    QTableWidget& table() const { return *table_; }
+    const PhasesReport& report() const { return report_; }
+
+    // The lengths measured (pairs of prompt length and cache length) and the repetitions.
+    void set_options(const PhasesOptions& options) { options_ = options; }
+    // options() without the pairs that do not fit in `context_tokens`.
+    PhasesOptions options_fitting(int context_tokens) const;
+    void measure();
+
+signals:
+    void report_changed();
+
+private:
+    void connect_controller();
+    void show_report(const PhasesReport& report);
+
+    EngineController& controller_;
+    QPushButton* measure_button_;
+    QProgressBar* progress_;
+    QLabel* status_;
+    QTableWidget* table_;
+    PhasesChartPanel* chart_;
+    PhasesOptions options_;
+    PhasesReport report_;
+};
+
+}  // namespace inferscope::ui

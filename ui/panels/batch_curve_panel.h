@@ -1,0 +1,32 @@
+#pragma once
+// One batch-size curve: a metric of the batched decode (aggregate tokens/s, or the ms each
+// request waits per step) against the batch size B, one point per measured B, with the
+// knee marked.
+#include <vector>
+
+#include "engine/eval/batch_bench.h"
+#include "ui/panels/chart_panel.h"
+
+class QLineSeries;
+class QScatterSeries;
+
+namespace inferscope::ui {
+
+class BatchCurvePanel : public ChartPanel {
+    Q_OBJECT
+public:
+    enum class Metric { AggregateTokensPerS, MsPerStep };
+
+    BatchCurvePanel(Metric metric, QWidget* parent = nullptr);
+
+    static double value(Metric metric, const BatchBenchRow& row);
+    // `rows` sorted by batch size; `knee_batch` 0 when there is none.
+    void set_rows(const std::vector<BatchBenchRow>& rows, int knee_batch);
+
+private:
+    Metric metric_;
+    QLineSeries* curve_;
+    QScatterSeries* knee_;
+};
+
+}  // namespace inferscope::ui
