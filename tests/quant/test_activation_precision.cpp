@@ -266,14 +266,10 @@ TEST(ActivationPrecision, PlantedOutliersHurtTensorWideInt8AndLlmInt8Recovers) {
 // perplexity is finite, and F32 activations equal the reference bit for bit.
 TEST(ActivationPrecision, Stories260KQualityForEveryMode) {
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
-    const std::string text_path = "/usr/share/common-licenses/GPL-3";
-    std::ifstream in(text_path, std::ios::binary);
-    if (!in) GTEST_SKIP() << text_path << " is missing (Debian's base-files provides it)";
-    std::string text(8192, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
+    const std::optional<std::string> text = testing::read_file_prefix(testing::kGplTextPath, 8192);
+    if (!text) GTEST_SKIP() << testing::kGplTextPath << " is missing (Debian's base-files provides it)";
     const auto model = Model::load(testing::shared_model("stories260K.gguf").string());
-    const std::vector<TokenId> tokens = model->tokenizer().encode(text, true, false);
+    const std::vector<TokenId> tokens = model->tokenizer().encode(*text, true, false);
     SessionOptions o;
     o.n_threads = 2;
     o.n_ctx = 256;

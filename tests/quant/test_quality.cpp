@@ -168,14 +168,10 @@ TEST(Quality, GreedyAgreementCountsTeacherForcedMatches) {
 // reference): INT8 per row stays within 1 % of the reference, INT4 per tensor collapses.
 TEST(Quality, Stories260KInt8RowHoldsAndInt4TensorCollapses) {
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
-    const std::string text_path = "/usr/share/common-licenses/GPL-3";
-    std::ifstream in(text_path, std::ios::binary);
-    if (!in) GTEST_SKIP() << text_path << " is missing (Debian's base-files provides it)";
-    std::string text(8192, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
+    const std::optional<std::string> text = testing::read_file_prefix(testing::kGplTextPath, 8192);
+    if (!text) GTEST_SKIP() << testing::kGplTextPath << " is missing (Debian's base-files provides it)";
     const auto base = Model::load(testing::shared_model("stories260K.gguf").string());
-    const std::vector<TokenId> tokens = base->tokenizer().encode(text, true, false);
+    const std::vector<TokenId> tokens = base->tokenizer().encode(*text, true, false);
     InferenceSession ref(base, small_session(256));
     DistributionOptions o;
     o.n_ctx = 256;

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 
 namespace inferscope::testing {
@@ -18,6 +20,19 @@ inline std::filesystem::path shared_models_dir() {
 inline bool shared_models_available() { return std::filesystem::is_directory(shared_models_dir()); }
 
 inline std::filesystem::path shared_model(const std::string& relative) { return shared_models_dir() / relative; }
+
+// The text of llama.cpp's perplexity reference runs (its first 8 KiB); Debian's base-files has it.
+inline constexpr const char* kGplTextPath = "/usr/share/common-licenses/GPL-3";
+
+// At most the first `bytes` of the file at `path`; nullopt when it cannot be opened.
+inline std::optional<std::string> read_file_prefix(const std::string& path, size_t bytes) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::string text(bytes, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    return text;
+}
 
 }  // namespace inferscope::testing
 
