@@ -7,6 +7,7 @@
 #include "ui/generation_panel.h"
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/outliers_lab.h"
+#include "ui/labs/soft_labels_lab.h"
 #include "ui/labs/phases_lab.h"
 #include "ui/main_window.h"
 
@@ -55,10 +56,12 @@ void AutomationRunner::measure_labs() {
     if (!options_.prompt.isEmpty()) window_.generation_panel().set_prompt(options_.prompt);
     window_.batching_lab().sweep();
     window_.phases_lab().measure();
-    // Without a prompt there is nothing to analyse; the outlier charts stay empty.
+    // Without a prompt there is nothing to analyse; the outlier and soft-label charts stay empty.
     if (!window_.generation_panel().prompt_edit()->toPlainText().trimmed().isEmpty()) {
         pending_lab_jobs_.insert(OutliersLab::kJob);
         window_.outliers_lab().run_now();
+        pending_lab_jobs_.insert(SoftLabelsLab::kJob);
+        window_.soft_labels_lab().run_now();
     }
 }
 

@@ -35,6 +35,7 @@
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/outliers_lab.h"
 #include "ui/labs/phases_lab.h"
+#include "ui/labs/soft_labels_lab.h"
 #include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
@@ -65,7 +66,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       gpu_probe_(new GpuMemoryProbe(this)),
       batching_(new BatchingLab(*controller_)),
       phases_(new PhasesLab(*controller_)),
-      outliers_(new OutliersLab(*controller_)) {
+      outliers_(new OutliersLab(*controller_)),
+      soft_labels_(new SoftLabelsLab(*controller_)) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
     charts_->addTab(latency_, tr("Step latency"));
@@ -79,6 +81,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     charts_->addTab(batching_, tr("Batching"));
     charts_->addTab(phases_, tr("Prefill vs decode"));
     charts_->addTab(outliers_, tr("Activation outliers"));
+    charts_->addTab(soft_labels_, tr("Soft labels"));
 
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
@@ -98,6 +101,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     connect(generation_, &GenerationPanel::stop_requested, this, &MainWindow::stop);
     connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
             [this] { outliers_->set_prompt(generation_->prompt_edit()->toPlainText()); });
+    connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
+            [this] { soft_labels_->set_prompt(generation_->prompt_edit()->toPlainText()); });
     restore_settings();
     apply_chart_theme();
 }
@@ -109,6 +114,7 @@ QList<const ChartPanel*> MainWindow::chart_panels() const {
     for (const ChartPanel* panel : batching_->panels()) panels << panel;
     for (const ChartPanel* panel : phases_->panels()) panels << panel;
     for (const ChartPanel* panel : outliers_->panels()) panels << panel;
+    for (const ChartPanel* panel : soft_labels_->panels()) panels << panel;
     return panels;
 }
 
@@ -316,6 +322,7 @@ void MainWindow::apply_chart_theme() {
     memory_planner_->set_dark_theme(dark);
     speculative_->set_dark_theme(dark);
     for (ChartPanel* panel : batching_->panels() + phases_->panels() + outliers_->panels()) panel->set_dark_theme(dark);
+    for (ChartPanel* panel : soft_labels_->panels()) panel->set_dark_theme(dark);
 }
 
 void MainWindow::export_current_chart() {

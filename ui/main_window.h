@@ -27,6 +27,7 @@ class ModelInfoWidget;
 class SpeculativePanel;
 class OutliersLab;
 class PhasesLab;
+class SoftLabelsLab;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -54,6 +55,7 @@ public:
     BatchingLab& batching_lab() { return *batching_; }
     PhasesLab& phases_lab() { return *phases_; }
     OutliersLab& outliers_lab() { return *outliers_; }
+    SoftLabelsLab& soft_labels_lab() { return *soft_labels_; }
     // Shows the tab holding `widget` (a panel or a lab).
     void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
@@ -93,6 +95,7 @@ private:
     BatchingLab* batching_;
     PhasesLab* phases_;
     OutliersLab* outliers_;
+    SoftLabelsLab* soft_labels_;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

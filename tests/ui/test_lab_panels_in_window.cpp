@@ -24,11 +24,13 @@ TEST(LabPanels, AreChartTabsThatExportAndScreenshot) {
     for (const ChartPanel* panel : window.chart_panels()) names << panel->export_name();
     EXPECT_TRUE(names.contains(QStringLiteral("memory-planner"))) << names.join(QLatin1Char(',')).toStdString();
     EXPECT_TRUE(names.contains(QStringLiteral("speculative-speedup")));
+    EXPECT_TRUE(names.contains(QStringLiteral("soft-labels")));
 
     QTemporaryDir dir;
     ASSERT_TRUE(window.export_all_charts(dir.path()).isEmpty());
     ASSERT_TRUE(window.save_screenshots(dir.path()).isEmpty());
-    for (const QString& name : {QStringLiteral("memory-planner"), QStringLiteral("speculative-speedup")}) {
+    for (const QString& name :
+         {QStringLiteral("memory-planner"), QStringLiteral("speculative-speedup"), QStringLiteral("soft-labels")}) {
         for (const QString& file :
              {name + QStringLiteral(".png"), name + QStringLiteral(".svg"), name + QStringLiteral(".csv"),
               name + QStringLiteral(".json"), QStringLiteral("panel-") + name + QStringLiteral(".png")}) {

@@ -124,4 +124,18 @@ OutlierReport measure_outliers(const LabContext& context, const std::string& pro
     return report;
 }
 
+NextTokenLogits measure_next_token_logits(const LabContext& context, const std::string& prompt) {
+    const Model& model = context.require_model();
+    NextTokenLogits result{context.model(), model.tokenizer().encode(prompt, true, true), {}};
+    context.throw_if_cancelled();
+    SessionOptions session_options;
+    session_options.n_threads = context.threads();
+    // A prompt longer than the model's context gets the engine's error naming both lengths.
+    session_options.n_ctx = std::clamp(static_cast<int>(result.prompt_ids.size()), 1, model.config().context_length);
+    InferenceSession session(context.model(), session_options);
+    result.logits = next_token_logits(session, result.prompt_ids);
+    context.throw_if_cancelled();
+    return result;
+}
+
 }  // namespace inferscope::ui

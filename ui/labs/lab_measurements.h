@@ -2,9 +2,11 @@
 // The engine work behind the lab panels, as functions of a LabContext: each runs on the
 // engine worker thread (as the body of a LabJob), builds the session it needs from the
 // loaded model, reports progress and stops at the next cancellation check when replaced.
+#include <memory>
 #include <vector>
 
 #include "engine/eval/batch_bench.h"
+#include "engine/eval/soft_labels.h"
 #include "engine/instruments/prefill_decode.h"
 #include "engine/probes/outlier_analysis.h"
 // Qt defines `slots` as a macro, and the scheduler has a field of that name.
@@ -53,5 +55,17 @@ PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOpti
 // analyze_outliers of `prompt` (tokenized as generation does, with BOS) on a session just
 // large enough for it; cancellation is checked before and after the single pass.
 OutlierReport measure_outliers(const LabContext& context, const std::string& prompt, const OutlierAnalysisOptions& options);
+
+// The logits row after a prompt, with the model that produced it (whose tokenizer names the
+// tokens when the UI recomputes the distribution at another temperature).
+struct NextTokenLogits {
+    std::shared_ptr<const Model> model;
+    std::vector<TokenId> prompt_ids;  // tokenized as generation does, with BOS
+    std::vector<float> logits;        // [n_vocab]
+};
+
+// next_token_logits of `prompt` on a session just large enough for it; cancellation is
+// checked before and after the single prefill.
+NextTokenLogits measure_next_token_logits(const LabContext& context, const std::string& prompt);
 
 }  // namespace inferscope::ui

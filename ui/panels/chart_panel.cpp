@@ -1,5 +1,7 @@
 #include "ui/panels/chart_panel.h"
 
+#include <QAbstractBarSeries>
+#include <QBarSet>
 #include <QValueAxis>
 #include <QVBoxLayout>
 #include <QXYSeries>
@@ -20,12 +22,25 @@ ChartPanel::ChartPanel(const QString& export_name, QWidget* parent)
 PlotData ChartPanel::plot_data() const {
     PlotData data;
     data.title = chart_->title();
+    // Panels whose axes are not value axes (a bar chart's categories) name them on the chart.
+    const QList<QAbstractAxis*> x_axes = chart_->axes(Qt::Horizontal), y_axes = chart_->axes(Qt::Vertical);
     if (x_axis_) data.x_label = x_axis_->titleText();
+    else if (!x_axes.isEmpty()) data.x_label = x_axes.front()->titleText();
     if (y_axis_) data.y_label = y_axis_->titleText();
+    else if (!y_axes.isEmpty()) data.y_label = y_axes.front()->titleText();
     for (QAbstractSeries* series : chart_->series()) {
-        const auto* xy = qobject_cast<const QXYSeries*>(series);
-        if (xy == nullptr) continue;
-        data.series.push_back({xy->name(), xy->points().toVector()});
+        if (const auto* xy = qobject_cast<const QXYSeries*>(series)) {
+            data.series.push_back({xy->name(), xy->points().toVector()});
+            continue;
+        }
+        const auto* bars = qobject_cast<const QAbstractBarSeries*>(series);
+        if (bars == nullptr) continue;
+        // One series per bar set: (category index, bar value).
+        for (const QBarSet* set : bars->barSets()) {
+            PlotSeries s{set->label(), {}};
+            for (int i = 0; i < set->count(); ++i) s.points.push_back(QPointF(i, set->at(i)));
+            data.series.push_back(s);
+        }
     }
     return data;
 }

@@ -1,0 +1,43 @@
+#include "ui/panels/soft_labels_panel.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QValueAxis>
+#include <algorithm>
+
+namespace inferscope::ui {
+
+SoftLabelsPanel::SoftLabelsPanel(QWidget* parent)
+    : ChartPanel(QStringLiteral("soft-labels"), parent), probabilities_(new QBarSet(tr("probability"))), tokens_(new QBarCategoryAxis()) {
+    chart()->setTitle(tr("Next-token distribution"));
+    auto* series = new QBarSeries();
+    series->append(probabilities_);
+    tokens_->setTitleText(tr("next token (rank 'piece')"));
+    auto* y = new QValueAxis();
+    y->setTitleText(tr("probability at T"));
+    y->setRange(0, 1);
+    chart()->addSeries(series);
+    chart()->addAxis(tokens_, Qt::AlignBottom);
+    chart()->addAxis(y, Qt::AlignLeft);
+    series->attachAxis(tokens_);
+    series->attachAxis(y);
+    chart()->legend()->hide();
+}
+
+void SoftLabelsPanel::set_labels(const SoftLabels& labels) {
+    QStringList names;
+    QList<qreal> values;
+    for (size_t i = 0; i < labels.top.size(); ++i) {
+        names << QStringLiteral("%1 '%2'").arg(i + 1).arg(QString::fromStdString(labels.top[i].text));
+        values << labels.top[i].probability;
+    }
+    if (probabilities_->count() > 0) probabilities_->remove(0, probabilities_->count());
+    probabilities_->append(values);
+    tokens_->setCategories(names);
+    chart()->setTitle(tr("Next-token distribution at T = %1: top %2").arg(labels.temperature, 0, 'f', 2).arg(labels.top.size()));
+}
+
+QStringList SoftLabelsPanel::categories() const { return tokens_->categories(); }
+
+}  // namespace inferscope::ui
