@@ -138,6 +138,12 @@ void EngineController::set_threads(int threads) {
                               Qt::QueuedConnection);
 }
 
+void EngineController::set_vulkan(bool vulkan) {
+    const quint64 request = start_request();
+    QMetaObject::invokeMethod(worker_, [worker = worker_, request, vulkan] { worker->set_vulkan(request, vulkan); },
+                              Qt::QueuedConnection);
+}
+
 void EngineController::connect_lab_jobs() {
     connect(worker_, &EngineWorker::lab_job_progress, this,
             [this](const QString& kind, quint64 job, double fraction, const QString& stage) {

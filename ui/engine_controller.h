@@ -40,6 +40,8 @@ public:
     void cancel();
     // Runs the engine on `threads` CPU threads (0: one per physical core) from now on.
     void set_threads(int threads);
+    // The Vulkan backend (true) or the CPU (false) for the loaded model and those loaded later.
+    void set_vulkan(bool vulkan);
 
     // Queues `job` on the worker and returns its id; an unfinished job of the same kind is
     // cancelled (at its next cancellation check) and its signals are never emitted.

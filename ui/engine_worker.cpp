@@ -10,6 +10,7 @@
 #include "engine/runtime/generator.h"
 #include "engine/runtime/session.h"
 #include "engine/synth/synthetic_model.h"
+#include "gpu/vulkan_backend_factory.h"
 
 namespace inferscope::ui {
 namespace {
@@ -153,7 +154,7 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
 std::unique_ptr<InferenceSession> EngineWorker::make_session(const std::shared_ptr<const Model>& model) const {
     SessionOptions options;
     options.n_threads = threads_;
-    return std::make_unique<InferenceSession>(model, options);
+    return std::make_unique<InferenceSession>(model, options, vulkan_ ? gpu::make_vulkan_backend(model) : nullptr);
 }
 
 ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& session, const QString& path) const {
@@ -170,12 +171,22 @@ ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& 
 
 void EngineWorker::set_threads(quint64 request, int threads) {
     threads_ = threads;
+    rebuild_session(request);
+}
+
+void EngineWorker::set_vulkan(quint64 request, bool vulkan) {
+    vulkan_ = vulkan;
+    rebuild_session(request);
+}
+
+void EngineWorker::rebuild_session(quint64 request) {
     if (model_ && !is_stale(request)) {
         try {
             session_ = make_session(model_);
             summary_ = describe(*model_, *session_, summary_.path);
             emit model_loaded(request, summary_);
         } catch (const std::exception& e) {
+            vulkan_ = false;  // the session in use stays; later sessions run where it runs
             emit load_failed(request, summary_.path, QString::fromUtf8(e.what()));
         }
     }

@@ -27,6 +27,9 @@ public:
     // Rebuilds the session on `threads` CPU threads (0: one per physical core); the model
     // stays loaded and model_loaded is emitted again with the new backend description.
     void set_threads(quint64 request, int threads);
+    // Runs the model on the Vulkan device (true) or the CPU; rebuilds the session of a loaded
+    // model, and falls back to the CPU with load_failed when no Vulkan device can be used.
+    void set_vulkan(quint64 request, bool vulkan);
 
     // Each runs to completion (or cancellation) on the worker thread.
     void load(quint64 request, const QString& path);
@@ -56,6 +59,8 @@ signals:
 private:
     bool is_stale(quint64 request) const { return request != latest_request_.load(); }
     void load_model(quint64 request, const QString& path);
+    // A new session for the loaded model after a change of threads or backend.
+    void rebuild_session(quint64 request);
     std::unique_ptr<InferenceSession> make_session(const std::shared_ptr<const Model>& model) const;
     ModelSummary describe(const Model& model, const InferenceSession& session, const QString& path) const;
     bool page_in_weights(quint64 request, const Model& model);
@@ -63,6 +68,7 @@ private:
 
     const std::atomic<quint64>& latest_request_;
     int threads_ = 0;
+    bool vulkan_ = false;
     std::shared_ptr<const Model> model_;
     std::unique_ptr<InferenceSession> session_;
     ModelSummary summary_;

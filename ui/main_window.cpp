@@ -76,6 +76,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     charts_->addTab(speculative_, tr("Speculative decoding"));
     connect(gpu_probe_, &GpuMemoryProbe::detected, this, [this](const QVector<GpuMemory>& gpus) {
         for (const GpuMemory& g : gpus) memory_planner_->add_detected_memory(g.device, g.budget_bytes / kBytesPerGiB);
+        if (!gpus.isEmpty()) backend_->addItem(tr("Vulkan: %1").arg(gpus.front().device), QStringLiteral("vulkan"));
     });
     gpu_probe_->start();
     charts_->addTab(batching_, tr("Batching"));
@@ -124,23 +125,33 @@ void MainWindow::show_tab(QWidget* widget) {
     }
 }
 
+void MainWindow::sync_backend_choice(const QString& backend_in_use) {
+    const bool on_vulkan = backend_in_use.startsWith(QLatin1String("Vulkan"));
+    const int index = on_vulkan ? backend_->findData(QStringLiteral("vulkan")) : 0;
+    const QSignalBlocker blocker(backend_);
+    backend_->setCurrentIndex(std::max(index, 0));
+}
+
 QWidget* MainWindow::build_backend_row() {
     auto* row = new QWidget();
     auto* layout = new QHBoxLayout(row);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto* backend = new QComboBox();
-    backend->addItem(tr("CPU"));
-    backend->setToolTip(tr("Compute backend (Vulkan devices appear here when the Vulkan backend is available)"));
+    backend_ = new QComboBox();
+    backend_->addItem(tr("CPU"), QStringLiteral("cpu"));
+    backend_->setToolTip(tr("Compute backend: the CPU, or the GPU through Vulkan when one is detected"));
+    connect(backend_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        controller_->set_vulkan(backend_->itemData(index).toString() == QLatin1String("vulkan"));
+    });
     threads_ = new QSpinBox();
     threads_->setRange(0, std::max(1, QThread::idealThreadCount()));
     threads_->setSpecialValueText(tr("auto (one per core)"));
     threads_->setToolTip(tr("CPU threads for matrix products and attention"));
     auto* backend_label = new QLabel(tr("&Backend:"));
-    backend_label->setBuddy(backend);
+    backend_label->setBuddy(backend_);
     auto* threads_label = new QLabel(tr("&Threads:"));
     threads_label->setBuddy(threads_);
     layout->addWidget(backend_label);
-    layout->addWidget(backend);
+    layout->addWidget(backend_);
     layout->addWidget(threads_label);
     layout->addWidget(threads_);
     layout->addStretch();
@@ -197,6 +208,7 @@ void MainWindow::connect_controller() {
     });
     connect(c, &EngineController::model_loaded, this, [this](const ModelSummary& s) {
         model_info_->show_summary(s, true);
+        sync_backend_choice(s.backend);
         kv_memory_->set_model(s);
         memory_planner_->set_model(s);
         latency_->reset();
@@ -208,6 +220,7 @@ void MainWindow::connect_controller() {
     });
     connect(c, &EngineController::load_failed, this, [this](const QString& path, const QString& message) {
         if (controller_->has_model()) model_info_->show_summary(controller_->model(), true);
+        sync_backend_choice(controller_->has_model() ? controller_->model().backend : QString());
         show_error(tr("Cannot open the model"),
                    tr("%1 could not be loaded:\n\n%2\n\nThe previous model stays loaded.")
                        .arg(path.isEmpty() ? tr("The built-in model") : QFileInfo(path).fileName(), message));

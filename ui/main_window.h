@@ -6,6 +6,7 @@
 
 #include "ui/engine_types.h"
 
+class QComboBox;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -69,6 +70,8 @@ protected:
 
 private:
     QWidget* build_backend_row();
+    // Shows the backend the loaded model's session really runs on.
+    void sync_backend_choice(const QString& backend_in_use);
     void build_menus();
     void build_status_bar();
     void connect_controller();
@@ -101,6 +104,7 @@ private:
     QPushButton* cancel_load_ = nullptr;
     QLabel* status_model_ = nullptr;
     QSpinBox* threads_ = nullptr;
+    QComboBox* backend_ = nullptr;  // CPU, then a Vulkan entry once a GPU is detected
     QStringList recent_files_;
     bool loading_ = false;
 };

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ui/engine_controller.h"
+#include "support/test_paths.h"
 #include "ui/ui_test_support.h"
 
 namespace inferscope::ui {
@@ -20,12 +21,14 @@ struct Recorder {
         QObject::connect(&c, &EngineController::generation_started, [this](int, const QString& text) { started << text; });
         QObject::connect(&c, &EngineController::steps_completed, [this](const QVector<StepRecord>& s) { steps += s.size(); });
         QObject::connect(&c, &EngineController::generation_finished, [this](const GenerationReport& r) { reports.push_back(r); });
+        QObject::connect(&c, &EngineController::text_generated, [this](const QString& t) { text += t; });
     }
     std::vector<ModelSummary> loaded;
     QStringList failures;
     QStringList started;
     int steps = 0;
     std::vector<GenerationReport> reports;
+    QString text;  // everything generated so far
 };
 
 GenerationRequest request(const QString& prompt, int n) {
@@ -107,6 +110,37 @@ TEST(EngineController, ThreadCountRebuildsTheSession) {
     c.set_threads(1);
     ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kTimeoutMs));
     EXPECT_TRUE(c.model().backend.contains(QLatin1String("(1 thread,"))) << c.model().backend.toStdString();
+}
+
+// The Vulkan backend (lavapipe where no GPU exists) generates the CPU's greedy text for the
+// same model, and switching back runs on the CPU again; without a usable Vulkan device the
+// switch fails with a message and the CPU session stays.
+TEST(EngineController, VulkanBackendGeneratesTheCpuText) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    EngineController c;
+    Recorder rec(c);
+    c.load_model(QString::fromStdString(inferscope::testing::shared_model("stories260K.gguf").string()));
+    ASSERT_TRUE(wait_until([&] { return !rec.loaded.empty() && !c.busy(); }, kTimeoutMs));
+    c.generate(request(QStringLiteral("Once upon a time"), 24));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 1 && !c.busy(); }, kTimeoutMs));
+    const QString cpu_text = rec.text;
+
+    c.set_vulkan(true);
+    ASSERT_TRUE(wait_until([&] { return (rec.loaded.size() == 2 || !rec.failures.isEmpty()) && !c.busy(); }, kTimeoutMs));
+    if (!rec.failures.isEmpty()) {
+        EXPECT_FALSE(c.model().backend.startsWith(QLatin1String("Vulkan")));
+        GTEST_SKIP() << "no usable Vulkan device: " << rec.failures.front().toStdString();
+    }
+    EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("Vulkan"))) << c.model().backend.toStdString();
+    rec.text.clear();
+    c.generate(request(QStringLiteral("Once upon a time"), 24));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kTimeoutMs));
+    EXPECT_FALSE(cpu_text.isEmpty());
+    EXPECT_EQ(rec.text, cpu_text);
+
+    c.set_vulkan(false);
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 3 && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("CPU"))) << c.model().backend.toStdString();
 }
 
 }  // namespace
