@@ -103,17 +103,25 @@ TEST(Responsiveness, EventLoopStaysLiveOnA05BShapedModel) {
     EXPECT_LT(gap, kMaxGapMs);
 }
 
+// Shows `window` and loads the built-in model into it (a fatal failure when it does not load).
+void show_with_builtin_model(MainWindow& window) {
+    window.show();
+    EXPECT_TRUE(QTest::qWaitForWindowExposed(&window));
+    bool loaded = false;
+    const auto connection = QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
+    window.open_model(QString());
+    const bool ready = wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs);
+    QObject::disconnect(connection);  // `loaded` ends with this function
+    ASSERT_TRUE(ready);
+}
+
 // Dragging the batch-size slider queues a batched decode per position, a sweep runs the
 // whole curve, and typing re-analyses the activations: all of it on the worker thread,
 // stale runs cancelled.
 TEST(Responsiveness, EventLoopStaysLiveWhileLabPanelsMeasure) {
     MainWindow window;
-    window.show();
-    EXPECT_TRUE(QTest::qWaitForWindowExposed(&window));
-    bool loaded = false;
-    QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
-    window.open_model(QString());
-    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
+    show_with_builtin_model(window);
+    if (::testing::Test::HasFatalFailure()) return;
     BatchingLab& lab = window.batching_lab();
     window.show_tab(&lab);
     lab.set_run_settings(8, 4, {1, 2, 4, 8, 16});
@@ -143,12 +151,8 @@ TEST(Responsiveness, EventLoopStaysLiveWhileLabPanelsMeasure) {
 // recomputes the distribution from the cached logits on the UI thread.
 TEST(Responsiveness, EventLoopStaysLiveWhileSoftLabelsFollowThePromptAndTemperature) {
     MainWindow window;
-    window.show();
-    EXPECT_TRUE(QTest::qWaitForWindowExposed(&window));
-    bool loaded = false;
-    QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
-    window.open_model(QString());
-    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
+    show_with_builtin_model(window);
+    if (::testing::Test::HasFatalFailure()) return;
     SoftLabelsLab& lab = window.soft_labels_lab();
     window.show_tab(&lab);
     QTest::qWait(200);
