@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/kernels/half_gemm.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/formats/ggml_type.h"
 #include "engine/formats/quant.h"
@@ -79,6 +80,60 @@ void bench(benchmark::State& state, GgmlType type, CpuIsa isa, int64_t rows, int
                                                        static_cast<double>(state.iterations()),
                                                    benchmark::Counter::kIsRate);
 }
+
+// F16 weights times a few activation rows (batched decode): the tiled kernel against the
+// unpacked half kernel (half_gemm.h), which takes the activations as F32.
+void bench_half(benchmark::State& state, GgmlType type, int64_t rows, int64_t k, int64_t n) {
+    const HalfGemmFn kernel = simd::avx512_half_gemm_kernel(type);
+    if (kernel == nullptr) {
+        state.SkipWithError("no AVX-512 half kernel on this CPU");
+        return;
+    }
+    const std::vector<uint8_t> w = random_rows(type, rows, k, 1);
+    const std::vector<uint8_t> encoded = random_rows(type, n, k, 2);
+    std::vector<float> x(static_cast<size_t>(n * k));
+    for (int64_t i = 0; i < n; ++i) {
+        dequantize_row(type, encoded.data() + i * ggml_row_bytes(type, static_cast<uint64_t>(k)), x.data() + i * k, k);
+    }
+    std::vector<float> xt(static_cast<size_t>((n + 15) / 16 * 16 * k));
+    interleave_rows_by_16(x.data(), n, k, xt.data());
+    std::vector<float> c(static_cast<size_t>(rows * n));
+    HalfGemmArgs args;
+    args.k = k;
+    args.weights = w.data();
+    args.weight_row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(k));
+    args.row_begin = 0;
+    args.row_end = rows;
+    args.x = x.data();
+    args.xt = xt.data();
+    args.n = n;
+    args.c = c.data();
+    args.ldc = rows;
+    for (auto _ : state) {
+        kernel(args);
+        benchmark::DoNotOptimize(c.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(rows * k * n) * 1e-9 *
+                                                       static_cast<double>(state.iterations()),
+                                                   benchmark::Counter::kIsRate);
+}
+
+const int kRegisteredSmallBatches = [] {
+    for (const int64_t n : {2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+        for (const int64_t k : {896, 4864}) {
+            const int64_t rows = k == 896 ? 4864 : 896;
+            const std::string dims = std::to_string(rows) + "x" + std::to_string(k) + "/n" + std::to_string(n);
+            benchmark::RegisterBenchmark(("avx512/F16/tile/" + dims).c_str(), bench, GgmlType::F16, CpuIsa::Avx512, rows, k, n)
+                ->Unit(benchmark::kMillisecond)
+                ->MinTime(0.3);
+            benchmark::RegisterBenchmark(("avx512/F16/half/" + dims).c_str(), bench_half, GgmlType::F16, rows, k, n)
+                ->Unit(benchmark::kMillisecond)
+                ->MinTime(0.3);
+        }
+    }
+    return 0;
+}();
 
 const int kRegistered = [] {
     const GgmlType types[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,

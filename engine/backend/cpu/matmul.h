@@ -22,7 +22,15 @@ struct MatmulScratch {
     };
     std::vector<EncodedInput> encoded_inputs;
     std::vector<float> dequantized;      // weight rows dequantized for the BLAS fallback
-    std::vector<float> rounded_input;    // activations rounded to F16/BF16 for the BLAS fallback
+    // The current input rounded to F16 or BF16 and widened to F32 (half kernel and BLAS
+    // fallback), per type, kept between calls like encoded_inputs.
+    struct RoundedInput {
+        GgmlType type;
+        std::vector<float> values;       // [n x cols]
+        std::vector<float> interleaved;  // empty, or values interleaved by 16 rows (half_gemm.h)
+        bool current;
+    };
+    std::vector<RoundedInput> rounded_inputs;
 };
 
 // y[n x w.rows] = x[n x w.cols] * W^T, rows of x and y contiguous, weight rows split across

@@ -1,0 +1,60 @@
+#pragma once
+// F16/BF16 weights times a few activation rows (batched decode, up to kHalfGemmMaxRows),
+// with the activations already rounded to the weight's half type and widened to F32.
+// Against the tiled kernel (tile_gemm.h) nothing is transposed: that kernel repacks each
+// weight panel (a 16 x 16 transpose per 256 elements), which a small batch cannot amortize.
+//   - Up to 15 rows ("narrow"): 16 consecutive elements of a weight row are widened once per
+//     group of up to 8 activation rows and multiplied lane by lane with each of them; each
+//     sum is finished horizontally at the end of the row.
+//   - 16 to 64 rows ("wide"): a vector holds one element of 16 activation rows (the
+//     interleaved layout below); a chunk of each weight row is widened into a small buffer
+//     and each element is broadcast against those vectors, so no horizontal sums at all.
+// Both read each weight row as one sequential stream.
+//
+//   c[i * ldc + r] = sum_l w[r][l] * x[i * k + l]   for i in [0, n), r in [row_begin, row_end)
+//
+// Products of two halves are exact in F32; only the summation order differs from vec_dot.
+#include <cstdint>
+
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/formats/ggml_type.h"
+
+namespace inferscope {
+
+inline constexpr int64_t kHalfGemmMaxRows = 64;
+inline constexpr int64_t kHalfGemmWideFrom = 16;  // from this many rows the wide path runs
+
+// The wide path's activation layout: groups of 16 rows, each group stored element-major,
+//   xt[((g * k) + l) * 16 + lane] = x[(16 g + lane) * k + l]   (0 for rows past n),
+// ceil(n / 16) * k * 16 floats.
+void interleave_rows_by_16(const float* x, int64_t n, int64_t k, float* xt);
+
+// out[i] = x[i] rounded to `type` (F16 or BF16) and widened back to F32: the values
+// round_to_fp16 / round_to_bf16 (engine/core/fp16.h) give, NaN staying NaN; vectorized on
+// `isa` where that family can.
+void round_to_half(GgmlType type, const float* x, int64_t count, float* out, CpuIsa isa);
+
+struct HalfGemmArgs {
+    int64_t k = 0;                     // elements per row
+    const uint8_t* weights = nullptr;  // row 0 of the weight matrix (F16 or BF16)
+    uint64_t weight_row_bytes = 0;
+    int64_t row_begin = 0;
+    int64_t row_end = 0;
+    const float* x = nullptr;   // [n x k] activations, each representable in the weight's type
+    const float* xt = nullptr;  // the same interleaved (see above); needed when n >= kHalfGemmWideFrom
+    int64_t n = 0;
+    float* c = nullptr;  // output, row i at c + i * ldc, column r
+    int64_t ldc = 0;
+};
+
+using HalfGemmFn = void (*)(const HalfGemmArgs& args);
+
+// The kernel for F16 or BF16 weights on `isa`, or nullptr when the family has none.
+HalfGemmFn half_gemm_kernel(GgmlType weight_type, CpuIsa isa);
+
+namespace simd {
+HalfGemmFn avx512_half_gemm_kernel(GgmlType weight_type);
+void avx512_round_to_half(GgmlType type, const float* x, int64_t count, float* out);
+}  // namespace simd
+
+}  // namespace inferscope

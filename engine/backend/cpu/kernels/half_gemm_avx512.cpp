@@ -1,0 +1,232 @@
+// AVX-512 kernels of half_gemm.h. Compiled with AVX-512 flags (see engine/CMakeLists.txt):
+// everything stays in an anonymous namespace.
+//
+// Narrow path: a tile of kRows weight rows x RN activation rows keeps kRows * RN
+// accumulators (24 of the 32 registers at 3 x 8); per 16 elements it widens kRows weight
+// vectors and loads RN activation vectors (from L1/L2: the activation rows are reused by
+// every row tile). Each accumulator is summed horizontally once, at the end of its row.
+//
+// Wide path: NV = ceil(n / 16) vectors of interleaved activations per element and a tile of
+// 24 / NV weight rows (24 accumulators); per chunk of kChunk elements the tile's weights are
+// widened into a stack buffer, then each weight element is broadcast against the NV vectors.
+// The finished sums of one weight row are scattered to their n rows of c.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "engine/backend/cpu/kernels/half_gemm.h"
+
+namespace inferscope::simd {
+namespace {
+
+constexpr int kRows = 3;      // weight rows per tile
+constexpr int kMaxGroup = 8;  // activation rows per tile
+
+template <bool BF16>
+inline __m512 widen(__m256i halves) {
+    if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
+    return _mm512_cvtph_ps(halves);
+}
+
+template <bool BF16>
+inline __m512 load_weights(const uint8_t* row, int64_t l) {
+    return widen<BF16>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * l)));
+}
+
+template <bool BF16>
+inline __m512 load_weights(const uint8_t* row, int64_t l, __mmask16 mask) {
+    return widen<BF16>(_mm256_maskz_loadu_epi16(mask, row + 2 * l));
+}
+
+// Rows [r0, r0 + RM) against activation rows [i0, i0 + RN), over the whole row length.
+template <bool BF16, int RM, int RN>
+void tile(const HalfGemmArgs& a, int64_t r0, int64_t i0) {
+    const uint8_t* w[RM];
+    const float* x[RN];
+    for (int m = 0; m < RM; ++m) w[m] = a.weights + static_cast<uint64_t>(r0 + m) * a.weight_row_bytes;
+    for (int j = 0; j < RN; ++j) x[j] = a.x + (i0 + j) * a.k;
+    __m512 acc[RM][RN];
+#pragma GCC unroll 8
+    for (int m = 0; m < RM; ++m) {
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
+    }
+    int64_t l = 0;
+    for (; l + 16 <= a.k; l += 16) {
+        __m512 wv[RM];
+#pragma GCC unroll 8
+        for (int m = 0; m < RM; ++m) wv[m] = load_weights<BF16>(w[m], l);
+#pragma GCC unroll 8
+        for (int j = 0; j < RN; ++j) {
+            __m512 xv = _mm512_loadu_ps(x[j] + l);
+            // One load per activation vector: without this the compiler folds the load into
+            // each of the RM multiply-adds, tripling the loads that bound this loop.
+            __asm__("" : "+v"(xv));
+#pragma GCC unroll 8
+            for (int m = 0; m < RM; ++m) acc[m][j] = _mm512_fmadd_ps(wv[m], xv, acc[m][j]);
+        }
+    }
+    if (l < a.k) {
+        const auto mask = static_cast<__mmask16>((1u << (a.k - l)) - 1u);
+        __m512 wv[RM];
+        for (int m = 0; m < RM; ++m) wv[m] = load_weights<BF16>(w[m], l, mask);
+        for (int j = 0; j < RN; ++j) {
+            const __m512 xv = _mm512_maskz_loadu_ps(mask, x[j] + l);
+            for (int m = 0; m < RM; ++m) acc[m][j] = _mm512_fmadd_ps(wv[m], xv, acc[m][j]);
+        }
+    }
+    for (int j = 0; j < RN; ++j) {
+        float* out = a.c + (i0 + j) * a.ldc + r0;
+        for (int m = 0; m < RM; ++m) out[m] = _mm512_reduce_add_ps(acc[m][j]);
+    }
+}
+
+template <bool BF16, int RM, int RN = kMaxGroup>
+void tile_with_group(int rn, const HalfGemmArgs& a, int64_t r0, int64_t i0) {
+    if constexpr (RN >= 1) {
+        if (rn == RN) return tile<BF16, RM, RN>(a, r0, i0);
+        return tile_with_group<BF16, RM, RN - 1>(rn, a, r0, i0);
+    }
+}
+
+template <bool BF16>
+void run_tile(int rm, int rn, const HalfGemmArgs& a, int64_t r0, int64_t i0) {
+    switch (rm) {
+        case 3: return tile_with_group<BF16, 3>(rn, a, r0, i0);
+        case 2: return tile_with_group<BF16, 2>(rn, a, r0, i0);
+        default: return tile_with_group<BF16, 1>(rn, a, r0, i0);
+    }
+}
+
+constexpr int kChunk = 256;  // elements of each weight row widened at a time (wide path)
+
+inline __mmask16 first_lanes(int64_t count) {
+    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// buf[m][kk] = w[r0 + m][l0 + kk] for m < rm, kk < kc (rows past rm: zero, never read).
+template <bool BF16, int RM>
+void widen_chunk(const HalfGemmArgs& a, int64_t r0, int rm, int64_t l0, int kc, float (&buf)[RM][kChunk]) {
+    for (int m = 0; m < RM; ++m) {
+        const uint8_t* row = a.weights + static_cast<uint64_t>(r0 + m) * a.weight_row_bytes;
+        for (int kk = 0; kk < kc; kk += 16) {
+            const __m512 v = m < rm ? load_weights<BF16>(row, l0 + kk, first_lanes(kc - kk)) : _mm512_setzero_ps();
+            _mm512_store_ps(&buf[m][kk], v);
+        }
+    }
+}
+
+// Spreads prefetches of the next tile's weights (rows [r0, r0 + rows), one contiguous block)
+// over the chunks of the current tile, in address order: the tile reads each of its rows
+// a chunk at a time, too many short streams for the hardware prefetchers to follow.
+inline void prefetch_tile_part(const HalfGemmArgs& a, int64_t r0, int64_t rows, int64_t part, int64_t parts) {
+    if (rows <= 0) return;
+    const uint8_t* block = a.weights + static_cast<uint64_t>(r0) * a.weight_row_bytes;
+    const uint64_t bytes = static_cast<uint64_t>(rows) * a.weight_row_bytes;
+    const uint64_t lines = (bytes + 63) / 64;
+    const uint64_t first = lines * static_cast<uint64_t>(part) / static_cast<uint64_t>(parts);
+    const uint64_t last = lines * static_cast<uint64_t>(part + 1) / static_cast<uint64_t>(parts);
+    for (uint64_t line = first; line < last; ++line) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + 64 * line), _MM_HINT_T1);
+    }
+}
+
+// Rows [r0, r0 + rm) (rm <= RM) against all n activation rows (NV interleaved groups).
+template <bool BF16, int NV, int RM>
+void wide_tile(const HalfGemmArgs& a, int64_t r0, int rm) {
+    alignas(64) float buf[RM][kChunk];
+    __m512 acc[RM][NV];
+#pragma GCC unroll 24
+    for (int m = 0; m < RM; ++m) {
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_setzero_ps();
+    }
+    for (int64_t l0 = 0; l0 < a.k; l0 += kChunk) {
+        const int kc = static_cast<int>(a.k - l0 < kChunk ? a.k - l0 : kChunk);
+        widen_chunk<BF16, RM>(a, r0, rm, l0, kc, buf);
+        const int64_t next_rows = a.row_end - (r0 + RM) < RM ? a.row_end - (r0 + RM) : RM;
+        prefetch_tile_part(a, r0 + RM, next_rows, l0 / kChunk, (a.k + kChunk - 1) / kChunk);
+        for (int kk = 0; kk < kc; ++kk) {
+            __m512 xv[NV];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) xv[v] = _mm512_loadu_ps(a.xt + ((v * a.k) + l0 + kk) * 16);
+#pragma GCC unroll 24
+            for (int m = 0; m < RM; ++m) {
+                __m512 w = _mm512_set1_ps(buf[m][kk]);
+                __asm__("" : "+v"(w));
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_fmadd_ps(w, xv[v], acc[m][v]);
+            }
+        }
+    }
+    const __m512i lane_offsets =
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int>(a.ldc)));
+    for (int v = 0; v < NV; ++v) {
+        const __mmask16 mask = first_lanes(a.n - 16 * v);
+        float* base = a.c + 16 * v * a.ldc + r0;
+        for (int m = 0; m < rm; ++m) _mm512_mask_i32scatter_ps(base + m, mask, lane_offsets, acc[m][v], 4);
+    }
+}
+
+template <bool BF16, int NV, int RM>
+void wide_rows(const HalfGemmArgs& a) {
+    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += RM) {
+        wide_tile<BF16, NV, RM>(a, r0, static_cast<int>(a.row_end - r0 < RM ? a.row_end - r0 : RM));
+    }
+}
+
+template <bool BF16>
+void wide(const HalfGemmArgs& a) {
+    switch ((a.n + 15) / 16) {
+        case 1: return wide_rows<BF16, 1, 24>(a);
+        case 2: return wide_rows<BF16, 2, 12>(a);
+        case 3: return wide_rows<BF16, 3, 8>(a);
+        default: return wide_rows<BF16, 4, 6>(a);
+    }
+}
+
+// Activation rows are split into groups of equal size (at most kMaxGroup, differing by at
+// most one), so that 12 rows run as 6 + 6 rather than 8 + 4.
+template <bool BF16>
+void half_gemm(const HalfGemmArgs& a) {
+    if (a.n <= 0 || a.row_begin >= a.row_end) return;
+    if (a.n >= kHalfGemmWideFrom && a.n <= kHalfGemmMaxRows && a.xt != nullptr) return wide<BF16>(a);
+    const int64_t groups = (a.n + kMaxGroup - 1) / kMaxGroup;
+    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kRows) {
+        const int rm = static_cast<int>(a.row_end - r0 < kRows ? a.row_end - r0 : kRows);
+        int64_t i0 = 0;
+        for (int64_t g = 0; g < groups; ++g) {
+            const int64_t i1 = a.n * (g + 1) / groups;
+            run_tile<BF16>(rm, static_cast<int>(i1 - i0), a, r0, i0);
+            i0 = i1;
+        }
+    }
+}
+
+}  // namespace
+
+void avx512_round_to_half(GgmlType type, const float* x, int64_t count, float* out) {
+    const bool bf16 = type == GgmlType::BF16;
+    for (int64_t i = 0; i < count; i += 16) {
+        const __mmask16 mask = first_lanes(count - i);
+        const __m512 v = _mm512_maskz_loadu_ps(mask, x + i);
+        __m512 rounded;
+        if (bf16) {  // round to nearest even at bit 16; NaN made quiet, as fp32_to_bf16 does
+            const __m512i bits = _mm512_castps_si512(v);
+            const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+            __m512i r = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd));
+            r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(bits, _mm512_set1_epi32(0x400000)));
+            rounded = _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+        } else {
+            rounded = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        _mm512_mask_storeu_ps(out + i, mask, rounded);
+    }
+}
+
+HalfGemmFn avx512_half_gemm_kernel(GgmlType weight_type) {
+    if (!cpu_supports(CpuIsa::Avx512)) return nullptr;
+    return weight_type == GgmlType::BF16 ? &half_gemm<true> : &half_gemm<false>;
+}
+
+}  // namespace inferscope::simd
