@@ -24,26 +24,46 @@ inline __m512 load16(const uint16_t* p, int64_t index, __mmask16 mask) {
 inline __m512 load16(const float* p, int64_t index, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p + index); }
 
 // Up to 16 tokens at a time: one load of a K^T row gives one dimension of all of them, and
-// each query head accumulates its 16 scores in one register.
+// each of the Heads query heads of a pass accumulates its 16 scores in one register. Heads
+// is a compile-time count so that the accumulators stay in registers (with a run-time
+// count they lived on the stack, a store-to-load chain per multiply-add: that made the
+// score loop most of the attention time at long contexts).
+template <typename T, int Heads>
+void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, int n_t, __m512 scale_v, float* out,
+                 int64_t out_stride) {
+    for (int t0 = 0; t0 < n_t; t0 += 16) {
+        const __mmask16 m = lanes(n_t, t0);
+        __m512 acc[Heads];
+#pragma GCC unroll 8
+        for (int g = 0; g < Heads; ++g) acc[g] = _mm512_setzero_ps();
+        for (int d = 0; d < head_dim; ++d) {
+            const __m512 k = load16(kt, static_cast<int64_t>(d) * block_tokens + t0, m);
+#pragma GCC unroll 8
+            for (int g = 0; g < Heads; ++g) {
+                acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[static_cast<int64_t>(g) * head_dim + d]), k, acc[g]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int g = 0; g < Heads; ++g) _mm512_mask_storeu_ps(out + g * out_stride + t0, m, _mm512_mul_ps(acc[g], scale_v));
+    }
+}
+
 template <typename T>
 void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
             int64_t out_stride) {
     const __m512 scale_v = _mm512_set1_ps(scale);
-    for (int t0 = 0; t0 < n_t; t0 += 16) {
-        const __mmask16 m = lanes(n_t, t0);
-        for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
-            const int heads = n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass;
-            __m512 acc[kMaxHeadsPerPass];
-            for (int g = 0; g < heads; ++g) acc[g] = _mm512_setzero_ps();
-            for (int d = 0; d < head_dim; ++d) {
-                const __m512 k = load16(kt, static_cast<int64_t>(d) * block_tokens + t0, m);
-                for (int g = 0; g < heads; ++g) {
-                    acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[static_cast<int64_t>(g0 + g) * head_dim + d]), k, acc[g]);
-                }
-            }
-            for (int g = 0; g < heads; ++g) {
-                _mm512_mask_storeu_ps(out + (g0 + g) * out_stride + t0, m, _mm512_mul_ps(acc[g], scale_v));
-            }
+    for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
+        const float* qg = q + static_cast<int64_t>(g0) * head_dim;
+        float* og = out + g0 * out_stride;
+        switch (n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass) {
+            case 1: scores_pass<T, 1>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 2: scores_pass<T, 2>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 3: scores_pass<T, 3>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 4: scores_pass<T, 4>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 5: scores_pass<T, 5>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 6: scores_pass<T, 6>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 7: scores_pass<T, 7>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            default: scores_pass<T, 8>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
         }
     }
 }
