@@ -23,29 +23,46 @@ inline __m256 load8(const float* row, int d, int valid) {
     return _mm256_loadu_ps(tail);
 }
 
-// Up to 8 tokens at a time from the transposed K block (see attention_kernels.h).
+// Up to 8 tokens at a time from the transposed K block (see attention_kernels.h). Heads is
+// a compile-time count so that the accumulators stay in registers (see attention_avx512.cpp).
+template <typename T, int Heads>
+void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, int n_t, __m256 scale_v, float* out,
+                 int64_t out_stride) {
+    for (int t0 = 0; t0 < n_t; t0 += 8) {
+        const int valid = n_t - t0;
+        __m256 acc[Heads];
+        for (int g = 0; g < Heads; ++g) acc[g] = _mm256_setzero_ps();
+        for (int d = 0; d < head_dim; ++d) {
+            const __m256 k = load8(kt + static_cast<int64_t>(d) * block_tokens, t0, valid);
+            for (int g = 0; g < Heads; ++g) {
+                acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(q[static_cast<int64_t>(g) * head_dim + d]), k, acc[g]);
+            }
+        }
+        for (int g = 0; g < Heads; ++g) {
+            alignas(32) float lane[8];
+            _mm256_store_ps(lane, _mm256_mul_ps(acc[g], scale_v));
+            std::memcpy(out + g * out_stride + t0, lane, sizeof(float) * static_cast<size_t>(valid < 8 ? valid : 8));
+        }
+    }
+}
+
 template <typename T>
 void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
             int64_t out_stride) {
     constexpr int kMaxHeadsPerPass = 8;
     const __m256 scale_v = _mm256_set1_ps(scale);
-    for (int t0 = 0; t0 < n_t; t0 += 8) {
-        const int valid = n_t - t0;
-        for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
-            const int heads = n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass;
-            __m256 acc[kMaxHeadsPerPass];
-            for (int g = 0; g < heads; ++g) acc[g] = _mm256_setzero_ps();
-            for (int d = 0; d < head_dim; ++d) {
-                const __m256 k = load8(kt + static_cast<int64_t>(d) * block_tokens, t0, valid);
-                for (int g = 0; g < heads; ++g) {
-                    acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(q[static_cast<int64_t>(g0 + g) * head_dim + d]), k, acc[g]);
-                }
-            }
-            for (int g = 0; g < heads; ++g) {
-                alignas(32) float lane[8];
-                _mm256_store_ps(lane, _mm256_mul_ps(acc[g], scale_v));
-                std::memcpy(out + (g0 + g) * out_stride + t0, lane, sizeof(float) * static_cast<size_t>(valid < 8 ? valid : 8));
-            }
+    for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
+        const float* qg = q + static_cast<int64_t>(g0) * head_dim;
+        float* og = out + g0 * out_stride;
+        switch (n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass) {
+            case 1: scores_pass<T, 1>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 2: scores_pass<T, 2>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 3: scores_pass<T, 3>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 4: scores_pass<T, 4>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 5: scores_pass<T, 5>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 6: scores_pass<T, 6>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            case 7: scores_pass<T, 7>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
+            default: scores_pass<T, 8>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
         }
     }
 }
