@@ -108,19 +108,19 @@ void expect_bars_equal(const QuantErrorPanel& panel, const QuantReport& expected
 TEST_F(QuantizationLabTest, MovingTheSliderChartsTheEnginesErrorsForThatScheme) {
     QuantizationLab lab(controller());
     lab.show();
-    EXPECT_EQ(lab.scheme_text(), QStringLiteral("int4:g128"));
-    wait_for_report(lab, QStringLiteral("int4:g128"));
+    EXPECT_EQ(lab.scheme_text(), QStringLiteral("int4:row"));
+    wait_for_report(lab, QStringLiteral("int4:row"));
     lab.bits_slider().setValue(3);
-    EXPECT_EQ(lab.scheme_text(), QStringLiteral("int3:g128"));
-    wait_for_report(lab, QStringLiteral("int3:g128"));
-    const QuantReport expected = expected_report(QStringLiteral("int3:g128"));
+    EXPECT_EQ(lab.scheme_text(), QStringLiteral("int3:row"));
+    wait_for_report(lab, QStringLiteral("int3:row"));
+    const QuantReport expected = expected_report(QStringLiteral("int3:row"));
     // Seven projections per layer: 168 bars for Qwen2.5-0.5B's 24 layers, 28 for the built-in 4.
     EXPECT_EQ(expected.matrices.size(), size_t{7} * static_cast<size_t>(direct_model()->config().n_layer));
     expect_bars_equal(lab.error_panel(), expected);
 
-    lab.granularity_box().setCurrentIndex(lab.granularity_box().findData(QStringLiteral("row")));
-    wait_for_report(lab, QStringLiteral("int3:row"));
-    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("int3:row")));
+    lab.granularity_box().setCurrentIndex(lab.granularity_box().findData(QStringLiteral("group")));
+    wait_for_report(lab, QStringLiteral("int3:g128"));
+    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("int3:g128")));
     lab.format_box().setCurrentIndex(lab.format_box().findData(QStringLiteral("nf4")));
     lab.group_size_box().setCurrentIndex(lab.group_size_box().findData(QStringLiteral("64")));
     wait_for_report(lab, QStringLiteral("nf4"));  // nf4:64 is spelled "nf4"
@@ -161,10 +161,10 @@ TEST_F(QuantizationLabTest, ANewerSettingCancelsTheRunningAnalysis) {
     lab.run_now();
     const quint64 current = lab.analysis_job();
     ASSERT_NE(stale, current);
-    wait_for_report(lab, QStringLiteral("int2:g128"));
+    wait_for_report(lab, QStringLiteral("int2:row"));
     wait_until([] { return false; }, 2 * QuantizationLab::kDebounceMs);  // a debounced rerun would show here
     EXPECT_EQ(delivered, QList<quint64>{current});
-    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("int2:g128")));
+    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("int2:row")));
 }
 
 // The engine's hook stops the analysis once the job is cancelled: after the first matrix here.

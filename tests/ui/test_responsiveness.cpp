@@ -188,7 +188,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileTheBitWidthSliderMoves) {
         lab.bits_slider().setValue(bits);
         QTest::qWait(100);
     }
-    ASSERT_TRUE(wait_until([&] { return lab.report() && lab.report()->schemes.front().scheme.name() == "int8:g128"; },
+    ASSERT_TRUE(wait_until([&] { return lab.report() && lab.report()->schemes.front().scheme.name() == "int8:row"; },
                            kTimeoutMs));
     std::printf("[ measured ] bit-width slider drag: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));

@@ -93,7 +93,7 @@ QWidget* QuantizationLab::build_scheme_controls() {
     granularity_ = combo({{tr("per tensor"), QStringLiteral("tensor")},
                           {tr("per row"), QStringLiteral("row")},
                           {tr("per group"), QStringLiteral("group")}},
-                         2);
+                         1);  // per row fits every shape; groups must divide the rows (stories260K's FFN is 172 wide)
     group_size_ = combo({{tr("32"), QStringLiteral("32")}, {tr("64"), QStringLiteral("64")}, {tr("128"), QStringLiteral("128")}}, 2);
     group_size_->setToolTip(tr("Weights per group (INT per group) or per block (NF4)"));
     order_ = combo({{tr("file order"), QStringLiteral("file")}, {tr("by error"), QStringLiteral("error")}}, 0);
