@@ -140,7 +140,8 @@ TEST_F(QuantizationLabTest, SortingByErrorPutsTheHighlightedWorstMatrixFirst) {
     lab.order_box().setCurrentIndex(lab.order_box().findData(QStringLiteral("error")));
     EXPECT_EQ(panel.highlighted_bar(), 0);
     EXPECT_EQ(panel.categories().front().toStdString(), worst);
-    const PlotSeries& errors = series_named(panel.plot_data(), QStringLiteral("relative error"));
+    const PlotData sorted = panel.plot_data();
+    const PlotSeries& errors = series_named(sorted, QStringLiteral("relative error"));
     for (qsizetype i = 1; i < errors.points.size(); ++i) EXPECT_GE(errors.points[i - 1].y(), errors.points[i].y());
 }
 
