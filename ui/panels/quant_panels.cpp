@@ -14,7 +14,7 @@ namespace {
 
 const QColor kWorstColor(220, 50, 47);
 // Beyond this many bars the matrix names would overlap: they stay in the export and tooltips.
-constexpr int kMaxLabelledBars = 40;
+constexpr int kMaxLabelledBars = 12;
 
 QBarSeries* bar_chart(QChart* chart, QBarSet* set, QBarCategoryAxis* x, QValueAxis* y) {
     auto* series = new QBarSeries();
@@ -81,7 +81,7 @@ void QuantErrorPanel::set_report(const QuantReport& report) {
                                           .arg(name, bars_[static_cast<size_t>(worst_matrix())].name)
                                           .arg(scheme.worst_relative_error, 0, 'g', 4));
     summary_->setText(tr("%1: %2 bits/weight over %3 quantized matrices (as stored in the file: %4); model %5 MiB "
-                         "(file: %6 MiB); relative error mean %7, weighted by parameters %8")
+                         "(file: %6 MiB); relative error mean %7, weighted by parameters %8. Hover a bar for its matrix.")
                           .arg(name)
                           .arg(scheme.bits_per_weight, 0, 'f', 3)
                           .arg(bars_.size())
@@ -143,7 +143,8 @@ void QuantErrorPanel::redraw() {
     replace_values(errors_, values);
     matrices_->setCategories(names);
     matrices_->setLabelsVisible(names.size() <= kMaxLabelledBars);
-    matrices_->setTitleText(names.size() <= kMaxLabelledBars ? tr("matrix") : tr("matrix (%1; hover for names)").arg(names.size()));
+    // Qt elides the title of a category axis without labels to nothing: the summary line says instead.
+    matrices_->setTitleVisible(names.size() <= kMaxLabelledBars);
     error_axis_->setRange(0, max_error > 0 ? max_error * 1.1 : 1.0);
     if (highlighted_bar() >= 0) errors_->selectBar(highlighted_bar());
 }
@@ -169,7 +170,7 @@ QuantQualityPanel::QuantQualityPanel(QWidget* parent)
       kl_axis_(new QValueAxis()) {
     chart()->setTitle(tr("Quality against the unquantized model"));
     schemes_->setTitleText(tr("scheme"));
-    kl_axis_->setTitleText(tr("KL(unquantized || quantized), nats per token"));
+    kl_axis_->setTitleText(tr("KL, nats/token"));
     kl_axis_->setRange(0, 1);
     bar_chart(chart(), kl_, schemes_, kl_axis_);
 }
