@@ -220,6 +220,7 @@ TEST_F(QuantizationLabTest, MeasureQualityAddsTheEnginesNumbers) {
     EXPECT_DOUBLE_EQ(series_named(data, QStringLiteral("KL mean (nats/token)")).points.at(0).y(), expected.kl_mean);
     EXPECT_DOUBLE_EQ(series_named(data, QStringLiteral("dPPL")).points.at(0).y(),
                      expected.candidate_ppl - expected.reference_ppl);
+    EXPECT_EQ(series_named(data, QStringLiteral("battery passed")).points.at(0).y(), row.battery->passed);
 }
 
 struct TextRecorder {

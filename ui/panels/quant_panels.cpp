@@ -203,6 +203,13 @@ void QuantQualityPanel::append_exported_series(PlotData& data) const {
         top1.points.push_back(QPointF(x, rows_[i].top1_agreement));
     }
     data.series << bits << size << ppl << delta << top1;
+    PlotSeries passed{tr("battery passed"), {}}, reference_passed{tr("battery passed (unquantized)"), {}};
+    for (size_t i = 0; i < rows_.size(); ++i) {
+        if (!rows_[i].battery || !rows_[i].reference_battery) continue;
+        passed.points.push_back(QPointF(static_cast<double>(i), rows_[i].battery->passed));
+        reference_passed.points.push_back(QPointF(static_cast<double>(i), rows_[i].reference_battery->passed));
+    }
+    if (!passed.points.isEmpty()) data.series << passed << reference_passed;
 }
 
 }  // namespace inferscope::ui

@@ -68,7 +68,8 @@ public:
     void set_rows(const std::vector<QualityRow>& rows);
 
 protected:
-    // "bits/weight", "size MiB", "PPL", "dPPL", "top-1 agreement" per measured scheme.
+    // "bits/weight", "size MiB", "PPL", "dPPL", "top-1 agreement" per measured scheme, and the
+    // battery's passed items (quantized, unquantized) for rows that ran it.
     void append_exported_series(PlotData& data) const override;
 
 private:
