@@ -223,6 +223,24 @@ TEST_F(QuantizationLabTest, MeasureQualityAddsTheEnginesNumbers) {
     EXPECT_EQ(series_named(data, QStringLiteral("battery passed")).points.at(0).y(), row.battery->passed);
 }
 
+TEST_F(QuantizationLabTest, CancelStopsTheQualityMeasurementWithoutARow) {
+    EngineController& c = controller();
+    QuantizationLab lab(c);
+    bool cancelled = false;
+    QObject scope;
+    QObject::connect(&c, &EngineController::lab_job_cancelled, &scope, [&](const QString& kind, quint64) {
+        if (kind == QuantizationLab::kQualityJob) cancelled = true;
+    });
+    lab.measure_button().click();
+    ASSERT_TRUE(lab.cancel_button().isEnabled());
+    lab.cancel_button().click();
+    ASSERT_TRUE(wait_until([&] { return cancelled && !c.lab_job_running(QuantizationLab::kQualityJob); }, kTimeoutMs));
+    EXPECT_TRUE(lab.quality_rows().empty());
+    EXPECT_EQ(lab.results_table().rowCount(), 0);
+    EXPECT_FALSE(lab.cancel_button().isEnabled());
+    EXPECT_TRUE(lab.measure_button().isEnabled());
+}
+
 struct TextRecorder {
     explicit TextRecorder(EngineController& c) {
         QObject::connect(&c, &EngineController::text_generated, &scope, [this](const QString& t) { text += t; });
