@@ -74,7 +74,8 @@ QByteArray plot_data_to_csv(const PlotData& data) {
         for (const QPointF& p : series.points) {
             out += QStringLiteral("%1,%2,%3").arg(csv_field(series.name)).arg(p.x(), 0, 'g', 17).arg(p.y(), 0, 'g', 17);
             const auto index = static_cast<qsizetype>(p.x());
-            if (named) out += QLatin1Char(',') + csv_field(index >= 0 && index < data.categories.size() ? data.categories[index] : QString());
+            const bool in_range = index >= 0 && index < data.categories.size();
+            if (named) out += QLatin1Char(',') + csv_field(in_range ? data.categories[index] : QString());
             out += QLatin1Char('\n');
         }
     }

@@ -147,7 +147,10 @@ void EngineController::set_vulkan(bool vulkan) {
 void EngineController::use_weights(std::shared_ptr<const Model> weights, const QString& description) {
     const quint64 request = start_request();
     QMetaObject::invokeMethod(
-        worker_, [worker = worker_, request, weights = std::move(weights), description] { worker->use_weights(request, weights, description); },
+        worker_,
+        [worker = worker_, request, weights = std::move(weights), description] {
+            worker->use_weights(request, weights, description);
+        },
         Qt::QueuedConnection);
 }
 

@@ -287,7 +287,8 @@ TEST_F(QuantizationLabTest, GenerateWithTheseWeightsRunsTheQuantizedModel) {
     EXPECT_FALSE(lab.restore_button().isEnabled());
     lab.generate_button().click();
     ASSERT_TRUE(wait_until([&] { return !rec.loaded.isEmpty() && !c.busy(); }, kTimeoutMs));
-    EXPECT_TRUE(rec.loaded.back().contains(QStringLiteral("quantized in memory with int2:tensor"))) << rec.loaded.back().toStdString();
+    EXPECT_TRUE(rec.loaded.back().contains(QStringLiteral("quantized in memory with int2:tensor")))
+        << rec.loaded.back().toStdString();
     EXPECT_EQ(c.model().weights, rec.loaded.back());
     EXPECT_TRUE(lab.restore_button().isEnabled());
 
@@ -321,8 +322,11 @@ TEST_F(QuantizationLabTest, BothChartsExportThePlottedData) {
             ASSERT_TRUE(file.open(QIODevice::ReadOnly));
             const QByteArray written = file.readAll();
             EXPECT_GT(written.size(), 100) << path.toStdString();
-            if (format == ExportFormat::Csv) EXPECT_EQ(written, plot_data_to_csv(panel->plot_data()));
-            if (format == ExportFormat::Json) EXPECT_EQ(written, plot_data_to_json(panel->plot_data()));
+            if (format == ExportFormat::Csv) {
+                EXPECT_EQ(written, plot_data_to_csv(panel->plot_data()));
+            } else if (format == ExportFormat::Json) {
+                EXPECT_EQ(written, plot_data_to_json(panel->plot_data()));
+            }
         }
     }
     // One CSV row per bar and series (relative error, rows, cols, bits/weight), each naming its matrix.

@@ -94,7 +94,8 @@ QWidget* QuantizationLab::build_scheme_controls() {
                           {tr("per row"), QStringLiteral("row")},
                           {tr("per group"), QStringLiteral("group")}},
                          1);  // per row fits every shape; groups must divide the rows (stories260K's FFN is 172 wide)
-    group_size_ = combo({{tr("32"), QStringLiteral("32")}, {tr("64"), QStringLiteral("64")}, {tr("128"), QStringLiteral("128")}}, 2);
+    group_size_ = combo({{tr("32"), QStringLiteral("32")}, {tr("64"), QStringLiteral("64")}, {tr("128"), QStringLiteral("128")}},
+                        2);
     group_size_->setToolTip(tr("Weights per group (INT per group) or per block (NF4)"));
     order_ = combo({{tr("file order"), QStringLiteral("file")}, {tr("by error"), QStringLiteral("error")}}, 0);
     progress_ = new QProgressBar();
@@ -185,7 +186,9 @@ QString QuantizationLab::scheme_text() const {
 }
 
 bool QuantizationLab::analysis_is_current() const {
-    return report_ && !report_->schemes.empty() && QString::fromStdString(report_->schemes.front().scheme.name()) == scheme_text();
+    // Canonical names: "nf4:64" is spelled "nf4".
+    const std::string current = parse_quant_scheme(scheme_text().toStdString()).name();
+    return report_ && !report_->schemes.empty() && report_->schemes.front().scheme.name() == current;
 }
 
 void QuantizationLab::schedule_analysis() { debounce_.start(); }
