@@ -9,6 +9,7 @@
 #include "ui/labs/outliers_lab.h"
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/labs/phases_lab.h"
+#include "ui/labs/quantization_lab.h"
 #include "ui/main_window.h"
 
 namespace inferscope::ui {
@@ -56,6 +57,11 @@ void AutomationRunner::measure_labs() {
     if (!options_.prompt.isEmpty()) window_.generation_panel().set_prompt(options_.prompt);
     window_.batching_lab().sweep();
     window_.phases_lab().measure();
+    // The quantization tab: its current scheme's per-matrix errors and one quality row.
+    pending_lab_jobs_.insert(QuantizationLab::kAnalysisJob);
+    window_.quantization_lab().run_now();
+    pending_lab_jobs_.insert(QuantizationLab::kQualityJob);
+    window_.quantization_lab().measure_quality();
     // Without a prompt there is nothing to analyse; the outlier and soft-label charts stay empty.
     if (!window_.generation_panel().prompt_edit()->toPlainText().trimmed().isEmpty()) {
         pending_lab_jobs_.insert(OutliersLab::kJob);

@@ -67,10 +67,16 @@ QString export_format_suffix(ExportFormat format) {
 }
 
 QByteArray plot_data_to_csv(const PlotData& data) {
-    QString out = QStringLiteral("series,%1,%2\n").arg(csv_field(data.x_label), csv_field(data.y_label));
+    const bool named = !data.categories.isEmpty();  // a fourth column names each bar
+    QString out = QStringLiteral("series,%1,%2").arg(csv_field(data.x_label), csv_field(data.y_label));
+    out += named ? QStringLiteral(",category\n") : QStringLiteral("\n");
     for (const PlotSeries& series : data.series) {
         for (const QPointF& p : series.points) {
-            out += QStringLiteral("%1,%2,%3\n").arg(csv_field(series.name)).arg(p.x(), 0, 'g', 17).arg(p.y(), 0, 'g', 17);
+            out += QStringLiteral("%1,%2,%3").arg(csv_field(series.name)).arg(p.x(), 0, 'g', 17).arg(p.y(), 0, 'g', 17);
+            const auto index = static_cast<qsizetype>(p.x());
+            const bool in_range = index >= 0 && index < data.categories.size();
+            if (named) out += QLatin1Char(',') + csv_field(in_range ? data.categories[index] : QString());
+            out += QLatin1Char('\n');
         }
     }
     return out.toUtf8();
@@ -83,10 +89,11 @@ QByteArray plot_data_to_json(const PlotData& data) {
         for (const QPointF& p : s.points) points.append(QJsonArray{p.x(), p.y()});
         series.append(QJsonObject{{QStringLiteral("name"), s.name}, {QStringLiteral("points"), points}});
     }
-    const QJsonObject root{{QStringLiteral("title"), data.title},
-                           {QStringLiteral("x_label"), data.x_label},
-                           {QStringLiteral("y_label"), data.y_label},
-                           {QStringLiteral("series"), series}};
+    QJsonObject root{{QStringLiteral("title"), data.title},
+                     {QStringLiteral("x_label"), data.x_label},
+                     {QStringLiteral("y_label"), data.y_label},
+                     {QStringLiteral("series"), series}};
+    if (!data.categories.isEmpty()) root.insert(QStringLiteral("categories"), QJsonArray::fromStringList(data.categories));
     return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }
 

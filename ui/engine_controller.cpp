@@ -144,6 +144,16 @@ void EngineController::set_vulkan(bool vulkan) {
                               Qt::QueuedConnection);
 }
 
+void EngineController::use_weights(std::shared_ptr<const Model> weights, const QString& description) {
+    const quint64 request = start_request();
+    QMetaObject::invokeMethod(
+        worker_,
+        [worker = worker_, request, weights = std::move(weights), description] {
+            worker->use_weights(request, weights, description);
+        },
+        Qt::QueuedConnection);
+}
+
 void EngineController::connect_lab_jobs() {
     connect(worker_, &EngineWorker::lab_job_progress, this,
             [this](const QString& kind, quint64 job, double fraction, const QString& stage) {

@@ -42,6 +42,10 @@ public:
     void set_threads(int threads);
     // The Vulkan backend (true) or the CPU (false) for the loaded model and those loaded later.
     void set_vulkan(bool vulkan);
+    // Generation runs on `weights` (derived from the loaded model, e.g. quantized in memory;
+    // null: the file's own weights again) until the next load; model_loaded follows with
+    // ModelSummary::weights = `description`. Lab jobs keep measuring the loaded file's model.
+    void use_weights(std::shared_ptr<const Model> weights, const QString& description);
 
     // Queues `job` on the worker and returns its id; an unfinished job of the same kind is
     // cancelled (at its next cancellation check) and its signals are never emitted.

@@ -29,6 +29,7 @@ struct ModelSummary {
     QString tokenizer;          // filled once the model is loaded
     QString backend;            // filled once the model is loaded
     int context_size = 0;       // the session's context, filled once loaded
+    QString weights;            // empty: the file's own weights; else what generation runs instead
 
     // KV-cache bytes per token at 2 bytes per element for `kv_heads` KV heads.
     qint64 kv_bytes_per_token(int kv_heads, int element_bytes = 2) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
@@ -143,6 +144,8 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
         // Replace the previous model only now that the new one is complete.
         session_ = std::move(session);
         model_ = std::move(model);
+        weights_.reset();
+        weights_description_.clear();
         summary_ = summary;
         emit load_progress(request, 1.0, tr("Ready"));
         emit model_loaded(request, summary);
@@ -182,8 +185,9 @@ void EngineWorker::set_vulkan(quint64 request, bool vulkan) {
 void EngineWorker::rebuild_session(quint64 request) {
     if (model_ && !is_stale(request)) {
         try {
-            session_ = make_session(model_);
+            session_ = make_session(session_model());
             summary_ = describe(*model_, *session_, summary_.path);
+            summary_.weights = weights_description_;
             emit model_loaded(request, summary_);
         } catch (const std::exception& e) {
             vulkan_ = false;  // the session in use stays; later sessions run where it runs
@@ -191,6 +195,22 @@ void EngineWorker::rebuild_session(quint64 request) {
         }
     }
     emit request_finished(request);
+}
+
+void EngineWorker::use_weights(quint64 request, std::shared_ptr<const Model> weights, const QString& description) {
+    if (!model_) {
+        if (!is_stale(request)) emit load_failed(request, summary_.path, tr("No model is loaded."));
+        emit request_finished(request);
+        return;
+    }
+    const auto previous = std::move(weights_);
+    const QString previous_description = std::exchange(weights_description_, weights ? description : QString());
+    weights_ = std::move(weights);
+    rebuild_session(request);
+    if (session_->model_ptr() != session_model()) {  // the session could not be rebuilt: keep what it runs
+        weights_ = previous;
+        weights_description_ = previous_description;
+    }
 }
 
 GenerationReport EngineWorker::run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache) {

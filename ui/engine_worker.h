@@ -31,6 +31,11 @@ public:
     // model, and falls back to the CPU with load_failed when no Vulkan device can be used.
     void set_vulkan(quint64 request, bool vulkan);
 
+    // Generation runs on `weights` (derived from the loaded model, e.g. quantized; null: the
+    // file's own weights) until the next load; model_loaded follows with summary.weights set
+    // to `description`. Lab jobs keep seeing the loaded file's model.
+    void use_weights(quint64 request, std::shared_ptr<const Model> weights, const QString& description);
+
     // Each runs to completion (or cancellation) on the worker thread.
     void load(quint64 request, const QString& path);
     void generate(quint64 request, const GenerationRequest& request_data);
@@ -61,6 +66,7 @@ private:
     void load_model(quint64 request, const QString& path);
     // A new session for the loaded model after a change of threads or backend.
     void rebuild_session(quint64 request);
+    const std::shared_ptr<const Model>& session_model() const { return weights_ ? weights_ : model_; }
     std::unique_ptr<InferenceSession> make_session(const std::shared_ptr<const Model>& model) const;
     ModelSummary describe(const Model& model, const InferenceSession& session, const QString& path) const;
     bool page_in_weights(quint64 request, const Model& model);
@@ -71,6 +77,8 @@ private:
     bool vulkan_ = false;
     std::shared_ptr<const Model> model_;
     std::unique_ptr<InferenceSession> session_;
+    std::shared_ptr<const Model> weights_;  // what the session runs instead of model_, or null
+    QString weights_description_;
     ModelSummary summary_;
 };
 

@@ -35,6 +35,7 @@
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/outliers_lab.h"
 #include "ui/labs/phases_lab.h"
+#include "ui/labs/quantization_lab.h"
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
@@ -67,7 +68,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       batching_(new BatchingLab(*controller_)),
       phases_(new PhasesLab(*controller_)),
       outliers_(new OutliersLab(*controller_)),
-      soft_labels_(new SoftLabelsLab(*controller_)) {
+      soft_labels_(new SoftLabelsLab(*controller_)),
+      quantization_(new QuantizationLab(*controller_)) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
     charts_->addTab(latency_, tr("Step latency"));
@@ -83,6 +85,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     charts_->addTab(phases_, tr("Prefill vs decode"));
     charts_->addTab(outliers_, tr("Activation outliers"));
     charts_->addTab(soft_labels_, tr("Soft labels"));
+    charts_->addTab(quantization_, tr("Quantization"));
 
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
@@ -116,6 +119,7 @@ QList<const ChartPanel*> MainWindow::chart_panels() const {
     for (const ChartPanel* panel : phases_->panels()) panels << panel;
     for (const ChartPanel* panel : outliers_->panels()) panels << panel;
     for (const ChartPanel* panel : soft_labels_->panels()) panels << panel;
+    for (const ChartPanel* panel : quantization_->panels()) panels << panel;
     return panels;
 }
 
@@ -336,6 +340,7 @@ void MainWindow::apply_chart_theme() {
     speculative_->set_dark_theme(dark);
     for (ChartPanel* panel : batching_->panels() + phases_->panels() + outliers_->panels()) panel->set_dark_theme(dark);
     for (ChartPanel* panel : soft_labels_->panels()) panel->set_dark_theme(dark);
+    for (ChartPanel* panel : quantization_->panels()) panel->set_dark_theme(dark);
 }
 
 void MainWindow::export_current_chart() {

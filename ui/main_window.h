@@ -28,6 +28,7 @@ class ModelInfoWidget;
 class SpeculativePanel;
 class OutliersLab;
 class PhasesLab;
+class QuantizationLab;
 class SoftLabelsLab;
 
 class MainWindow : public QMainWindow {
@@ -57,6 +58,7 @@ public:
     PhasesLab& phases_lab() { return *phases_; }
     OutliersLab& outliers_lab() { return *outliers_; }
     SoftLabelsLab& soft_labels_lab() { return *soft_labels_; }
+    QuantizationLab& quantization_lab() { return *quantization_; }
     // Shows the tab holding `widget` (a panel or a lab).
     void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
@@ -99,6 +101,7 @@ private:
     PhasesLab* phases_;
     OutliersLab* outliers_;
     SoftLabelsLab* soft_labels_;
+    QuantizationLab* quantization_;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

@@ -53,6 +53,7 @@ void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
     if (loaded) {
         add(tr("Tokenizer:"), s.tokenizer);
         add(tr("Backend:"), s.backend);
+        if (!s.weights.isEmpty()) add(tr("Weights:"), s.weights);
     }
 }
 

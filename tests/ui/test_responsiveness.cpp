@@ -18,6 +18,7 @@
 #include "ui/generation_panel.h"
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/outliers_lab.h"
+#include "ui/labs/quantization_lab.h"
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/main_window.h"
 #include "ui/ui_test_support.h"
@@ -167,6 +168,29 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSoftLabelsFollowThePromptAndTemperat
     }
     EXPECT_EQ(lab.labels()->temperature, SoftLabelsLab::kMaxTemperatureStep / static_cast<double>(SoftLabelsLab::kTemperatureSteps));
     std::printf("[ measured ] soft labels typing and temperature drag: largest event-loop gap %lld ms\n",
+                static_cast<long long>(meter.max_gap_ms()));
+    EXPECT_GT(meter.ticks(), 10);
+    EXPECT_LT(meter.max_gap_ms(), kMaxGapMs);
+}
+
+// Dragging the bit-width slider re-quantizes on the worker (debounced, stale runs cancelled);
+// the UI thread only redraws the bars.
+TEST(Responsiveness, EventLoopStaysLiveWhileTheBitWidthSliderMoves) {
+    MainWindow window;
+    show_with_builtin_model(window);
+    if (::testing::Test::HasFatalFailure()) return;
+    QuantizationLab& lab = window.quantization_lab();
+    window.show_tab(&lab);
+    ASSERT_TRUE(wait_until([&] { return lab.report().has_value(); }, kTimeoutMs));
+    QTest::qWait(200);
+    GapMeter meter;
+    for (int bits = 2; bits <= 8; ++bits) {
+        lab.bits_slider().setValue(bits);
+        QTest::qWait(100);
+    }
+    ASSERT_TRUE(wait_until([&] { return lab.report() && lab.report()->schemes.front().scheme.name() == "int8:row"; },
+                           kTimeoutMs));
+    std::printf("[ measured ] bit-width slider drag: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
     EXPECT_GT(meter.ticks(), 10);
     EXPECT_LT(meter.max_gap_ms(), kMaxGapMs);

@@ -1,6 +1,7 @@
 #include "ui/panels/chart_panel.h"
 
 #include <QAbstractBarSeries>
+#include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QValueAxis>
 #include <QVBoxLayout>
@@ -42,6 +43,10 @@ PlotData ChartPanel::plot_data() const {
             data.series.push_back(s);
         }
     }
+    if (auto* categories = x_axes.isEmpty() ? nullptr : qobject_cast<QBarCategoryAxis*>(x_axes.front())) {
+        data.categories = categories->categories();
+    }
+    append_exported_series(data);
     return data;
 }
 

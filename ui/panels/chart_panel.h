@@ -5,6 +5,7 @@
 #include <QChartView>
 #include <QPointF>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <QWidget>
 
@@ -22,6 +23,8 @@ struct PlotData {
     QString x_label;
     QString y_label;
     QVector<PlotSeries> series;
+    // A bar chart's category labels: x = i stands for categories[i] (empty for value axes).
+    QStringList categories;
 };
 
 class ChartPanel : public QWidget {
@@ -41,6 +44,8 @@ public:
 protected:
     // Re-applies a subclass's own series styling, which a theme change resets.
     virtual void style_series(bool /*dark*/) {}
+    // Adds what a panel exports beyond the drawn series (e.g. each bar's shape), by category index.
+    virtual void append_exported_series(PlotData& /*data*/) const {}
     // Rescales the axes to the data (with a margin), after points were added.
     void fit_axes(double min_x_span = 1.0, double min_y_span = 1.0);
     // Used by subclasses to register their axes.

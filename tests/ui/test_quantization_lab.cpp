@@ -1,0 +1,341 @@
+// The quantization tab: moving a control runs analyze_quantization as a lab job and the bars
+// are the engine's per-matrix errors for that scheme; a newer setting cancels the running
+// analysis; "Measure quality" adds the row the engine's quantize_model + compare_distributions
+// + run_battery give; "Generate with these weights" makes the main generation produce
+// generate()'s greedy text on quantize_model(...); both charts export.
+#include <gtest/gtest.h>
+
+#include <QComboBox>
+#include <QFile>
+#include <QPushButton>
+#include <QSlider>
+#include <QTableWidget>
+#include <QTemporaryDir>
+
+#include "engine/eval/quality.h"
+#include "engine/model/model.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/session.h"
+#include "engine/synth/synthetic_model.h"
+#include "ui/chart_export.h"
+#include "ui/engine_controller.h"
+#include "ui/labs/quantization_lab.h"
+#include "ui/panels/quant_panels.h"
+#include "ui/ui_test_support.h"
+
+namespace inferscope::ui {
+namespace {
+
+using inferscope::testing::wait_until;
+
+constexpr int kTimeoutMs = 120000;
+
+// One controller with the built-in model loaded, and one copy of it for the engine run directly.
+class QuantizationLabTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        controller_ = new EngineController();
+        bool loaded = false;
+        const auto connection = QObject::connect(controller_, &EngineController::model_loaded, [&] { loaded = true; });
+        controller_->load_model(QString());
+        model_loaded_ = wait_until([&] { return loaded && !controller_->busy(); }, kTimeoutMs);
+        QObject::disconnect(connection);
+        direct_model_ = load_builtin_default_model();
+    }
+    static void TearDownTestSuite() {
+        delete controller_;
+        controller_ = nullptr;
+        direct_model_.reset();
+    }
+    void SetUp() override { ASSERT_TRUE(model_loaded_) << "the built-in model did not load in the controller"; }
+
+    static EngineController& controller() { return *controller_; }
+    static const std::shared_ptr<const Model>& direct_model() { return direct_model_; }
+    static QuantReport expected_report(const QString& scheme) {
+        const QuantScheme schemes[] = {parse_quant_scheme(scheme.toStdString())};
+        return analyze_quantization(*direct_model_, schemes, QuantRunOptions{});
+    }
+    // The lab shown and its analysis of `scheme` delivered.
+    static void wait_for_report(const QuantizationLab& lab, const QString& scheme) {
+        ASSERT_TRUE(wait_until(
+            [&] {
+                return lab.report() && lab.report()->schemes.front().scheme.name() == scheme.toStdString() &&
+                       !controller_->lab_job_running(QuantizationLab::kAnalysisJob);
+            },
+            kTimeoutMs))
+            << "no analysis of " << scheme.toStdString();
+    }
+
+private:
+    static inline EngineController* controller_ = nullptr;
+    static inline std::shared_ptr<const Model> direct_model_;
+    static inline bool model_loaded_ = false;
+};
+
+const PlotSeries& series_named(const PlotData& data, const QString& name) {
+    for (const PlotSeries& s : data.series) {
+        if (s.name == name) return s;
+    }
+    throw std::runtime_error("no series " + name.toStdString());
+}
+
+// The chart in file order equals the engine's report, bar by bar.
+void expect_bars_equal(const QuantErrorPanel& panel, const QuantReport& expected) {
+    const PlotData data = panel.plot_data();
+    const SchemeSummary& scheme = expected.schemes.front();
+    const auto n = static_cast<qsizetype>(expected.matrices.size());
+    ASSERT_EQ(data.categories.size(), n);
+    const PlotSeries& errors = series_named(data, QStringLiteral("relative error"));
+    const PlotSeries& rows = series_named(data, QStringLiteral("rows"));
+    const PlotSeries& cols = series_named(data, QStringLiteral("cols"));
+    const PlotSeries& bits = series_named(data, QStringLiteral("bits/weight"));
+    ASSERT_EQ(errors.points.size(), n);
+    for (qsizetype i = 0; i < n; ++i) {
+        const auto m = static_cast<size_t>(i);
+        EXPECT_EQ(data.categories[i].toStdString(), expected.matrices[m].name);
+        EXPECT_EQ(errors.points[i].x(), static_cast<double>(i));
+        EXPECT_DOUBLE_EQ(errors.points[i].y(), scheme.matrices[m].error.relative) << expected.matrices[m].name;
+        EXPECT_EQ(rows.points[i].y(), static_cast<double>(expected.matrices[m].rows));
+        EXPECT_EQ(cols.points[i].y(), static_cast<double>(expected.matrices[m].cols));
+        EXPECT_DOUBLE_EQ(bits.points[i].y(), scheme.matrices[m].bits_per_weight);
+    }
+    EXPECT_TRUE(data.title.contains(QString::fromStdString(scheme.worst_matrix))) << data.title.toStdString();
+    EXPECT_TRUE(panel.summary_line().contains(QString::number(bytes_to_mib(scheme.model_bytes), 'f', 2)))
+        << panel.summary_line().toStdString();
+    EXPECT_TRUE(panel.summary_line().contains(QString::number(scheme.bits_per_weight, 'f', 3)));
+}
+
+TEST_F(QuantizationLabTest, MovingTheSliderChartsTheEnginesErrorsForThatScheme) {
+    QuantizationLab lab(controller());
+    lab.show();
+    EXPECT_EQ(lab.scheme_text(), QStringLiteral("int4:row"));
+    wait_for_report(lab, QStringLiteral("int4:row"));
+    lab.bits_slider().setValue(3);
+    EXPECT_EQ(lab.scheme_text(), QStringLiteral("int3:row"));
+    wait_for_report(lab, QStringLiteral("int3:row"));
+    const QuantReport expected = expected_report(QStringLiteral("int3:row"));
+    // Seven projections per layer: 168 bars for Qwen2.5-0.5B's 24 layers, 28 for the built-in 4.
+    EXPECT_EQ(expected.matrices.size(), size_t{7} * static_cast<size_t>(direct_model()->config().n_layer));
+    expect_bars_equal(lab.error_panel(), expected);
+
+    lab.granularity_box().setCurrentIndex(lab.granularity_box().findData(QStringLiteral("group")));
+    wait_for_report(lab, QStringLiteral("int3:g128"));
+    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("int3:g128")));
+    lab.format_box().setCurrentIndex(lab.format_box().findData(QStringLiteral("nf4")));
+    lab.group_size_box().setCurrentIndex(lab.group_size_box().findData(QStringLiteral("64")));
+    wait_for_report(lab, QStringLiteral("nf4"));  // nf4:64 is spelled "nf4"
+    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("nf4:64")));
+    lab.format_box().setCurrentIndex(lab.format_box().findData(QStringLiteral("q4_k")));
+    wait_for_report(lab, QStringLiteral("q4_k"));
+    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("q4_k")));
+}
+
+TEST_F(QuantizationLabTest, SortingByErrorPutsTheHighlightedWorstMatrixFirst) {
+    QuantizationLab lab(controller());
+    lab.show();
+    wait_for_report(lab, lab.scheme_text());
+    const QuantErrorPanel& panel = lab.error_panel();
+    const std::string worst = lab.report()->schemes.front().worst_matrix;
+    EXPECT_EQ(panel.categories()[panel.highlighted_bar()].toStdString(), worst);
+    lab.order_box().setCurrentIndex(lab.order_box().findData(QStringLiteral("error")));
+    EXPECT_EQ(panel.highlighted_bar(), 0);
+    EXPECT_EQ(panel.categories().front().toStdString(), worst);
+    const PlotData sorted = panel.plot_data();
+    const PlotSeries& errors = series_named(sorted, QStringLiteral("relative error"));
+    for (qsizetype i = 1; i < errors.points.size(); ++i) EXPECT_GE(errors.points[i - 1].y(), errors.points[i].y());
+}
+
+TEST_F(QuantizationLabTest, ANewerSettingCancelsTheRunningAnalysis) {
+    EngineController& c = controller();
+    QuantizationLab lab(c);
+    lab.show();
+    wait_for_report(lab, lab.scheme_text());
+    QList<quint64> delivered;
+    QObject scope;
+    QObject::connect(&c, &EngineController::lab_job_finished, &scope, [&](const QString& kind, quint64 job, const std::any&) {
+        if (kind == QuantizationLab::kAnalysisJob) delivered << job;
+    });
+    lab.bits_slider().setValue(8);
+    lab.run_now();
+    const quint64 stale = lab.analysis_job();
+    lab.bits_slider().setValue(2);
+    lab.run_now();
+    const quint64 current = lab.analysis_job();
+    ASSERT_NE(stale, current);
+    wait_for_report(lab, QStringLiteral("int2:row"));
+    wait_until([] { return false; }, 2 * QuantizationLab::kDebounceMs);  // a debounced rerun would show here
+    EXPECT_EQ(delivered, QList<quint64>{current});
+    expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("int2:row")));
+}
+
+// The engine's hook stops the analysis once the job is cancelled: after the first matrix here.
+TEST_F(QuantizationLabTest, TheAnalysisStopsAtTheNextMatrixOnceCancelled) {
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    int progress_calls = 0;
+    const LabContext context(direct_model(), 0, cancelled, [&](double, const QString&) {
+        ++progress_calls;
+        cancelled->store(true);
+    });
+    EXPECT_THROW(measure_quant_errors(context, parse_quant_scheme("int4:row")), LabJobCancelled);
+    EXPECT_EQ(progress_calls, 1);
+}
+
+TEST_F(QuantizationLabTest, MeasureQualityAddsTheEnginesNumbers) {
+    QuantizationLab lab(controller());
+    lab.show();
+    wait_for_report(lab, lab.scheme_text());
+    lab.measure_button().click();
+    ASSERT_TRUE(wait_until([&] { return lab.quality_rows().size() == 1; }, kTimeoutMs));
+    const QualityRow& row = lab.quality_rows().front();
+
+    const QuantScheme scheme = parse_quant_scheme(lab.scheme_text().toStdString());
+    const QuantizedModel quantized = quantize_model(direct_model(), scheme, QuantRunOptions{});
+    const QualitySettings& settings = lab.quality_settings();
+    const std::vector<TokenId> tokens = quality_tokens(*direct_model(), settings);
+    EXPECT_EQ(tokens.size(), static_cast<size_t>(settings.max_chunks * settings.n_ctx));
+    SessionOptions so;
+    so.n_ctx = settings.n_ctx;
+    InferenceSession reference(direct_model(), so), candidate(quantized.model, so);
+    DistributionOptions d;
+    d.n_ctx = d.n_batch = settings.n_ctx;
+    const DistributionComparison expected = compare_distributions(reference, candidate, tokens, d);
+    EXPECT_EQ(row.scheme, scheme.name());
+    EXPECT_EQ(row.bits_per_weight, quantized.report.schemes.front().bits_per_weight);
+    EXPECT_EQ(row.model_bytes, quantized.report.schemes.front().model_bytes);
+    EXPECT_DOUBLE_EQ(row.reference_ppl, expected.reference_ppl);
+    EXPECT_DOUBLE_EQ(row.ppl, expected.candidate_ppl);
+    EXPECT_DOUBLE_EQ(row.kl_mean, expected.kl_mean);
+    EXPECT_DOUBLE_EQ(row.top1_agreement, expected.top1_agreement);
+    EXPECT_EQ(row.scored_tokens, expected.n_tokens);
+    ASSERT_TRUE(settings.battery.has_value());
+    ASSERT_TRUE(row.battery.has_value() && row.reference_battery.has_value());
+    EXPECT_EQ(row.battery->passed, run_battery(candidate, *settings.battery, 1.0f).passed);
+    EXPECT_EQ(row.reference_battery->passed, run_battery(reference, *settings.battery, 1.0f).passed);
+    EXPECT_EQ(row.battery->total, static_cast<int>(settings.battery->items.size()));
+
+    ASSERT_EQ(lab.results_table().rowCount(), 1);
+    EXPECT_EQ(lab.results_table().item(0, 0)->text(), lab.scheme_text());
+    EXPECT_TRUE(lab.results_table().item(0, 3)->text().startsWith(QString::number(expected.candidate_ppl, 'f', 4)));
+    const PlotData data = lab.quality_panel().plot_data();
+    EXPECT_DOUBLE_EQ(series_named(data, QStringLiteral("KL mean (nats/token)")).points.at(0).y(), expected.kl_mean);
+    EXPECT_DOUBLE_EQ(series_named(data, QStringLiteral("dPPL")).points.at(0).y(),
+                     expected.candidate_ppl - expected.reference_ppl);
+    EXPECT_EQ(series_named(data, QStringLiteral("battery passed")).points.at(0).y(), row.battery->passed);
+}
+
+TEST_F(QuantizationLabTest, CancelStopsTheQualityMeasurementWithoutARow) {
+    EngineController& c = controller();
+    QuantizationLab lab(c);
+    bool cancelled = false;
+    QObject scope;
+    QObject::connect(&c, &EngineController::lab_job_cancelled, &scope, [&](const QString& kind, quint64) {
+        if (kind == QuantizationLab::kQualityJob) cancelled = true;
+    });
+    lab.measure_button().click();
+    ASSERT_TRUE(lab.cancel_button().isEnabled());
+    lab.cancel_button().click();
+    ASSERT_TRUE(wait_until([&] { return cancelled && !c.lab_job_running(QuantizationLab::kQualityJob); }, kTimeoutMs));
+    EXPECT_TRUE(lab.quality_rows().empty());
+    EXPECT_EQ(lab.results_table().rowCount(), 0);
+    EXPECT_FALSE(lab.cancel_button().isEnabled());
+    EXPECT_TRUE(lab.measure_button().isEnabled());
+}
+
+struct TextRecorder {
+    explicit TextRecorder(EngineController& c) {
+        QObject::connect(&c, &EngineController::text_generated, &scope, [this](const QString& t) { text += t; });
+        QObject::connect(&c, &EngineController::generation_finished, &scope, [this] { finished = true; });
+        QObject::connect(&c, &EngineController::model_loaded, &scope, [this](const ModelSummary& s) { loaded << s.weights; });
+    }
+    QObject scope;
+    QString text;
+    bool finished = false;
+    QStringList loaded;  // ModelSummary::weights of each model_loaded
+};
+
+QString greedy_text(const std::shared_ptr<const Model>& model, const QString& prompt, int n) {
+    InferenceSession session(model, SessionOptions{});
+    GenerationOptions options;
+    options.n_predict = n;
+    options.sampling.temperature = 0;
+    const GenerationResult result = generate(session, model->tokenizer().encode(prompt.toStdString(), true, true), options);
+    std::string bytes;
+    for (const TokenId id : result.generated) bytes += model->tokenizer().token_to_piece(id);
+    return QString::fromStdString(bytes);
+}
+
+QString generate_in_app(EngineController& c, TextRecorder& rec, const QString& prompt, int n) {
+    rec.text.clear();
+    rec.finished = false;
+    GenerationRequest request;
+    request.prompt = prompt;
+    request.n_predict = n;
+    request.sampling.temperature = 0;
+    c.generate(request);
+    EXPECT_TRUE(wait_until([&] { return rec.finished && !c.busy(); }, kTimeoutMs));
+    return rec.text;
+}
+
+TEST_F(QuantizationLabTest, GenerateWithTheseWeightsRunsTheQuantizedModel) {
+    EngineController& c = controller();
+    QuantizationLab lab(c);
+    // Two bits with one scale per tensor: coarse enough to change the random model's greedy tokens.
+    lab.bits_slider().setValue(2);
+    lab.granularity_box().setCurrentIndex(lab.granularity_box().findData(QStringLiteral("tensor")));
+    ASSERT_EQ(lab.scheme_text(), QStringLiteral("int2:tensor"));
+    TextRecorder rec(c);
+    EXPECT_FALSE(lab.restore_button().isEnabled());
+    lab.generate_button().click();
+    ASSERT_TRUE(wait_until([&] { return !rec.loaded.isEmpty() && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(rec.loaded.back().contains(QStringLiteral("quantized in memory with int2:tensor")))
+        << rec.loaded.back().toStdString();
+    EXPECT_EQ(c.model().weights, rec.loaded.back());
+    EXPECT_TRUE(lab.restore_button().isEnabled());
+
+    const QString prompt = QStringLiteral("Once upon a time");
+    constexpr int kTokens = 24;
+    const auto quantized = quantize_model(direct_model(), parse_quant_scheme("int2:tensor"), QuantRunOptions{}).model;
+    const QString quantized_text = greedy_text(quantized, prompt, kTokens);
+    EXPECT_EQ(generate_in_app(c, rec, prompt, kTokens), quantized_text);
+    const QString original_text = greedy_text(direct_model(), prompt, kTokens);
+    EXPECT_NE(quantized_text, original_text) << "2-bit weights should change 24 greedy tokens of the built-in model";
+
+    lab.restore_button().click();
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(rec.loaded.back().isEmpty());
+    EXPECT_FALSE(lab.restore_button().isEnabled());
+    EXPECT_EQ(generate_in_app(c, rec, prompt, kTokens), original_text);
+}
+
+TEST_F(QuantizationLabTest, BothChartsExportThePlottedData) {
+    QuantizationLab lab(controller());
+    lab.show();
+    wait_for_report(lab, lab.scheme_text());
+    lab.measure_quality();
+    ASSERT_TRUE(wait_until([&] { return lab.quality_rows().size() == 1; }, kTimeoutMs));
+    QTemporaryDir dir;
+    for (const ChartPanel* panel : lab.panels()) {
+        for (const ExportFormat format : {ExportFormat::Png, ExportFormat::Svg, ExportFormat::Csv, ExportFormat::Json}) {
+            const QString path = dir.filePath(panel->export_name() + QLatin1Char('.') + export_format_suffix(format));
+            ASSERT_TRUE(export_chart(*panel, path, format).isEmpty()) << path.toStdString();
+            QFile file(path);
+            ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+            const QByteArray written = file.readAll();
+            EXPECT_GT(written.size(), 100) << path.toStdString();
+            if (format == ExportFormat::Csv) {
+                EXPECT_EQ(written, plot_data_to_csv(panel->plot_data()));
+            } else if (format == ExportFormat::Json) {
+                EXPECT_EQ(written, plot_data_to_json(panel->plot_data()));
+            }
+        }
+    }
+    // One CSV row per bar and series (relative error, rows, cols, bits/weight), each naming its matrix.
+    const QByteArray csv = plot_data_to_csv(lab.error_panel().plot_data());
+    EXPECT_EQ(csv.count('\n'), 1 + 4 * static_cast<qsizetype>(lab.report()->matrices.size()));
+    EXPECT_TRUE(csv.startsWith("series,"));
+    EXPECT_TRUE(csv.contains(QByteArray::fromStdString(lab.report()->matrices.front().name)));
+    EXPECT_TRUE(plot_data_to_json(lab.quality_panel().plot_data()).contains(lab.scheme_text().toUtf8()));
+}
+
+}  // namespace
+}  // namespace inferscope::ui

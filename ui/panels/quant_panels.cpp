@@ -1,0 +1,215 @@
+#include "ui/panels/quant_panels.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QLabel>
+#include <QLayout>
+#include <QValueAxis>
+#include <algorithm>
+#include <numeric>
+
+namespace inferscope::ui {
+namespace {
+
+const QColor kWorstColor(220, 50, 47);
+// Beyond this many bars the matrix names would overlap: they stay in the export and tooltips.
+constexpr int kMaxLabelledBars = 12;
+
+QBarSeries* bar_chart(QChart* chart, QBarSet* set, QBarCategoryAxis* x, QValueAxis* y) {
+    auto* series = new QBarSeries();
+    series->append(set);
+    chart->addSeries(series);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    series->attachAxis(x);
+    series->attachAxis(y);
+    chart->legend()->hide();
+    return series;
+}
+
+void replace_values(QBarSet* set, const QList<qreal>& values) {
+    if (set->count() > 0) set->remove(0, set->count());
+    set->append(values);
+}
+
+}  // namespace
+
+double bytes_to_mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+QuantErrorPanel::QuantErrorPanel(QWidget* parent)
+    : ChartPanel(QStringLiteral("quant-errors"), parent),
+      errors_(new QBarSet(tr("relative error"))),
+      matrices_(new QBarCategoryAxis()),
+      error_axis_(new QValueAxis()),
+      summary_(new QLabel()) {
+    chart()->setTitle(tr("Relative error per matrix"));
+    matrices_->setTitleText(tr("matrix"));
+    error_axis_->setTitleText(tr("relative error ||W - W_hat|| / ||W||"));
+    error_axis_->setRange(0, 1);
+    const QBarSeries* series = bar_chart(chart(), errors_, matrices_, error_axis_);
+    connect(series, &QBarSeries::hovered, this, [this](bool on, int index) {
+        if (!on || index < 0 || index >= static_cast<int>(display_.size())) return;
+        const Bar& bar = bars_[static_cast<size_t>(display_[static_cast<size_t>(index)])];
+        chart_view()->setToolTip(tr("%1 (%2 x %3): relative error %4, %5 bits/weight")
+                                     .arg(bar.name)
+                                     .arg(bar.rows)
+                                     .arg(bar.cols)
+                                     .arg(bar.relative_error, 0, 'g', 4)
+                                     .arg(bar.bits_per_weight, 0, 'f', 3));
+    });
+    style_series(false);
+    summary_->setWordWrap(true);
+    layout()->addWidget(summary_);
+}
+
+void QuantErrorPanel::set_report(const QuantReport& report) {
+    bars_.clear();
+    if (report.schemes.empty()) return clear();
+    const SchemeSummary& scheme = report.schemes.front();
+    double source_bits = 0, parameters = 0;
+    for (size_t i = 0; i < report.matrices.size() && i < scheme.matrices.size(); ++i) {
+        const MatrixInfo& m = report.matrices[i];
+        bars_.push_back({QString::fromStdString(m.name), m.rows, m.cols, scheme.matrices[i].error.relative,
+                         scheme.matrices[i].bits_per_weight});
+        source_bits += static_cast<double>(m.source_bytes) * 8.0;
+        parameters += static_cast<double>(m.rows) * static_cast<double>(m.cols);
+    }
+    const QString name = QString::fromStdString(scheme.scheme.name());
+    chart()->setTitle(bars_.empty() ? tr("Relative error per matrix: %1").arg(name)
+                                    : tr("Relative error per matrix: %1 (worst %2: %3)")
+                                          .arg(name, bars_[static_cast<size_t>(worst_matrix())].name)
+                                          .arg(scheme.worst_relative_error, 0, 'g', 4));
+    summary_->setText(tr("%1: %2 bits/weight over %3 quantized matrices (as stored in the file: %4); model %5 MiB "
+                         "(file: %6 MiB); relative error mean %7, weighted by parameters %8. Hover a bar for its matrix.")
+                          .arg(name)
+                          .arg(scheme.bits_per_weight, 0, 'f', 3)
+                          .arg(bars_.size())
+                          .arg(parameters > 0 ? source_bits / parameters : 0.0, 0, 'f', 3)
+                          .arg(bytes_to_mib(scheme.model_bytes), 0, 'f', 2)
+                          .arg(bytes_to_mib(report.reference_bytes), 0, 'f', 2)
+                          .arg(scheme.mean_relative_error, 0, 'g', 4)
+                          .arg(scheme.weighted_relative_error, 0, 'g', 4));
+    redraw();
+}
+
+void QuantErrorPanel::clear() {
+    bars_.clear();
+    chart()->setTitle(tr("Relative error per matrix"));
+    summary_->clear();
+    redraw();
+}
+
+void QuantErrorPanel::set_order(Order order) {
+    order_ = order;
+    redraw();
+}
+
+int QuantErrorPanel::worst_matrix() const {
+    if (bars_.empty()) return -1;
+    // The first of equal errors, as the engine names its worst matrix.
+    const auto worst = std::max_element(bars_.begin(), bars_.end(),
+                                        [](const Bar& a, const Bar& b) { return a.relative_error < b.relative_error; });
+    return static_cast<int>(worst - bars_.begin());
+}
+
+int QuantErrorPanel::highlighted_bar() const {
+    const auto it = std::find(display_.begin(), display_.end(), worst_matrix());
+    return it == display_.end() ? -1 : static_cast<int>(it - display_.begin());
+}
+
+QString QuantErrorPanel::summary_line() const { return summary_->text(); }
+
+QStringList QuantErrorPanel::categories() const { return matrices_->categories(); }
+
+void QuantErrorPanel::redraw() {
+    display_.resize(bars_.size());
+    std::iota(display_.begin(), display_.end(), 0);
+    if (order_ == Order::ByError) {
+        std::stable_sort(display_.begin(), display_.end(), [this](int a, int b) {
+            return bars_[static_cast<size_t>(a)].relative_error > bars_[static_cast<size_t>(b)].relative_error;
+        });
+    }
+    QStringList names;
+    QList<qreal> values;
+    double max_error = 0;
+    for (const int i : display_) {
+        const Bar& bar = bars_[static_cast<size_t>(i)];
+        names << bar.name;
+        values << bar.relative_error;
+        max_error = std::max(max_error, bar.relative_error);
+    }
+    errors_->deselectAllBars();
+    replace_values(errors_, values);
+    matrices_->setCategories(names);
+    matrices_->setLabelsVisible(names.size() <= kMaxLabelledBars);
+    // Qt elides the title of a category axis without labels to nothing: the summary line says instead.
+    matrices_->setTitleVisible(names.size() <= kMaxLabelledBars);
+    error_axis_->setRange(0, max_error > 0 ? max_error * 1.1 : 1.0);
+    if (highlighted_bar() >= 0) errors_->selectBar(highlighted_bar());
+}
+
+void QuantErrorPanel::style_series(bool) { errors_->setSelectedColor(kWorstColor); }
+
+void QuantErrorPanel::append_exported_series(PlotData& data) const {
+    PlotSeries rows{tr("rows"), {}}, cols{tr("cols"), {}}, bits{tr("bits/weight"), {}};
+    for (size_t position = 0; position < display_.size(); ++position) {
+        const Bar& bar = bars_[static_cast<size_t>(display_[position])];
+        const auto x = static_cast<double>(position);
+        rows.points.push_back(QPointF(x, static_cast<double>(bar.rows)));
+        cols.points.push_back(QPointF(x, static_cast<double>(bar.cols)));
+        bits.points.push_back(QPointF(x, bar.bits_per_weight));
+    }
+    data.series << rows << cols << bits;
+}
+
+QuantQualityPanel::QuantQualityPanel(QWidget* parent)
+    : ChartPanel(QStringLiteral("quant-quality"), parent),
+      kl_(new QBarSet(tr("KL mean (nats/token)"))),
+      schemes_(new QBarCategoryAxis()),
+      kl_axis_(new QValueAxis()) {
+    chart()->setTitle(tr("Quality against the unquantized model"));
+    schemes_->setTitleText(tr("scheme"));
+    kl_axis_->setTitleText(tr("KL, nats/token"));
+    kl_axis_->setRange(0, 1);
+    bar_chart(chart(), kl_, schemes_, kl_axis_);
+}
+
+void QuantQualityPanel::set_rows(const std::vector<QualityRow>& rows) {
+    rows_ = rows;
+    QStringList names;
+    QList<qreal> values;
+    double max_kl = 0;
+    for (size_t i = 0; i < rows_.size(); ++i) {
+        // Numbered: the same scheme may be measured twice.
+        names << QStringLiteral("%1. %2").arg(i + 1).arg(QString::fromStdString(rows_[i].scheme));
+        values << rows_[i].kl_mean;
+        max_kl = std::max(max_kl, rows_[i].kl_mean);
+    }
+    replace_values(kl_, values);
+    schemes_->setCategories(names);
+    kl_axis_->setRange(0, max_kl > 0 ? max_kl * 1.1 : 1.0);
+}
+
+void QuantQualityPanel::append_exported_series(PlotData& data) const {
+    PlotSeries bits{tr("bits/weight"), {}}, size{tr("size MiB"), {}}, ppl{tr("PPL"), {}}, delta{tr("dPPL"), {}},
+        top1{tr("top-1 agreement"), {}};
+    for (size_t i = 0; i < rows_.size(); ++i) {
+        const auto x = static_cast<double>(i);
+        bits.points.push_back(QPointF(x, rows_[i].bits_per_weight));
+        size.points.push_back(QPointF(x, bytes_to_mib(rows_[i].model_bytes)));
+        ppl.points.push_back(QPointF(x, rows_[i].ppl));
+        delta.points.push_back(QPointF(x, rows_[i].delta_ppl()));
+        top1.points.push_back(QPointF(x, rows_[i].top1_agreement));
+    }
+    data.series << bits << size << ppl << delta << top1;
+    PlotSeries passed{tr("battery passed"), {}}, reference_passed{tr("battery passed (unquantized)"), {}};
+    for (size_t i = 0; i < rows_.size(); ++i) {
+        if (!rows_[i].battery || !rows_[i].reference_battery) continue;
+        passed.points.push_back(QPointF(static_cast<double>(i), rows_[i].battery->passed));
+        reference_passed.points.push_back(QPointF(static_cast<double>(i), rows_[i].reference_battery->passed));
+    }
+    if (!passed.points.isEmpty()) data.series << passed << reference_passed;
+}
+
+}  // namespace inferscope::ui
