@@ -81,7 +81,7 @@ int check_shape(GgmlType type, HalfGemmFn kernel, const Shape& s, Dist wdist, Di
     const float sentinel = -777.5f;
     std::vector<float> c(static_cast<size_t>(s.n * ldc), sentinel);
     std::vector<float> xt(static_cast<size_t>((s.n + 15) / 16 * 16 * s.k));
-    interleave_rows_by_16(x.data(), s.n, s.k, xt.data());
+    interleave_rows_by_16(x.data(), s.n, s.k, xt.data(), 0, s.k);
     kernel({s.k, w.data(), w.row_bytes, s.row_begin, s.row_end, x.data(), xt.data(), s.n, c.data(), ldc});
 
     const double chain = s.n >= kHalfGemmWideFrom ? static_cast<double>(s.k) : std::ceil(static_cast<double>(s.k) / 16.0);

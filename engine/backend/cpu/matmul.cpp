@@ -60,7 +60,9 @@ const MatmulScratch::RoundedInput& rounded_input(GgmlType type, int64_t cols, co
     }
     if (interleaved && slot->interleaved.empty()) {
         slot->interleaved.resize(static_cast<size_t>((n + 15) / 16 * 16 * cols));
-        interleave_rows_by_16(slot->values.data(), n, cols, slot->interleaved.data());
+        pool.parallel_for(cols, [&](int64_t begin, int64_t end) {
+            interleave_rows_by_16(slot->values.data(), n, cols, slot->interleaved.data(), begin, end);
+        });
     }
     return *slot;
 }

@@ -4,10 +4,10 @@
 
 namespace inferscope {
 
-void interleave_rows_by_16(const float* x, int64_t n, int64_t k, float* xt) {
+void interleave_rows_by_16(const float* x, int64_t n, int64_t k, float* xt, int64_t l_begin, int64_t l_end) {
     const int64_t groups = (n + 15) / 16;
     for (int64_t g = 0; g < groups; ++g) {
-        for (int64_t l = 0; l < k; ++l) {
+        for (int64_t l = l_begin; l < l_end; ++l) {
             float* dst = xt + ((g * k) + l) * 16;
             for (int64_t lane = 0; lane < 16; ++lane) {
                 const int64_t i = 16 * g + lane;

@@ -26,8 +26,8 @@ inline constexpr int64_t kHalfGemmWideFrom = 16;  // from this many rows the wid
 
 // The wide path's activation layout: groups of 16 rows, each group stored element-major,
 //   xt[((g * k) + l) * 16 + lane] = x[(16 g + lane) * k + l]   (0 for rows past n),
-// ceil(n / 16) * k * 16 floats.
-void interleave_rows_by_16(const float* x, int64_t n, int64_t k, float* xt);
+// ceil(n / 16) * k * 16 floats. Writes elements l in [l_begin, l_end) of every row.
+void interleave_rows_by_16(const float* x, int64_t n, int64_t k, float* xt, int64_t l_begin, int64_t l_end);
 
 // out[i] = x[i] rounded to `type` (F16 or BF16) and widened back to F32: the values
 // round_to_fp16 / round_to_bf16 (engine/core/fp16.h) give, NaN staying NaN; vectorized on
