@@ -1,8 +1,10 @@
 #include "ui/panels/outlier_panels.h"
 
+#include <QCategoryAxis>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
+#include <algorithm>
 #include <cmath>
 
 namespace inferscope::ui {
@@ -23,6 +25,17 @@ QValueAxis* axis(const QString& title, bool integers) {
     a->setTitleText(title);
     if (integers) a->setLabelFormat(QStringLiteral("%d"));
     return a;
+}
+
+// Maxima at or below 2^-24 (an all-zero dimension) share the scale's floor instead of -inf.
+constexpr double kLog2Floor = -24.0;
+
+double log2_of_max_abs(float value) { return std::max(kLog2Floor, std::log2(static_cast<double>(value))); }
+
+// Blue (the smallest value shown) through green and yellow to red (the largest).
+QColor heat_colour(double value, double low, double high) {
+    const double t = high > low ? std::clamp((value - low) / (high - low), 0.0, 1.0) : 1.0;
+    return QColor::fromHsvF(static_cast<float>((1.0 - t) * 240.0 / 360.0), 0.85f, 0.95f);
 }
 
 }  // namespace
@@ -79,6 +92,95 @@ void OutlierMaximaPanel::set_layer(const LayerOutlierSummary& layer, const QStri
                           .arg(layer.median_dim_max_abs, 0, 'g', 4)
                           .arg(layer.top.empty() ? 0.0 : static_cast<double>(layer.top.front().value), 0, 'g', 4));
     fit_axes(64, 1);
+}
+
+OutlierHeatStripPanel::OutlierHeatStripPanel(QWidget* parent)
+    : ChartPanel(QStringLiteral("outlier-heat-strip"), parent),
+      cells_(new QScatterSeries()),
+      layers_axis_(axis(tr("layer (block)"), true)),
+      rows_(new QCategoryAxis()) {
+    chart()->setTitle(tr("Top dimensions across layers: log2 max |h|"));
+    cells_->setName(tr("log2 max |h|"));
+    cells_->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    cells_->setPen(Qt::NoPen);
+    QValueAxis* x = layers_axis_;
+    x->setTickType(QValueAxis::TicksDynamic);
+    x->setTickAnchor(0);
+    x->setTickInterval(1);
+    x->setRange(-0.5, 0.5);
+    rows_->setTitleText(tr("dimension (largest max |h| on top)"));
+    rows_->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
+    rows_->setReverse(true);
+    rows_->setRange(-0.5, 0.5);
+    add_series(chart(), {cells_}, x, rows_);
+    set_axes(x, rows_);
+    chart()->legend()->hide();
+    connect(chart(), &QChart::plotAreaChanged, this, &OutlierHeatStripPanel::fit_cells);
+}
+
+void OutlierHeatStripPanel::set_layers(std::span<const LayerOutlierSummary> layers, const QString& tensor) {
+    dimensions_ = top_dimensions_across_layers(layers, kDimensions);
+    n_layers_ = static_cast<int>(layers.size());
+    max_abs_.assign(dimensions_.size(), std::vector<float>(layers.size()));
+    QList<QPointF> points;
+    log2_max_abs_.clear();
+    for (const QString& label : rows_->categoriesLabels()) rows_->remove(label);
+    for (size_t row = 0; row < dimensions_.size(); ++row) {
+        rows_->append(tr("dim %1").arg(dimensions_[row].dim), static_cast<double>(row) + 0.5);
+        for (size_t layer = 0; layer < layers.size(); ++layer) {
+            const float value = layers[layer].dim_max_abs[static_cast<size_t>(dimensions_[row].dim)];
+            max_abs_[row][layer] = value;
+            points.append(QPointF(static_cast<double>(layer), static_cast<double>(row)));
+            log2_max_abs_.append(log2_of_max_abs(value));
+        }
+    }
+    cells_->replace(points);
+    layers_axis_->setRange(-0.5, std::max(0, n_layers_ - 1) + 0.5);
+    rows_->setRange(-0.5, std::max<double>(0, static_cast<double>(dimensions_.size()) - 1) + 0.5);
+    style_series(false);
+    const auto [low, high] = std::minmax_element(log2_max_abs_.begin(), log2_max_abs_.end());
+    chart()->setTitle(log2_max_abs_.isEmpty()
+                          ? tr("Top dimensions across layers: log2 max |h|")
+                          : tr("%1: top %2 dimensions across layers; colour log2 max |h| from %3 (blue) to %4 (red)")
+                                .arg(tensor)
+                                .arg(dimensions_.size())
+                                .arg(*low, 0, 'f', 1)
+                                .arg(*high, 0, 'f', 1));
+    fit_cells();
+}
+
+void OutlierHeatStripPanel::style_series(bool) {
+    cells_->setPen(Qt::NoPen);
+    if (log2_max_abs_.isEmpty()) return;
+    const auto [low, high] = std::minmax_element(log2_max_abs_.begin(), log2_max_abs_.end());
+    QHash<int, QHash<QXYSeries::PointConfiguration, QVariant>> colours;
+    for (int i = 0; i < log2_max_abs_.size(); ++i) {
+        colours.insert(i, {{QXYSeries::PointConfiguration::Color, heat_colour(log2_max_abs_[i], *low, *high)}});
+    }
+    cells_->setPointsConfiguration(colours);
+}
+
+void OutlierHeatStripPanel::fit_cells() {
+    // Markers are squares in pixels: as large as the narrower side of a cell.
+    const QRectF area = chart()->plotArea();
+    if (n_layers_ <= 0 || dimensions_.empty() || area.isEmpty()) return;
+    const double side = std::min(area.width() / n_layers_, area.height() / static_cast<double>(dimensions_.size()));
+    cells_->setMarkerSize(std::max(1.0, side));
+}
+
+PlotData OutlierHeatStripPanel::plot_data() const {
+    PlotData data;
+    data.title = chart()->title();
+    data.x_label = tr("layer (block)");
+    data.y_label = tr("max |h| over the prompt's tokens");
+    for (size_t row = 0; row < dimensions_.size(); ++row) {
+        PlotSeries series{tr("dim %1").arg(dimensions_[row].dim), {}};
+        for (size_t layer = 0; layer < max_abs_[row].size(); ++layer) {
+            series.points.push_back(QPointF(static_cast<double>(layer), static_cast<double>(max_abs_[row][layer])));
+        }
+        data.series.push_back(series);
+    }
+    return data;
 }
 
 }  // namespace inferscope::ui
