@@ -1,6 +1,6 @@
 #include "ui/panels/outlier_panels.h"
 
-#include <QCategoryAxis>
+#include <QGraphicsSimpleTextItem>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
@@ -98,23 +98,29 @@ OutlierHeatStripPanel::OutlierHeatStripPanel(QWidget* parent)
     : ChartPanel(QStringLiteral("outlier-heat-strip"), parent),
       cells_(new QScatterSeries()),
       layers_axis_(axis(tr("layer (block)"), true)),
-      rows_(new QCategoryAxis()) {
+      rows_axis_(new QValueAxis()),
+      rows_header_(new QGraphicsSimpleTextItem(tr("dim"), chart())) {
     chart()->setTitle(tr("Top dimensions across layers: log2 max |h|"));
     cells_->setName(tr("log2 max |h|"));
     cells_->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
-    cells_->setPen(Qt::NoPen);
-    QValueAxis* x = layers_axis_;
-    x->setTickType(QValueAxis::TicksDynamic);
-    x->setTickAnchor(0);
-    x->setTickInterval(1);
-    x->setRange(-0.5, 0.5);
-    rows_->setTitleText(tr("dimension (largest max |h| on top)"));
-    rows_->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
-    rows_->setReverse(true);
-    rows_->setRange(-0.5, 0.5);
-    add_series(chart(), {cells_}, x, rows_);
-    set_axes(x, rows_);
+    layers_axis_->setTickType(QValueAxis::TicksDynamic);
+    layers_axis_->setTickAnchor(0);
+    layers_axis_->setTickInterval(1);
+    layers_axis_->setRange(-0.5, 0.5);
+    // The rows are named by text items beside the plot: a category axis elides its labels to
+    // "..." once a row is under about 18 px high, which 16 rows in a tab's chart are.
+    rows_axis_->setLabelsVisible(false);
+    rows_axis_->setTitleVisible(false);
+    rows_axis_->setGridLineVisible(false);
+    rows_axis_->setReverse(true);  // row 0, the largest, on top
+    rows_axis_->setRange(-0.5, 0.5);
+    add_series(chart(), {cells_}, layers_axis_, rows_axis_);
+    set_axes(layers_axis_, rows_axis_);
+    QMargins margins = chart()->margins();
+    margins.setLeft(margins.left() + kRowLabelGutterPx);
+    chart()->setMargins(margins);
     chart()->legend()->hide();
+    style_series(false);
     connect(chart(), &QChart::plotAreaChanged, this, &OutlierHeatStripPanel::fit_cells);
 }
 
@@ -124,9 +130,10 @@ void OutlierHeatStripPanel::set_layers(std::span<const LayerOutlierSummary> laye
     max_abs_.assign(dimensions_.size(), std::vector<float>(layers.size()));
     QList<QPointF> points;
     log2_max_abs_.clear();
-    for (const QString& label : rows_->categoriesLabels()) rows_->remove(label);
+    qDeleteAll(row_labels_);
+    row_labels_.clear();
     for (size_t row = 0; row < dimensions_.size(); ++row) {
-        rows_->append(tr("dim %1").arg(dimensions_[row].dim), static_cast<double>(row) + 0.5);
+        row_labels_.append(new QGraphicsSimpleTextItem(QString::number(dimensions_[row].dim), chart()));
         for (size_t layer = 0; layer < layers.size(); ++layer) {
             const float value = layers[layer].dim_max_abs[static_cast<size_t>(dimensions_[row].dim)];
             max_abs_[row][layer] = value;
@@ -136,14 +143,14 @@ void OutlierHeatStripPanel::set_layers(std::span<const LayerOutlierSummary> laye
     }
     cells_->replace(points);
     layers_axis_->setRange(-0.5, std::max(0, n_layers_ - 1) + 0.5);
-    rows_->setRange(-0.5, std::max<double>(0, static_cast<double>(dimensions_.size()) - 1) + 0.5);
-    style_series(false);
+    rows_axis_->setRange(-0.5, std::max<double>(0, static_cast<double>(dimensions_.size()) - 1) + 0.5);
+    style_series(chart()->theme() == QChart::ChartThemeDark);
     const auto [low, high] = std::minmax_element(log2_max_abs_.begin(), log2_max_abs_.end());
     chart()->setTitle(log2_max_abs_.isEmpty()
                           ? tr("Top dimensions across layers: log2 max |h|")
-                          : tr("%1: top %2 dimensions across layers; colour log2 max |h| from %3 (blue) to %4 (red)")
-                                .arg(tensor)
+                          : tr("Top %1 %2 dimensions: log2 max |h| %3 (blue) to %4 (red)")
                                 .arg(dimensions_.size())
+                                .arg(tensor)
                                 .arg(*low, 0, 'f', 1)
                                 .arg(*high, 0, 'f', 1));
     fit_cells();
@@ -151,6 +158,14 @@ void OutlierHeatStripPanel::set_layers(std::span<const LayerOutlierSummary> laye
 
 void OutlierHeatStripPanel::style_series(bool) {
     cells_->setPen(Qt::NoPen);
+    QFont small = layers_axis_->labelsFont();
+    small.setPixelSize(10);
+    rows_header_->setFont(small);
+    rows_header_->setBrush(layers_axis_->labelsBrush());
+    for (QGraphicsSimpleTextItem* label : row_labels_) {
+        label->setFont(small);
+        label->setBrush(layers_axis_->labelsBrush());
+    }
     if (log2_max_abs_.isEmpty()) return;
     const auto [low, high] = std::minmax_element(log2_max_abs_.begin(), log2_max_abs_.end());
     QHash<int, QHash<QXYSeries::PointConfiguration, QVariant>> colours;
@@ -161,11 +176,18 @@ void OutlierHeatStripPanel::style_series(bool) {
 }
 
 void OutlierHeatStripPanel::fit_cells() {
-    // Markers are squares in pixels: as large as the narrower side of a cell.
     const QRectF area = chart()->plotArea();
-    if (n_layers_ <= 0 || dimensions_.empty() || area.isEmpty()) return;
-    const double side = std::min(area.width() / n_layers_, area.height() / static_cast<double>(dimensions_.size()));
-    cells_->setMarkerSize(std::max(1.0, side));
+    if (area.isEmpty()) return;
+    const auto right_aligned = [&](QGraphicsSimpleTextItem* item, double centre_y) {
+        const QRectF box = item->boundingRect();
+        item->setPos(area.left() - kRowLabelGapPx - box.width(), centre_y - box.height() / 2);
+    };
+    right_aligned(rows_header_, area.bottom() + rows_header_->boundingRect().height() / 2 + 4);  // beside the layer numbers
+    if (n_layers_ <= 0 || dimensions_.empty()) return;
+    const double row_height = area.height() / static_cast<double>(dimensions_.size());
+    for (int row = 0; row < row_labels_.size(); ++row) right_aligned(row_labels_[row], area.top() + (row + 0.5) * row_height);
+    // Markers are squares in pixels: as large as the narrower side of a cell.
+    cells_->setMarkerSize(std::max(1.0, std::min(area.width() / n_layers_, row_height)));
 }
 
 PlotData OutlierHeatStripPanel::plot_data() const {

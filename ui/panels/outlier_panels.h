@@ -10,7 +10,7 @@
 #include "engine/probes/outlier_stats.h"
 #include "ui/panels/chart_panel.h"
 
-class QCategoryAxis;
+class QGraphicsSimpleTextItem;
 class QLineSeries;
 class QScatterSeries;
 class QValueAxis;
@@ -44,7 +44,7 @@ private:
 
 // Rows: the kDimensions dimensions with the largest max |h| over every layer (largest at the
 // top); columns: the layers; colour: log2 max|h| of that dimension in that layer. Drawn as
-// square markers, one per cell, coloured along a blue-to-red gradient.
+// square markers, one per cell, coloured from blue (smallest) to red (largest).
 class OutlierHeatStripPanel : public ChartPanel {
     Q_OBJECT
 public:
@@ -66,9 +66,14 @@ protected:
 private:
     void fit_cells();
 
+    static constexpr int kRowLabelGutterPx = 28;  // room left of the plot for the row names
+    static constexpr int kRowLabelGapPx = 4;
+
     QScatterSeries* cells_;  // point (layer, row)
     QValueAxis* layers_axis_;
-    QCategoryAxis* rows_;
+    QValueAxis* rows_axis_;  // rows, 0 on top; named by row_labels_
+    QGraphicsSimpleTextItem* rows_header_;
+    QList<QGraphicsSimpleTextItem*> row_labels_;  // the dimension of each row, owned by the chart
     std::vector<DimensionValue> dimensions_;
     std::vector<std::vector<float>> max_abs_;  // [row][layer]
     QList<qreal> log2_max_abs_;                // per cell, in cells_' point order
