@@ -17,6 +17,7 @@
 #include "engine/quant/scheme.h"
 #include "engine/runtime/session.h"
 #include "engine/synth/synthetic_model.h"
+#include "support/test_paths.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/labs/soft_labels_lab.h"
@@ -185,6 +186,34 @@ TEST_F(SoftLabelsStudentTest, TheStudentsChartExports) {
     EXPECT_EQ(csv_text.count('\n'), 1 + SoftLabelsLab::kDefaultTopK);
     EXPECT_EQ(lab.student_panel().export_name(), QStringLiteral("soft-labels-student"));
     EXPECT_TRUE(lab.student_panel().plot_data().title.contains(kScheme));
+}
+
+// stories260K's rows are 64 weights wide: Q4_K's 256-weight blocks do not fit, and the lab
+// says so instead of showing a student.
+TEST(SoftLabelsStudent, ASchemeTheShapesRuleOutNamesTheProblem) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    EngineController c;
+    bool loaded = false;
+    QString failure;
+    QObject::connect(&c, &EngineController::model_loaded, [&] { loaded = true; });
+    QObject::connect(&c, &EngineController::lab_job_failed, [&](const QString& kind, quint64, const QString& message) {
+        if (kind == SoftLabelsLab::kJob) failure = message;
+    });
+    c.load_model(inferscope::testing::shared_model_path("stories260K.gguf"));
+    ASSERT_TRUE(wait_until([&] { return loaded && !c.busy(); }, kTimeoutMs));
+    SoftLabelsLab lab(c);
+    lab.student_box().setCurrentIndex(lab.student_box().findData(QStringLiteral("q4_k")));
+    ASSERT_EQ(lab.student_scheme(), QStringLiteral("q4_k"));
+    lab.show();
+    lab.set_prompt(kPrompt);
+    ASSERT_TRUE(wait_until([&] { return !failure.isEmpty(); }, kTimeoutMs));
+    EXPECT_TRUE(failure.contains(QStringLiteral("multiple of 256"))) << failure.toStdString();
+    EXPECT_FALSE(lab.logits().has_value());
+    EXPECT_FALSE(lab.student_labels().has_value());
+    // Another student works on the same model.
+    lab.student_box().setCurrentIndex(lab.student_box().findData(kScheme));
+    ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme == kScheme.toStdString(); }, kTimeoutMs));
+    EXPECT_TRUE(lab.labels()->kl_teacher_student.has_value());
 }
 
 }  // namespace

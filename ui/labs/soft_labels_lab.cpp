@@ -16,7 +16,8 @@
 namespace inferscope::ui {
 namespace {
 
-// Students offered: schemes every shape the app loads accepts (rows a multiple of 256 wide).
+// Students offered. A scheme a model's shapes rule out (q4_k needs rows a multiple of 256
+// wide) fails in the job with the engine's message on the status line.
 const QStringList kStudentSchemes{QStringLiteral("int8:row"), QStringLiteral("int4:row"), QStringLiteral("int4:g32"),
                                   QStringLiteral("int2:row"), QStringLiteral("nf4"),      QStringLiteral("q8_0"),
                                   QStringLiteral("q4_0"),     QStringLiteral("q4_k")};
@@ -37,13 +38,7 @@ SoftLabelsLab::SoftLabelsLab(EngineController& controller, QWidget* parent)
       student_panel_(new SoftLabelsPanel(QStringLiteral("soft-labels-student"), tr("Student's next-token distribution"))),
       follower_(new PromptFollower(*this, controller, kJob, kDebounceMs,
                                    {[this] { return logits_are_current(); },
-                                    [this](const std::string& prompt) -> PromptFollower::JobBody {
-                                        return [prompt, scheme = student_scheme().toStdString(),
-                                                students = students_](const LabContext& context) -> std::any {
-                                            if (scheme.empty()) return measure_next_token_logits(context, prompt);
-                                            return measure_teacher_and_student_logits(context, prompt, scheme, *students);
-                                        };
-                                    }})),
+                                    [this](const std::string& prompt) { return make_job(prompt); }})),
       students_(std::make_shared<StudentModels>()) {
     setObjectName(QStringLiteral("soft-labels"));
     temperature_slider_->setRange(kMinTemperatureStep, kMaxTemperatureStep);
@@ -56,6 +51,20 @@ SoftLabelsLab::SoftLabelsLab(EngineController& controller, QWidget* parent)
     kl_line_->setWordWrap(true);
     student_box_->addItem(tr("none"), QString());
     for (const QString& scheme : kStudentSchemes) student_box_->addItem(scheme, scheme);
+    build_layout();
+    connect(temperature_slider_, &QSlider::valueChanged, this, [this] {
+        temperature_label_->setText(QStringLiteral("T = %1").arg(temperature(), 0, 'f', 2));
+        show_distribution();
+    });
+    connect(top_k_box_, &QSpinBox::valueChanged, this, &SoftLabelsLab::show_distribution);
+    // A new student needs its own pass (and, the first time, its quantization).
+    connect(student_box_, &QComboBox::currentIndexChanged, follower_, &PromptFollower::schedule);
+    show_student();
+    connect_controller();
+    if (controller_.has_model()) set_model(controller_.model());
+}
+
+void SoftLabelsLab::build_layout() {
     auto* row = new QHBoxLayout();
     auto* slider_label = new QLabel(tr("&Temperature:"));
     slider_label->setBuddy(temperature_slider_);
@@ -79,16 +88,13 @@ SoftLabelsLab::SoftLabelsLab(EngineController& controller, QWidget* parent)
     layout->addLayout(charts, 1);
     layout->addWidget(ratio_line_);
     layout->addWidget(kl_line_);
-    connect(temperature_slider_, &QSlider::valueChanged, this, [this] {
-        temperature_label_->setText(QStringLiteral("T = %1").arg(temperature(), 0, 'f', 2));
-        show_distribution();
-    });
-    connect(top_k_box_, &QSpinBox::valueChanged, this, &SoftLabelsLab::show_distribution);
-    // A new student needs its own pass (and, the first time, its quantization).
-    connect(student_box_, &QComboBox::currentIndexChanged, follower_, &PromptFollower::schedule);
-    show_student();
-    connect_controller();
-    if (controller_.has_model()) set_model(controller_.model());
+}
+
+PromptFollower::JobBody SoftLabelsLab::make_job(const std::string& prompt) const {
+    return [prompt, scheme = student_scheme().toStdString(), students = students_](const LabContext& context) -> std::any {
+        if (scheme.empty()) return measure_next_token_logits(context, prompt);
+        return measure_teacher_and_student_logits(context, prompt, scheme, *students);
+    };
 }
 
 double SoftLabelsLab::temperature() const { return temperature_slider_->value() / static_cast<double>(kTemperatureSteps); }
@@ -114,7 +120,12 @@ void SoftLabelsLab::connect_controller() {
     connect(follower_, &PromptFollower::finished, this,
             [this](const std::any& result) { show_logits(std::any_cast<const NextTokenLogits&>(result)); });
     connect(follower_, &PromptFollower::failed, this,
-            [this](const QString& message) { status_->setText(tr("The forward pass failed: %1").arg(message)); });
+            [this](const QString& message) { status_->setText(tr("The distribution could not be computed: %1").arg(message)); });
+    // Quantizing a student takes seconds on a real model: say which matrix it is at.
+    connect(&controller_, &EngineController::lab_job_progress, this,
+            [this](const QString& kind, quint64, double fraction, const QString& stage) {
+                if (kind == kJob) status_->setText(tr("%1 (%2 %)").arg(stage).arg(100.0 * fraction, 0, 'f', 0));
+            });
 }
 
 void SoftLabelsLab::show_logits(const NextTokenLogits& logits) {
