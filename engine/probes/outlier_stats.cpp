@@ -94,6 +94,20 @@ LayerOutlierSummary summarize_layer(int layer, const DimensionAbsMax& reducer, i
     return s;
 }
 
+std::vector<DimensionValue> top_dimensions_across_layers(std::span<const LayerOutlierSummary> layers, int k) {
+    if (layers.empty()) return {};
+    std::vector<float> max_over_layers(layers.front().dim_max_abs.size(), 0.0f);  // [n_dims]
+    for (const LayerOutlierSummary& layer : layers) {
+        if (layer.dim_max_abs.size() != max_over_layers.size()) {
+            throw InvalidArgument("layer " + std::to_string(layer.layer) + " has " + std::to_string(layer.dim_max_abs.size()) +
+                                  " dimensions, layer " + std::to_string(layers.front().layer) + " has " +
+                                  std::to_string(max_over_layers.size()));
+        }
+        for (size_t d = 0; d < max_over_layers.size(); ++d) max_over_layers[d] = std::max(max_over_layers[d], layer.dim_max_abs[d]);
+    }
+    return top_dimensions(max_over_layers, k);
+}
+
 std::vector<DimensionPersistence> top_dimension_persistence(std::span<const LayerOutlierSummary> layers) {
     std::map<int, std::vector<int>> layers_by_dim;
     for (const LayerOutlierSummary& layer : layers) {

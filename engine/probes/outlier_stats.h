@@ -64,6 +64,11 @@ struct LayerOutlierSummary {
 
 LayerOutlierSummary summarize_layer(int layer, const DimensionAbsMax& reducer, int top_k);
 
+// The k dimensions whose max |h| over every layer is largest, largest first (ties by lower
+// dimension), each with that largest value: the rows of a heat map across layers.
+// InvalidArgument when the layers' widths differ.
+std::vector<DimensionValue> top_dimensions_across_layers(std::span<const LayerOutlierSummary> layers, int k);
+
 // In which layers a dimension is among that layer's top-k.
 struct DimensionPersistence {
     int dim = 0;

@@ -109,5 +109,29 @@ TEST(Persistence, ListsTheLayersWhereEachTopDimensionAppears) {
     EXPECT_EQ(p[3].dim, 2);
 }
 
+TEST(TopAcrossLayers, RanksDimensionsByTheirLargestMaximumOverEveryLayer) {
+    std::vector<LayerOutlierSummary> layers(3);
+    for (int l = 0; l < 3; ++l) layers[static_cast<size_t>(l)].layer = l;
+    //                        dim:  0     1     2     3     4
+    layers[0].dim_max_abs = {1.0f, 9.0f, 2.0f, 0.5f, 3.0f};
+    layers[1].dim_max_abs = {1.5f, 1.0f, 2.0f, 12.0f, 3.0f};
+    layers[2].dim_max_abs = {0.5f, 1.0f, 9.0f, 0.5f, 1.0f};
+    // Maxima over layers: 1.5, 9, 9, 12, 3; dims 1 and 2 tie at 9 (lower first).
+    const auto top = top_dimensions_across_layers(layers, 4);
+    ASSERT_EQ(top.size(), 4u);
+    EXPECT_EQ(top[0].dim, 3);
+    EXPECT_EQ(top[0].value, 12.0f);
+    EXPECT_EQ(top[1].dim, 1);
+    EXPECT_EQ(top[1].value, 9.0f);
+    EXPECT_EQ(top[2].dim, 2);
+    EXPECT_EQ(top[2].value, 9.0f);
+    EXPECT_EQ(top[3].dim, 4);
+    EXPECT_EQ(top[3].value, 3.0f);
+    EXPECT_EQ(top_dimensions_across_layers(layers, 10).size(), 5u);  // fewer dimensions than asked
+    EXPECT_TRUE(top_dimensions_across_layers({}, 4).empty());
+    layers[2].dim_max_abs.pop_back();
+    EXPECT_THROW(top_dimensions_across_layers(layers, 4), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace inferscope

@@ -6,6 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/model.h"
+#include "engine/quant/model_quantizer.h"
 #include "engine/runtime/session.h"
 
 // This file uses no Qt keywords, and SchedulerOptions has a field named like Qt's macro.
@@ -124,16 +125,64 @@ OutlierReport measure_outliers(const LabContext& context, const std::string& pro
     return report;
 }
 
-NextTokenLogits measure_next_token_logits(const LabContext& context, const std::string& prompt) {
-    const Model& model = context.require_model();
-    NextTokenLogits result{context.model(), model.tokenizer().encode(prompt, true, true), {}};
-    context.throw_if_cancelled();
+namespace {
+
+// next_token_logits of `prompt_ids` on a session of `model` just large enough for them.
+std::vector<float> logits_after(const LabContext& context, const std::shared_ptr<const Model>& model,
+                                const std::vector<TokenId>& prompt_ids) {
     SessionOptions session_options;
     session_options.n_threads = context.threads();
     // A prompt longer than the model's context gets the engine's error naming both lengths.
-    session_options.n_ctx = std::clamp(static_cast<int>(result.prompt_ids.size()), 1, model.config().context_length);
-    InferenceSession session(context.model(), session_options);
-    result.logits = next_token_logits(session, result.prompt_ids);
+    session_options.n_ctx = std::clamp(static_cast<int>(prompt_ids.size()), 1, model->config().context_length);
+    InferenceSession session(model, session_options);
+    return next_token_logits(session, prompt_ids);
+}
+
+}  // namespace
+
+NextTokenLogits measure_next_token_logits(const LabContext& context, const std::string& prompt) {
+    const Model& model = context.require_model();
+    NextTokenLogits result{context.model(), model.tokenizer().encode(prompt, true, true), {}, {}, {}};
+    context.throw_if_cancelled();
+    result.logits = logits_after(context, context.model(), result.prompt_ids);
+    context.throw_if_cancelled();
+    return result;
+}
+
+std::shared_ptr<const Model> StudentModels::get(const LabContext& context, const QuantScheme& scheme) {
+    if (teacher_.lock() != context.model()) {
+        students_.clear();
+        teacher_ = context.model();
+    }
+    const std::string name = scheme.name();
+    const auto cached = std::find_if(students_.begin(), students_.end(), [&](const auto& s) { return s.first == name; });
+    if (cached != students_.end()) {
+        std::rotate(cached, cached + 1, students_.end());  // now the newest
+        return students_.back().second;
+    }
+    QuantRunOptions options;
+    options.n_threads = context.threads();
+    options.on_progress = [&](int done, int total, const std::string& matrix) {
+        context.progress(static_cast<double>(done) / std::max(1, total),
+                         QCoreApplication::translate("SoftLabelsLab", "quantizing the student under %1: %2")
+                             .arg(QString::fromStdString(name), QString::fromStdString(matrix)));
+        return !context.cancelled();
+    };
+    QuantizedModel student = quantize_model(context.model(), scheme, options);
+    if (!student.model) throw LabJobCancelled();
+    if (students_.size() >= kKept) students_.erase(students_.begin());
+    students_.emplace_back(name, student.model);
+    return student.model;
+}
+
+NextTokenLogits measure_teacher_and_student_logits(const LabContext& context, const std::string& prompt,
+                                                   const std::string& student_scheme, StudentModels& students) {
+    context.require_model();
+    const QuantScheme scheme = parse_quant_scheme(student_scheme);
+    NextTokenLogits result = measure_next_token_logits(context, prompt);
+    const std::shared_ptr<const Model> student = students.get(context, scheme);
+    result.student_scheme = student_scheme;
+    result.student_logits = logits_after(context, student, result.prompt_ids);
     context.throw_if_cancelled();
     return result;
 }

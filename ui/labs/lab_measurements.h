@@ -3,12 +3,15 @@
 // engine worker thread (as the body of a LabJob), builds the session it needs from the
 // loaded model, reports progress and stops at the next cancellation check when replaced.
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/eval/batch_bench.h"
 #include "engine/eval/soft_labels.h"
 #include "engine/instruments/prefill_decode.h"
 #include "engine/probes/outlier_analysis.h"
+#include "engine/quant/scheme.h"
 // Qt defines `slots` as a macro, and the scheduler has a field of that name.
 #pragma push_macro("slots")
 #undef slots
@@ -62,10 +65,35 @@ struct NextTokenLogits {
     std::shared_ptr<const Model> model;
     std::vector<TokenId> prompt_ids;  // tokenized as generation does, with BOS
     std::vector<float> logits;        // [n_vocab]
+    std::string student_scheme;         // the student is the model under this scheme; empty: none
+    std::vector<float> student_logits;  // [n_vocab] the student's row after the same prompt; empty: none
 };
 
 // next_token_logits of `prompt` on a session just large enough for it; cancellation is
 // checked before and after the single prefill.
 NextTokenLogits measure_next_token_logits(const LabContext& context, const std::string& prompt);
+
+// The loaded model quantized under the schemes asked for, each built on first use and kept for
+// later jobs: quantizing a real model takes seconds, a prompt's pass does not. Used on the
+// worker thread by one job at a time; a different loaded model empties it.
+class StudentModels {
+public:
+    // The current and the previous scheme stay built, so toggling between two rebuilds nothing
+    // (each holds a copy of the weights: dequantized F32 for INT and NF4 schemes).
+    static constexpr size_t kKept = 2;
+
+    // quantize_model of the loaded model under `scheme` on the context's threads, reporting
+    // progress per matrix; LabJobCancelled when the job is replaced meanwhile.
+    std::shared_ptr<const Model> get(const LabContext& context, const QuantScheme& scheme);
+
+private:
+    std::weak_ptr<const Model> teacher_;
+    std::vector<std::pair<std::string, std::shared_ptr<const Model>>> students_;  // by scheme name, newest last
+};
+
+// measure_next_token_logits, plus the student's row after the same prompt: the loaded model
+// under `student_scheme` (parse_quant_scheme's syntax), taken from `students`.
+NextTokenLogits measure_teacher_and_student_logits(const LabContext& context, const std::string& prompt,
+                                                   const std::string& student_scheme, StudentModels& students);
 
 }  // namespace inferscope::ui

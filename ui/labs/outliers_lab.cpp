@@ -9,6 +9,7 @@
 
 #include "ui/engine_controller.h"
 #include "ui/labs/lab_measurements.h"
+#include "ui/labs/prompt_follower.h"
 #include "ui/panels/outlier_panels.h"
 
 namespace inferscope::ui {
@@ -27,7 +28,15 @@ OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
       int8_summary_(new QLabel()),
       int8_table_(new QTableWidget()),
       histogram_(new OutlierHistogramPanel()),
-      maxima_(new OutlierMaximaPanel()) {
+      maxima_(new OutlierMaximaPanel()),
+      heat_strip_(new OutlierHeatStripPanel()),
+      follower_(new PromptFollower(*this, controller, kJob, kDebounceMs,
+                                   {[this] { return report_is_current(); },
+                                    [this](const std::string& prompt) -> PromptFollower::JobBody {
+                                        return [prompt, options = analysis_options()](const LabContext& context) -> std::any {
+                                            return measure_outliers(context, prompt, options);
+                                        };
+                                    }})) {
     setObjectName(QStringLiteral("activation-outliers"));
     layer_slider_->setRange(0, 0);
     status_->setWordWrap(true);
@@ -51,17 +60,17 @@ OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
     layout->addLayout(row);
     layout->addWidget(status_);
     layout->addLayout(charts, 2);
-    layout->addWidget(int8_summary_);
-    layout->addWidget(int8_table_, 1);
-    debounce_.setSingleShot(true);
-    debounce_.setInterval(kDebounceMs);
-    connect(&debounce_, &QTimer::timeout, this, [this] {
-        if (isVisible() && !report_is_current()) run_now();
-    });
+    auto* int8 = new QVBoxLayout();
+    int8->addWidget(int8_summary_);
+    int8->addWidget(int8_table_, 1);
+    auto* lower = new QHBoxLayout();
+    lower->addWidget(heat_strip_, 1);
+    lower->addLayout(int8, 1);
+    layout->addLayout(lower, 2);
     connect(layer_slider_, &QSlider::valueChanged, this, [this](int layer) {
         layer_label_->setText(tr("block %1").arg(layer));
         show_layer(layer);          // the per-layer charts are already measured
-        debounce_.start();          // the INT8 table needs that layer captured whole
+        follower_->schedule();      // the INT8 table needs that layer captured whole
     });
     connect_controller();
     if (controller_.has_model()) set_model(controller_.model());
@@ -72,24 +81,27 @@ void OutliersLab::set_model(const ModelSummary& model) {
     layer_slider_->setRange(0, std::max(0, model.n_layer - 1));
     layer_slider_->setValue(model.n_layer / 2);
     layer_label_->setText(tr("block %1").arg(layer_slider_->value()));
-    debounce_.start();
+    follower_->schedule();
 }
 
 void OutliersLab::connect_controller() {
     connect(&controller_, &EngineController::model_loaded, this, &OutliersLab::set_model);
-    connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
-        if (kind != kJob) return;
-        report_ = std::any_cast<const OutlierReport&>(result);
-        analysed_prompt_ = running_prompt_;
-        status_->setText(tr("%1 tokens analysed; top %2 dimensions per layer.").arg(report_->n_tokens).arg(report_->top_k));
-        show_layer(layer_slider_->value());
-        show_int8(*report_);
-        emit report_changed();
-    });
-    connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
-        if (kind == kJob) status_->setText(tr("Analysis failed: %1").arg(message));
-    });
+    connect(follower_, &PromptFollower::finished, this,
+            [this](const std::any& result) { show_report(std::any_cast<const OutlierReport&>(result)); });
+    connect(follower_, &PromptFollower::failed, this,
+            [this](const QString& message) { status_->setText(tr("Analysis failed: %1").arg(message)); });
 }
+
+void OutliersLab::show_report(const OutlierReport& report) {
+    report_ = report;
+    status_->setText(tr("%1 tokens analysed; top %2 dimensions per layer.").arg(report_->n_tokens).arg(report_->top_k));
+    show_layer(layer_slider_->value());
+    show_int8(*report_);
+    heat_strip_->set_layers(report_->layers, QString::fromStdString(report_->tensor));
+    emit report_changed();
+}
+
+const QString& OutliersLab::analysed_prompt() const { return follower_->analysed_prompt(); }
 
 OutlierAnalysisOptions OutliersLab::analysis_options() const {
     OutlierAnalysisOptions options;
@@ -99,29 +111,12 @@ OutlierAnalysisOptions OutliersLab::analysis_options() const {
 }
 
 bool OutliersLab::report_is_current() const {
-    return report_ && analysed_prompt_ == prompt_ && report_->int8_layer == layer_slider_->value();
+    return report_ && follower_->prompt_is_analysed() && report_->int8_layer == layer_slider_->value();
 }
 
-void OutliersLab::showEvent(QShowEvent* event) {
-    QWidget::showEvent(event);
-    if (!report_is_current()) debounce_.start();
-}
+void OutliersLab::set_prompt(const QString& prompt) { follower_->set_prompt(prompt); }
 
-void OutliersLab::set_prompt(const QString& prompt) {
-    prompt_ = prompt;
-    debounce_.start();
-}
-
-void OutliersLab::run_now() {
-    debounce_.stop();
-    if (!controller_.has_model() || prompt_.trimmed().isEmpty()) return;
-    running_prompt_ = prompt_;
-    const std::string prompt = prompt_.toStdString();
-    const OutlierAnalysisOptions options = analysis_options();
-    controller_.run_lab_job({kJob, [prompt, options](const LabContext& context) -> std::any {
-                                 return measure_outliers(context, prompt, options);
-                             }});
-}
+void OutliersLab::run_now() { follower_->run_now(); }
 
 void OutliersLab::show_layer(int layer) {
     if (!report_ || layer < 0 || layer >= static_cast<int>(report_->layers.size())) return;
@@ -151,6 +146,6 @@ void OutliersLab::show_int8(const OutlierReport& report) {
     }
 }
 
-QList<ChartPanel*> OutliersLab::panels() const { return {histogram_, maxima_}; }
+QList<ChartPanel*> OutliersLab::panels() const { return {histogram_, maxima_, heat_strip_}; }
 
 }  // namespace inferscope::ui

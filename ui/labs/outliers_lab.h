@@ -3,9 +3,9 @@
 // a newer prompt cancels the running analysis) and shows, for the layer chosen by a slider,
 // the log2 histogram of the per-dimension maxima, the maxima over the dimensions with the
 // top ones labelled, and the INT8 table (levels used and error under a tensor-wide scale,
-// with the top-k dimensions set aside, per token and per channel).
+// with the top-k dimensions set aside, per token and per channel); across layers, a heat
+// strip of the dimensions with the largest maxima.
 #include <QList>
-#include <QTimer>
 #include <QWidget>
 #include <optional>
 
@@ -20,8 +20,10 @@ namespace inferscope::ui {
 
 class ChartPanel;
 class EngineController;
+class OutlierHeatStripPanel;
 class OutlierHistogramPanel;
 class OutlierMaximaPanel;
+class PromptFollower;
 
 class OutliersLab : public QWidget {
     Q_OBJECT
@@ -36,9 +38,10 @@ public:
     QSlider& layer_slider() const { return *layer_slider_; }
     OutlierHistogramPanel& histogram_panel() const { return *histogram_; }
     OutlierMaximaPanel& maxima_panel() const { return *maxima_; }
+    OutlierHeatStripPanel& heat_strip_panel() const { return *heat_strip_; }
     QTableWidget& int8_table() const { return *int8_table_; }
     const std::optional<OutlierReport>& report() const { return report_; }
-    const QString& analysed_prompt() const { return analysed_prompt_; }
+    const QString& analysed_prompt() const;
 
     // The analysis options the next run uses (the INT8 layer is the slider's).
     OutlierAnalysisOptions analysis_options() const;
@@ -50,17 +53,13 @@ public:
 signals:
     void report_changed();
 
-protected:
-    // Analyses run only while the tab is shown (they would compete with generation for the
-    // worker otherwise); showing it catches up with the prompt typed meanwhile.
-    void showEvent(QShowEvent* event) override;
-
 private:
     bool report_is_current() const;
     void set_model(const ModelSummary& model);
     void connect_controller();
     void show_layer(int layer);
     void show_int8(const OutlierReport& report);
+    void show_report(const OutlierReport& report);
 
     EngineController& controller_;
     QSlider* layer_slider_;
@@ -70,10 +69,8 @@ private:
     QTableWidget* int8_table_;
     OutlierHistogramPanel* histogram_;
     OutlierMaximaPanel* maxima_;
-    QTimer debounce_;
-    QString prompt_;
-    QString running_prompt_;
-    QString analysed_prompt_;
+    OutlierHeatStripPanel* heat_strip_;
+    PromptFollower* follower_;
     std::optional<OutlierReport> report_;
 };
 

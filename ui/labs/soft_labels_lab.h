@@ -3,17 +3,20 @@
 // generation prompt as the user types (debounced; a newer prompt cancels the running pass),
 // runs one forward pass per prompt for the next-token logits, and shows the top-k
 // probabilities at the temperature of a slider. Moving the slider or the k box recomputes
-// the distribution from the cached logits on the UI thread: no new forward pass.
+// the distribution from the cached logits on the UI thread: no new forward pass. A student
+// (the loaded model under a quantization scheme, quantized once per scheme in the job and
+// kept) adds its own top-k beside the teacher's and KL(teacher || student) at the slider's T.
 #include <QList>
 #include <QString>
-#include <QTimer>
 #include <QWidget>
+#include <memory>
 #include <optional>
 
 #include "engine/eval/soft_labels.h"
 #include "ui/engine_types.h"
 #include "ui/labs/lab_measurements.h"
 
+class QComboBox;
 class QLabel;
 class QSlider;
 class QSpinBox;
@@ -22,6 +25,7 @@ namespace inferscope::ui {
 
 class ChartPanel;
 class EngineController;
+class PromptFollower;
 class SoftLabelsPanel;
 
 class SoftLabelsLab : public QWidget {
@@ -42,11 +46,19 @@ public:
     QSlider& temperature_slider() const { return *temperature_slider_; }
     QSpinBox& top_k_box() const { return *top_k_box_; }
     QLabel& ratio_line() const { return *ratio_line_; }
+    // The student choice: "none" (no scheme) first, then quantization schemes.
+    QComboBox& student_box() const { return *student_box_; }
+    SoftLabelsPanel& student_panel() const { return *student_panel_; }
+    QLabel& kl_line() const { return *kl_line_; }
+    // The chosen scheme in parse_quant_scheme's syntax; empty for none.
+    QString student_scheme() const;
     double temperature() const;
     // The pass behind the chart (absent until one finished) and the labels it shows.
     const std::optional<NextTokenLogits>& logits() const { return logits_; }
+    // The teacher's labels (with KL(teacher || student) when the pass had a student).
     const std::optional<SoftLabels>& labels() const { return labels_; }
-    const QString& analysed_prompt() const { return analysed_prompt_; }
+    const std::optional<SoftLabels>& student_labels() const { return student_labels_; }
+    const QString& analysed_prompt() const;
 
     // Schedules a pass over `prompt` once typing pauses for kDebounceMs (if shown).
     void set_prompt(const QString& prompt);
@@ -56,16 +68,18 @@ public:
 signals:
     void labels_changed();
 
-protected:
-    // Passes run only while the tab is shown; showing it catches up with the prompt.
-    void showEvent(QShowEvent* event) override;
-
 private:
-    bool logits_are_current() const { return logits_ && analysed_prompt_ == prompt_; }
+    bool logits_are_current() const;
+    void build_layout();
+    // The pass over `prompt` with the chosen student (if any), for the follower to run.
+    std::function<std::any(const LabContext&)> make_job(const std::string& prompt) const;
     void set_model(const ModelSummary& model);
     void connect_controller();
+    void show_logits(const NextTokenLogits& logits);
     // Recomputes the distribution at the slider's T and the box's k from the cached logits.
     void show_distribution();
+    // The student's top-k and the KL line, at the teacher labels' T and k.
+    void show_student();
 
     EngineController& controller_;
     QSlider* temperature_slider_;
@@ -73,13 +87,16 @@ private:
     QSpinBox* top_k_box_;
     QLabel* status_;
     QLabel* ratio_line_;
+    QComboBox* student_box_;
+    QLabel* kl_line_;
     SoftLabelsPanel* panel_;
-    QTimer debounce_;
-    QString prompt_;
-    QString running_prompt_;
-    QString analysed_prompt_;
+    SoftLabelsPanel* student_panel_;
+    PromptFollower* follower_;
+    // Filled and read by jobs on the worker thread only; a new model gets a new one.
+    std::shared_ptr<StudentModels> students_;
     std::optional<NextTokenLogits> logits_;
     std::optional<SoftLabels> labels_;
+    std::optional<SoftLabels> student_labels_;
 };
 
 }  // namespace inferscope::ui

@@ -34,8 +34,9 @@ public:
     ChartPanel(const QString& export_name, QWidget* parent = nullptr);
 
     const QString& export_name() const { return export_name_; }
-    // The data as plotted: every series of the chart with its points.
-    PlotData plot_data() const;
+    // The data as plotted: every series of the chart with its points. A panel whose series
+    // encode a value in colour (a heat map) exports the values instead.
+    virtual PlotData plot_data() const;
     QChart* chart() const { return chart_; }
     QChartView* chart_view() const { return view_; }
     // Switches between the light and dark chart themes (following the window palette).

@@ -1,12 +1,19 @@
 #pragma once
 // The activation-outlier charts of one layer: the log2 histogram of the per-dimension
 // maxima max|h| (most dimensions sit in a few bins, the outliers alone far to the right),
-// and the maxima over the dimensions with the top ones labelled.
+// and the maxima over the dimensions with the top ones labelled; and across layers, a heat
+// strip of the dimensions with the largest maxima (do the same few stay large in every
+// block?).
+#include <span>
+#include <vector>
+
 #include "engine/probes/outlier_stats.h"
 #include "ui/panels/chart_panel.h"
 
+class QGraphicsSimpleTextItem;
 class QLineSeries;
 class QScatterSeries;
+class QValueAxis;
 
 namespace inferscope::ui {
 
@@ -33,6 +40,44 @@ public:
 private:
     QLineSeries* maxima_;
     QScatterSeries* top_;
+};
+
+// Rows: the kDimensions dimensions with the largest max |h| over every layer (largest at the
+// top); columns: the layers; colour: log2 max|h| of that dimension in that layer. Drawn as
+// square markers, one per cell, coloured from blue (smallest) to red (largest).
+class OutlierHeatStripPanel : public ChartPanel {
+    Q_OBJECT
+public:
+    static constexpr int kDimensions = 16;
+
+    explicit OutlierHeatStripPanel(QWidget* parent = nullptr);
+
+    // `layers` in block order, all of one width.
+    void set_layers(std::span<const LayerOutlierSummary> layers, const QString& tensor);
+    // The rows, top first, with each dimension's largest max |h| over the layers.
+    const std::vector<DimensionValue>& dimensions() const { return dimensions_; }
+    // The matrix, not the markers' grid positions: one series per row, named "dim D", with
+    // points (layer, max |h| of D in that layer).
+    PlotData plot_data() const override;
+
+protected:
+    void style_series(bool dark) override;
+
+private:
+    void fit_cells();
+
+    static constexpr int kRowLabelGutterPx = 28;  // room left of the plot for the row names
+    static constexpr int kRowLabelGapPx = 4;
+
+    QScatterSeries* cells_;  // point (layer, row)
+    QValueAxis* layers_axis_;
+    QValueAxis* rows_axis_;  // rows, 0 on top; named by row_labels_
+    QGraphicsSimpleTextItem* rows_header_;
+    QList<QGraphicsSimpleTextItem*> row_labels_;  // the dimension of each row, owned by the chart
+    std::vector<DimensionValue> dimensions_;
+    std::vector<std::vector<float>> max_abs_;  // [row][layer]
+    QList<qreal> log2_max_abs_;                // per cell, in cells_' point order
+    int n_layers_ = 0;
 };
 
 }  // namespace inferscope::ui

@@ -9,8 +9,14 @@
 namespace inferscope::ui {
 
 SoftLabelsPanel::SoftLabelsPanel(QWidget* parent)
-    : ChartPanel(QStringLiteral("soft-labels"), parent), probabilities_(new QBarSet(tr("probability"))), tokens_(new QBarCategoryAxis()) {
-    chart()->setTitle(tr("Next-token distribution"));
+    : SoftLabelsPanel(QStringLiteral("soft-labels"), tr("Next-token distribution"), parent) {}
+
+SoftLabelsPanel::SoftLabelsPanel(const QString& export_name, const QString& distribution, QWidget* parent)
+    : ChartPanel(export_name, parent),
+      probabilities_(new QBarSet(tr("probability"))),
+      tokens_(new QBarCategoryAxis()),
+      distribution_(distribution) {
+    chart()->setTitle(distribution_);
     auto* series = new QBarSeries();
     series->append(probabilities_);
     tokens_->setTitleText(tr("next token (rank 'piece')"));
@@ -35,7 +41,14 @@ void SoftLabelsPanel::set_labels(const SoftLabels& labels) {
     if (probabilities_->count() > 0) probabilities_->remove(0, probabilities_->count());
     probabilities_->append(values);
     tokens_->setCategories(names);
-    chart()->setTitle(tr("Next-token distribution at T = %1: top %2").arg(labels.temperature, 0, 'f', 2).arg(labels.top.size()));
+    chart()->setTitle(
+        tr("%1 at T = %2: top %3").arg(distribution_).arg(labels.temperature, 0, 'f', 2).arg(labels.top.size()));
+}
+
+void SoftLabelsPanel::clear(const QString& title) {
+    if (probabilities_->count() > 0) probabilities_->remove(0, probabilities_->count());
+    tokens_->clear();
+    chart()->setTitle(title);
 }
 
 QStringList SoftLabelsPanel::categories() const { return tokens_->categories(); }
