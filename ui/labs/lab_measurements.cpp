@@ -69,6 +69,29 @@ ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace,
     return {run(BatchingPolicy::Static), run(BatchingPolicy::Continuous)};
 }
 
+namespace {
+
+// Passes progress on only when it reaches another percent or stage: a tiny model makes
+// thousands of steps per second, and each report is an event for the UI thread.
+class PercentProgress {
+public:
+    explicit PercentProgress(const LabContext& context) : context_(context) {}
+    void operator()(double fraction, const QString& stage) {
+        const int percent = static_cast<int>(fraction * 100);
+        if (percent == last_percent_ && stage == last_stage_) return;
+        last_percent_ = percent;
+        last_stage_ = stage;
+        context_.progress(fraction, stage);
+    }
+
+private:
+    const LabContext& context_;
+    int last_percent_ = -1;
+    QString last_stage_;
+};
+
+}  // namespace
+
 ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace, int slot_count) {
     const Model& model = context.require_model();
     if (slot_count < 1) throw InvalidArgument("the replay needs at least one slot (got " + std::to_string(slot_count) + ")");
@@ -83,6 +106,7 @@ ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace
     for (const ServingRequest& r : requests) trace_tokens += r.max_new_tokens;
     const double total_tokens = 2.0 * static_cast<double>(std::max<int64_t>(trace_tokens, 1));  // two policies
     int64_t made = 0;
+    PercentProgress progress(context);
     const auto run = [&](BatchingPolicy policy) {
         SchedulerOptions scheduler;
         scheduler.policy = policy;
@@ -95,7 +119,7 @@ ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace
         // Each slot serving a request makes one token per step (padding slots make none).
         return serve(requests, scheduler, *executor, [&](const SchedulerStep& step, ServingControl& control) {
             made += step.active_slots;
-            context.progress(std::min(1.0, static_cast<double>(made) / total_tokens), stage);
+            progress(std::min(1.0, static_cast<double>(made) / total_tokens), stage);
             if (context.cancelled()) control.cancel_all();
         });
     };
@@ -162,11 +186,12 @@ SpeculativeRunResult measure_speculative_decoding(const LabContext& context, con
     speculative.n_predict = settings.n_predict;
     speculative.gamma = settings.gamma;
     speculative.temperature = 0.0f;
+    PercentProgress progress(context);
     const auto on_progress = [&](std::string_view stage, int done, int total) {
-        const double part = static_cast<double>(done) / std::max(total, 1);
         const bool plain = stage == "plain decoding";
-        context.progress(kQuantizeShare + (plain ? 0.0 : kPlainShare) + part * (plain ? kPlainShare : 1.0 - kQuantizeShare - kPlainShare),
-                         QString::fromUtf8(stage.data(), static_cast<qsizetype>(stage.size())));
+        const double start = plain ? kQuantizeShare : kQuantizeShare + kPlainShare;
+        const double share = plain ? kPlainShare : 1.0 - kQuantizeShare - kPlainShare;
+        progress(start + share * done / std::max(total, 1), QString::fromUtf8(stage.data(), static_cast<qsizetype>(stage.size())));
         return !context.cancelled();
     };
     SpeculativeRunResult result;
