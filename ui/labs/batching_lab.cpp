@@ -27,6 +27,10 @@ QSpinBox* spin_box(int min, int max, int value, const QString& suffix) {
     return box;
 }
 
+QStringList job_kinds() {
+    return {BatchingLab::kPointJob, BatchingLab::kSweepJob, BatchingLab::kReplayJob, BatchingLab::kRealReplayJob};
+}
+
 }  // namespace
 
 BatchingLab::BatchingLab(EngineController& controller, QWidget* parent)
@@ -161,13 +165,13 @@ void BatchingLab::set_model_ready(bool ready) {
 
 void BatchingLab::update_cancel_button() {
     bool running = false;
-    for (const QString& kind : {kPointJob, kSweepJob, kReplayJob, kRealReplayJob}) running |= controller_.lab_job_running(kind);
+    for (const QString& kind : job_kinds()) running |= controller_.lab_job_running(kind);
     cancel_button_->setEnabled(running);
     progress_->setVisible(controller_.lab_job_running(kSweepJob) || controller_.lab_job_running(kRealReplayJob));
 }
 
 void BatchingLab::cancel() {
-    for (const QString& kind : {kPointJob, kSweepJob, kReplayJob, kRealReplayJob}) {
+    for (const QString& kind : job_kinds()) {
         if (controller_.lab_job_running(kind)) controller_.cancel_lab_job(kind);
     }
 }
@@ -263,6 +267,7 @@ void BatchingLab::set_trace(int requests, int median_output_tokens, int max_outp
 
 void BatchingLab::trace_changed() {
     // A real run of another trace would sit beside this one's simulation.
+    if (controller_.lab_job_running(kRealReplayJob)) controller_.cancel_lab_job(kRealReplayJob);
     replay_->clear_real_result();
     replay();
 }

@@ -210,7 +210,7 @@ void SpeculativeLab::show_result(const SpeculativeRunResult& result) {
             .arg(s.verify_passes)
             .arg(identical)
             .arg(QString::fromStdString(result.draft_label));  // last: a path may hold '%'
-    results_->setText(numbers + QStringLiteral("\n\n") + QString::fromStdString(result.text));
+    results_->setText(numbers + tr("\n\nOutput after the prompt:\n") + QString::fromStdString(result.text));
     emit result_changed();
 }
 
