@@ -2,9 +2,7 @@
 // or the target under a quantization scheme) proposes --gamma tokens, the target verifies
 // them in one pass; plain decoding on the same target (run first) gives the measured cost
 // ratio c and the wall-clock speed-up, shown next to the analytic prediction.
-#include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <string>
 
 #include "app/cli/cli_common.h"
