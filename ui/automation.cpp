@@ -8,6 +8,7 @@
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/outliers_lab.h"
 #include "ui/labs/soft_labels_lab.h"
+#include "ui/labs/speculative_lab.h"
 #include "ui/labs/phases_lab.h"
 #include "ui/labs/quantization_lab.h"
 #include "ui/main_window.h"
@@ -62,6 +63,11 @@ void AutomationRunner::measure_labs() {
     window_.quantization_lab().run_now();
     pending_lab_jobs_.insert(QuantizationLab::kQualityJob);
     window_.quantization_lab().measure_quality();
+    // The real replay serves the replay's trace on the model; the speculative run uses the prompt.
+    pending_lab_jobs_.insert(BatchingLab::kRealReplayJob);
+    window_.batching_lab().replay_for_real();
+    pending_lab_jobs_.insert(SpeculativeLab::kJob);
+    window_.speculative_lab().measure();
     // Without a prompt there is nothing to analyse; the outlier and soft-label charts stay empty.
     if (!window_.generation_panel().prompt_edit()->toPlainText().trimmed().isEmpty()) {
         pending_lab_jobs_.insert(OutliersLab::kJob);

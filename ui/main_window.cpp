@@ -37,6 +37,7 @@
 #include "ui/labs/phases_lab.h"
 #include "ui/labs/quantization_lab.h"
 #include "ui/labs/soft_labels_lab.h"
+#include "ui/labs/speculative_lab.h"
 #include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
@@ -63,7 +64,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       latency_(new LatencyPanel()),
       kv_memory_(new KvMemoryPanel()),
       memory_planner_(new MemoryPlannerPanel()),
-      speculative_(new SpeculativePanel()),
+      speculative_(new SpeculativeLab(*controller_)),
       gpu_probe_(new GpuMemoryProbe(this)),
       batching_(new BatchingLab(*controller_)),
       phases_(new PhasesLab(*controller_)),
@@ -107,14 +108,17 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
             [this] { outliers_->set_prompt(generation_->prompt_edit()->toPlainText()); });
     connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
             [this] { soft_labels_->set_prompt(generation_->prompt_edit()->toPlainText()); });
+    connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
+            [this] { speculative_->set_generation_prompt(generation_->prompt_edit()->toPlainText()); });
     restore_settings();
+    speculative_->set_generation_prompt(generation_->prompt_edit()->toPlainText());
     apply_chart_theme();
 }
 
 MainWindow::~MainWindow() = default;
 
 QList<const ChartPanel*> MainWindow::chart_panels() const {
-    QList<const ChartPanel*> panels{latency_, kv_memory_, memory_planner_, speculative_};
+    QList<const ChartPanel*> panels{latency_, kv_memory_, memory_planner_, &speculative_->panel()};
     for (const ChartPanel* panel : batching_->panels()) panels << panel;
     for (const ChartPanel* panel : phases_->panels()) panels << panel;
     for (const ChartPanel* panel : outliers_->panels()) panels << panel;
@@ -122,6 +126,8 @@ QList<const ChartPanel*> MainWindow::chart_panels() const {
     for (const ChartPanel* panel : quantization_->panels()) panels << panel;
     return panels;
 }
+
+SpeculativePanel& MainWindow::speculative_panel() { return speculative_->panel(); }
 
 void MainWindow::show_tab(QWidget* widget) {
     for (int i = 0; i < charts_->count(); ++i) {
@@ -337,7 +343,7 @@ void MainWindow::apply_chart_theme() {
     latency_->set_dark_theme(dark);
     kv_memory_->set_dark_theme(dark);
     memory_planner_->set_dark_theme(dark);
-    speculative_->set_dark_theme(dark);
+    speculative_->panel().set_dark_theme(dark);
     for (ChartPanel* panel : batching_->panels() + phases_->panels() + outliers_->panels()) panel->set_dark_theme(dark);
     for (ChartPanel* panel : soft_labels_->panels()) panel->set_dark_theme(dark);
     for (ChartPanel* panel : quantization_->panels()) panel->set_dark_theme(dark);
@@ -345,6 +351,8 @@ void MainWindow::apply_chart_theme() {
 
 void MainWindow::export_current_chart() {
     const auto* panel = qobject_cast<const ChartPanel*>(charts_->currentWidget());
+    // A lab tab exports its first chart.
+    if (panel == nullptr && charts_->currentWidget()) panel = charts_->currentWidget()->findChild<const ChartPanel*>();
     if (panel == nullptr) return;
     QString selected;
     const QString path = QFileDialog::getSaveFileName(

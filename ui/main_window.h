@@ -25,6 +25,7 @@ class KvMemoryPanel;
 class LatencyPanel;
 class MemoryPlannerPanel;
 class ModelInfoWidget;
+class SpeculativeLab;
 class SpeculativePanel;
 class OutliersLab;
 class PhasesLab;
@@ -53,7 +54,8 @@ public:
     LatencyPanel& latency_panel() { return *latency_; }
     KvMemoryPanel& kv_memory_panel() { return *kv_memory_; }
     MemoryPlannerPanel& memory_planner_panel() { return *memory_planner_; }
-    SpeculativePanel& speculative_panel() { return *speculative_; }
+    SpeculativePanel& speculative_panel();
+    SpeculativeLab& speculative_lab() { return *speculative_; }
     BatchingLab& batching_lab() { return *batching_; }
     PhasesLab& phases_lab() { return *phases_; }
     OutliersLab& outliers_lab() { return *outliers_; }
@@ -95,7 +97,7 @@ private:
     LatencyPanel* latency_;
     KvMemoryPanel* kv_memory_;
     MemoryPlannerPanel* memory_planner_;
-    SpeculativePanel* speculative_;
+    SpeculativeLab* speculative_;
     GpuMemoryProbe* gpu_probe_;
     BatchingLab* batching_;
     PhasesLab* phases_;

@@ -2,15 +2,13 @@
 // or the target under a quantization scheme) proposes --gamma tokens, the target verifies
 // them in one pass; plain decoding on the same target (run first) gives the measured cost
 // ratio c and the wall-clock speed-up, shown next to the analytic prediction.
-#include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <string>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
 #include "engine/core/error.h"
-#include "engine/runtime/generator.h"
+#include "engine/speculative/spec_measure.h"
 #include "engine/speculative/spec_table.h"
 #include "engine/speculative/speculative.h"
 
@@ -29,74 +27,51 @@ struct SpecCliOptions {
     bool ignore_eos = false;
 };
 
-// Plain decoding on the target with the same sampling (pure temperature), --n-predict tokens
-// without stopping at end of generation. It runs first, so that the speculative run does
-// not find the target's weights warmer than plain decoding did.
-GenerationResult plain_decoding(InferenceSession& target, std::span<const TokenId> prompt, const SpecCliOptions& o) {
-    GenerationOptions g;
-    g.n_predict = o.n_predict;
-    g.sampling.temperature = o.temperature;
-    g.sampling.top_k = 0;
-    g.sampling.top_p = 1.0f;
-    g.sampling.min_p = 0.0f;
-    g.sampling.seed = o.seed;
-    g.reuse_cached_prefix = false;
-    g.stop_at_end_of_generation = false;
-    return generate(target, prompt, g);
-}
-
-// Plain decoding's time until `n_tokens` are known: TTFT + (n - 1) decode steps (generate()
-// also feeds the last token back, a step that producing n tokens does not need).
-double plain_ms_for(const GenerationTimings& t, int n_tokens) { return t.ttft_ms + t.decode_ms_per_token * (n_tokens - 1); }
-
 struct SpecReport {
     std::string target_label;
     std::string draft_label;
-    SpeculativeResult spec;
-    GenerationResult plain;
-    double plain_ms = 0;    // plain decoding's time to as many tokens as the speculative run made
-    double cost_ratio = 0;  // draft step ms / plain target decode step ms
-    double speedup = 0;     // plain wall ms / speculative wall ms
-    std::optional<bool> identical;  // greedy only: the same tokens as plain decoding
+    SpeculativeMeasurement measured;
 };
 
 nlohmann::json report_json(const SpecCliOptions& o, const SpecReport& r, const Tokenizer& tok) {
-    const SpeculativeStats& s = r.spec.stats;
+    const SpeculativeMeasurement& m = r.measured;
+    const SpeculativeStats& s = m.speculative.stats;
     const int gamma = o.gamma;
     return {{"target", r.target_label}, {"draft", r.draft_label}, {"gamma", gamma},
             {"mode", o.temperature > 0 ? "sampling" : "greedy"}, {"temperature", o.temperature}, {"seed", o.seed},
-            {"n_prompt", s.n_prompt}, {"n_generated", s.n_generated}, {"stop_reason", r.spec.stop_reason},
+            {"n_prompt", s.n_prompt}, {"n_generated", s.n_generated}, {"stop_reason", m.speculative.stop_reason},
             {"verify_passes", s.verify_passes}, {"proposed", s.proposed}, {"accepted", s.accepted},
             {"acceptance", s.acceptance()}, {"tokens_per_verify", s.tokens_per_verify()},
             {"draft_steps", s.draft_steps}, {"draft_step_ms", s.draft_ms_per_step()},
-            {"target_step_ms", r.plain.timings.decode_ms_per_token}, {"verify_pass_ms", s.verify_ms_per_pass()},
-            {"cost_ratio", r.cost_ratio}, {"speculative_ms", s.total_ms}, {"plain_ms", r.plain_ms},
-            {"speedup", r.speedup},
+            {"target_step_ms", m.plain.timings.decode_ms_per_token}, {"verify_pass_ms", s.verify_ms_per_pass()},
+            {"cost_ratio", m.cost_ratio}, {"speculative_ms", s.total_ms}, {"plain_ms", m.plain_ms},
+            {"speedup", m.speedup},
             {"analytic_tokens_per_verify", expected_tokens_per_verify(s.acceptance(), gamma)},
-            {"analytic_speedup", speculative_speedup(s.acceptance(), gamma, r.cost_ratio)},
-            {"identical_to_plain", r.identical ? nlohmann::json(*r.identical) : nlohmann::json(nullptr)},
-            {"ids", r.spec.generated}, {"text", tok.decode(r.spec.generated)}};
+            {"analytic_speedup", speculative_speedup(s.acceptance(), gamma, m.cost_ratio)},
+            {"identical_to_plain", m.identical_to_plain ? nlohmann::json(*m.identical_to_plain) : nlohmann::json(nullptr)},
+            {"ids", m.speculative.generated}, {"text", tok.decode(m.speculative.generated)}};
 }
 
 void print_report(const SpecCliOptions& o, const SpecReport& r, const Tokenizer& tok) {
-    const SpeculativeStats& s = r.spec.stats;
+    const SpeculativeMeasurement& m = r.measured;
+    const SpeculativeStats& s = m.speculative.stats;
     const std::string mode = o.temperature > 0 ? "sampling at T = " + std::to_string(o.temperature) : "greedy";
     std::printf("target %s, draft %s, gamma %d, %s\n", r.target_label.c_str(), r.draft_label.c_str(), o.gamma, mode.c_str());
-    std::printf("%s\n\n", tok.decode(r.spec.generated).c_str());
-    std::printf("generated             %d tokens (%s) in %d verify passes\n", s.n_generated, r.spec.stop_reason.c_str(),
+    std::printf("%s\n\n", tok.decode(m.speculative.generated).c_str());
+    std::printf("generated             %d tokens (%s) in %d verify passes\n", s.n_generated, m.speculative.stop_reason.c_str(),
                 s.verify_passes);
     std::printf("acceptance alpha      %.4f (%d of %d proposals)\n", s.acceptance(), s.accepted, s.proposed);
     std::printf("tokens per verify     %.3f measured, %.3f analytic for this alpha and gamma\n", s.tokens_per_verify(),
                 expected_tokens_per_verify(s.acceptance(), o.gamma));
     std::printf("draft step            %.4f ms (%d steps)\n", s.draft_ms_per_step(), s.draft_steps);
-    std::printf("target decode step    %.4f ms (plain decoding)\n", r.plain.timings.decode_ms_per_token);
+    std::printf("target decode step    %.4f ms (plain decoding)\n", m.plain.timings.decode_ms_per_token);
     std::printf("verify pass           %.4f ms (up to gamma + 1 = %d positions)\n", s.verify_ms_per_pass(), o.gamma + 1);
-    std::printf("cost ratio c          %.4f (draft step / target step)\n", r.cost_ratio);
+    std::printf("cost ratio c          %.4f (draft step / target step)\n", m.cost_ratio);
     std::printf("wall, speculative     %.3f ms (prompt in both models included)\n", s.total_ms);
-    std::printf("wall, plain decoding  %.3f ms (time to the same number of tokens)\n", r.plain_ms);
+    std::printf("wall, plain decoding  %.3f ms (time to the same number of tokens)\n", m.plain_ms);
     std::printf("speed-up              %.3fx measured, %.3fx analytic ((1 - a^(g+1)) / (1 - a) / (g c + 1))\n",
-                r.speedup, speculative_speedup(s.acceptance(), o.gamma, r.cost_ratio));
-    if (r.identical) std::printf("identical to plain greedy output: %s\n", *r.identical ? "yes" : "NO");
+                m.speedup, speculative_speedup(s.acceptance(), o.gamma, m.cost_ratio));
+    if (m.identical_to_plain) std::printf("identical to plain greedy output: %s\n", *m.identical_to_plain ? "yes" : "NO");
 }
 
 void run_spec(const SpecCliOptions& o) {
@@ -117,18 +92,7 @@ void run_spec(const SpecCliOptions& o) {
     so.temperature = o.temperature;
     so.seed = o.seed;
     so.stop_at_end_of_generation = !o.ignore_eos;
-    r.plain = plain_decoding(target, prompt, o);
-    r.spec = speculative_generate(target, draft, prompt, so);
-    const auto n_generated = static_cast<int>(r.spec.generated.size());
-    r.plain_ms = plain_ms_for(r.plain.timings, n_generated);
-    const double target_step_ms = r.plain.timings.decode_ms_per_token;
-    r.cost_ratio = target_step_ms > 0 ? r.spec.stats.draft_ms_per_step() / target_step_ms : 0.0;
-    r.speedup = r.spec.stats.total_ms > 0 ? r.plain_ms / r.spec.stats.total_ms : 0.0;
-    if (o.temperature <= 0) {
-        // Plain decoding does not stop at end of generation: the speculative tokens must be its prefix.
-        const bool fits = r.spec.generated.size() <= r.plain.generated.size();
-        r.identical = fits && std::equal(r.spec.generated.begin(), r.spec.generated.end(), r.plain.generated.begin());
-    }
+    r.measured = measure_speculative(target, draft, prompt, so);
     if (o.model.json) {
         print_json(report_json(o, r, target_model->tokenizer()));
         return;

@@ -57,8 +57,9 @@ int main(int argc, char** argv) {
         QStringLiteral("dir"));
     const QCommandLineOption labs_option(
         QStringLiteral("measure-labs"),
-        QApplication::tr("Before exporting, run the lab panels' measurements (batch sweep and replay, prefill vs decode, "
-                         "activation outliers of the prompt)."));
+        QApplication::tr("Before exporting, run the lab panels' measurements (batch sweep and replay, simulated and for real, "
+                         "prefill vs decode, activation outliers of the prompt, speculative decoding against the default "
+                         "draft)."));
     parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option, screenshot_option, labs_option});
     parser.process(app);
 

@@ -75,6 +75,10 @@ public:
             // Near the end of the context the target can verify fewer positions.
             propose(std::min(options_.gamma, context_ - static_cast<int>(tokens_.size())));
             more = commit(verify());
+            if (more && options_.on_round && !options_.on_round(static_cast<int>(result_.generated.size()))) {
+                result_.stop_reason = "cancelled";
+                more = false;
+            }
         }
         result_.stats.total_ms = ms_since(start);
         result_.stats.n_generated = static_cast<int>(result_.generated.size());
@@ -211,6 +215,8 @@ void check_same_vocabulary(const Model& a, const Model& b) {
         }
     }
 }
+
+void check_speculative_options(const SpeculativeOptions& options) { check_options(options); }
 
 SpeculativeResult speculative_generate(InferenceSession& target, InferenceSession& draft,
                                        std::span<const TokenId> prompt, const SpeculativeOptions& options) {

@@ -12,6 +12,7 @@
 // the token is drawn from norm(max(0, p - q)); after gamma acceptances a bonus token is drawn
 // from p. Each emitted token is then distributed exactly as a sample from p.
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <span>
 #include <string>
@@ -30,6 +31,10 @@ struct SpeculativeOptions {
     float temperature = 0.0f;   // <= 0: greedy
     uint64_t seed = 42;
     bool stop_at_end_of_generation = true;
+    // Called after each verify round that does not end the run, with the number of tokens
+    // generated so far; returning false stops the run there with stop reason "cancelled"
+    // (as generate()'s token callback does).
+    std::function<bool(int)> on_round;
 };
 
 struct SpeculativeStats {
@@ -54,8 +59,12 @@ struct SpeculativeStats {
 struct SpeculativeResult {
     std::vector<TokenId> generated;
     SpeculativeStats stats;
-    std::string stop_reason;  // "length", "end of generation", "context full"
+    std::string stop_reason;  // "length", "end of generation", "context full", "cancelled"
 };
+
+// InvalidArgument naming the bad option (gamma below 1, a negative token count, a
+// non-finite temperature).
+void check_speculative_options(const SpeculativeOptions& options);
 
 // InvalidArgument naming the first difference unless both models have the same vocabulary
 // (logit rows of the same length, the same token strings).

@@ -24,6 +24,7 @@
 #include "ui/panels/outlier_panels.h"
 #include "ui/panels/phases_chart_panel.h"
 #include "ui/panels/serving_replay_panel.h"
+#include "ui/lab_job_recorder.h"
 #include "ui/ui_test_support.h"
 
 namespace inferscope::ui {
@@ -32,41 +33,6 @@ namespace {
 using inferscope::testing::wait_until;
 
 constexpr int kTimeoutMs = 60000;
-
-// Records the controller's lab-job signals while it lives (the connections end with it).
-struct LabRecorder {
-    explicit LabRecorder(EngineController& c) {
-        QObject::connect(&c, &EngineController::lab_job_finished, &scope,
-                         [this](const QString& kind, quint64 job, const std::any& r) { finished.push_back({kind, job, r}); });
-        QObject::connect(&c, &EngineController::lab_job_failed, &scope,
-                         [this](const QString&, quint64, const QString& message) { failures << message; });
-        QObject::connect(&c, &EngineController::lab_job_cancelled, &scope,
-                         [this](const QString&, quint64 job) { cancelled << job; });
-        QObject::connect(&c, &EngineController::lab_job_progress, &scope,
-                         [this](const QString& kind, quint64, double fraction, const QString&) {
-                             progress << fraction;
-                             progress_kinds << kind;
-                         });
-    }
-    struct Finished {
-        QString kind;
-        quint64 job;
-        std::any result;
-    };
-    // The last result of `kind`, or null.
-    const std::any* result_of(const QString& kind) const {
-        for (auto it = finished.rbegin(); it != finished.rend(); ++it) {
-            if (it->kind == kind) return &it->result;
-        }
-        return nullptr;
-    }
-    QObject scope;
-    std::vector<Finished> finished;
-    QStringList failures;
-    QList<quint64> cancelled;
-    QList<double> progress;
-    QStringList progress_kinds;
-};
 
 void load_builtin(EngineController& c) {
     bool loaded = false;

@@ -17,7 +17,7 @@ namespace {
 
 void expect_curve_matches_engine(const SpeculativePanel& panel) {
     const PlotData data = panel.plot_data();
-    ASSERT_EQ(data.series.size(), 3);  // speed-up curve, break-even, chosen gamma
+    ASSERT_EQ(data.series.size(), 4);  // speed-up curve, break-even, chosen gamma, measured point (empty)
     const QVector<QPointF>& curve = data.series[0].points;
     ASSERT_EQ(curve.size(), SpeculativePanel::kMaxGamma);
     for (int gamma = 1; gamma <= SpeculativePanel::kMaxGamma; ++gamma) {

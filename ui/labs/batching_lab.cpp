@@ -27,6 +27,10 @@ QSpinBox* spin_box(int min, int max, int value, const QString& suffix) {
     return box;
 }
 
+QStringList job_kinds() {
+    return {BatchingLab::kPointJob, BatchingLab::kSweepJob, BatchingLab::kReplayJob, BatchingLab::kRealReplayJob};
+}
+
 }  // namespace
 
 BatchingLab::BatchingLab(EngineController& controller, QWidget* parent)
@@ -59,6 +63,9 @@ QWidget* BatchingLab::build_controls() {
     batch_label_ = new QLabel(tr("B = %1").arg(1));
     sweep_button_ = new QPushButton(tr("&Sweep"));
     sweep_button_->setToolTip(tr("Measure the whole curve: B = 1, 2, 4 … 64 (press again to cancel)"));
+    cancel_button_ = new QPushButton(tr("Cancel"));
+    cancel_button_->setToolTip(tr("Stop the running measurement, replay or real run"));
+    cancel_button_->setEnabled(false);
     progress_ = new QProgressBar();
     progress_->setRange(0, 1000);
     progress_->setMaximumWidth(200);
@@ -69,6 +76,7 @@ QWidget* BatchingLab::build_controls() {
     row->addWidget(batch_slider_, 1);
     row->addWidget(batch_label_);
     row->addWidget(sweep_button_);
+    row->addWidget(cancel_button_);
     row->addWidget(progress_);
     layout->addLayout(row);
     knee_label_ = new QLabel(tr("Move the slider or sweep to measure the curve."));
@@ -81,6 +89,7 @@ QWidget* BatchingLab::build_controls() {
         measure(kPointJob, {batch});
     });
     connect(sweep_button_, &QPushButton::clicked, this, &BatchingLab::sweep);
+    connect(cancel_button_, &QPushButton::clicked, this, &BatchingLab::cancel);
     return box;
 }
 
@@ -93,12 +102,18 @@ QWidget* BatchingLab::build_replay_controls() {
     median_tokens_ = spin_box(1, 4096, static_cast<int>(defaults.median_output_tokens), tr(" tokens median"));
     max_tokens_ = spin_box(1, 4096, defaults.max_output_tokens, tr(" tokens max"));
     slots_ = spin_box(1, kMaxBatch, 8, tr(" slots"));
+    real_replay_button_ = new QPushButton(tr("Run for &real"));
+    real_replay_button_->setToolTip(
+        tr("Serve this trace on the loaded model (greedy), static then continuous, and plot the measured latencies "
+           "beside the simulated ones"));
     row->addWidget(new QLabel(tr("Replayed trace (all arriving at once):")));
     for (QSpinBox* s : {requests_, median_tokens_, max_tokens_, slots_}) {
         row->addWidget(s);
-        connect(s, &QSpinBox::valueChanged, this, &BatchingLab::replay);
+        connect(s, &QSpinBox::valueChanged, this, &BatchingLab::trace_changed);
     }
+    row->addWidget(real_replay_button_);
     row->addStretch();
+    connect(real_replay_button_, &QPushButton::clicked, this, &BatchingLab::replay_for_real);
     return box;
 }
 
@@ -109,6 +124,7 @@ void BatchingLab::connect_controller() {
         throughput_->set_rows({}, 0);
         step_->set_rows({}, 0);
         knee_label_->setText(tr("Move the slider or sweep to measure the curve."));
+        replay_->clear_real_result();
         set_model_ready(true);
         emit rows_changed();
     });
@@ -119,22 +135,45 @@ void BatchingLab::connect_controller() {
         } else if (kind == kReplayJob) {
             replay_->set_result(std::any_cast<const ReplayResult&>(result));
             emit replay_changed();
+        } else if (kind == kRealReplayJob) {
+            replay_->set_real_result(std::any_cast<const ReplayResult&>(result));
+            status_->setText(tr("Served the trace for real on the loaded model: dashed curves."));
+            emit replay_changed();
         }
         if (kind == kSweepJob) end_sweep();
+        update_cancel_button();
     });
     connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
         if (!kind.startsWith(QStringLiteral("batching/"))) return;
         if (kind == kSweepJob) end_sweep();
         status_->setText(tr("Measurement failed: %1").arg(message));
+        update_cancel_button();
     });
     connect(&controller_, &EngineController::lab_job_cancelled, this, [this](const QString& kind, quint64) {
+        if (!kind.startsWith(QStringLiteral("batching/"))) return;
         if (kind == kSweepJob) end_sweep();
+        status_->setText(tr("Cancelled."));
+        update_cancel_button();
     });
 }
 
 void BatchingLab::set_model_ready(bool ready) {
     batch_slider_->setEnabled(ready);
     sweep_button_->setEnabled(ready);
+    real_replay_button_->setEnabled(ready);
+}
+
+void BatchingLab::update_cancel_button() {
+    bool running = false;
+    for (const QString& kind : job_kinds()) running |= controller_.lab_job_running(kind);
+    cancel_button_->setEnabled(running);
+    progress_->setVisible(controller_.lab_job_running(kSweepJob) || controller_.lab_job_running(kRealReplayJob));
+}
+
+void BatchingLab::cancel() {
+    for (const QString& kind : job_kinds()) {
+        if (controller_.lab_job_running(kind)) controller_.cancel_lab_job(kind);
+    }
 }
 
 void BatchingLab::set_run_settings(int prompt_tokens, int generate_tokens, std::vector<int> sweep_batches) {
@@ -150,15 +189,11 @@ void BatchingLab::sweep() {
         return;
     }
     progress_->setValue(0);
-    progress_->show();
     sweep_button_->setText(tr("Cancel &sweep"));
     measure(kSweepJob, sweep_batches_);
 }
 
-void BatchingLab::end_sweep() {
-    progress_->hide();
-    sweep_button_->setText(tr("&Sweep"));
-}
+void BatchingLab::end_sweep() { sweep_button_->setText(tr("&Sweep")); }
 
 void BatchingLab::measure(const QString& kind, std::vector<int> batch_sizes) {
     BatchRunSettings settings = point_settings_;
@@ -167,10 +202,11 @@ void BatchingLab::measure(const QString& kind, std::vector<int> batch_sizes) {
     controller_.run_lab_job({kind, [settings](const LabContext& context) -> std::any {
                                  return measure_batch_sizes(context, settings);
                              }});
+    update_cancel_button();
 }
 
 void BatchingLab::show_progress(const QString& kind, quint64, double fraction, const QString& stage) {
-    if (kind != kSweepJob) return;
+    if (kind != kSweepJob && kind != kRealReplayJob) return;
     progress_->setValue(static_cast<int>(fraction * 1000));
     progress_->setFormat(stage);
 }
@@ -222,6 +258,31 @@ TraceOptions BatchingLab::trace_options() const {
 
 int BatchingLab::replay_slots() const { return slots_->value(); }
 
+void BatchingLab::set_trace(int requests, int median_output_tokens, int max_output_tokens, int slot_count) {
+    requests_->setValue(requests);
+    median_tokens_->setValue(median_output_tokens);
+    max_tokens_->setValue(max_output_tokens);
+    slots_->setValue(slot_count);
+}
+
+void BatchingLab::trace_changed() {
+    // A real run of another trace would sit beside this one's simulation.
+    if (controller_.lab_job_running(kRealReplayJob)) controller_.cancel_lab_job(kRealReplayJob);
+    replay_->clear_real_result();
+    replay();
+}
+
+void BatchingLab::replay_for_real() {
+    const TraceOptions trace = trace_options();
+    const int slot_count = replay_slots();
+    progress_->setValue(0);
+    status_->setText(tr("Serving %1 requests for real through %2 slots\u2026").arg(trace.requests).arg(slot_count));
+    controller_.run_lab_job({kRealReplayJob, [trace, slot_count](const LabContext& context) -> std::any {
+                                 return replay_trace_for_real(context, trace, slot_count);
+                             }});
+    update_cancel_button();
+}
+
 void BatchingLab::replay() {
     if (rows_.empty()) return;
     const std::vector<BatchBenchRow> measured = rows();
@@ -231,6 +292,7 @@ void BatchingLab::replay() {
                                  context.throw_if_cancelled();
                                  return replay_trace(cost_model_from_batch_rows(measured), trace, slot_count);
                              }});
+    update_cancel_button();
 }
 
 QList<ChartPanel*> BatchingLab::panels() const { return {throughput_, step_, replay_}; }

@@ -2,7 +2,9 @@
 // The batching lab tab: a batch-size slider (each move measures a short batched decode at
 // that B on the loaded model and adds the point to both curves), a Sweep button (the whole
 // curve, with progress), the knee in one line, and the static-vs-continuous replay of a
-// request trace priced with a step-cost model built from the measured points.
+// request trace priced with a step-cost model built from the measured points; "Run for
+// real" serves the same trace on the loaded model beside the simulation. Cancel stops
+// whichever of the tab's jobs is running.
 #include <QList>
 #include <QWidget>
 #include <map>
@@ -29,12 +31,16 @@ public:
     static inline const QString kPointJob = QStringLiteral("batching/point");
     static inline const QString kSweepJob = QStringLiteral("batching/sweep");
     static inline const QString kReplayJob = QStringLiteral("batching/replay");
+    static inline const QString kRealReplayJob = QStringLiteral("batching/replay-real");
 
     explicit BatchingLab(EngineController& controller, QWidget* parent = nullptr);
 
     QList<ChartPanel*> panels() const;
     QSlider& batch_slider() const { return *batch_slider_; }
     QPushButton& sweep_button() const { return *sweep_button_; }
+    QPushButton& real_replay_button() const { return *real_replay_button_; }
+    QPushButton& cancel_button() const { return *cancel_button_; }
+    QLabel& status() const { return *status_; }
     BatchCurvePanel& throughput_panel() const { return *throughput_; }
     BatchCurvePanel& step_panel() const { return *step_; }
     ServingReplayPanel& replay_panel() const { return *replay_; }
@@ -47,9 +53,15 @@ public:
     void set_run_settings(int prompt_tokens, int generate_tokens, std::vector<int> sweep_batches);
     TraceOptions trace_options() const;
     int replay_slots() const;
+    // Sets the replayed trace's requests, median and largest output, and slots.
+    void set_trace(int requests, int median_output_tokens, int max_output_tokens, int slot_count);
 
     // Starts a sweep, or cancels the running one.
     void sweep();
+    // Serves the replay's trace for real on the loaded model (both policies).
+    void replay_for_real();
+    // Cancels every running job of this tab.
+    void cancel();
 
 signals:
     void rows_changed();
@@ -65,11 +77,15 @@ private:
     void show_progress(const QString& kind, quint64 job, double fraction, const QString& stage);
     void set_model_ready(bool ready);
     void end_sweep();
+    void trace_changed();
+    void update_cancel_button();
 
     EngineController& controller_;
     QSlider* batch_slider_;
     QLabel* batch_label_;
     QPushButton* sweep_button_;
+    QPushButton* real_replay_button_;
+    QPushButton* cancel_button_;
     QProgressBar* progress_;
     QLabel* knee_label_;
     QLabel* status_;

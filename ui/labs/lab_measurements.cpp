@@ -69,6 +69,67 @@ ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace,
     return {run(BatchingPolicy::Static), run(BatchingPolicy::Continuous)};
 }
 
+namespace {
+
+// Passes progress on only when it reaches another percent or stage: a tiny model makes
+// thousands of steps per second, and each report is an event for the UI thread.
+class PercentProgress {
+public:
+    explicit PercentProgress(const LabContext& context) : context_(context) {}
+    void operator()(double fraction, const QString& stage) {
+        const int percent = static_cast<int>(fraction * 100);
+        if (percent == last_percent_ && stage == last_stage_) return;
+        last_percent_ = percent;
+        last_stage_ = stage;
+        context_.progress(fraction, stage);
+    }
+
+private:
+    const LabContext& context_;
+    int last_percent_ = -1;
+    QString last_stage_;
+};
+
+}  // namespace
+
+ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace, int slot_count) {
+    const Model& model = context.require_model();
+    if (slot_count < 1) throw InvalidArgument("the replay needs at least one slot (got " + std::to_string(slot_count) + ")");
+    trace.vocab_size = model.config().n_vocab;
+    const std::vector<ServingRequest> requests = generate_trace(trace);
+    SessionOptions options;
+    options.n_threads = context.threads();
+    options.n_ctx = trace.prompt_tokens + trace.max_output_tokens + 1;
+    options.max_sequences = slot_count;
+    InferenceSession session(context.model(), options);
+    int64_t trace_tokens = 0;
+    for (const ServingRequest& r : requests) trace_tokens += r.max_new_tokens;
+    const double total_tokens = 2.0 * static_cast<double>(std::max<int64_t>(trace_tokens, 1));  // two policies
+    int64_t made = 0;
+    PercentProgress progress(context);
+    const auto run = [&](BatchingPolicy policy) {
+        SchedulerOptions scheduler;
+        scheduler.policy = policy;
+        scheduler.slots = slot_count;
+        SamplingParams greedy;
+        greedy.temperature = 0;
+        const auto executor = make_engine_executor(session, requests, greedy);
+        const QString stage = QCoreApplication::translate("BatchingLab", "serving the trace for real, %1 batching")
+                                  .arg(QString::fromStdString(std::string(batching_policy_name(policy))));
+        // Each slot serving a request makes one token per step (padding slots make none).
+        return serve(requests, scheduler, *executor, [&](const SchedulerStep& step, ServingControl& control) {
+            made += step.active_slots;
+            progress(std::min(1.0, static_cast<double>(made) / total_tokens), stage);
+            if (context.cancelled()) control.cancel_all();
+        });
+    };
+    ReplayResult result{run(BatchingPolicy::Static), {}};
+    context.throw_if_cancelled();
+    result.continuous_run = run(BatchingPolicy::Continuous);
+    context.throw_if_cancelled();
+    return result;
+}
+
 std::vector<std::pair<double, double>> latency_distribution(const ServingReport& report) {
     std::vector<double> latencies_s;
     for (const RequestMetrics& r : report.requests) {
@@ -80,6 +141,66 @@ std::vector<std::pair<double, double>> latency_distribution(const ServingReport&
         points.emplace_back(latencies_s[i], 100.0 * static_cast<double>(i + 1) / static_cast<double>(latencies_s.size()));
     }
     return points;
+}
+
+namespace {
+
+// Shares of a speculative run's progress bar: quantizing the draft, plain decoding, the run.
+constexpr double kQuantizeShare = 0.2;
+constexpr double kPlainShare = 0.4;
+
+std::shared_ptr<const Model> load_draft(const LabContext& context, const SpeculativeRunSettings& settings) {
+    if (settings.draft_path.empty() == settings.draft_scheme.empty()) {
+        throw InvalidArgument("choose one draft: a quantization scheme of the loaded model or a second GGUF file");
+    }
+    if (!settings.draft_path.empty()) return Model::load(settings.draft_path);
+    const QuantScheme scheme = parse_quant_scheme(settings.draft_scheme);
+    const QString stage = QCoreApplication::translate("SpeculativeLab", "quantizing the draft under %1")
+                              .arg(QString::fromStdString(scheme.name()));
+    QuantRunOptions options;
+    options.n_threads = context.threads();
+    options.on_progress = [&](int done, int total, const std::string&) {
+        context.progress(kQuantizeShare * done / std::max(total, 1), stage);
+        return !context.cancelled();
+    };
+    QuantizedModel quantized = quantize_model(context.model(), scheme, options);
+    context.throw_if_cancelled();
+    return quantized.model;
+}
+
+}  // namespace
+
+SpeculativeRunResult measure_speculative_decoding(const LabContext& context, const SpeculativeRunSettings& settings) {
+    const Model& target = context.require_model();
+    const std::shared_ptr<const Model> draft = load_draft(context, settings);
+    check_same_vocabulary(target, *draft);
+    const std::vector<TokenId> prompt = target.tokenizer().encode(settings.prompt, true, true);
+    SessionOptions options;
+    options.n_threads = context.threads();
+    const int context_limit = std::min(target.config().context_length, draft->config().context_length);
+    // A prompt longer than the context gets the engine's error naming both lengths.
+    options.n_ctx = std::clamp(static_cast<int>(prompt.size()) + settings.n_predict + settings.gamma + 1, 1, context_limit);
+    InferenceSession target_session(context.model(), options);
+    InferenceSession draft_session(draft, options);
+    SpeculativeOptions speculative;
+    speculative.n_predict = settings.n_predict;
+    speculative.gamma = settings.gamma;
+    speculative.temperature = 0.0f;
+    PercentProgress progress(context);
+    const auto on_progress = [&](std::string_view stage, int done, int total) {
+        const bool plain = stage == "plain decoding";
+        const double start = plain ? kQuantizeShare : kQuantizeShare + kPlainShare;
+        const double share = plain ? kPlainShare : 1.0 - kQuantizeShare - kPlainShare;
+        progress(start + share * done / std::max(total, 1), QString::fromUtf8(stage.data(), static_cast<qsizetype>(stage.size())));
+        return !context.cancelled();
+    };
+    SpeculativeRunResult result;
+    result.draft_label = settings.draft_path.empty() ? parse_quant_scheme(settings.draft_scheme).name() : settings.draft_path;
+    result.gamma = settings.gamma;
+    result.measured = measure_speculative(target_session, draft_session, prompt, speculative, on_progress);
+    context.throw_if_cancelled();
+    result.text = target.tokenizer().decode(result.measured.speculative.generated);
+    return result;
 }
 
 PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOptions& options) {

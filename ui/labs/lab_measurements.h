@@ -12,6 +12,7 @@
 #include "engine/instruments/prefill_decode.h"
 #include "engine/probes/outlier_analysis.h"
 #include "engine/quant/scheme.h"
+#include "engine/speculative/spec_measure.h"
 // Qt defines `slots` as a macro, and the scheduler has a field of that name.
 #pragma push_macro("slots")
 #undef slots
@@ -47,9 +48,35 @@ struct ReplayResult {
 // step charged what `costs` predicts (no engine work: milliseconds for the chapter's trace).
 ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace, int slot_count);
 
+// The same trace served for real on the loaded model (the engine executor, greedy), static
+// then continuous, in a session with one sequence per slot. Progress follows the tokens
+// made; cancellation cancels every request at the next step (then LabJobCancelled).
+ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace, int slot_count);
+
 // (end-to-end latency in s, % of requests finished within it) for every finished request,
 // in increasing latency: the distribution the replay chart plots.
 std::vector<std::pair<double, double>> latency_distribution(const ServingReport& report);
+
+// The speculative tab's run, greedy: the draft is the loaded model under a quantization
+// scheme (quantize_model) or a second GGUF file with the same vocabulary.
+struct SpeculativeRunSettings {
+    std::string draft_scheme;  // "int4:row", "q4_0", ...; empty when draft_path is given
+    std::string draft_path;
+    std::string prompt;        // tokenized as generation does, with BOS
+    int n_predict = 64;
+    int gamma = 4;
+};
+
+struct SpeculativeRunResult {
+    std::string draft_label;  // the scheme's name or the file's path
+    int gamma = 0;
+    SpeculativeMeasurement measured;
+    std::string text;  // the speculative run's output, decoded
+};
+
+// measure_speculative on sessions just large enough for prompt + n_predict + gamma; progress
+// covers quantizing the draft, plain decoding and the speculative run, each cancellable.
+SpeculativeRunResult measure_speculative_decoding(const LabContext& context, const SpeculativeRunSettings& settings);
 
 // measure_phases one (prompt length, cache length) pair at a time, so that cancellation is
 // checked between pairs; both lists must have the same length.

@@ -19,6 +19,7 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
     : QWidget(parent),
       controller_(controller),
       measure_button_(new QPushButton(tr("&Measure prefill and decode"))),
+      cancel_button_(new QPushButton(tr("Cancel"))),
       progress_(new QProgressBar()),
       status_(new QLabel()),
       table_(new QTableWidget()),
@@ -35,6 +36,7 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     auto* row = new QHBoxLayout();
     row->addWidget(measure_button_);
+    row->addWidget(cancel_button_);
     row->addWidget(progress_);
     row->addStretch();
     auto* splitter = new QSplitter(Qt::Vertical);
@@ -46,7 +48,9 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
     layout->addWidget(status_);
     layout->addWidget(splitter, 1);
     measure_button_->setEnabled(controller_.has_model());
+    cancel_button_->setEnabled(false);
     connect(measure_button_, &QPushButton::clicked, this, &PhasesLab::measure);
+    connect(cancel_button_, &QPushButton::clicked, this, [this] { controller_.cancel_lab_job(kJob); });
     connect_controller();
 }
 
@@ -60,17 +64,24 @@ void PhasesLab::connect_controller() {
             });
     connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
         if (kind != kJob) return;
-        progress_->hide();
+        end_run();
         show_report(std::any_cast<const PhasesReport&>(result));
     });
     connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
         if (kind != kJob) return;
-        progress_->hide();
+        end_run();
         status_->setText(tr("Measurement failed: %1").arg(message));
     });
     connect(&controller_, &EngineController::lab_job_cancelled, this, [this](const QString& kind, quint64) {
-        if (kind == kJob) progress_->hide();
+        if (kind != kJob) return;
+        end_run();
+        status_->setText(tr("Measurement cancelled."));
     });
+}
+
+void PhasesLab::end_run() {
+    progress_->hide();
+    cancel_button_->setEnabled(false);
 }
 
 PhasesOptions PhasesLab::options_fitting(int context_tokens) const {
@@ -93,6 +104,7 @@ void PhasesLab::measure() {
     const PhasesOptions options = options_fitting(controller_.model().context_length);
     progress_->setValue(0);
     progress_->show();
+    cancel_button_->setEnabled(true);
     status_->setText(tr("Measuring %1 prompt lengths and %1 cache lengths, %2 timed runs each…")
                          .arg(options.prompt_lengths.size())
                          .arg(options.repetitions));

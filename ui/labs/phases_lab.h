@@ -1,7 +1,7 @@
 #pragma once
 // The prefill-vs-decode tab: one click measures the chapter's two tables on the loaded
 // model (prefill cost against the prompt length, decode step cost against the cache length)
-// and shows them as a table and a chart.
+// and shows them as a table and a chart; Cancel stops a running measurement.
 #include <QList>
 #include <QWidget>
 
@@ -27,6 +27,8 @@ public:
 
     QList<ChartPanel*> panels() const;
     QPushButton& measure_button() const { return *measure_button_; }
+    QPushButton& cancel_button() const { return *cancel_button_; }
+    QLabel& status() const { return *status_; }
     PhasesChartPanel& chart_panel() const { return *chart_; }
     QTableWidget& table() const { return *table_; }
     const PhasesReport& report() const { return report_; }
@@ -43,9 +45,11 @@ signals:
 private:
     void connect_controller();
     void show_report(const PhasesReport& report);
+    void end_run();
 
     EngineController& controller_;
     QPushButton* measure_button_;
+    QPushButton* cancel_button_;
     QProgressBar* progress_;
     QLabel* status_;
     QTableWidget* table_;

@@ -1,8 +1,10 @@
 #pragma once
 // Static vs continuous batching on the same request trace, simulated with a step-cost model
-// measured on the loaded model: the distribution of per-request end-to-end latency (the
-// share of requests finished within each latency) for each policy, and both throughputs in
-// the title.
+// measured on the loaded model and, once run for real on the engine, measured: the
+// distribution of per-request end-to-end latency (the share of requests finished within
+// each latency) for each policy and mode, and the throughputs in the title.
+#include <optional>
+
 #include "ui/labs/lab_measurements.h"
 #include "ui/panels/chart_panel.h"
 
@@ -16,10 +18,20 @@ public:
     explicit ServingReplayPanel(QWidget* parent = nullptr);
 
     void set_result(const ReplayResult& result);
+    // The same trace served for real; cleared when the trace changes.
+    void set_real_result(const ReplayResult& result);
+    void clear_real_result();
 
 private:
+    void update_title();
+    void style_series(bool dark) override;
+
     QLineSeries* static_;
     QLineSeries* continuous_;
+    QLineSeries* static_real_;
+    QLineSeries* continuous_real_;
+    std::optional<ReplayResult> simulated_;
+    std::optional<ReplayResult> real_;
 };
 
 }  // namespace inferscope::ui

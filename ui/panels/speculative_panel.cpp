@@ -5,9 +5,11 @@
 #include <QLineSeries>
 #include <QPen>
 #include <QScatterSeries>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <cmath>
 #include <initializer_list>
 
 #include "engine/speculative/spec_table.h"
@@ -45,7 +47,8 @@ SpeculativePanel::SpeculativePanel(QWidget* parent)
       lesson_(new QLabel()),
       speedup_(new QLineSeries()),
       break_even_(new QLineSeries()),
-      chosen_(new QScatterSeries()) {
+      chosen_(new QScatterSeries()),
+      measured_(new QScatterSeries()) {
     auto* x = new QValueAxis();
     x->setTitleText(tr("\u03b3 (draft tokens per verify)"));
     x->setLabelFormat(QStringLiteral("%d"));
@@ -56,7 +59,8 @@ SpeculativePanel::SpeculativePanel(QWidget* parent)
     chart()->addAxis(y, Qt::AlignLeft);
     break_even_->setName(tr("break-even (1\u00d7)"));
     chosen_->setName(tr("chosen \u03b3"));
-    for (QXYSeries* s : std::initializer_list<QXYSeries*>{speedup_, break_even_, chosen_}) {
+    measured_->setName(tr("measured (none yet)"));
+    for (QXYSeries* s : std::initializer_list<QXYSeries*>{speedup_, break_even_, chosen_, measured_}) {
         chart()->addSeries(s);
         s->attachAxis(x);
         s->attachAxis(y);
@@ -78,9 +82,16 @@ SpeculativePanel::SpeculativePanel(QWidget* parent)
             .arg(kChapterLowAlpha)
             .arg(speculative_speedup(kChapterLowAlpha, kChapterGamma, kChapterCostSteps / double(kSliderSteps)), 0, 'f',
                  2));
-    for (QSlider* s : {alpha_slider_, gamma_slider_, cost_slider_}) {
-        connect(s, &QSlider::valueChanged, this, &SpeculativePanel::recompute);
-    }
+    // A slider the user moves replaces the measured value it showed.
+    connect(alpha_slider_, &QSlider::valueChanged, this, [this] {
+        measured_alpha_.reset();
+        recompute();
+    });
+    connect(cost_slider_, &QSlider::valueChanged, this, [this] {
+        measured_cost_ratio_.reset();
+        recompute();
+    });
+    connect(gamma_slider_, &QSlider::valueChanged, this, &SpeculativePanel::recompute);
     style_series(false);
     recompute();
 }
@@ -104,9 +115,26 @@ QWidget* SpeculativePanel::build_controls() {
     return controls;
 }
 
-double SpeculativePanel::alpha() const { return alpha_slider_->value() / double(kSliderSteps); }
+double SpeculativePanel::alpha() const { return measured_alpha_.value_or(alpha_slider_->value() / double(kSliderSteps)); }
 int SpeculativePanel::gamma() const { return gamma_slider_->value(); }
-double SpeculativePanel::cost_ratio() const { return cost_slider_->value() / double(kSliderSteps); }
+double SpeculativePanel::cost_ratio() const {
+    return measured_cost_ratio_.value_or(cost_slider_->value() / double(kSliderSteps));
+}
+
+void SpeculativePanel::set_measurement(int gamma, double speedup, double alpha, double cost_ratio) {
+    {
+        // The sliders show the nearest step (c above 1 pins the slider at its end).
+        const QSignalBlocker alpha_block(alpha_slider_), gamma_block(gamma_slider_), cost_block(cost_slider_);
+        alpha_slider_->setValue(static_cast<int>(std::lround(alpha * kSliderSteps)));
+        gamma_slider_->setValue(gamma);
+        cost_slider_->setValue(static_cast<int>(std::lround(cost_ratio * kSliderSteps)));
+    }
+    measured_alpha_ = alpha;
+    measured_cost_ratio_ = cost_ratio;
+    measured_->setName(tr("measured: %1\u00d7 at \u03b3 = %2").arg(speedup, 0, 'f', 2).arg(gamma));
+    measured_->replace(QList<QPointF>{QPointF(gamma, speedup)});
+    recompute();
+}
 
 void SpeculativePanel::style_series(bool dark) {
     QPen curve(dark ? QColor(0x4F, 0xC3, 0xF7) : QColor(0x15, 0x65, 0xC0));
@@ -118,6 +146,9 @@ void SpeculativePanel::style_series(bool dark) {
     break_even_->setPen(even);
     chosen_->setColor(dark ? QColor(0xFF, 0xB7, 0x4D) : QColor(0xE6, 0x51, 0x00));
     chosen_->setMarkerSize(12);
+    measured_->setColor(dark ? QColor(0x81, 0xC7, 0x84) : QColor(0x2E, 0x7D, 0x32));
+    measured_->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    measured_->setMarkerSize(12);
 }
 
 void SpeculativePanel::recompute() {

@@ -3,7 +3,10 @@
 // against gamma (draft tokens per verify), for the acceptance rate alpha and the cost ratio
 // c (draft step time / target step time) set with sliders, from engine/speculative/
 // spec_table.h: (1 - alpha^(gamma+1)) / (1 - alpha) tokens per verify, divided by the
-// verify's cost gamma x c + 1 target steps.
+// verify's cost gamma x c + 1 target steps. A measured run (SpeculativeLab) adds its
+// (gamma, real speed-up) point and sets the curves to its measured alpha and c.
+#include <optional>
+
 #include "ui/panels/chart_panel.h"
 
 class QLabel;
@@ -23,9 +26,15 @@ public:
 
     explicit SpeculativePanel(QWidget* parent = nullptr);
 
+    // The measured values while set by set_measurement (until the user moves that slider),
+    // else the sliders'.
     double alpha() const;
     int gamma() const;
     double cost_ratio() const;
+
+    // Plots the measured point (gamma, speedup) and moves the sliders to the measured alpha,
+    // gamma and cost ratio; the curves use the exact measured alpha and c.
+    void set_measurement(int gamma, double speedup, double alpha, double cost_ratio);
 
     QSlider* alpha_slider() const { return alpha_slider_; }
     QSlider* gamma_slider() const { return gamma_slider_; }
@@ -49,6 +58,9 @@ private:
     QLineSeries* speedup_;
     QLineSeries* break_even_;
     QScatterSeries* chosen_;
+    QScatterSeries* measured_;
+    std::optional<double> measured_alpha_;
+    std::optional<double> measured_cost_ratio_;
 };
 
 }  // namespace inferscope::ui
