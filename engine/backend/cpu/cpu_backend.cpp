@@ -174,9 +174,7 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto table = pool.block_table(token.seq);
     const int n_ctx = token.pos + 1;
-    const int64_t row_stride = static_cast<int64_t>(c.n_head_kv) * c.head_dim;       // V: elements between tokens
-    const int64_t head_offset = static_cast<int64_t>(kv_head) * c.head_dim;          // V: elements into a row
-    const int64_t kt_offset = head_offset * block_tokens;                            // K^T: this head's rows
+    const int64_t head_offset = static_cast<int64_t>(kv_head) * c.head_dim * block_tokens;  // K^T and V: this head's part
     const int64_t first_q = token_index * c.q_dim() + static_cast<int64_t>(kv_head) * group * c.head_dim;
     const float* q = act_.q.data() + first_q;        // [group x head_dim]
     float* out = act_.context.data() + first_q;      // [group x head_dim]
@@ -184,21 +182,21 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
 
     const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
     const size_t element_bytes = f16 ? 2 : 4;
-    const size_t k_head_bytes = element_bytes * static_cast<size_t>(c.head_dim) * static_cast<size_t>(block_tokens);
+    const size_t head_bytes = element_bytes * static_cast<size_t>(c.head_dim) * static_cast<size_t>(block_tokens);
     for (int b = 0; b < n_blocks; ++b) {
         const int n_t = std::min(block_tokens, n_ctx - b * block_tokens);
         const void* k = kv_.k_block(layer, table[static_cast<size_t>(b)]);
         if (b + kBlocksAhead < n_blocks) {
             prefetch_bytes(static_cast<const uint8_t*>(kv_.k_block(layer, table[static_cast<size_t>(b + kBlocksAhead)])) +
-                               element_bytes * static_cast<size_t>(kt_offset),
-                           k_head_bytes);
+                               element_bytes * static_cast<size_t>(head_offset),
+                           head_bytes);
         }
         float* block_scores = scores.data() + static_cast<int64_t>(b) * block_tokens;
         if (f16) {
-            attention_kernels_.scores_f16(q, group, c.head_dim, static_cast<const uint16_t*>(k) + kt_offset, block_tokens, n_t,
+            attention_kernels_.scores_f16(q, group, c.head_dim, static_cast<const uint16_t*>(k) + head_offset, block_tokens, n_t,
                                           scale, block_scores, n_ctx);
         } else {
-            attention_kernels_.scores_f32(q, group, c.head_dim, static_cast<const float*>(k) + kt_offset, block_tokens, n_t,
+            attention_kernels_.scores_f32(q, group, c.head_dim, static_cast<const float*>(k) + head_offset, block_tokens, n_t,
                                           scale, block_scores, n_ctx);
         }
     }
@@ -208,18 +206,16 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
         const int n_t = std::min(block_tokens, n_ctx - b * block_tokens);
         const void* v = kv_.v_block(layer, table[static_cast<size_t>(b)]);
         if (b + kBlocksAhead < n_blocks) {
-            const auto* ahead = static_cast<const uint8_t*>(kv_.v_block(layer, table[static_cast<size_t>(b + kBlocksAhead)]));
-            for (int t = 0; t < block_tokens; ++t) {
-                prefetch_bytes(ahead + element_bytes * static_cast<size_t>(t * row_stride + head_offset),
-                               element_bytes * static_cast<size_t>(c.head_dim));
-            }
+            prefetch_bytes(static_cast<const uint8_t*>(kv_.v_block(layer, table[static_cast<size_t>(b + kBlocksAhead)])) +
+                               element_bytes * static_cast<size_t>(head_offset),
+                           head_bytes);
         }
         const float* p = scores.data() + static_cast<int64_t>(b) * block_tokens;
         if (f16) {
-            attention_kernels_.accumulate_f16(p, group, n_ctx, static_cast<const uint16_t*>(v) + head_offset, row_stride, n_t,
+            attention_kernels_.accumulate_f16(p, group, n_ctx, static_cast<const uint16_t*>(v) + head_offset, c.head_dim, n_t,
                                               c.head_dim, out);
         } else {
-            attention_kernels_.accumulate_f32(p, group, n_ctx, static_cast<const float*>(v) + head_offset, row_stride, n_t,
+            attention_kernels_.accumulate_f32(p, group, n_ctx, static_cast<const float*>(v) + head_offset, c.head_dim, n_t,
                                               c.head_dim, out);
         }
     }

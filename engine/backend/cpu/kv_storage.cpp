@@ -45,8 +45,12 @@ void store_token(const KvLayout& layout, void* k_block, void* v_block, int offse
     const int64_t kv_dim = static_cast<int64_t>(layout.n_head_kv) * layout.head_dim;
     auto* kt = static_cast<T*>(k_block);
     for (int64_t i = 0; i < kv_dim; ++i) kt[i * layout.block_tokens + offset] = convert<T>(k[i]);  // i = head * head_dim + d
-    T* v_row = static_cast<T*>(v_block) + offset * kv_dim;
-    for (int64_t i = 0; i < kv_dim; ++i) v_row[i] = convert<T>(v[i]);
+    auto* vb = static_cast<T*>(v_block);
+    const int64_t head_values = static_cast<int64_t>(layout.block_tokens) * layout.head_dim;
+    for (int64_t h = 0; h < layout.n_head_kv; ++h) {
+        T* v_row = vb + h * head_values + static_cast<int64_t>(offset) * layout.head_dim;
+        for (int64_t d = 0; d < layout.head_dim; ++d) v_row[d] = convert<T>(v[h * layout.head_dim + d]);
+    }
 }
 }  // namespace
 

@@ -2,7 +2,8 @@
 // Host memory for the paged KV cache, per layer and block in the layout's dtype:
 //   K: [n_head_kv][head_dim][block_tokens]  (transposed: one dimension of consecutive tokens
 //      is contiguous, so attention scores 16 tokens with one vector load per dimension)
-//   V: [block_tokens][n_head_kv][head_dim]  (one token's values are contiguous)
+//   V: [n_head_kv][block_tokens][head_dim]  (one head's values for the block are contiguous:
+//      the attention of one KV head reads one run of memory per block, as for K)
 #include <cstdint>
 #include <memory>
 #include <vector>

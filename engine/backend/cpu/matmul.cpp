@@ -162,14 +162,16 @@ int64_t tile_gemm_min_rows(GgmlType weight_type) {
     return weight_type == GgmlType::F16 || weight_type == GgmlType::BF16 ? 8 : 4;
 }
 
-// F16/BF16 products with 2 to 64 input rows take the untransposed half kernel, except where
+// F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, except where
 // its wide path would leave more than an eighth of its 16-row vectors empty (17..27 rows,
-// 33..41, 49..55). Measured with bench_tile_gemm (one thread, GFLOP/s, 4864 x 896 and
-// 896 x 4864 weights read from memory), half kernel against the tiled one:
-//   n = 8: 166 / 139 vs 88 / 86;  n = 12: 106 / 136 vs 102 / 90;  n = 16: 97 / 131 vs 103 / 115;
-//   n = 24: 116 / 118 vs 136 / 136;  n = 48: 172 / 151 vs 144 / 142;  n = 64: 164 / 169 vs 154 / 145.
+// 33..41, 49..55). Measured with bench_tile_gemm on both cores at once (GFLOP/s per core,
+// 4864 x 896 and 896 x 4864 weights read from memory), half kernel against the tiled one:
+//   n = 8: 159-165 / 142-149 vs 89-94 / 85-92;  n = 16: 113-124 / 101-118 vs 106-121 / 96-114;
+//   n = 32: 147-161 / 144-159 vs 126-147 / 116-138.
+// Below 8 rows the row dot products stay: batch-bench B = 2 made 57 and 40 tokens/s with
+// them against 38 and 34 with the half kernel.
 HalfGemmFn half_kernel_for(const WeightMatrix& w, int64_t n, CpuIsa isa) {
-    if (n < 2 || n > kHalfGemmMaxRows) return nullptr;
+    if (n < 8 || n > kHalfGemmMaxRows) return nullptr;
     const int64_t lanes = (n + 15) / 16 * 16;
     if (n > kHalfGemmWideFrom && 8 * n < 7 * lanes) return nullptr;
     return half_gemm_kernel(w.type, isa);
