@@ -34,12 +34,7 @@ constexpr int kTimeoutMs = 120000;
 class QuantizationLabTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        controller_ = new EngineController();
-        bool loaded = false;
-        const auto connection = QObject::connect(controller_, &EngineController::model_loaded, [&] { loaded = true; });
-        controller_->load_model(QString());
-        model_loaded_ = wait_until([&] { return loaded && !controller_->busy(); }, kTimeoutMs);
-        QObject::disconnect(connection);
+        controller_ = inferscope::testing::new_controller_with_model(QString(), kTimeoutMs, model_loaded_);
         direct_model_ = load_builtin_default_model();
     }
     static void TearDownTestSuite() {

@@ -46,12 +46,7 @@ std::vector<float> logits_after(const std::shared_ptr<const Model>& model, const
 class SoftLabelsStudentTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        controller_ = new EngineController();
-        bool loaded = false;
-        const auto connection = QObject::connect(controller_, &EngineController::model_loaded, [&] { loaded = true; });
-        controller_->load_model(QString());
-        model_loaded_ = wait_until([&] { return loaded && !controller_->busy(); }, kTimeoutMs);
-        QObject::disconnect(connection);
+        controller_ = inferscope::testing::new_controller_with_model(QString(), kTimeoutMs, model_loaded_);
         teacher_ = load_builtin_default_model();
         student_ = quantize_model(teacher_, parse_quant_scheme(kScheme.toStdString()), {}).model;
     }

@@ -42,11 +42,8 @@ class SpeculativeLabTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         if (!std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) return;
-        controller_ = new EngineController();
         bool loaded = false;
-        QObject::connect(controller_, &EngineController::model_loaded, [&] { loaded = true; });
-        controller_->load_model(shared_model_path("stories260K.gguf"));
-        wait_until([&] { return loaded && !controller_->busy(); }, kTimeoutMs);
+        controller_ = inferscope::testing::new_controller_with_model(shared_model_path("stories260K.gguf"), kTimeoutMs, loaded);
         direct_model_ = Model::load(inferscope::testing::shared_model("stories260K.gguf").string());
     }
     static void TearDownTestSuite() {

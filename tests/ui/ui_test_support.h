@@ -1,12 +1,13 @@
 #pragma once
-// Helpers shared by the UI suites: waiting on the event loop with a deadline, and the
-// models they open.
+// Helpers shared by the UI suites: waiting on the event loop with a deadline, the models
+// they open, and a controller with a model loaded.
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QString>
 #include <functional>
 
 #include "support/test_paths.h"
+#include "ui/engine_controller.h"
 
 namespace inferscope::testing {
 
@@ -22,5 +23,17 @@ inline bool wait_until(const std::function<bool()>& done, int timeout_ms) {
 }
 
 inline QString shared_model_path(const char* relative) { return QString::fromStdString(shared_model(relative).string()); }
+
+// A new controller (owned by the caller) that has been asked to load `path` (empty: the
+// built-in model); `loaded` says whether the load finished within `timeout_ms`.
+inline ui::EngineController* new_controller_with_model(const QString& path, int timeout_ms, bool& loaded) {
+    auto* controller = new ui::EngineController();
+    bool finished = false;
+    const auto connection = QObject::connect(controller, &ui::EngineController::model_loaded, [&] { finished = true; });
+    controller->load_model(path);
+    loaded = wait_until([&] { return finished && !controller->busy(); }, timeout_ms);
+    QObject::disconnect(connection);
+    return controller;
+}
 
 }  // namespace inferscope::testing

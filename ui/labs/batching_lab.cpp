@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "ui/engine_controller.h"
+#include "ui/labs/lab_progress.h"
 #include "ui/panels/batch_curve_panel.h"
 #include "ui/panels/serving_replay_panel.h"
 
@@ -128,7 +129,8 @@ void BatchingLab::connect_controller() {
         set_model_ready(true);
         emit rows_changed();
     });
-    connect(&controller_, &EngineController::lab_job_progress, this, &BatchingLab::show_progress);
+    follow_lab_progress(controller_, this, *progress_,
+                        [](const QString& kind) { return kind == kSweepJob || kind == kRealReplayJob; });
     connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
         if (kind == kPointJob || kind == kSweepJob) {
             add_rows(std::any_cast<const BatchBenchReport&>(result), kind == kSweepJob);
@@ -203,12 +205,6 @@ void BatchingLab::measure(const QString& kind, std::vector<int> batch_sizes) {
                                  return measure_batch_sizes(context, settings);
                              }});
     update_cancel_button();
-}
-
-void BatchingLab::show_progress(const QString& kind, quint64, double fraction, const QString& stage) {
-    if (kind != kSweepJob && kind != kRealReplayJob) return;
-    progress_->setValue(static_cast<int>(fraction * 1000));
-    progress_->setFormat(stage);
 }
 
 void BatchingLab::add_rows(const BatchBenchReport& report, bool replace_all) {

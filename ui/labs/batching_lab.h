@@ -74,7 +74,6 @@ private:
     void measure(const QString& kind, std::vector<int> batch_sizes);
     void add_rows(const BatchBenchReport& report, bool replace_all);
     void replay();
-    void show_progress(const QString& kind, quint64 job, double fraction, const QString& stage);
     void set_model_ready(bool ready);
     void end_sweep();
     void trace_changed();

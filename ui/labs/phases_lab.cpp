@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "ui/engine_controller.h"
+#include "ui/labs/lab_progress.h"
 #include "ui/labs/lab_measurements.h"
 #include "ui/panels/phases_chart_panel.h"
 
@@ -56,12 +57,7 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
 
 void PhasesLab::connect_controller() {
     connect(&controller_, &EngineController::model_loaded, this, [this] { measure_button_->setEnabled(true); });
-    connect(&controller_, &EngineController::lab_job_progress, this,
-            [this](const QString& kind, quint64, double fraction, const QString& stage) {
-                if (kind != kJob) return;
-                progress_->setValue(static_cast<int>(fraction * 1000));
-                progress_->setFormat(stage);
-            });
+    follow_lab_progress(controller_, this, *progress_, [](const QString& kind) { return kind == kJob; });
     connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
         if (kind != kJob) return;
         end_run();

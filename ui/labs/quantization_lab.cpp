@@ -13,6 +13,7 @@
 
 #include "engine/formats/ggml_type.h"
 #include "ui/engine_controller.h"
+#include "ui/labs/lab_progress.h"
 #include "ui/panels/quant_panels.h"
 
 namespace inferscope::ui {
@@ -244,13 +245,7 @@ void QuantizationLab::cancel() {
 
 void QuantizationLab::connect_controller() {
     connect(&controller_, &EngineController::model_loaded, this, &QuantizationLab::set_model);
-    connect(&controller_, &EngineController::lab_job_progress, this,
-            [this](const QString& kind, quint64, double fraction, const QString& stage) {
-                if (!is_own_job(kind)) return;
-                progress_->show();
-                progress_->setValue(static_cast<int>(fraction * 1000));
-                progress_->setFormat(stage);
-            });
+    follow_lab_progress(controller_, this, *progress_, [this](const QString& kind) { return is_own_job(kind); });
     connect(&controller_, &EngineController::lab_job_finished, this,
             [this](const QString& kind, quint64, const std::any& result) { on_job_finished(kind, result); });
     connect(&controller_, &EngineController::lab_job_failed, this,

@@ -14,6 +14,7 @@
 
 #include "engine/speculative/spec_table.h"
 #include "ui/engine_controller.h"
+#include "ui/labs/lab_progress.h"
 #include "ui/panels/speculative_panel.h"
 
 namespace inferscope::ui {
@@ -109,12 +110,7 @@ QWidget* SpeculativeLab::build_controls() {
 
 void SpeculativeLab::connect_controller() {
     connect(&controller_, &EngineController::model_loaded, this, [this] { measure_button_->setEnabled(true); });
-    connect(&controller_, &EngineController::lab_job_progress, this,
-            [this](const QString& kind, quint64, double fraction, const QString& stage) {
-                if (kind != kJob) return;
-                progress_->setValue(static_cast<int>(fraction * 1000));
-                progress_->setFormat(stage);
-            });
+    follow_lab_progress(controller_, this, *progress_, [](const QString& kind) { return kind == kJob; });
     connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
         if (kind != kJob) return;
         end_run(tr("Measured: plain decoding first, then the speculative run on the same target."));

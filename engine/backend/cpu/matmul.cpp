@@ -166,8 +166,8 @@ int64_t tile_gemm_min_rows(GgmlType weight_type) {
 // its wide path would leave more than an eighth of its 16-row vectors empty (17..27 rows,
 // 33..41, 49..55). Measured with bench_tile_gemm on both cores at once (GFLOP/s per core,
 // 4864 x 896 and 896 x 4864 weights read from memory), half kernel against the tiled one:
-//   n = 8: 159-165 / 142-149 vs 89-94 / 85-92;  n = 16: 113-124 / 101-118 vs 106-121 / 96-114;
-//   n = 32: 147-161 / 144-159 vs 126-147 / 116-138.
+//   n = 8: 159-165 / 142-149 vs 89-94 / 85-92;  n = 16: 133-135 / 132-135 vs 123 / 114-117;
+//   n = 32: 170-175 / 168-172 vs 141-149 / 134-147.
 // Below 8 rows the row dot products stay: batch-bench B = 2 made 57 and 40 tokens/s with
 // them against 38 and 34 with the half kernel.
 HalfGemmFn half_kernel_for(const WeightMatrix& w, int64_t n, CpuIsa isa) {

@@ -116,20 +116,31 @@ void widen_chunk(const HalfGemmArgs& a, int64_t r0, int rm, int64_t l0, int kc, 
     }
 }
 
-// Spreads prefetches of the next tile's weights (rows [r0, r0 + rows), one contiguous block)
-// over the chunks of the current tile, in address order: the tile reads each of its rows
-// a chunk at a time, too many short streams for the hardware prefetchers to follow.
-inline void prefetch_tile_part(const HalfGemmArgs& a, int64_t r0, int64_t rows, int64_t part, int64_t parts) {
-    if (rows <= 0) return;
-    const uint8_t* block = a.weights + static_cast<uint64_t>(r0) * a.weight_row_bytes;
-    const uint64_t bytes = static_cast<uint64_t>(rows) * a.weight_row_bytes;
-    const uint64_t lines = (bytes + 63) / 64;
-    const uint64_t first = lines * static_cast<uint64_t>(part) / static_cast<uint64_t>(parts);
-    const uint64_t last = lines * static_cast<uint64_t>(part + 1) / static_cast<uint64_t>(parts);
-    for (uint64_t line = first; line < last; ++line) {
-        _mm_prefetch(reinterpret_cast<const char*>(block + 64 * line), _MM_HINT_T1);
+// The next tile's weights (rows [r0, r0 + rows): one contiguous block) are requested while
+// the current tile computes, in address order, a few cache lines per element step: the tile
+// reads each of its rows a chunk at a time, too many short streams for the hardware
+// prefetchers to follow, and a burst of requests would overflow the miss queues.
+class NextTilePrefetch {
+public:
+    // Part `part` of `parts` of the block, spread over `steps` calls of step().
+    NextTilePrefetch(const HalfGemmArgs& a, int64_t r0, int64_t rows, int64_t part, int64_t parts, int steps) {
+        if (rows <= 0) return;
+        block_ = a.weights + static_cast<uint64_t>(r0) * a.weight_row_bytes;
+        const uint64_t lines = (static_cast<uint64_t>(rows) * a.weight_row_bytes + 63) / 64;
+        next_ = lines * static_cast<uint64_t>(part) / static_cast<uint64_t>(parts);
+        end_ = lines * static_cast<uint64_t>(part + 1) / static_cast<uint64_t>(parts);
+        per_step_ = (end_ - next_ + static_cast<uint64_t>(steps) - 1) / static_cast<uint64_t>(steps);
     }
-}
+    void step() {
+        for (uint64_t i = 0; i < per_step_ && next_ < end_; ++i, ++next_) {
+            _mm_prefetch(reinterpret_cast<const char*>(block_ + 64 * next_), _MM_HINT_T0);
+        }
+    }
+
+private:
+    const uint8_t* block_ = nullptr;
+    uint64_t next_ = 0, end_ = 0, per_step_ = 0;
+};
 
 // Rows [r0, r0 + rm) (rm <= RM) against all n activation rows (NV interleaved groups).
 template <bool BF16, int NV, int RM>
@@ -145,8 +156,9 @@ void wide_tile(const HalfGemmArgs& a, int64_t r0, int rm) {
         const int kc = static_cast<int>(a.k - l0 < kChunk ? a.k - l0 : kChunk);
         widen_chunk<BF16, RM>(a, r0, rm, l0, kc, buf);
         const int64_t next_rows = a.row_end - (r0 + RM) < RM ? a.row_end - (r0 + RM) : RM;
-        prefetch_tile_part(a, r0 + RM, next_rows, l0 / kChunk, (a.k + kChunk - 1) / kChunk);
+        NextTilePrefetch prefetch(a, r0 + RM, next_rows, l0 / kChunk, (a.k + kChunk - 1) / kChunk, kc);
         for (int kk = 0; kk < kc; ++kk) {
+            prefetch.step();
             __m512 xv[NV];
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) xv[v] = _mm512_loadu_ps(a.xt + ((v * a.k) + l0 + kk) * 16);
