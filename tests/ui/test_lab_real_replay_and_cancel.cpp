@@ -36,29 +36,17 @@ QList<QPointF> distribution_points(const ServingReport& report) {
     return points;
 }
 
-class LabRealRunTest : public ::testing::Test {
+class LabRealRunTest : public inferscope::testing::SharedModelSuite {
 protected:
     static void SetUpTestSuite() {
-        if (!std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) return;
-        bool loaded = false;
-        controller_ = inferscope::testing::new_controller_with_model(shared_model_path("stories260K.gguf"), kTimeoutMs, loaded);
-        direct_model_ = Model::load(inferscope::testing::shared_model("stories260K.gguf").string());
-    }
-    static void TearDownTestSuite() {
-        delete controller_;
-        controller_ = nullptr;
-        direct_model_.reset();
+        if (std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) {
+            load_model(shared_model_path("stories260K.gguf"), kTimeoutMs);
+        }
     }
     void SetUp() override {
         INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
-        ASSERT_TRUE(controller_->has_model()) << "stories260K.gguf did not load";
+        ASSERT_TRUE(model_loaded()) << "stories260K.gguf did not load";
     }
-    EngineController& controller() { return *controller_; }
-    static const std::shared_ptr<const Model>& direct_model() { return direct_model_; }
-
-private:
-    static inline EngineController* controller_ = nullptr;
-    static inline std::shared_ptr<const Model> direct_model_;
 };
 
 TEST_F(LabRealRunTest, RunForRealServesTheTraceOnTheEngineBesideTheSimulation) {

@@ -31,40 +31,25 @@ using inferscope::testing::wait_until;
 constexpr int kTimeoutMs = 120000;
 
 // One controller with the built-in model loaded, and one copy of it for the engine run directly.
-class QuantizationLabTest : public ::testing::Test {
+class QuantizationLabTest : public inferscope::testing::SharedModelSuite {
 protected:
-    static void SetUpTestSuite() {
-        controller_ = inferscope::testing::new_controller_with_model(QString(), kTimeoutMs, model_loaded_);
-        direct_model_ = load_builtin_default_model();
-    }
-    static void TearDownTestSuite() {
-        delete controller_;
-        controller_ = nullptr;
-        direct_model_.reset();
-    }
-    void SetUp() override { ASSERT_TRUE(model_loaded_) << "the built-in model did not load in the controller"; }
+    static void SetUpTestSuite() { load_model(QString(), kTimeoutMs); }
+    void SetUp() override { ASSERT_TRUE(model_loaded()) << "the built-in model did not load in the controller"; }
 
-    static EngineController& controller() { return *controller_; }
-    static const std::shared_ptr<const Model>& direct_model() { return direct_model_; }
     static QuantReport expected_report(const QString& scheme) {
         const QuantScheme schemes[] = {parse_quant_scheme(scheme.toStdString())};
-        return analyze_quantization(*direct_model_, schemes, QuantRunOptions{});
+        return analyze_quantization(*direct_model(), schemes, QuantRunOptions{});
     }
     // The lab shown and its analysis of `scheme` delivered.
     static void wait_for_report(const QuantizationLab& lab, const QString& scheme) {
         ASSERT_TRUE(wait_until(
             [&] {
                 return lab.report() && lab.report()->schemes.front().scheme.name() == scheme.toStdString() &&
-                       !controller_->lab_job_running(QuantizationLab::kAnalysisJob);
+                       !controller().lab_job_running(QuantizationLab::kAnalysisJob);
             },
             kTimeoutMs))
             << "no analysis of " << scheme.toStdString();
     }
-
-private:
-    static inline EngineController* controller_ = nullptr;
-    static inline std::shared_ptr<const Model> direct_model_;
-    static inline bool model_loaded_ = false;
 };
 
 const PlotSeries& series_named(const PlotData& data, const QString& name) {

@@ -30,28 +30,19 @@ constexpr int kTimeoutMs = 60000;
 const QString kPrompt = QStringLiteral("Once upon a time there was a");
 
 // One controller with the built-in model loaded, and one copy of it for the engine run directly.
-class SoftLabelsLabTest : public ::testing::Test {
+class SoftLabelsLabTest : public inferscope::testing::SharedModelSuite {
 protected:
-    static void SetUpTestSuite() {
-        controller_ = inferscope::testing::new_controller_with_model(QString(), kTimeoutMs, model_loaded_);
-        direct_model_ = load_builtin_default_model();
-    }
-    static void TearDownTestSuite() {
-        delete controller_;
-        controller_ = nullptr;
-        direct_model_.reset();
-    }
-    void SetUp() override { ASSERT_TRUE(model_loaded_) << "the built-in model did not load in the controller"; }
+    static void SetUpTestSuite() { load_model(QString(), kTimeoutMs); }
+    void SetUp() override { ASSERT_TRUE(model_loaded()) << "the built-in model did not load in the controller"; }
 
-    EngineController& controller() { return *controller_; }
     // The engine's soft labels for `prompt`, computed here without the UI.
     static SoftLabels expected_labels(const QString& prompt, double temperature, int top_k) {
-        const std::vector<TokenId> tokens = direct_model_->tokenizer().encode(prompt.toStdString(), true, true);
+        const std::vector<TokenId> tokens = direct_model()->tokenizer().encode(prompt.toStdString(), true, true);
         SessionOptions so;
         so.n_ctx = static_cast<int>(tokens.size());
-        InferenceSession session(direct_model_, so);
+        InferenceSession session(direct_model(), so);
         const std::vector<float> logits = next_token_logits(session, tokens);
-        return soft_labels(direct_model_->tokenizer(), logits, temperature, top_k);
+        return soft_labels(direct_model()->tokenizer(), logits, temperature, top_k);
     }
     // The lab shown, its prompt analysed.
     static void analyse(SoftLabelsLab& lab, const QString& prompt) {
@@ -59,11 +50,6 @@ protected:
         lab.set_prompt(prompt);
         ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.labels().has_value(); }, kTimeoutMs));
     }
-
-private:
-    static inline EngineController* controller_ = nullptr;
-    static inline std::shared_ptr<const Model> direct_model_;
-    static inline bool model_loaded_ = false;
 };
 
 // Counts the finished soft-label jobs while it lives.

@@ -43,27 +43,23 @@ std::vector<float> logits_after(const std::shared_ptr<const Model>& model, const
 
 // One controller with the built-in model loaded; the teacher and its int4:row student built
 // here without the UI.
-class SoftLabelsStudentTest : public ::testing::Test {
+class SoftLabelsStudentTest : public inferscope::testing::SharedModelSuite {
 protected:
     static void SetUpTestSuite() {
-        controller_ = inferscope::testing::new_controller_with_model(QString(), kTimeoutMs, model_loaded_);
-        teacher_ = load_builtin_default_model();
-        student_ = quantize_model(teacher_, parse_quant_scheme(kScheme.toStdString()), {}).model;
+        load_model(QString(), kTimeoutMs);
+        student_ = quantize_model(direct_model(), parse_quant_scheme(kScheme.toStdString()), {}).model;
     }
     static void TearDownTestSuite() {
-        delete controller_;
-        controller_ = nullptr;
-        teacher_.reset();
         student_.reset();
+        SharedModelSuite::TearDownTestSuite();
     }
-    void SetUp() override { ASSERT_TRUE(model_loaded_) << "the built-in model did not load in the controller"; }
+    void SetUp() override { ASSERT_TRUE(model_loaded()) << "the built-in model did not load in the controller"; }
 
-    EngineController& controller() { return *controller_; }
     // The teacher's labels with the KL to the student, and the student's own labels.
     static std::pair<SoftLabels, SoftLabels> expected(const QString& prompt, double temperature, int top_k) {
-        const std::vector<float> teacher = logits_after(teacher_, prompt), student = logits_after(student_, prompt);
-        return {soft_labels(teacher_->tokenizer(), teacher, temperature, top_k, student),
-                soft_labels(teacher_->tokenizer(), student, temperature, top_k)};
+        const std::vector<float> teacher = logits_after(direct_model(), prompt), student = logits_after(student_, prompt);
+        return {soft_labels(direct_model()->tokenizer(), teacher, temperature, top_k, student),
+                soft_labels(direct_model()->tokenizer(), student, temperature, top_k)};
     }
     // The lab shown with the student chosen, `prompt` analysed with it.
     static void analyse_with_student(SoftLabelsLab& lab, const QString& prompt) {
@@ -80,10 +76,7 @@ protected:
     }
 
 private:
-    static inline EngineController* controller_ = nullptr;
-    static inline std::shared_ptr<const Model> teacher_;
     static inline std::shared_ptr<const Model> student_;
-    static inline bool model_loaded_ = false;
 };
 
 // The soft-label jobs' progress stages while it lives.

@@ -38,25 +38,17 @@ using inferscope::testing::wait_until;
 constexpr int kTimeoutMs = 120000;
 const QString kPrompt = QStringLiteral("Once upon a time");
 
-class SpeculativeLabTest : public ::testing::Test {
+class SpeculativeLabTest : public inferscope::testing::SharedModelSuite {
 protected:
     static void SetUpTestSuite() {
-        if (!std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) return;
-        bool loaded = false;
-        controller_ = inferscope::testing::new_controller_with_model(shared_model_path("stories260K.gguf"), kTimeoutMs, loaded);
-        direct_model_ = Model::load(inferscope::testing::shared_model("stories260K.gguf").string());
-    }
-    static void TearDownTestSuite() {
-        delete controller_;
-        controller_ = nullptr;
-        direct_model_.reset();
+        if (std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) {
+            load_model(shared_model_path("stories260K.gguf"), kTimeoutMs);
+        }
     }
     void SetUp() override {
         INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
-        ASSERT_TRUE(controller_->has_model()) << "stories260K.gguf did not load";
+        ASSERT_TRUE(model_loaded()) << "stories260K.gguf did not load";
     }
-    EngineController& controller() { return *controller_; }
-    static const std::shared_ptr<const Model>& direct_model() { return direct_model_; }
 
     // Clicks Measure and waits for the job to end; returns whether a result arrived.
     static bool measure_and_wait(SpeculativeLab& lab, const LabRecorder& rec) {
@@ -64,10 +56,6 @@ protected:
         return wait_until([&] { return lab.result().has_value() || !rec.failures.isEmpty(); }, kTimeoutMs) &&
                lab.result().has_value();
     }
-
-private:
-    static inline EngineController* controller_ = nullptr;
-    static inline std::shared_ptr<const Model> direct_model_;
 };
 
 // The engine run directly: the target under int4:row as the draft, greedy, on sessions

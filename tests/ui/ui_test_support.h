@@ -5,7 +5,12 @@
 #include <QElapsedTimer>
 #include <QString>
 #include <functional>
+#include <memory>
 
+#include <gtest/gtest.h>
+
+#include "engine/model/model.h"
+#include "engine/synth/synthetic_model.h"
 #include "support/test_paths.h"
 #include "ui/engine_controller.h"
 
@@ -35,5 +40,30 @@ inline ui::EngineController* new_controller_with_model(const QString& path, int 
     QObject::disconnect(connection);
     return controller;
 }
+
+// A suite whose tests share one controller with a model loaded and the same model loaded
+// again for running the engine directly. A derived suite's SetUpTestSuite calls load_model.
+class SharedModelSuite : public ::testing::Test {
+protected:
+    // `path` empty: the built-in model.
+    static void load_model(const QString& path, int timeout_ms) {
+        controller_ = new_controller_with_model(path, timeout_ms, loaded_);
+        direct_model_ = path.isEmpty() ? load_builtin_default_model() : Model::load(path.toStdString());
+    }
+    static void TearDownTestSuite() {
+        delete controller_;
+        controller_ = nullptr;
+        direct_model_.reset();
+        loaded_ = false;
+    }
+    static bool model_loaded() { return loaded_ && controller_->has_model(); }
+    static ui::EngineController& controller() { return *controller_; }
+    static const std::shared_ptr<const Model>& direct_model() { return direct_model_; }
+
+private:
+    static inline ui::EngineController* controller_ = nullptr;
+    static inline std::shared_ptr<const Model> direct_model_;
+    static inline bool loaded_ = false;
+};
 
 }  // namespace inferscope::testing
