@@ -17,10 +17,13 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/kernels/half_gemm.h"
+#include "engine/backend/cpu/matmul.h"
+#include "engine/core/thread_pool.h"
 #include "engine/core/fp16.h"
 #include "engine/formats/ggml_type.h"
 #include "engine/formats/quant.h"
@@ -161,6 +164,57 @@ TEST(HalfGemmKernel, RoundingMatchesTheScalarReference) {
                 }
             }
         }
+    }
+}
+
+// The matmul routing around the kernel (rounding the input, interleaving it on all threads,
+// one shared-input call for two matrices, rows split across threads): for every batch size
+// that takes the half kernel (and the sizes between, which take the tiled kernel), each
+// output row equals the single-row product of the same input row, which runs the row dot
+// products on the same F16-rounded input. Bound as in MatchesExactSums, for both results.
+TEST(HalfGemmKernel, MatmulOfSeveralRowsEqualsOneRowAtATime) {
+    if (!cpu_supports(CpuIsa::Avx512)) GTEST_SKIP() << "this CPU cannot run AVX-512 kernels; matmul has no half kernel here";
+    constexpr int64_t kCols = 200, kRowsA = 37, kRowsB = 53;
+    const HalfMatrix a = make_weights(GgmlType::F16, kRowsA, kCols, Dist::Gaussian, 3);
+    const HalfMatrix b = make_weights(GgmlType::F16, kRowsB, kCols, Dist::Outliers, 4);
+    const auto matrix = [&](const HalfMatrix& m, int64_t rows) {
+        WeightMatrix w;
+        w.type = GgmlType::F16;
+        w.rows = rows;
+        w.cols = kCols;
+        w.row_bytes = m.row_bytes;
+        w.data = m.data();
+        return w;
+    };
+    const WeightMatrix wa = matrix(a, kRowsA), wb = matrix(b, kRowsB);
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    const double gamma = (static_cast<double>(kCols) + 4.0) * std::ldexp(1.0, -24) * 2.0;
+    for (const int64_t n : {8, 12, 15, 16, 17, 30, 32, 48, 64}) {
+        const std::vector<float> x = make_row(Dist::Gaussian, n * kCols, static_cast<uint32_t>(n));
+        std::vector<float> ya(static_cast<size_t>(n * kRowsA)), yb(static_cast<size_t>(n * kRowsB));
+        const MatmulOutput outputs[] = {{&wa, ya.data()}, {&wb, yb.data()}};
+        matmul_shared_input(outputs, x.data(), n, pool, scratch);
+        int failures = 0;
+        for (const auto& [w, m, y] : {std::tuple{&wa, &a, &ya}, std::tuple{&wb, &b, &yb}}) {
+            std::vector<float> one(static_cast<size_t>(w->rows));
+            for (int64_t i = 0; i < n; ++i) {
+                matmul(*w, x.data() + i * kCols, 1, one.data(), pool, scratch);
+                for (int64_t r = 0; r < w->rows; ++r) {
+                    double magnitude = 0.0;
+                    for (int64_t l = 0; l < kCols; ++l) {
+                        magnitude += std::fabs(static_cast<double>(m->values[static_cast<size_t>(r * kCols + l)]) *
+                                               round_to_fp16(x[static_cast<size_t>(i * kCols + l)]));
+                    }
+                    const float got = (*y)[static_cast<size_t>(i * w->rows + r)];
+                    if (!(std::fabs(got - one[static_cast<size_t>(r)]) <= gamma * magnitude + 1e-30) && failures++ < 10) {
+                        ADD_FAILURE() << "n=" << n << " row " << i << " output " << r << ": " << got << " vs one row at a time "
+                                      << one[static_cast<size_t>(r)];
+                    }
+                }
+            }
+        }
+        EXPECT_EQ(failures, 0) << "n=" << n;
     }
 }
 

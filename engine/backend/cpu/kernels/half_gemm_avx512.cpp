@@ -22,6 +22,10 @@ namespace {
 constexpr int kRows = 3;      // weight rows per tile
 constexpr int kMaxGroup = 8;  // activation rows per tile
 
+inline __mmask16 first_lanes(int64_t count) {
+    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
 template <bool BF16>
 inline __m512 widen(__m256i halves) {
     if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
@@ -67,7 +71,7 @@ void tile(const HalfGemmArgs& a, int64_t r0, int64_t i0) {
         }
     }
     if (l < a.k) {
-        const auto mask = static_cast<__mmask16>((1u << (a.k - l)) - 1u);
+        const __mmask16 mask = first_lanes(a.k - l);
         __m512 wv[RM];
         for (int m = 0; m < RM; ++m) wv[m] = load_weights<BF16>(w[m], l, mask);
         for (int j = 0; j < RN; ++j) {
@@ -99,10 +103,6 @@ void run_tile(int rm, int rn, const HalfGemmArgs& a, int64_t r0, int64_t i0) {
 }
 
 constexpr int kChunk = 256;  // elements of each weight row widened at a time (wide path)
-
-inline __mmask16 first_lanes(int64_t count) {
-    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
 
 // buf[m][kk] = w[r0 + m][l0 + kk] for m < rm, kk < kc (rows past rm: zero, never read).
 template <bool BF16, int RM>
