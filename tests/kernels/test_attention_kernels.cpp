@@ -33,7 +33,7 @@ TEST_P(AttentionKernelsTest, MatchScalarReference) {
     for (const Shape s : {Shape{64, 7, 16, 16, 2}, Shape{8, 2, 16, 5, 4}, Shape{32, 2, 16, 16, 2}, Shape{128, 4, 16, 3, 1},
                           Shape{20, 9, 32, 21, 1}, Shape{64, 1, 8, 8, 2},
                           Shape{64, 8, 16, 16, 1}, Shape{80, 3, 16, 11, 2}, Shape{64, 5, 16, 9, 2}, Shape{64, 6, 16, 16, 2},
-                          Shape{16, 16, 16, 13, 1}}) {
+                          Shape{16, 16, 16, 13, 1}, Shape{48, 12, 16, 14, 2}}) {
         const int64_t v_stride = static_cast<int64_t>(s.row_heads) * s.head_dim;
         std::vector<float> q(static_cast<size_t>(s.n_q * s.head_dim));
         for (float& x : q) x = normal(rng);

@@ -68,79 +68,77 @@ void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens
     }
 }
 
-// One query head at a time with its output in registers (any head_dim), so each V row is
-// converted once per head and the output is written once. The general path; the common head
-// sizes take accumulate_heads below.
-template <typename T>
-void accumulate_per_head(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                         float* out) {
-    constexpr int kMaxChunks = 8;
-    const int chunks = (head_dim + 15) / 16;
-    for (int g = 0; g < n_q; ++g) {
-        float* og = out + static_cast<int64_t>(g) * head_dim;
-        const float* pg = p + g * p_stride;
-        for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {
-            const int c1 = chunks - c0 < kMaxChunks ? chunks : c0 + kMaxChunks;
-            __m512 acc[kMaxChunks];
-            for (int c = c0; c < c1; ++c) acc[c - c0] = _mm512_maskz_loadu_ps(lanes(head_dim, c * 16), og + c * 16);
-            for (int t = 0; t < n_t; ++t) {
-                const __m512 weight = _mm512_set1_ps(pg[t]);
-                const T* row = v + t * row_stride;
-                for (int c = c0; c < c1; ++c) {
-                    acc[c - c0] = _mm512_fmadd_ps(weight, load16(row, c * 16, lanes(head_dim, c * 16)), acc[c - c0]);
-                }
-            }
-            for (int c = c0; c < c1; ++c) _mm512_mask_storeu_ps(og + c * 16, lanes(head_dim, c * 16), acc[c - c0]);
-        }
-    }
-}
-
-// Token-major: each V row is converted once and feeds every query head of the pass, whose
-// outputs (Heads x Chunks vectors, 28 of the 32 registers) stay in registers over the block.
-// Against the per-head order this converts V once instead of once per head, and the
-// Heads x Chunks independent accumulations hide the FMA latency that 4 chains of one head
-// cannot (measured: the per-head order was a quarter of a 0.5B Q4_0 decode step at depth 2048).
-template <typename T, int Chunks>
-void accumulate_heads(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                      float* out) {
-    constexpr int kHeads = 28 / Chunks;
+// Token-major: each V row (Chunks vectors of it per pass) is converted once and feeds
+// every query head of the pass, whose outputs (Heads x Chunks vectors) stay in registers
+// over the block. Against the per-head order this converts V once instead of once per head,
+// and the Heads x Chunks independent accumulations hide the FMA latency that the chains of
+// one head cannot. Heads and Chunks are compile-time counts and leave registers to spare:
+// with a run-time head count, or with 28 accumulators, GCC kept the accumulators on the
+// stack (a store per multiply-add; measured: the V pass then took as long as all of a 0.5B
+// Q4_0 decode step's weight products at depth 2048).
+template <typename T, int Chunks, int Heads>
+void accumulate_pass(const float* p, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim, int first_chunk,
+                     float* out) {
     __mmask16 mask[Chunks];
-    for (int c = 0; c < Chunks; ++c) mask[c] = lanes(head_dim, c * 16);
-    for (int g0 = 0; g0 < n_q; g0 += kHeads) {
-        const int heads = n_q - g0 < kHeads ? n_q - g0 : kHeads;
-        float* og = out + static_cast<int64_t>(g0) * head_dim;
-        const float* pg = p + g0 * p_stride;
-        __m512 acc[kHeads][Chunks];
-        for (int g = 0; g < kHeads; ++g) {
-            for (int c = 0; c < Chunks; ++c) {
-                acc[g][c] = g < heads ? _mm512_maskz_loadu_ps(mask[c], og + g * head_dim + c * 16) : _mm512_setzero_ps();
-            }
+#pragma GCC unroll 16
+    for (int c = 0; c < Chunks; ++c) mask[c] = lanes(head_dim, (first_chunk + c) * 16);
+    const T* v_chunk = v + first_chunk * 16;
+    float* out_chunk = out + first_chunk * 16;
+    __m512 acc[Heads][Chunks];
+#pragma GCC unroll 16
+    for (int g = 0; g < Heads; ++g) {
+#pragma GCC unroll 16
+        for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_maskz_loadu_ps(mask[c], out_chunk + g * head_dim + c * 16);
+    }
+    for (int t = 0; t < n_t; ++t) {
+        const T* row = v_chunk + t * row_stride;
+        __m512 vr[Chunks];
+#pragma GCC unroll 16
+        for (int c = 0; c < Chunks; ++c) vr[c] = load16(row, c * 16, mask[c]);
+#pragma GCC unroll 16
+        for (int g = 0; g < Heads; ++g) {
+            const __m512 weight = _mm512_set1_ps(p[g * p_stride + t]);
+#pragma GCC unroll 16
+            for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_fmadd_ps(weight, vr[c], acc[g][c]);
         }
-        for (int t = 0; t < n_t; ++t) {
-            const T* row = v + t * row_stride;
-            __m512 vr[Chunks];
-            for (int c = 0; c < Chunks; ++c) vr[c] = load16(row, c * 16, mask[c]);
-            for (int g = 0; g < kHeads; ++g) {
-                if (g >= heads) break;
-                const __m512 weight = _mm512_set1_ps(pg[g * p_stride + t]);
-                for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_fmadd_ps(weight, vr[c], acc[g][c]);
-            }
-        }
-        for (int g = 0; g < heads; ++g) {
-            for (int c = 0; c < Chunks; ++c) _mm512_mask_storeu_ps(og + g * head_dim + c * 16, mask[c], acc[g][c]);
-        }
+    }
+#pragma GCC unroll 16
+    for (int g = 0; g < Heads; ++g) {
+#pragma GCC unroll 16
+        for (int c = 0; c < Chunks; ++c) _mm512_mask_storeu_ps(out_chunk + g * head_dim + c * 16, mask[c], acc[g][c]);
     }
 }
 
+// The pass for `heads` (1..Heads) query heads, the count chosen at compile time.
+template <typename T, int Chunks, int Heads>
+void accumulate_pass_for(int heads, const float* p, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                         int first_chunk, float* out) {
+    if constexpr (Heads > 1) {
+        if (heads < Heads) {
+            return accumulate_pass_for<T, Chunks, Heads - 1>(heads, p, p_stride, v, row_stride, n_t, head_dim, first_chunk, out);
+        }
+    }
+    accumulate_pass<T, Chunks, Heads>(p, p_stride, v, row_stride, n_t, head_dim, first_chunk, out);
+}
+
+// Up to 8 heads x 2 chunks (32 dimensions) per pass: 16 accumulators, 2 rows of V and a
+// broadcast weight, well inside the 32 registers.
 template <typename T>
 void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                float* out) {
-    switch ((head_dim + 15) / 16) {
-        case 1: return accumulate_heads<T, 1>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
-        case 2: return accumulate_heads<T, 2>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
-        case 4: return accumulate_heads<T, 4>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
-        case 8: return accumulate_heads<T, 8>(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
-        default: return accumulate_per_head(p, n_q, p_stride, v, row_stride, n_t, head_dim, out);
+                      float* out) {
+    constexpr int kHeads = 8;
+    const int chunks = (head_dim + 15) / 16;
+    for (int c0 = 0; c0 < chunks; c0 += 2) {
+        for (int g0 = 0; g0 < n_q; g0 += kHeads) {
+            const int heads = n_q - g0 < kHeads ? n_q - g0 : kHeads;
+            const float* pg = p + g0 * p_stride;
+            float* og = out + static_cast<int64_t>(g0) * head_dim;
+            if (chunks - c0 >= 2) {
+                accumulate_pass_for<T, 2, kHeads>(heads, pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
+            } else {
+                accumulate_pass_for<T, 1, kHeads>(heads, pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
+            }
+        }
     }
 }
 
