@@ -117,10 +117,14 @@ inline bool write_zeros_if_empty(const TileGemmArgs& a) {
     return true;
 }
 
+// Every cache line of [row, row + bytes) for `rows` rows `stride` bytes apart. The rows need
+// not start on a line (activation buffers are not line-aligned), so a span of whole lines'
+// worth of bytes usually touches one line more.
 inline void prefetch_rows(const uint8_t* first, uint64_t stride, int rows, int bytes) {
     for (int j = 0; j < rows; ++j) {
         const uint8_t* row = first + static_cast<uint64_t>(j) * stride;
-        for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(row + off), _MM_HINT_T0);
+        const uint8_t* line = row - (reinterpret_cast<uintptr_t>(row) & 63);
+        for (; line < row + bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
     }
 }
 
@@ -137,7 +141,7 @@ public:
         base_ = a.weights + static_cast<uint64_t>(row) * a.weight_row_bytes + K::weight_offset(k0);
         stride_ = a.weight_row_bytes;
         rows_ = rows;
-        bytes_ = K::weight_bytes(imin(K::kChunk, a.k - k0)) + 63;
+        bytes_ = K::weight_bytes(imin(K::kChunk, a.k - k0));
         per_step_ = tiles > 0 ? static_cast<int>((rows + tiles - 1) / tiles) : rows;
         done_ = 0;
     }
