@@ -133,6 +133,11 @@ TEST_P(HalfGemmKernelTest, MatchesExactSums) {
             failures += check_shape(type, kernel, {k, 29, n % 4, 29 - n % 3, n, n % 5}, wdist, xdist, seed++);
         }
     }
+    // Ranges of several 96-row blocks, which two or more groups of activation rows visit in
+    // turn, starting and ending inside a block.
+    for (const int64_t n : {9, 12, 15, 16}) {
+        failures += check_shape(type, kernel, {100, 230, 7, 221, n, 3}, Dist::Gaussian, Dist::Uniform, seed++);
+    }
     EXPECT_EQ(failures, 0);
 }
 
