@@ -95,8 +95,8 @@ void bench_half(benchmark::State& state, GgmlType type, int64_t rows, int64_t k,
     for (int64_t i = 0; i < n; ++i) {
         dequantize_row(type, encoded.data() + i * ggml_row_bytes(type, static_cast<uint64_t>(k)), x.data() + i * k, k);
     }
-    std::vector<float> xt(static_cast<size_t>((n + 15) / 16 * 16 * k));
-    interleave_rows_by_16(x.data(), n, k, xt.data(), 0, k);
+    std::vector<float> xt(static_cast<size_t>(interleaved_floats(n, k)));
+    interleave_rows(x.data(), n, k, xt.data(), 0, k);
     std::vector<float> c(static_cast<size_t>(rows * n));
     HalfGemmArgs args;
     args.k = k;

@@ -83,8 +83,10 @@ int check_shape(GgmlType type, HalfGemmFn kernel, const Shape& s, Dist wdist, Di
     const int64_t ldc = s.rows + s.ldc_extra;
     const float sentinel = -777.5f;
     std::vector<float> c(static_cast<size_t>(s.n * ldc), sentinel);
-    std::vector<float> xt(static_cast<size_t>((s.n + 15) / 16 * 16 * s.k));
-    interleave_rows_by_16(x.data(), s.n, s.k, xt.data(), 0, s.k);
+    // Interleaved in three element ranges, as threads do, over a buffer of NaN: a lane or a
+    // padding element left unwritten would turn its outputs into NaN.
+    std::vector<float> xt(static_cast<size_t>(interleaved_floats(s.n, s.k)), std::numeric_limits<float>::quiet_NaN());
+    for (int part = 0; part < 3; ++part) interleave_rows(x.data(), s.n, s.k, xt.data(), s.k * part / 3, s.k * (part + 1) / 3);
     kernel({s.k, w.data(), w.row_bytes, s.row_begin, s.row_end, x.data(), xt.data(), s.n, c.data(), ldc});
 
     const double chain = s.n >= kHalfGemmWideFrom ? static_cast<double>(s.k) : std::ceil(static_cast<double>(s.k) / 16.0);
@@ -126,7 +128,7 @@ TEST_P(HalfGemmKernelTest, MatchesExactSums) {
     ASSERT_NE(kernel, nullptr);
     uint32_t seed = 1;
     int failures = 0;
-    for (const int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33, 48, 50, 64}) {
+    for (const int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20, 24, 25, 31, 32, 33, 48, 50, 64}) {
         for (const int64_t k : {16, 23, 96, 100, 200, 896}) {
             const Dist wdist = n % 3 == 0 ? Dist::Outliers : Dist::Gaussian;
             const Dist xdist = n % 2 == 0 ? Dist::Uniform : Dist::Gaussian;
@@ -195,7 +197,7 @@ TEST(HalfGemmKernel, MatmulOfSeveralRowsEqualsOneRowAtATime) {
     ThreadPool pool(2);
     MatmulScratch scratch;
     const double gamma = (static_cast<double>(kCols) + 4.0) * std::ldexp(1.0, -24) * 2.0;
-    for (const int64_t n : {8, 12, 15, 16, 17, 30, 32, 48, 64}) {
+    for (const int64_t n : {8, 12, 15, 16, 17, 21, 24, 30, 32, 48, 64}) {
         const std::vector<float> x = make_row(Dist::Gaussian, n * kCols, static_cast<uint32_t>(n));
         std::vector<float> ya(static_cast<size_t>(n * kRowsA)), yb(static_cast<size_t>(n * kRowsB));
         const MatmulOutput outputs[] = {{&wa, ya.data()}, {&wb, yb.data()}};

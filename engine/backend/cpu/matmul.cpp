@@ -59,9 +59,9 @@ const MatmulScratch::RoundedInput& rounded_input(GgmlType type, int64_t cols, co
         }
     }
     if (interleaved && slot->interleaved.empty()) {
-        slot->interleaved.resize(static_cast<size_t>((n + 15) / 16 * 16 * cols));
+        slot->interleaved.resize(static_cast<size_t>(interleaved_floats(n, cols)));
         pool.parallel_for(cols, [&](int64_t begin, int64_t end) {
-            interleave_rows_by_16(slot->values.data(), n, cols, slot->interleaved.data(), begin, end);
+            interleave_rows(slot->values.data(), n, cols, slot->interleaved.data(), begin, end);
         });
     }
     return *slot;
@@ -163,16 +163,19 @@ int64_t tile_gemm_min_rows(GgmlType weight_type) {
 }
 
 // F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, except where
-// its wide path would leave more than an eighth of its 16-row vectors empty (17..27 rows,
-// 33..41, 49..55). Measured with bench_tile_gemm on both cores at once (GFLOP/s per core,
-// 4864 x 896 and 896 x 4864 weights read from memory), half kernel against the tiled one:
-//   n = 8: 159-165 / 142-149 vs 89-94 / 85-92;  n = 16: 133-135 / 132-135 vs 123 / 114-117;
+// its wide path would leave more than an eighth of its lanes empty (17..20 rows in groups of
+// 8, 25..27 in groups of 16, 33..41, 49..55). Measured with bench_tile_gemm on both cores
+// at once (GFLOP/s per core, 4864 x 896 and 896 x 4864 weights read from memory), half
+// kernel against the tiled one:
+//   n = 8: 159-165 / 142-149 vs 89-94 / 85-92;  n = 16: 133-135 / 132-135 vs 123 / 114-117
+//   (one element per lane; two per lane made it 125-153 / 124-155);
 //   n = 32: 170-175 / 168-172 vs 141-149 / 134-147.
 // Below 8 rows the row dot products stay: batch-bench B = 2 made 57 and 40 tokens/s with
 // them against 38 and 34 with the half kernel.
 HalfGemmFn half_kernel_for(const WeightMatrix& w, int64_t n, CpuIsa isa) {
     if (n < 8 || n > kHalfGemmMaxRows) return nullptr;
-    const int64_t lanes = (n + 15) / 16 * 16;
+    const int64_t rows_per_vector = 16 / half_gemm_lane_group(n);
+    const int64_t lanes = (n + rows_per_vector - 1) / rows_per_vector * rows_per_vector;
     if (n > kHalfGemmWideFrom && 8 * n < 7 * lanes) return nullptr;
     return half_gemm_kernel(w.type, isa);
 }

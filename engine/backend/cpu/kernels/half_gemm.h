@@ -6,9 +6,10 @@
 //   - Up to 15 rows ("narrow"): 16 consecutive elements of a weight row are widened once per
 //     group of up to 8 activation rows and multiplied lane by lane with each of them; each
 //     sum is finished horizontally at the end of the row.
-//   - 16 to 64 rows ("wide"): a vector holds one element of 16 activation rows (the
+//   - 16 to 64 rows ("wide"): a vector holds G elements of 16 / G activation rows (the
 //     interleaved layout below); a chunk of each weight row is widened into a small buffer
-//     and each element is broadcast against those vectors, so no horizontal sums at all.
+//     and each G elements are broadcast against those vectors; each output adds its G
+//     lanes once, at the end.
 // Both read each weight row as one sequential stream.
 //
 //   c[i * ldc + r] = sum_l w[r][l] * x[i * k + l]   for i in [0, n), r in [row_begin, row_end)
@@ -24,10 +25,17 @@ namespace inferscope {
 inline constexpr int64_t kHalfGemmMaxRows = 64;
 inline constexpr int64_t kHalfGemmWideFrom = 16;  // from this many rows the wide path runs
 
-// The wide path's activation layout: groups of 16 rows, each group stored element-major,
-//   xt[((g * k) + l) * 16 + lane] = x[(16 g + lane) * k + l]   (0 for rows past n),
-// ceil(n / 16) * k * 16 floats. Writes elements l in [l_begin, l_end) of every row.
-void interleave_rows_by_16(const float* x, int64_t n, int64_t k, float* xt, int64_t l_begin, int64_t l_end);
+// The wide path's activation layout. A vector holds G consecutive elements of 16 / G rows
+// (G = half_gemm_lane_group(n): 1 or 2): rows in groups of R = 16 / G, each group
+// stored element-group-major, with E = ceil(k / G) element groups per row,
+//   xt[((g * E) + e) * 16 + s * G + q] = x[(R g + s) * k + G e + q]   (0 past n rows or k),
+// ceil(n / R) * E * 16 floats. With G > 1 the kernel broadcasts G weights at a time (one
+// load for G elements) and adds the G lanes of each row at the end.
+int half_gemm_lane_group(int64_t n);
+int64_t interleaved_floats(int64_t n, int64_t k);
+// Writes elements l in [l_begin, l_end) of every row (and the zero padding past k when
+// l_end == k), so that threads can fill disjoint element ranges.
+void interleave_rows(const float* x, int64_t n, int64_t k, float* xt, int64_t l_begin, int64_t l_end);
 
 // out[i] = x[i] rounded to `type` (F16 or BF16) and widened back to F32: the values
 // round_to_fp16 / round_to_bf16 (engine/core/fp16.h) give, NaN staying NaN; vectorized on

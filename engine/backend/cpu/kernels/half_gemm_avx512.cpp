@@ -6,10 +6,11 @@
 // vectors and loads RN activation vectors (from L1/L2: the activation rows are reused by
 // every row tile). Each accumulator is summed horizontally once, at the end of its row.
 //
-// Wide path: NV = ceil(n / 16) vectors of interleaved activations per element and a tile of
-// 24 / NV weight rows (24 accumulators); per chunk of kChunk elements the tile's weights are
-// widened into a stack buffer, then each weight element is broadcast against the NV vectors.
-// The finished sums of one weight row are scattered to their n rows of c.
+// Wide path: NV vectors of interleaved activations (16 / G rows x G elements each) per group
+// of G elements and a tile of 24 / NV weight rows (24 accumulators); per chunk of kChunk
+// elements the tile's weights are widened into a stack buffer, then each G of them are
+// broadcast against the NV vectors. The finished sums of one weight row (G lanes added per
+// activation row) are scattered to their n rows of c.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -142,9 +143,31 @@ private:
     uint64_t next_ = 0, end_ = 0, per_step_ = 0;
 };
 
-// Rows [r0, r0 + rm) (rm <= RM) against all n activation rows (NV interleaved groups).
-template <bool BF16, int NV, int RM>
+// G consecutive weights of one row in every G-lane group of a vector.
+template <int G>
+inline __m512 broadcast_weights(const float* w) {
+    if constexpr (G == 1) return _mm512_set1_ps(*w);
+    if constexpr (G == 2) {
+        double pair;
+        __builtin_memcpy(&pair, w, sizeof pair);
+        return _mm512_castpd_ps(_mm512_set1_pd(pair));
+    }
+}
+
+// Lane s * G of the result: the sum of lanes s * G .. s * G + G - 1 of v.
+template <int G>
+inline __m512 add_lane_groups(__m512 v) {
+    if constexpr (G == 2) v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));  // [1 0 3 2] in each 128 bits
+    return v;
+}
+
+// Rows [r0, r0 + rm) (rm <= RM) against all n activation rows: NV vectors of 16 / G rows x
+// G elements per element group (the layout of half_gemm.h).
+template <bool BF16, int G, int NV, int RM>
 void wide_tile(const HalfGemmArgs& a, int64_t r0, int rm) {
+    static_assert((G == 1 || G == 2) && kChunk % 16 == 0);
+    constexpr int kRowsPerVector = 16 / G;
+    const int64_t element_groups = (a.k + G - 1) / G;
     alignas(64) float buf[RM][kChunk];
     __m512 acc[RM][NV];
 #pragma GCC unroll 24
@@ -154,46 +177,53 @@ void wide_tile(const HalfGemmArgs& a, int64_t r0, int rm) {
     }
     for (int64_t l0 = 0; l0 < a.k; l0 += kChunk) {
         const int kc = static_cast<int>(a.k - l0 < kChunk ? a.k - l0 : kChunk);
-        widen_chunk<BF16, RM>(a, r0, rm, l0, kc, buf);
+        widen_chunk<BF16, RM>(a, r0, rm, l0, kc, buf);  // zero past kc up to a multiple of 16
         const int64_t next_rows = a.row_end - (r0 + RM) < RM ? a.row_end - (r0 + RM) : RM;
-        NextTilePrefetch prefetch(a, r0 + RM, next_rows, l0 / kChunk, (a.k + kChunk - 1) / kChunk, kc);
-        for (int kk = 0; kk < kc; ++kk) {
+        NextTilePrefetch prefetch(a, r0 + RM, next_rows, l0 / kChunk, (a.k + kChunk - 1) / kChunk, (kc + G - 1) / G);
+        const float* xe = a.xt + (l0 / G) * 16;
+        for (int kk = 0; kk < kc; kk += G, xe += 16) {
             prefetch.step();
             __m512 xv[NV];
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) xv[v] = _mm512_loadu_ps(a.xt + ((v * a.k) + l0 + kk) * 16);
+            for (int v = 0; v < NV; ++v) xv[v] = _mm512_loadu_ps(xe + v * element_groups * 16);
 #pragma GCC unroll 24
             for (int m = 0; m < RM; ++m) {
-                __m512 w = _mm512_set1_ps(buf[m][kk]);
+                __m512 w = broadcast_weights<G>(&buf[m][kk]);
                 __asm__("" : "+v"(w));
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; ++v) acc[m][v] = _mm512_fmadd_ps(w, xv[v], acc[m][v]);
             }
         }
     }
-    const __m512i lane_offsets =
-        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(static_cast<int>(a.ldc)));
+    // Lane s * G of vector v holds output row (activation row) kRowsPerVector * v + s.
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i lane_offsets = _mm512_mullo_epi32(_mm512_srli_epi32(lane, G - 1), _mm512_set1_epi32(static_cast<int>(a.ldc)));
+    const __mmask16 group_starts = G == 1 ? 0xFFFF : 0x5555;
     for (int v = 0; v < NV; ++v) {
-        const __mmask16 mask = first_lanes(a.n - 16 * v);
-        float* base = a.c + 16 * v * a.ldc + r0;
-        for (int m = 0; m < rm; ++m) _mm512_mask_i32scatter_ps(base + m, mask, lane_offsets, acc[m][v], 4);
+        const __mmask16 mask = group_starts & first_lanes((a.n - kRowsPerVector * v) * G);
+        float* base = a.c + kRowsPerVector * v * a.ldc + r0;
+        for (int m = 0; m < rm; ++m) _mm512_mask_i32scatter_ps(base + m, mask, lane_offsets, add_lane_groups<G>(acc[m][v]), 4);
     }
 }
 
-template <bool BF16, int NV, int RM>
+template <bool BF16, int G, int NV, int RM>
 void wide_rows(const HalfGemmArgs& a) {
     for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += RM) {
-        wide_tile<BF16, NV, RM>(a, r0, static_cast<int>(a.row_end - r0 < RM ? a.row_end - r0 : RM));
+        wide_tile<BF16, G, NV, RM>(a, r0, static_cast<int>(a.row_end - r0 < RM ? a.row_end - r0 : RM));
     }
 }
 
+// 24 accumulators: RM = 24 / NV weight rows per tile.
 template <bool BF16>
 void wide(const HalfGemmArgs& a) {
-    switch ((a.n + 15) / 16) {
-        case 1: return wide_rows<BF16, 1, 24>(a);
-        case 2: return wide_rows<BF16, 2, 12>(a);
-        case 3: return wide_rows<BF16, 3, 8>(a);
-        default: return wide_rows<BF16, 4, 6>(a);
+    const int g = half_gemm_lane_group(a.n);
+    const int64_t vectors = (a.n * g + 15) / 16;
+    if (g == 2) return vectors == 2 ? wide_rows<BF16, 2, 2, 12>(a) : wide_rows<BF16, 2, 3, 8>(a);
+    switch (vectors) {
+        case 1: return wide_rows<BF16, 1, 1, 24>(a);
+        case 2: return wide_rows<BF16, 1, 2, 12>(a);
+        case 3: return wide_rows<BF16, 1, 3, 8>(a);
+        default: return wide_rows<BF16, 1, 4, 6>(a);
     }
 }
 
