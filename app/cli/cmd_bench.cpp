@@ -55,6 +55,7 @@ std::vector<Row> rows_of(const Model& model, const InferenceSession& session, co
     for (const BenchResult& r : report.results) {
         const bool decode = r.n_generate > 0;
         nlohmann::json j = {{"model", model.config().name},      {"model_bytes", model.file().file_size()},
+                            {"weights_held", model.file().holding_name()},
                             {"parameters", model.parameter_count()}, {"backend", backend},
                             {"threads", session.thread_count()},     {"test", r.test},
                             {"n_prompt", r.n_prompt},                {"n_generate", r.n_generate},

@@ -16,6 +16,7 @@ nlohmann::json info_json(const Model& model) {
     return {
         {"file", model.file().path()},
         {"file_bytes", model.file().file_size()},
+        {"file_held", model.file().holding_name()},
         {"gguf_version", model.file().version()},
         {"synthetic", model.is_synthetic()},
         {"name", c.name},
@@ -47,6 +48,7 @@ void print_info_text(const nlohmann::json& j) {
     std::printf("file:            %s (%llu bytes)%s\n", j["file"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(j["file_bytes"].get<uint64_t>()),
                 j["synthetic"].get<bool>() ? "  [synthetic: random weights]" : "");
+    std::printf("held:            %s (INFERSCOPE_WEIGHTS=map|copy to choose)\n", j["file_held"].get<std::string>().c_str());
     std::printf("name:            %s\n", j["name"].get<std::string>().c_str());
     std::printf("architecture:    %s\n", j["architecture"].get<std::string>().c_str());
     std::printf("parameters:      %llu\n", static_cast<unsigned long long>(j["parameters"].get<uint64_t>()));

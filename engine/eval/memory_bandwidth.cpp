@@ -4,25 +4,28 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "engine/backend/cpu/kernels/stream_read.h"
 #include "engine/core/error.h"
+#include "engine/core/huge_page_buffer.h"
 #include "engine/core/thread_pool.h"
 
 namespace inferscope {
 BandwidthResult measure_read_bandwidth(ThreadPool& pool, uint64_t buffer_bytes, int repetitions) {
     const size_t words = static_cast<size_t>(buffer_bytes / sizeof(uint64_t));
-    std::unique_ptr<uint64_t[]> buffer;
+    // In huge pages, as the model's weights are held when the machine allows (file_bytes.h):
+    // the floor is what the best-held weights could be read at.
+    HugePageBuffer memory;
     try {
-        buffer.reset(new uint64_t[words]);
-    } catch (const std::bad_alloc&) {
+        memory = HugePageBuffer(words * sizeof(uint64_t));
+    } catch (const CapacityError&) {
         throw CapacityError("cannot allocate " + std::to_string(buffer_bytes) + " bytes for the bandwidth test");
     }
+    auto* words_begin = reinterpret_cast<uint64_t*>(memory.data());
     // Each thread first touches the part it will read, so its pages are local to it.
     pool.parallel_for(static_cast<int64_t>(words), [&](int64_t begin, int64_t end) {
-        std::memset(buffer.get() + begin, 1, static_cast<size_t>(end - begin) * sizeof(uint64_t));
+        std::memset(words_begin + begin, 1, static_cast<size_t>(end - begin) * sizeof(uint64_t));
     });
     const StreamReadFn read_words = stream_read_kernel(active_cpu_isa());
     std::atomic<uint64_t> checksum{0};
@@ -30,7 +33,7 @@ BandwidthResult measure_read_bandwidth(ThreadPool& pool, uint64_t buffer_bytes, 
     for (int r = 0; r <= repetitions; ++r) {
         const auto start = std::chrono::steady_clock::now();
         pool.parallel_for(static_cast<int64_t>(words), [&](int64_t begin, int64_t end) {
-            checksum += read_words(buffer.get() + begin, static_cast<size_t>(end - begin));
+            checksum += read_words(words_begin + begin, static_cast<size_t>(end - begin));
         });
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (r > 0) seconds_per_pass.push_back(seconds);  // the first pass is a warm-up

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "engine/core/error.h"
-#include "engine/gguf/mapped_file.h"
+#include "engine/gguf/file_bytes.h"
 
 namespace inferscope {
 namespace {
@@ -208,10 +208,14 @@ GgufFile::~GgufFile() = default;
 GgufFile GgufFile::open(const std::string& path) {
     GgufFile file;
     file.path_ = path;
-    file.mapping_ = std::make_unique<MappedFile>(path);
-    file.bytes_ = file.mapping_->bytes();
+    file.held_ = std::make_unique<FileBytes>(path);
+    file.bytes_ = file.held_->bytes();
     file.parse();
     return file;
+}
+
+std::string GgufFile::holding_name() const {
+    return held_ != nullptr ? file_holding_name(held_->holding()) : "in memory";
 }
 
 GgufFile GgufFile::from_bytes(std::vector<uint8_t> bytes, const std::string& name) {

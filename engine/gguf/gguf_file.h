@@ -1,6 +1,6 @@
 #pragma once
 // Reader for GGUF files (versions 2 and 3). The whole header is parsed and validated at
-// open time; tensor data stays in the memory mapping and is exposed as spans.
+// open time; tensor data stays where the file is held (file_bytes.h) and is exposed as spans.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,7 +14,7 @@
 
 namespace inferscope {
 
-class MappedFile;
+class FileBytes;
 
 inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as little-endian uint32
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
@@ -27,7 +27,7 @@ struct GgufTensorInfo {
     uint64_t offset = 0;         // from the start of the data section
     uint64_t element_count = 0;
     uint64_t byte_count = 0;
-    std::span<const uint8_t> data;  // inside the mapping
+    std::span<const uint8_t> data;  // inside the held file
 
     uint64_t rows() const;      // product of dims[1..]
     uint64_t row_length() const { return dims.empty() ? 0 : dims[0]; }
@@ -42,8 +42,8 @@ struct GgufKeyValue {
 
 class GgufFile {
 public:
-    // Maps and parses a file. Throws Error for a missing/unreadable path and GgufError for
-    // anything malformed.
+    // Reads (or maps, see file_bytes.h) and parses a file. Throws Error for a missing or
+    // unreadable path and GgufError for anything malformed.
     static GgufFile open(const std::string& path);
     // Parses a buffer that the GgufFile takes over (used by tests and fuzzing).
     static GgufFile from_bytes(std::vector<uint8_t> bytes, const std::string& name);
@@ -56,6 +56,9 @@ public:
     uint32_t version() const { return version_; }
     uint32_t alignment() const { return alignment_; }
     uint64_t file_size() const { return bytes_.size(); }
+    // How an opened file's bytes are held ("mapped", "copied to 2 MiB pages"); "in memory"
+    // for a buffer given to from_bytes.
+    std::string holding_name() const;
     uint64_t data_offset() const { return data_offset_; }
 
     const std::vector<GgufKeyValue>& metadata() const { return metadata_; }
@@ -83,7 +86,7 @@ private:
     [[noreturn]] void fail_key(const std::string& key, const std::string& problem) const;
 
     std::string path_;
-    std::unique_ptr<MappedFile> mapping_;
+    std::unique_ptr<FileBytes> held_;  // the bytes of an opened file (see file_bytes.h)
     std::vector<uint8_t> owned_bytes_;
     std::span<const uint8_t> bytes_;
     uint32_t version_ = 0;
