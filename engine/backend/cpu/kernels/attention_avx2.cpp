@@ -31,13 +31,17 @@ void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, in
     for (int t0 = 0; t0 < n_t; t0 += 8) {
         const int valid = n_t - t0;
         __m256 acc[Heads];
+        // Every loop over acc unrolled, or GCC keeps the accumulators on the stack.
+#pragma GCC unroll 8
         for (int g = 0; g < Heads; ++g) acc[g] = _mm256_setzero_ps();
         for (int d = 0; d < head_dim; ++d) {
             const __m256 k = load8(kt + static_cast<int64_t>(d) * block_tokens, t0, valid);
+#pragma GCC unroll 8
             for (int g = 0; g < Heads; ++g) {
                 acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(q[static_cast<int64_t>(g) * head_dim + d]), k, acc[g]);
             }
         }
+#pragma GCC unroll 8
         for (int g = 0; g < Heads; ++g) {
             alignas(32) float lane[8];
             _mm256_store_ps(lane, _mm256_mul_ps(acc[g], scale_v));
@@ -67,33 +71,56 @@ void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens
     }
 }
 
+// One query head at a time, its Chunks x 8 outputs in registers over the block. Chunks is a
+// compile-time count and every loop over the accumulators is unrolled: otherwise GCC keeps
+// them on the stack.
+template <typename T, int Chunks>
+void accumulate_chunks(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                       int first_chunk, float* out) {
+    for (int g = 0; g < n_q; ++g) {
+        float* og = out + static_cast<int64_t>(g) * head_dim + first_chunk * 8;
+        const float* pg = p + g * p_stride;
+        __m256 acc[Chunks];
+#pragma GCC unroll 8
+        for (int c = 0; c < Chunks; ++c) acc[c] = load8(og, c * 8, head_dim - (first_chunk + c) * 8);
+        for (int t = 0; t < n_t; ++t) {
+            const __m256 weight = _mm256_set1_ps(pg[t]);
+            const T* row = v + t * row_stride + first_chunk * 8;
+#pragma GCC unroll 8
+            for (int c = 0; c < Chunks; ++c) {
+                acc[c] = _mm256_fmadd_ps(weight, load8(row, c * 8, head_dim - (first_chunk + c) * 8), acc[c]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int c = 0; c < Chunks; ++c) {
+            const int valid = head_dim - (first_chunk + c) * 8;
+            if (valid >= 8) {
+                _mm256_storeu_ps(og + c * 8, acc[c]);
+            } else {
+                float tail[8];
+                _mm256_storeu_ps(tail, acc[c]);
+                std::memcpy(og + c * 8, tail, static_cast<size_t>(valid) * sizeof(float));
+            }
+        }
+    }
+}
+
+// Up to 8 chunks (64 dimensions) of every head per pass.
 template <typename T>
 void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
                 float* out) {
     constexpr int kMaxChunks = 8;
     const int chunks = (head_dim + 7) / 8;
-    for (int g = 0; g < n_q; ++g) {
-        float* og = out + static_cast<int64_t>(g) * head_dim;
-        const float* pg = p + g * p_stride;
-        for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {
-            const int c1 = chunks - c0 < kMaxChunks ? chunks : c0 + kMaxChunks;
-            __m256 acc[kMaxChunks];
-            for (int c = c0; c < c1; ++c) acc[c - c0] = load8(og, c * 8, head_dim - c * 8);
-            for (int t = 0; t < n_t; ++t) {
-                const __m256 weight = _mm256_set1_ps(pg[t]);
-                const T* row = v + t * row_stride;
-                for (int c = c0; c < c1; ++c) acc[c - c0] = _mm256_fmadd_ps(weight, load8(row, c * 8, head_dim - c * 8), acc[c - c0]);
-            }
-            for (int c = c0; c < c1; ++c) {
-                const int valid = head_dim - c * 8;
-                if (valid >= 8) {
-                    _mm256_storeu_ps(og + c * 8, acc[c - c0]);
-                } else {
-                    float tail[8];
-                    _mm256_storeu_ps(tail, acc[c - c0]);
-                    std::memcpy(og + c * 8, tail, static_cast<size_t>(valid) * sizeof(float));
-                }
-            }
+    for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {
+        switch (chunks - c0 < kMaxChunks ? chunks - c0 : kMaxChunks) {
+            case 1: accumulate_chunks<T, 1>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
+            case 2: accumulate_chunks<T, 2>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
+            case 3: accumulate_chunks<T, 3>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
+            case 4: accumulate_chunks<T, 4>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
+            case 5: accumulate_chunks<T, 5>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
+            case 6: accumulate_chunks<T, 6>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
+            case 7: accumulate_chunks<T, 7>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
+            default: accumulate_chunks<T, 8>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
         }
     }
 }
