@@ -52,7 +52,7 @@ public:
     const std::string& path() const { return path_; }
     // What was done: a requested copy falls back to the mapping when the memory for it
     // cannot be allocated.
-    FileHolding holding() const { return holding_; }
+    FileHolding holding() const { return copy_.data() != nullptr ? FileHolding::HugePageCopy : FileHolding::Mapped; }
 
 private:
     void load(std::optional<FileHolding> requested);  // nullopt: choose for this machine
@@ -63,7 +63,6 @@ private:
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
     HugePageBuffer copy_;  // empty when mapped
-    FileHolding holding_ = FileHolding::Mapped;
 };
 
 }  // namespace inferscope

@@ -14,6 +14,8 @@
 
 #include "engine/core/error.h"
 #include "engine/gguf/file_bytes.h"
+#include "engine/gguf/gguf_file.h"
+#include "support/tiny_models.h"
 
 namespace inferscope {
 namespace {
@@ -114,6 +116,25 @@ TEST_F(FileBytesTest, MissingFilesAndDirectoriesAreNamed) {
             EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
         }
     }
+}
+
+// INFERSCOPE_WEIGHTS reaches the automatic choice, and GgufFile reports how it holds a file.
+TEST_F(FileBytesTest, TheEnvironmentChoosesAndGgufFileSaysWhich) {
+    const std::vector<uint8_t> model = testing::tiny_model_bytes(testing::tiny_spec("llama"));
+    const fs::path path = write_file("model.gguf", 0);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(model.data()), static_cast<std::streamsize>(model.size()));
+    struct Restore {
+        ~Restore() { ::unsetenv("INFERSCOPE_WEIGHTS"); }
+    } restore;
+    ::setenv("INFERSCOPE_WEIGHTS", "copy", 1);
+    EXPECT_EQ(FileBytes(path.string()).holding(), FileHolding::HugePageCopy);
+    EXPECT_EQ(GgufFile::open(path.string()).holding_name(), "copied to 2 MiB pages");
+    ::setenv("INFERSCOPE_WEIGHTS", "map", 1);
+    EXPECT_EQ(FileBytes(path.string()).holding(), FileHolding::Mapped);
+    EXPECT_EQ(GgufFile::open(path.string()).holding_name(), "mapped");
+    ::setenv("INFERSCOPE_WEIGHTS", "hugepages", 1);
+    EXPECT_THROW(GgufFile::open(path.string()), InvalidArgument);
+    EXPECT_EQ(GgufFile::from_bytes(model, "buffer").holding_name(), "in memory");
 }
 
 }  // namespace
