@@ -179,9 +179,11 @@ TEST(HalfGemmKernel, RoundingMatchesTheScalarReference) {
 // that takes the half kernel (and the sizes between, which take the tiled kernel), each
 // output row equals the single-row product of the same input row, which runs the row dot
 // products on the same F16-rounded input. Bound as in MatchesExactSums, for both results.
+// Also 2..7 rows, which run as row dot products over passes of about 24 KiB of weight rows:
+// the 253-row matrix spans several passes per thread.
 TEST(HalfGemmKernel, MatmulOfSeveralRowsEqualsOneRowAtATime) {
     if (!cpu_supports(CpuIsa::Avx512)) GTEST_SKIP() << "this CPU cannot run AVX-512 kernels; matmul has no half kernel here";
-    constexpr int64_t kCols = 200, kRowsA = 37, kRowsB = 53;
+    constexpr int64_t kCols = 200, kRowsA = 37, kRowsB = 253;
     const HalfMatrix a = make_weights(GgmlType::F16, kRowsA, kCols, Dist::Gaussian, 3);
     const HalfMatrix b = make_weights(GgmlType::F16, kRowsB, kCols, Dist::Outliers, 4);
     const auto matrix = [&](const HalfMatrix& m, int64_t rows) {
@@ -197,7 +199,7 @@ TEST(HalfGemmKernel, MatmulOfSeveralRowsEqualsOneRowAtATime) {
     ThreadPool pool(2);
     MatmulScratch scratch;
     const double gamma = (static_cast<double>(kCols) + 4.0) * std::ldexp(1.0, -24) * 2.0;
-    for (const int64_t n : {8, 12, 15, 16, 17, 21, 24, 30, 32, 48, 64}) {
+    for (const int64_t n : {2, 3, 5, 7, 8, 12, 15, 16, 17, 21, 24, 30, 32, 48, 64}) {
         const std::vector<float> x = make_row(Dist::Gaussian, n * kCols, static_cast<uint32_t>(n));
         std::vector<float> ya(static_cast<size_t>(n * kRowsA)), yb(static_cast<size_t>(n * kRowsB));
         const MatmulOutput outputs[] = {{&wa, ya.data()}, {&wb, yb.data()}};

@@ -180,8 +180,8 @@ int64_t tile_gemm_min_rows(GgmlType weight_type) {
 // them against 38 and 34 with the half kernel.
 HalfGemmFn half_kernel_for(const WeightMatrix& w, int64_t n, CpuIsa isa) {
     if (n < 8 || n > kHalfGemmMaxRows) return nullptr;
-    const int64_t rows_per_vector = 16 / half_gemm_lane_group(n);
-    const int64_t lanes = (n + rows_per_vector - 1) / rows_per_vector * rows_per_vector;
+    const HalfGemmWideLayout layout = half_gemm_wide_layout(n);
+    const int64_t lanes = layout.vectors * layout.rows_per_vector;
     if (n > kHalfGemmWideFrom && 8 * n < 7 * lanes) return nullptr;
     return half_gemm_kernel(w.type, isa);
 }

@@ -11,26 +11,29 @@ namespace inferscope {
 // with 2 elements, 109-141 / 121-157 with 4, 111-140 / 110-137 with 1; n = 24: 160-172 /
 // 171-182 with 2 against 133-139 / 114-140 with 1. From 25 rows one element per lane is as
 // fast (n = 32: 165-185 against 147-181 with 2).
-int half_gemm_lane_group(int64_t n) { return n <= 24 ? 2 : 1; }
+HalfGemmWideLayout half_gemm_wide_layout(int64_t n) {
+    const int g = n <= 24 ? 2 : 1;
+    const int64_t rows_per_vector = 16 / g;
+    return {g, rows_per_vector, (n + rows_per_vector - 1) / rows_per_vector};
+}
 
 int64_t interleaved_floats(int64_t n, int64_t k) {
-    const int g = half_gemm_lane_group(n);
-    const int64_t rows_per_vector = 16 / g;
-    return (n + rows_per_vector - 1) / rows_per_vector * ((k + g - 1) / g) * 16;
+    const HalfGemmWideLayout layout = half_gemm_wide_layout(n);
+    return layout.vectors * ((k + layout.lane_group - 1) / layout.lane_group) * 16;
 }
 
 void interleave_rows(const float* x, int64_t n, int64_t k, float* xt, int64_t l_begin, int64_t l_end) {
-    const int g = half_gemm_lane_group(n);
-    const int64_t rows_per_vector = 16 / g;
-    const int64_t element_groups = (k + g - 1) / g;
-    const int64_t l_stop = l_end == k ? element_groups * g : l_end;  // the padding past k too
-    for (int64_t group = 0; group * rows_per_vector < n; ++group) {
+    const HalfGemmWideLayout layout = half_gemm_wide_layout(n);
+    const int shift = layout.lane_group == 2 ? 1 : 0;  // l / G and l % G without a division per element
+    const int64_t element_groups = (k + layout.lane_group - 1) / layout.lane_group;
+    const int64_t l_stop = l_end == k ? element_groups * layout.lane_group : l_end;  // the padding past k too
+    for (int64_t group = 0; group < layout.vectors; ++group) {
         float* base = xt + group * element_groups * 16;
         for (int64_t l = l_begin; l < l_stop; ++l) {
-            float* dst = base + (l / g) * 16 + l % g;
-            for (int64_t s = 0; s < rows_per_vector; ++s) {
-                const int64_t i = group * rows_per_vector + s;
-                dst[s * g] = i < n && l < k ? x[i * k + l] : 0.0f;
+            float* dst = base + (l >> shift) * 16 + (l & shift);
+            for (int64_t s = 0; s < layout.rows_per_vector; ++s) {
+                const int64_t i = group * layout.rows_per_vector + s;
+                dst[s << shift] = i < n && l < k ? x[i * k + l] : 0.0f;
             }
         }
     }

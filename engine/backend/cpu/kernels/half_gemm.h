@@ -26,12 +26,17 @@ inline constexpr int64_t kHalfGemmMaxRows = 64;
 inline constexpr int64_t kHalfGemmWideFrom = 16;  // from this many rows the wide path runs
 
 // The wide path's activation layout. A vector holds G consecutive elements of 16 / G rows
-// (G = half_gemm_lane_group(n): 1 or 2): rows in groups of R = 16 / G, each group
+// (G = half_gemm_wide_layout(n).lane_group: 1 or 2): rows in groups of R = 16 / G, each group
 // stored element-group-major, with E = ceil(k / G) element groups per row,
 //   xt[((g * E) + e) * 16 + s * G + q] = x[(R g + s) * k + G e + q]   (0 past n rows or k),
 // ceil(n / R) * E * 16 floats. With G > 1 the kernel broadcasts G weights at a time (one
 // load for G elements) and adds the G lanes of each row at the end.
-int half_gemm_lane_group(int64_t n);
+struct HalfGemmWideLayout {
+    int lane_group;           // G: consecutive elements of a row per vector (1 or 2)
+    int64_t rows_per_vector;  // R = 16 / G
+    int64_t vectors;          // ceil(n / R): vectors per element group
+};
+HalfGemmWideLayout half_gemm_wide_layout(int64_t n);
 int64_t interleaved_floats(int64_t n, int64_t k);
 // Writes elements l in [l_begin, l_end) of every row (and the zero padding past k when
 // l_end == k), so that threads can fill disjoint element ranges.

@@ -224,10 +224,9 @@ void wide_rows(const HalfGemmArgs& a) {
 // 24 accumulators: RM = 24 / NV weight rows per tile.
 template <bool BF16>
 void wide(const HalfGemmArgs& a) {
-    const int g = half_gemm_lane_group(a.n);
-    const int64_t vectors = (a.n * g + 15) / 16;
-    if (g == 2) return vectors == 2 ? wide_rows<BF16, 2, 2, 12>(a) : wide_rows<BF16, 2, 3, 8>(a);
-    switch (vectors) {
+    const HalfGemmWideLayout layout = half_gemm_wide_layout(a.n);
+    if (layout.lane_group == 2) return layout.vectors == 2 ? wide_rows<BF16, 2, 2, 12>(a) : wide_rows<BF16, 2, 3, 8>(a);
+    switch (layout.vectors) {
         case 1: return wide_rows<BF16, 1, 1, 24>(a);
         case 2: return wide_rows<BF16, 1, 2, 12>(a);
         case 3: return wide_rows<BF16, 1, 3, 8>(a);
