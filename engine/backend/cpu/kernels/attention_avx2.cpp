@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu/kernels/attention_kernels.h"
+#include "engine/backend/cpu/kernels/compile_time_count.h"
 
 namespace inferscope::simd {
 namespace {
@@ -58,16 +59,9 @@ void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens
     for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
         const float* qg = q + static_cast<int64_t>(g0) * head_dim;
         float* og = out + g0 * out_stride;
-        switch (n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass) {
-            case 1: scores_pass<T, 1>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 2: scores_pass<T, 2>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 3: scores_pass<T, 3>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 4: scores_pass<T, 4>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 5: scores_pass<T, 5>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 6: scores_pass<T, 6>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 7: scores_pass<T, 7>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            default: scores_pass<T, 8>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-        }
+        with_compile_time_count<kMaxHeadsPerPass>(n_q - g0, [&](auto heads) {
+            scores_pass<T, decltype(heads)::value>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride);
+        });
     }
 }
 
@@ -112,16 +106,9 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t r
     constexpr int kMaxChunks = 8;
     const int chunks = (head_dim + 7) / 8;
     for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {
-        switch (chunks - c0 < kMaxChunks ? chunks - c0 : kMaxChunks) {
-            case 1: accumulate_chunks<T, 1>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-            case 2: accumulate_chunks<T, 2>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-            case 3: accumulate_chunks<T, 3>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-            case 4: accumulate_chunks<T, 4>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-            case 5: accumulate_chunks<T, 5>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-            case 6: accumulate_chunks<T, 6>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-            case 7: accumulate_chunks<T, 7>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-            default: accumulate_chunks<T, 8>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out); break;
-        }
+        with_compile_time_count<kMaxChunks>(chunks - c0, [&](auto count) {
+            accumulate_chunks<T, decltype(count)::value>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out);
+        });
     }
 }
 

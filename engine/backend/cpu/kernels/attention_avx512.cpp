@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/backend/cpu/kernels/attention_kernels.h"
+#include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/exp_avx512.h"
 
 namespace inferscope::simd {
@@ -55,16 +56,9 @@ void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens
     for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
         const float* qg = q + static_cast<int64_t>(g0) * head_dim;
         float* og = out + g0 * out_stride;
-        switch (n_q - g0 < kMaxHeadsPerPass ? n_q - g0 : kMaxHeadsPerPass) {
-            case 1: scores_pass<T, 1>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 2: scores_pass<T, 2>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 3: scores_pass<T, 3>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 4: scores_pass<T, 4>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 5: scores_pass<T, 5>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 6: scores_pass<T, 6>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            case 7: scores_pass<T, 7>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-            default: scores_pass<T, 8>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride); break;
-        }
+        with_compile_time_count<kMaxHeadsPerPass>(n_q - g0, [&](auto heads) {
+            scores_pass<T, decltype(heads)::value>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride);
+        });
     }
 }
 
@@ -109,23 +103,11 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* v, int64_t row_s
     }
 }
 
-// The pass for `heads` (1..Heads) query heads, the count chosen at compile time.
-template <typename T, int Chunks, int Heads>
-void accumulate_pass_for(int heads, const float* p, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                         int first_chunk, float* out) {
-    if constexpr (Heads > 1) {
-        if (heads < Heads) {
-            return accumulate_pass_for<T, Chunks, Heads - 1>(heads, p, p_stride, v, row_stride, n_t, head_dim, first_chunk, out);
-        }
-    }
-    accumulate_pass<T, Chunks, Heads>(p, p_stride, v, row_stride, n_t, head_dim, first_chunk, out);
-}
-
 // Up to 8 heads x 2 chunks (32 dimensions) per pass: 16 accumulators, 2 rows of V and a
 // broadcast weight, well inside the 32 registers.
 template <typename T>
 void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                      float* out) {
+                float* out) {
     constexpr int kHeads = 8;
     const int chunks = (head_dim + 15) / 16;
     for (int c0 = 0; c0 < chunks; c0 += 2) {
@@ -133,11 +115,13 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t r
             const int heads = n_q - g0 < kHeads ? n_q - g0 : kHeads;
             const float* pg = p + g0 * p_stride;
             float* og = out + static_cast<int64_t>(g0) * head_dim;
-            if (chunks - c0 >= 2) {
-                accumulate_pass_for<T, 2, kHeads>(heads, pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
-            } else {
-                accumulate_pass_for<T, 1, kHeads>(heads, pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
-            }
+            with_compile_time_count<kHeads>(heads, [&](auto h) {
+                if (chunks - c0 >= 2) {
+                    accumulate_pass<T, 2, decltype(h)::value>(pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
+                } else {
+                    accumulate_pass<T, 1, decltype(h)::value>(pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
+                }
+            });
         }
     }
 }
