@@ -79,12 +79,15 @@ void ThreadPool::parallel_for_indexed(int64_t n_items, const std::function<void(
     job_ = &fn;
     job_items_ = n_items;
     pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-    {
-        // Under the mutex so that a worker between "no new job" and "sleep" cannot miss it.
-        std::lock_guard lock(mutex_);
-        generation_.fetch_add(1, std::memory_order_release);
+    // Both this bump and the sleeper count are sequentially consistent, and a worker counts
+    // itself as sleeping before it checks the generation a last time: either it sees this
+    // job, or this thread sees it sleeping and wakes it (taking the mutex, so that the
+    // notification cannot fall between its check and its wait).
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+        { std::lock_guard lock(mutex_); }
+        wake_.notify_all();
     }
-    if (sleeping_.load() > 0) wake_.notify_all();
     run_chunk(0);
     for (int check = 0; pending_.load(std::memory_order_acquire) != 0; ++check) wait_step(check);
     job_ = nullptr;
@@ -100,8 +103,8 @@ bool ThreadPool::wait_for_job(uint64_t& seen_generation) {
         wait_step(check);
         if (check >= kPureSpinChecks && std::chrono::steady_clock::now() > sleep_at) {
             std::unique_lock lock(mutex_);
-            sleeping_.fetch_add(1);
-            wake_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen_generation; });
+            sleeping_.fetch_add(1, std::memory_order_seq_cst);
+            wake_.wait(lock, [&] { return stopping_.load() || generation_.load(std::memory_order_seq_cst) != seen_generation; });
             sleeping_.fetch_sub(1);
         }
     }

@@ -44,13 +44,16 @@ private:
 
     int n_threads_;
     std::vector<std::thread> workers_;
-    // The job: published by bumping generation_ (release); workers acquire it.
-    const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
+    // The job: published by bumping generation_ (release); workers acquire it. What the
+    // caller writes, what the workers poll and what they count down lie on separate cache
+    // lines: a line that both sides write would move between the cores several times per
+    // loop, and a decode step runs a few hundred loops.
+    alignas(64) const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
     int64_t job_items_ = 0;
-    std::atomic<uint64_t> generation_{0};
-    std::atomic<int> pending_{0};
     std::atomic<bool> stopping_{false};
-    std::atomic<int> sleeping_{0};
+    alignas(64) std::atomic<uint64_t> generation_{0};
+    alignas(64) std::atomic<int> pending_{0};
+    alignas(64) std::atomic<int> sleeping_{0};
     std::mutex mutex_;
     std::condition_variable wake_;
     std::mutex error_mutex_;
