@@ -622,8 +622,9 @@ std::vector<CpuIsa> all_supported_isas() {
     return isas;
 }
 
-// Every type and family, 1..7 rows (whole groups and every remainder), row lengths with
-// every tail the kernels have (partial steps, single blocks), packed rows and rows with gaps.
+// Every type and family, row counts with every remainder of the groups (4 rows for AVX2, 8
+// for AVX-512) and more than one whole group, row lengths with every tail the kernels have
+// (partial steps, single blocks), packed rows and rows with gaps.
 TEST(RowDotRows, MatchScalarReferenceForEveryRowCount) {
     for (CpuIsa isa : all_supported_isas()) {
         for (GgmlType t : kWeightTypes) {
@@ -631,10 +632,10 @@ TEST(RowDotRows, MatchScalarReferenceForEveryRowCount) {
             uint32_t seed = 7000;
             for (int64_t n : dot_lengths(t)) {
                 std::vector<std::vector<uint8_t>> rows;
-                for (int r = 0; r < 7; ++r) rows.push_back(encode_reference(t, make_row(r % 2 ? Dist::Outliers : Dist::Gaussian, n, seed++)));
+                for (int r = 0; r < 17; ++r) rows.push_back(encode_reference(t, make_row(r % 2 ? Dist::Outliers : Dist::Gaussian, n, seed++)));
                 const std::vector<uint8_t> x = encode_reference(at, make_row(Dist::Gaussian, n, seed++));
                 const uint64_t rb = row_bytes(t, n);
-                for (int64_t n_rows = 1; n_rows <= 7; ++n_rows) {
+                for (int64_t n_rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17}) {
                     check_dot_rows(isa, t, n, n_rows, rb, rows, x, "packed");
                     check_dot_rows(isa, t, n, n_rows, rb + 2 * ggml_type_traits(t).block_bytes, rows, x, "gaps");
                 }
@@ -652,9 +653,9 @@ TEST(RowDotRows, MatchScalarReferenceOnRandomBlockBytes) {
             const bool avoid = t == GgmlType::Q8_0 && isa == CpuIsa::Avx2;  // see row_dot_avx2.cpp
             for (int64_t n : dot_lengths(t)) {
                 std::vector<std::vector<uint8_t>> rows;
-                for (int r = 0; r < 7; ++r) rows.push_back(random_blocks(t, n, rng, avoid));
+                for (int r = 0; r < 17; ++r) rows.push_back(random_blocks(t, n, rng, avoid));
                 const std::vector<uint8_t> x = random_blocks(vec_dot_type(t), n, rng);
-                for (int64_t n_rows : {1, 4, 5, 7}) check_dot_rows(isa, t, n, n_rows, row_bytes(t, n), rows, x, "random bytes");
+                for (int64_t n_rows : {1, 4, 5, 7, 8, 9, 15, 17}) check_dot_rows(isa, t, n, n_rows, row_bytes(t, n), rows, x, "random bytes");
             }
         }
     }

@@ -140,16 +140,20 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
         return;
     }
     if (n == 1) {  // decode: the whole range in one call (rows in groups, weights prefetched ahead)
+        // The input was just written by another core; requesting all its lines at once
+        // costs one transfer latency instead of one per line as the first rows reach them.
+        for (uint64_t offset = 0; offset < p.input_row_bytes; offset += 64) __builtin_prefetch(p.input + offset);
         p.kernels.dot_rows(w.cols, w.row(begin), w.row_bytes, end - begin, p.input, p.y + begin);
         return;
     }
     // Several input rows without a tiled kernel: a few weight rows at a time (they stay in
     // the L1 cache) against every input row. The pass covers about half of L1 (whole groups
-    // of 4 rows): one dot_rows call per input row and pass then streams enough rows for its
+    // of 8 rows, the AVX-512 kernels' group): one dot_rows call per input row and pass then
+    // streams enough rows for its
     // prefetching to run ahead. With 4 rows per pass, batch-bench B = 2 / 3 made Q4_0
     // 162-166 / 139-173 t/s and F16 54-55 / 64-66; with 24 KiB 182-186 / 193-195 and 64-73 /
     // 78-89 (Q8_0 unchanged within noise, 111-124 / 130-147).
-    const int64_t rows_per_pass = std::max<int64_t>(4, kRowDotPassBytes / static_cast<int64_t>(w.row_bytes) / 4 * 4);
+    const int64_t rows_per_pass = std::max<int64_t>(8, kRowDotPassBytes / static_cast<int64_t>(w.row_bytes) / 8 * 8);
     for (int64_t r = begin; r < end; r += rows_per_pass) {
         const int64_t count = std::min(rows_per_pass, end - r);
         for (int64_t i = 0; i < n; ++i) {

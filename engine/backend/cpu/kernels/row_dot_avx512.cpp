@@ -30,6 +30,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
+#include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
 
@@ -164,16 +165,22 @@ inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 
 template <int R>
 inline void store_sums(float* out, const __m512 (&v)[R]) {
-    if constexpr (R == 4) {
-        _mm_storeu_ps(out, hsum4(v[0], v[1], v[2], v[3]));
+    if constexpr (R % 4 == 0) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r += 4) _mm_storeu_ps(out + r, hsum4(v[r], v[r + 1], v[r + 2], v[r + 3]));
     } else {
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) out[r] = hsum(v[r]);
     }
 }
 
 // Rows in groups of kGroup (the activation's loads, unpacking and scales shared by the group),
 // then the 1..kGroup-1 rows left. K::rows<R>(n, w, row_bytes, x, out, ahead) does R rows.
-constexpr int kGroup = 4;
+// Eight rows rather than four: with both cores streaming, a core's share of the bandwidth is
+// bound by how many lines it has in flight, and eight rows are eight streams, each with its
+// own prefetches. Decode on a 0.5B model (median ms per token over 4 x 128 tokens, the same
+// runs alternating): Q4_0 6.92 -> 5.39, Q8_0 13.13 -> 11.23, F16 20.95 -> 20.52.
+constexpr int kGroup = 8;
 
 template <class K>
 void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
@@ -194,13 +201,9 @@ void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, c
     if (left <= 0) return;
     const uint8_t* wr = w + static_cast<uint64_t>(r) * row_bytes;
     const Ahead ahead = Ahead::group(row_bytes, static_cast<int>(left));
-    if (left == 3) {
-        K::template rows<3>(n, wr, row_bytes, x, out + r, ahead);
-    } else if (left == 2) {
-        K::template rows<2>(n, wr, row_bytes, x, out + r, ahead);
-    } else {
-        K::template rows<1>(n, wr, row_bytes, x, out + r, ahead);
-    }
+    with_compile_time_count<kGroup - 1>(static_cast<int>(left), [&](auto rows) {
+        K::template rows<decltype(rows)::value>(n, wr, row_bytes, x, out + r, ahead);
+    });
 }
 
 template <class K>
@@ -291,13 +294,18 @@ inline __m512 halves_masked(const uint8_t* p, __mmask16 m) {
 }
 
 // Products of two f16 or two bf16 values are exact in float: the fma only orders the sums.
-// 64 elements per step (128 bytes of each row), four accumulators per row.
+// 64 elements per step (128 bytes of each row), four accumulators per row up to four rows and
+// two beyond (eight rows of four would not fit the 32 registers; at least eight independent
+// sums keep both fma pipes busy either way).
 template <bool BF16>
 struct HalvesRows {
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
-        __m512 acc[R][4];
+        constexpr int kAcc = R > 4 ? 2 : 4;
+        __m512 acc[R][kAcc];
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
             for (auto& a : acc[r]) a = _mm512_setzero_ps();
         }
         int64_t i = 0;
@@ -306,26 +314,33 @@ struct HalvesRows {
             const __m512 x0 = halves16<BF16>(xi), x1 = halves16<BF16>(xi + 32);
             const __m512 x2 = halves16<BF16>(xi + 64), x3 = halves16<BF16>(xi + 96);
             const int64_t pf = ahead.at(2 * i);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wi = w + r * rb + 2 * i;
                 prefetch_span<128>(wi + pf);
                 acc[r][0] = _mm512_fmadd_ps(halves16<BF16>(wi), x0, acc[r][0]);
                 acc[r][1] = _mm512_fmadd_ps(halves16<BF16>(wi + 32), x1, acc[r][1]);
-                acc[r][2] = _mm512_fmadd_ps(halves16<BF16>(wi + 64), x2, acc[r][2]);
-                acc[r][3] = _mm512_fmadd_ps(halves16<BF16>(wi + 96), x3, acc[r][3]);
+                acc[r][2 % kAcc] = _mm512_fmadd_ps(halves16<BF16>(wi + 64), x2, acc[r][2 % kAcc]);
+                acc[r][3 % kAcc] = _mm512_fmadd_ps(halves16<BF16>(wi + 96), x3, acc[r][3 % kAcc]);
             }
         }
         for (; i + 16 <= n; i += 16) {
             const __m512 xv = halves16<BF16>(x + 2 * i);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(halves16<BF16>(w + r * rb + 2 * i), xv, acc[r][0]);
         }
         if (i < n) {
             const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
             const __m512 xv = halves_masked<BF16>(x + 2 * i, m);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) acc[r][1] = _mm512_fmadd_ps(halves_masked<BF16>(w + r * rb + 2 * i, m), xv, acc[r][1]);
         }
         __m512 total[R];
-        for (int r = 0; r < R; ++r) total[r] = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            total[r] = _mm512_add_ps(acc[r][0], acc[r][1]);
+            if constexpr (kAcc == 4) total[r] = _mm512_add_ps(total[r], _mm512_add_ps(acc[r][2], acc[r][3]));
+        }
         store_sums<R>(out, total);
     }
 };
@@ -410,6 +425,7 @@ struct PairRows {
         const int64_t nb = n / 32;
         __m512 acc0[R], acc1[R];
         __m256 accm[R];  // kMin: [d_w*d_x, m_w*s_x] pairs; the odd lanes count
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             acc0[r] = acc1[r] = _mm512_setzero_ps();
             accm[r] = _mm256_setzero_ps();
@@ -432,6 +448,7 @@ struct PairRows {
                 dx = _mm256_castps128_ps256(d4<kX>(xb));
             }
             const int64_t pf = ahead.at(b * kW);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 prefetch_span<4 * kW>(wb + pf);
@@ -455,6 +472,7 @@ struct PairRows {
             const uint8_t* xb = x + b * kX;
             __m512i qx;
             const __m512i init = Pair::prep(xb, xb, qx);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
@@ -463,6 +481,7 @@ struct PairRows {
             }
         }
         __m512 total[R];
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             total[r] = _mm512_add_ps(acc0[r], acc1[r]);
             if constexpr (Pair::kMin) {
@@ -472,6 +491,7 @@ struct PairRows {
         }
         store_sums<R>(out, total);
         if constexpr (Pair::kMin) {
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) out[r] += tail_min[r];
         }
     }
@@ -538,6 +558,7 @@ struct QuadRows {
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
         const int64_t nb = n / 32;
         __m512 acc0[R], acc1[R], accm[R];  // accm (kMin): [d_w*d_x, m_w*s_x] pairs; the odd lanes count
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = accm[r] = _mm512_setzero_ps();
         // Block k's scale in lanes 4k..4k+3 (blocks 0..3, then 4..7); [d, m] pairs: lane 2k.
         const __m512i spread0 = Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
@@ -557,6 +578,7 @@ struct QuadRows {
                 dx = _mm512_castps256_ps512(_mm256_insertf128_ps(_mm256_castps128_ps256(d4<kX>(xb)), d4<kX>(xb + 4 * kX), 1));
             }
             const int64_t pf = ahead.at(b * kW);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 prefetch_span<8 * kW>(wb + pf);
@@ -584,6 +606,7 @@ struct QuadRows {
                 dx = _mm512_castps128_ps512(d4<kX>(xb));
             }
             const int64_t pf = ahead.at(b * kW);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 prefetch_span<4 * kW>(wb + pf);
@@ -605,6 +628,7 @@ struct QuadRows {
             const uint8_t* xb = x + b * kX;
             __m512i xlo, xhi;
             const __m512i init = Quad::prep(xb, 0, xlo, xhi);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
@@ -613,6 +637,7 @@ struct QuadRows {
             }
         }
         __m512 total[R];
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             total[r] = _mm512_add_ps(acc0[r], acc1[r]);
             if constexpr (Quad::kMin) {
@@ -622,6 +647,7 @@ struct QuadRows {
         }
         store_sums<R>(out, total);
         if constexpr (Quad::kMin) {
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) out[r] += tail_min[r];
         }
     }
@@ -824,6 +850,7 @@ struct KRows {
         const int64_t nb = n / 256;
         __m512 acc[R];
         __m256 accm[R];
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             acc[r] = _mm512_setzero_ps();
             accm[r] = _mm256_setzero_ps();
@@ -831,6 +858,7 @@ struct KRows {
         for (int64_t i = 0; i < nb; ++i) {
             const auto xp = Body::prep(x + i * kQ8_K);
             const int64_t pf = ahead.at(i * kW);
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wi = w + r * rb + i * kW;
                 prefetch_span<kW>(wi + pf);
@@ -838,6 +866,7 @@ struct KRows {
             }
         }
         if constexpr (Body::kMin) {
+#pragma GCC unroll 8
             for (int r = 0; r < R; ++r) acc[r] = _mm512_sub_ps(acc[r], _mm512_zextps256_ps512(accm[r]));
         }
         store_sums<R>(out, acc);
