@@ -1,8 +1,9 @@
 // Every instruction-set family's attention loops against the scalar reference, for head
-// sizes with and without a tail, F16 and F32 cache blocks, partial blocks, and several
-// query heads per KV head.
+// sizes with and without a tail, F16 and F32 cache blocks scattered over a pool, partial
+// blocks, and several query heads per KV head.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -17,12 +18,45 @@ struct Shape {
     int head_dim;
     int n_q;           // query heads per KV head
     int block_tokens;
-    int n_t;           // tokens used in the block (<= block_tokens)
+    int n_ctx;         // tokens of the sequence (the last block may be partial)
     int row_heads;     // KV heads per V row (V's row stride in head sizes)
+};
+
+// The blocks of a sequence in a pool, in a scrambled order with unused blocks between them
+// (as a paged cache hands them out), each filled with F16-representable values.
+struct ScatteredBlocks {
+    std::vector<float> pool32;
+    std::vector<uint16_t> pool16;
+    std::vector<size_t> offsets;  // of the sequence's blocks, in its order
+
+    ScatteredBlocks(int n_blocks, size_t block_elements, std::mt19937& rng) {
+        const int pool_blocks = 2 * n_blocks + 1;
+        std::vector<int> slots(static_cast<size_t>(pool_blocks));
+        for (int i = 0; i < pool_blocks; ++i) slots[static_cast<size_t>(i)] = i;
+        std::shuffle(slots.begin(), slots.end(), rng);
+        for (int b = 0; b < n_blocks; ++b) offsets.push_back(static_cast<size_t>(slots[static_cast<size_t>(b)]) * block_elements);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        pool32.resize(static_cast<size_t>(pool_blocks) * block_elements);
+        for (float& x : pool32) x = round_to_fp16(normal(rng));
+        pool16.resize(pool32.size());
+        for (size_t i = 0; i < pool32.size(); ++i) pool16[i] = fp32_to_fp16(pool32[i]);
+    }
+    std::vector<const float*> blocks32() const {
+        std::vector<const float*> p;
+        for (size_t o : offsets) p.push_back(pool32.data() + o);
+        return p;
+    }
+    std::vector<const uint16_t*> blocks16() const {
+        std::vector<const uint16_t*> p;
+        for (size_t o : offsets) p.push_back(pool16.data() + o);
+        return p;
+    }
 };
 
 class AttentionKernelsTest : public ::testing::TestWithParam<CpuIsa> {};
 
+// Contexts of one token, of part of a block, of an odd and an even number of 16-token runs
+// (the AVX-512 scores take runs in pairs), and long ones over many blocks.
 TEST_P(AttentionKernelsTest, MatchScalarReference) {
     const CpuIsa isa = GetParam();
     if (!cpu_supports(isa)) GTEST_SKIP() << "this CPU cannot run " << cpu_isa_name(isa) << " kernels";
@@ -30,40 +64,42 @@ TEST_P(AttentionKernelsTest, MatchScalarReference) {
     const AttentionKernels tested = attention_kernels(isa);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (const Shape s : {Shape{64, 7, 16, 16, 2}, Shape{8, 2, 16, 5, 4}, Shape{32, 2, 16, 16, 2}, Shape{128, 4, 16, 3, 1},
-                          Shape{20, 9, 32, 21, 1}, Shape{64, 1, 8, 8, 2},
-                          Shape{64, 8, 16, 16, 1}, Shape{80, 3, 16, 11, 2}, Shape{64, 5, 16, 9, 2}, Shape{64, 6, 16, 16, 2},
-                          Shape{16, 16, 16, 13, 1}, Shape{48, 12, 16, 14, 2}}) {
+    for (const Shape s : {Shape{64, 7, 16, 16, 2}, Shape{8, 2, 16, 5, 4}, Shape{32, 2, 16, 48, 2}, Shape{128, 4, 16, 3, 1},
+                          Shape{20, 9, 32, 21, 1}, Shape{64, 1, 8, 8, 2}, Shape{64, 7, 16, 1, 2}, Shape{64, 7, 16, 333, 2},
+                          Shape{64, 8, 16, 64, 1}, Shape{80, 3, 16, 43, 2}, Shape{64, 5, 16, 9, 2}, Shape{64, 6, 16, 32, 2},
+                          Shape{16, 16, 16, 13, 1}, Shape{48, 12, 16, 30, 2}, Shape{64, 7, 32, 100, 2}, Shape{64, 2, 8, 37, 1}}) {
+        const int n_blocks = (s.n_ctx + s.block_tokens - 1) / s.block_tokens;
         const int64_t v_stride = static_cast<int64_t>(s.row_heads) * s.head_dim;
         std::vector<float> q(static_cast<size_t>(s.n_q * s.head_dim));
         for (float& x : q) x = normal(rng);
-        std::vector<float> kt32(static_cast<size_t>(s.head_dim * s.block_tokens));  // [head_dim][block_tokens]
-        for (float& x : kt32) x = round_to_fp16(normal(rng));
-        std::vector<uint16_t> kt16(kt32.size());
-        for (size_t i = 0; i < kt32.size(); ++i) kt16[i] = fp32_to_fp16(kt32[i]);
+        const ScatteredBlocks keys(n_blocks, static_cast<size_t>(s.head_dim * s.block_tokens), rng);  // [head_dim][block_tokens]
+        const std::vector<const float*> k32 = keys.blocks32();
+        const std::vector<const uint16_t*> k16 = keys.blocks16();
 
-        const int64_t stride = s.n_t + 3;  // scores rows wider than the block, as in a long context
+        const int64_t stride = s.n_ctx + 3;  // scores rows wider than the context
         std::vector<float> want(static_cast<size_t>(s.n_q * stride), -1.0f), got16(want), got32(want);
-        reference.scores_f32(q.data(), s.n_q, s.head_dim, kt32.data(), s.block_tokens, s.n_t, 0.125f, want.data(), stride);
-        tested.scores_f16(q.data(), s.n_q, s.head_dim, kt16.data(), s.block_tokens, s.n_t, 0.125f, got16.data(), stride);
-        tested.scores_f32(q.data(), s.n_q, s.head_dim, kt32.data(), s.block_tokens, s.n_t, 0.125f, got32.data(), stride);
+        reference.scores_f32(q.data(), s.n_q, s.head_dim, k32.data(), s.block_tokens, s.n_ctx, 0.125f, want.data(), stride);
+        tested.scores_f16(q.data(), s.n_q, s.head_dim, k16.data(), s.block_tokens, s.n_ctx, 0.125f, got16.data(), stride);
+        tested.scores_f32(q.data(), s.n_q, s.head_dim, k32.data(), s.block_tokens, s.n_ctx, 0.125f, got32.data(), stride);
         for (size_t i = 0; i < want.size(); ++i) {
-            EXPECT_NEAR(got16[i], want[i], 1e-4f * (1.0f + std::abs(want[i]))) << "head dim " << s.head_dim << " at " << i;
+            EXPECT_NEAR(got16[i], want[i], 1e-4f * (1.0f + std::abs(want[i]))) << "head dim " << s.head_dim << ", "
+                                                                                << s.n_ctx << " tokens, at " << i;
             EXPECT_NEAR(got32[i], want[i], 1e-4f * (1.0f + std::abs(want[i])));
         }
 
-        std::vector<float> v32(static_cast<size_t>(s.n_t * v_stride));
-        for (float& x : v32) x = round_to_fp16(normal(rng));
-        std::vector<uint16_t> v16(v32.size());
-        for (size_t i = 0; i < v32.size(); ++i) v16[i] = fp32_to_fp16(v32[i]);
-        std::vector<float> p(static_cast<size_t>(s.n_q * s.n_t));
+        const ScatteredBlocks values(n_blocks, static_cast<size_t>(s.block_tokens * v_stride), rng);
+        const std::vector<const float*> v32 = values.blocks32();
+        const std::vector<const uint16_t*> v16 = values.blocks16();
+        std::vector<float> p(static_cast<size_t>(s.n_q * s.n_ctx));
         for (float& x : p) x = std::abs(normal(rng));
         std::vector<float> out_want(q.size(), 0.5f), out16(q.size(), 0.5f), out32(q.size(), 0.5f);
-        reference.accumulate_f32(p.data(), s.n_q, s.n_t, v32.data(), v_stride, s.n_t, s.head_dim, out_want.data());
-        tested.accumulate_f16(p.data(), s.n_q, s.n_t, v16.data(), v_stride, s.n_t, s.head_dim, out16.data());
-        tested.accumulate_f32(p.data(), s.n_q, s.n_t, v32.data(), v_stride, s.n_t, s.head_dim, out32.data());
+        reference.accumulate_f32(p.data(), s.n_q, s.n_ctx, v32.data(), s.block_tokens, v_stride, s.n_ctx, s.head_dim,
+                                 out_want.data());
+        tested.accumulate_f16(p.data(), s.n_q, s.n_ctx, v16.data(), s.block_tokens, v_stride, s.n_ctx, s.head_dim, out16.data());
+        tested.accumulate_f32(p.data(), s.n_q, s.n_ctx, v32.data(), s.block_tokens, v_stride, s.n_ctx, s.head_dim, out32.data());
         for (size_t i = 0; i < out_want.size(); ++i) {
-            EXPECT_NEAR(out16[i], out_want[i], 1e-4f * (1.0f + std::abs(out_want[i])));
+            EXPECT_NEAR(out16[i], out_want[i], 1e-4f * (1.0f + std::abs(out_want[i]))) << "head dim " << s.head_dim << ", "
+                                                                                      << s.n_ctx << " tokens, at " << i;
             EXPECT_NEAR(out32[i], out_want[i], 1e-4f * (1.0f + std::abs(out_want[i])));
         }
     }

@@ -136,7 +136,7 @@ void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const K
 // are served by one pass over its keys and values.
 void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
     const ModelConfig& c = model_->config();
-    attention_scores_.resize(static_cast<size_t>(pool_.size()));
+    attention_scratch_.resize(static_cast<size_t>(pool_.size()));
     const int64_t n_pairs = static_cast<int64_t>(tokens.size()) * c.n_head_kv;
     pool_.parallel_for_indexed(n_pairs, [&](int thread, int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end; ++item) {
@@ -146,78 +146,59 @@ void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const KvB
             const int64_t pair = item % 2 == 0 ? item / 2 : n_pairs - 1 - item / 2;
             const int64_t i = pair / c.n_head_kv;
             attend_one(layer, tokens[static_cast<size_t>(i)], i, static_cast<int>(pair % c.n_head_kv), pool,
-                       attention_scores_[static_cast<size_t>(thread)]);
+                       attention_scratch_[static_cast<size_t>(thread)]);
         }
     });
 }
 
 namespace {
 
-// The blocks of a sequence lie anywhere in the pool, so the hardware prefetchers, which
-// follow runs within a page, stall at every block boundary; attention at long contexts was
-// bound by that latency. Each block's keys and values are requested this many blocks early.
-constexpr int kBlocksAhead = 2;
-
-void prefetch_bytes(const uint8_t* p, size_t bytes) {
-    for (size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + offset);
-    __builtin_prefetch(p + bytes - 1);  // the run need not start on a cache line
+// This KV head's part of each of the sequence's first n_blocks blocks (K^T or V).
+template <typename T>
+void head_parts(const CpuKvStorage& kv, bool keys, int layer, std::span<const int32_t> table, int n_blocks, int kv_head,
+                std::vector<const T*>& parts) {
+    parts.resize(static_cast<size_t>(n_blocks));
+    for (int b = 0; b < n_blocks; ++b) {
+        const int32_t block = table[static_cast<size_t>(b)];
+        parts[static_cast<size_t>(b)] =
+            static_cast<const T*>(keys ? kv.k_part(layer, block, kv_head) : kv.v_part(layer, block, kv_head));
+    }
 }
 
 }  // namespace
 
 void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const KvBlockPool& pool,
-                            std::vector<float>& scores) {
+                            AttentionScratch& scratch) {
     const ModelConfig& c = model_->config();
     const int block_tokens = pool.layout().block_tokens;
-    const bool f16 = pool.layout().dtype == KvDtype::F16;
     const int group = c.n_head / c.n_head_kv;
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const auto table = pool.block_table(token.seq);
     const int n_ctx = token.pos + 1;
-    const int64_t head_offset = static_cast<int64_t>(kv_head) * c.head_dim * block_tokens;  // K^T and V: this head's part
+    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
     const int64_t first_q = token_index * c.q_dim() + static_cast<int64_t>(kv_head) * group * c.head_dim;
     const float* q = act_.q.data() + first_q;        // [group x head_dim]
     float* out = act_.context.data() + first_q;      // [group x head_dim]
-    scores.resize(static_cast<size_t>(group) * static_cast<size_t>(n_ctx));  // [group x n_ctx]
+    scratch.scores.resize(static_cast<size_t>(group) * static_cast<size_t>(n_ctx));  // [group x n_ctx]
+    float* scores = scratch.scores.data();
 
-    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
-    const size_t element_bytes = f16 ? 2 : 4;
-    const size_t head_bytes = element_bytes * static_cast<size_t>(c.head_dim) * static_cast<size_t>(block_tokens);
-    for (int b = 0; b < n_blocks; ++b) {
-        const int n_t = std::min(block_tokens, n_ctx - b * block_tokens);
-        const void* k = kv_.k_block(layer, table[static_cast<size_t>(b)]);
-        if (b + kBlocksAhead < n_blocks) {
-            prefetch_bytes(static_cast<const uint8_t*>(kv_.k_block(layer, table[static_cast<size_t>(b + kBlocksAhead)])) +
-                               element_bytes * static_cast<size_t>(head_offset),
-                           head_bytes);
-        }
-        float* block_scores = scores.data() + static_cast<int64_t>(b) * block_tokens;
-        if (f16) {
-            attention_kernels_.scores_f16(q, group, c.head_dim, static_cast<const uint16_t*>(k) + head_offset, block_tokens, n_t,
-                                          scale, block_scores, n_ctx);
-        } else {
-            attention_kernels_.scores_f32(q, group, c.head_dim, static_cast<const float*>(k) + head_offset, block_tokens, n_t,
-                                          scale, block_scores, n_ctx);
-        }
+    if (pool.layout().dtype == KvDtype::F16) {
+        head_parts(kv_, true, layer, table, n_blocks, kv_head, scratch.k16);
+        attention_kernels_.scores_f16(q, group, c.head_dim, scratch.k16.data(), block_tokens, n_ctx, scale, scores, n_ctx);
+    } else {
+        head_parts(kv_, true, layer, table, n_blocks, kv_head, scratch.k32);
+        attention_kernels_.scores_f32(q, group, c.head_dim, scratch.k32.data(), block_tokens, n_ctx, scale, scores, n_ctx);
     }
-    for (int g = 0; g < group; ++g) attention_kernels_.softmax(scores.data() + static_cast<int64_t>(g) * n_ctx, n_ctx);
+    for (int g = 0; g < group; ++g) attention_kernels_.softmax(scores + static_cast<int64_t>(g) * n_ctx, n_ctx);
     std::memset(out, 0, sizeof(float) * static_cast<size_t>(group) * static_cast<size_t>(c.head_dim));
-    for (int b = 0; b < n_blocks; ++b) {
-        const int n_t = std::min(block_tokens, n_ctx - b * block_tokens);
-        const void* v = kv_.v_block(layer, table[static_cast<size_t>(b)]);
-        if (b + kBlocksAhead < n_blocks) {
-            prefetch_bytes(static_cast<const uint8_t*>(kv_.v_block(layer, table[static_cast<size_t>(b + kBlocksAhead)])) +
-                               element_bytes * static_cast<size_t>(head_offset),
-                           head_bytes);
-        }
-        const float* p = scores.data() + static_cast<int64_t>(b) * block_tokens;
-        if (f16) {
-            attention_kernels_.accumulate_f16(p, group, n_ctx, static_cast<const uint16_t*>(v) + head_offset, c.head_dim, n_t,
-                                              c.head_dim, out);
-        } else {
-            attention_kernels_.accumulate_f32(p, group, n_ctx, static_cast<const float*>(v) + head_offset, c.head_dim, n_t,
-                                              c.head_dim, out);
-        }
+    if (pool.layout().dtype == KvDtype::F16) {
+        head_parts(kv_, false, layer, table, n_blocks, kv_head, scratch.v16);
+        attention_kernels_.accumulate_f16(scores, group, n_ctx, scratch.v16.data(), block_tokens, c.head_dim, n_ctx, c.head_dim,
+                                          out);
+    } else {
+        head_parts(kv_, false, layer, table, n_blocks, kv_head, scratch.v32);
+        attention_kernels_.accumulate_f32(scores, group, n_ctx, scratch.v32.data(), block_tokens, c.head_dim, n_ctx, c.head_dim,
+                                          out);
     }
 }
 

@@ -51,8 +51,14 @@ private:
     void attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    // One thread's working memory for attend_one.
+    struct AttentionScratch {
+        std::vector<float> scores;                 // [heads per KV head x context]
+        std::vector<const uint16_t*> k16, v16;     // the KV head's part of each block (F16 cache)
+        std::vector<const float*> k32, v32;        // the same for an F32 cache
+    };
     void attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const KvBlockPool& pool,
-                    std::vector<float>& scores);
+                    AttentionScratch& scratch);
     void ffn_block(int layer, std::span<const BatchToken> tokens);
     void output_logits(std::span<const BatchToken> tokens, float* logits);
     void rms_norm_rows(const std::vector<float>& weight, int64_t n, std::vector<float>& out, const std::vector<float>& in);
@@ -67,7 +73,7 @@ private:
     MatmulScratch scratch_;
     Activations act_;
     std::vector<float> output_rows_;  // [n_outputs x n_embd] final hidden states of output tokens
-    std::vector<std::vector<float>> attention_scores_;  // per thread: [heads per KV head x context]
+    std::vector<AttentionScratch> attention_scratch_;  // per thread
     AttentionKernels attention_kernels_;
     ActivationKernels activation_kernels_;
     ActivationTap* tap_ = nullptr;

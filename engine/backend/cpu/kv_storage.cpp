@@ -10,10 +10,10 @@
 namespace inferscope {
 
 CpuKvStorage::CpuKvStorage(const KvLayout& layout) : layout_(layout) {
-    slot_bytes_ = static_cast<uint64_t>(layout.n_head_kv) * static_cast<uint64_t>(layout.head_dim) *
+    part_bytes_ = static_cast<uint64_t>(layout.head_dim) * static_cast<uint64_t>(layout.block_tokens) *
                   static_cast<uint64_t>(kv_dtype_bytes(layout.dtype));
-    const uint64_t layer_bytes = slot_bytes_ * static_cast<uint64_t>(layout.n_blocks) *
-                                 static_cast<uint64_t>(layout.block_tokens);
+    head_run_bytes_ = part_bytes_ * static_cast<uint64_t>(layout.n_blocks);
+    const uint64_t layer_bytes = head_run_bytes_ * static_cast<uint64_t>(layout.n_head_kv);
     try {
         for (int l = 0; l < layout.n_layer; ++l) {
             // Uninitialised on purpose: the OS maps pages lazily, so an unused pool costs no
@@ -41,34 +41,33 @@ T convert(float x) {
 }
 
 template <typename T>
-void store_token(const KvLayout& layout, void* k_block, void* v_block, int offset, const float* k, const float* v) {
-    const int64_t kv_dim = static_cast<int64_t>(layout.n_head_kv) * layout.head_dim;
-    auto* kt = static_cast<T*>(k_block);
-    for (int64_t i = 0; i < kv_dim; ++i) kt[i * layout.block_tokens + offset] = convert<T>(k[i]);  // i = head * head_dim + d
-    auto* vb = static_cast<T*>(v_block);
-    const int64_t head_values = static_cast<int64_t>(layout.block_tokens) * layout.head_dim;
-    for (int64_t h = 0; h < layout.n_head_kv; ++h) {
-        T* v_row = vb + h * head_values + static_cast<int64_t>(offset) * layout.head_dim;
-        for (int64_t d = 0; d < layout.head_dim; ++d) v_row[d] = convert<T>(v[h * layout.head_dim + d]);
-    }
+void store_token(const KvLayout& layout, T* k_part, T* v_part, int offset, const float* k, const float* v) {
+    for (int64_t d = 0; d < layout.head_dim; ++d) k_part[d * layout.block_tokens + offset] = convert<T>(k[d]);
+    T* v_row = v_part + static_cast<int64_t>(offset) * layout.head_dim;
+    for (int64_t d = 0; d < layout.head_dim; ++d) v_row[d] = convert<T>(v[d]);
 }
 }  // namespace
 
 void CpuKvStorage::write(int layer, int32_t block, int offset, const float* k, const float* v) {
-    void* k_dst = const_cast<void*>(k_block(layer, block));
-    void* v_dst = const_cast<void*>(v_block(layer, block));
-    if (layout_.dtype == KvDtype::F32) {
-        store_token<float>(layout_, k_dst, v_dst, offset, k, v);
-    } else {
-        store_token<uint16_t>(layout_, k_dst, v_dst, offset, k, v);
+    for (int head = 0; head < layout_.n_head_kv; ++head) {
+        uint8_t* k_dst = part(k_, layer, block, head);
+        uint8_t* v_dst = part(v_, layer, block, head);
+        const int64_t first = static_cast<int64_t>(head) * layout_.head_dim;  // of this head in k and v
+        if (layout_.dtype == KvDtype::F32) {
+            store_token(layout_, reinterpret_cast<float*>(k_dst), reinterpret_cast<float*>(v_dst), offset, k + first, v + first);
+        } else {
+            store_token(layout_, reinterpret_cast<uint16_t*>(k_dst), reinterpret_cast<uint16_t*>(v_dst), offset, k + first,
+                        v + first);
+        }
     }
 }
 
 void CpuKvStorage::copy_block(int32_t src, int32_t dst) {
-    const uint64_t block_bytes = slot_bytes_ * static_cast<uint64_t>(layout_.block_tokens);
     for (int layer = 0; layer < layout_.n_layer; ++layer) {
-        std::memcpy(const_cast<void*>(k_block(layer, dst)), k_block(layer, src), block_bytes);
-        std::memcpy(const_cast<void*>(v_block(layer, dst)), v_block(layer, src), block_bytes);
+        for (int head = 0; head < layout_.n_head_kv; ++head) {
+            std::memcpy(part(k_, layer, dst, head), part(k_, layer, src, head), part_bytes_);
+            std::memcpy(part(v_, layer, dst, head), part(v_, layer, src, head), part_bytes_);
+        }
     }
 }
 

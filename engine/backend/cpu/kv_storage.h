@@ -1,9 +1,13 @@
 #pragma once
-// Host memory for the paged KV cache, per layer and block in the layout's dtype:
-//   K: [n_head_kv][head_dim][block_tokens]  (transposed: one dimension of consecutive tokens
-//      is contiguous, so attention scores 16 tokens with one vector load per dimension)
-//   V: [n_head_kv][block_tokens][head_dim]  (one head's values for the block are contiguous:
-//      the attention of one KV head reads one run of memory per block, as for K)
+// Host memory for the paged KV cache, per layer, KV head and block, in the layout's dtype:
+//   K: [head_dim][block_tokens] per head and block (transposed: one dimension of
+//      consecutive tokens is contiguous, so attention scores 16 tokens with one vector load
+//      per dimension)
+//   V: [block_tokens][head_dim] per head and block
+// Each layer holds all blocks of KV head 0, then all of head 1, ...: the thread that
+// attends for one KV head reads its part of consecutive blocks as one run of memory, and
+// touches half the pages it would if the heads of a block lay together (at depth 2048 that
+// was a 4 KiB page, and a page walk, every 2 KiB).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -26,18 +30,20 @@ public:
     void write(int layer, int32_t block, int offset, const float* k, const float* v);
     // Copies block `src` to block `dst` in every layer, K and V.
     void copy_block(int32_t src, int32_t dst);
-    // One block of K or V in the layouts above (F16 bits or F32, as the layout says).
-    const void* k_block(int layer, int32_t block) const { return block_data(k_, layer, block); }
-    const void* v_block(int layer, int32_t block) const { return block_data(v_, layer, block); }
+    // One KV head's part of a block of K or V in the layouts above (F16 bits or F32, as the
+    // layout says).
+    const void* k_part(int layer, int32_t block, int head) const { return part(k_, layer, block, head); }
+    const void* v_part(int layer, int32_t block, int head) const { return part(v_, layer, block, head); }
 
 private:
-    const void* block_data(const std::vector<std::unique_ptr<uint8_t[]>>& base, int layer, int32_t block) const {
-        return base[static_cast<size_t>(layer)].get() +
-               static_cast<uint64_t>(block) * static_cast<uint64_t>(layout_.block_tokens) * slot_bytes_;
+    uint8_t* part(const std::vector<std::unique_ptr<uint8_t[]>>& base, int layer, int32_t block, int head) const {
+        return base[static_cast<size_t>(layer)].get() + static_cast<uint64_t>(head) * head_run_bytes_ +
+               static_cast<uint64_t>(block) * part_bytes_;
     }
 
     KvLayout layout_;
-    uint64_t slot_bytes_ = 0;                   // one token, all KV heads
+    uint64_t part_bytes_ = 0;      // one KV head's part of one block
+    uint64_t head_run_bytes_ = 0;  // one KV head's parts of all blocks
     std::vector<std::unique_ptr<uint8_t[]>> k_;  // per layer
     std::vector<std::unique_ptr<uint8_t[]>> v_;
 };

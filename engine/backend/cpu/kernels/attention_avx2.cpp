@@ -52,17 +52,20 @@ void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, in
 }
 
 template <typename T>
-void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
-            int64_t out_stride) {
+void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
+            float* out, int64_t out_stride) {
     constexpr int kMaxHeadsPerPass = 8;
     const __m256 scale_v = _mm256_set1_ps(scale);
-    for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
-        const float* qg = q + static_cast<int64_t>(g0) * head_dim;
-        float* og = out + g0 * out_stride;
-        with_compile_time_count<kMaxHeadsPerPass>(n_q - g0, [&](auto heads) {
-            scores_pass<T, decltype(heads)::value>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride);
-        });
-    }
+    const size_t block_bytes = sizeof(T) * static_cast<size_t>(head_dim) * static_cast<size_t>(block_tokens);
+    for_each_kv_block(kt_blocks, block_tokens, n_ctx, block_bytes, [&](int b, int first, int n_t) {
+        for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
+            const float* qg = q + static_cast<int64_t>(g0) * head_dim;
+            float* og = out + g0 * out_stride + first;
+            with_compile_time_count<kMaxHeadsPerPass>(n_q - g0, [&](auto heads) {
+                scores_pass<T, decltype(heads)::value>(qg, head_dim, kt_blocks[b], block_tokens, n_t, scale_v, og, out_stride);
+            });
+        }
+    });
 }
 
 // One query head at a time, its Chunks x 8 outputs in registers over the block. Chunks is a
@@ -101,15 +104,19 @@ void accumulate_chunks(const float* p, int n_q, int64_t p_stride, const T* v, in
 
 // Up to 8 chunks (64 dimensions) of every head per pass.
 template <typename T>
-void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                float* out) {
+void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
+                int n_ctx, int head_dim, float* out) {
     constexpr int kMaxChunks = 8;
     const int chunks = (head_dim + 7) / 8;
-    for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {
-        with_compile_time_count<kMaxChunks>(chunks - c0, [&](auto count) {
-            accumulate_chunks<T, decltype(count)::value>(p, n_q, p_stride, v, row_stride, n_t, head_dim, c0, out);
-        });
-    }
+    const size_t block_bytes = sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim);
+    for_each_kv_block(v_blocks, block_tokens, n_ctx, block_bytes, [&](int b, int first, int n_t) {
+        for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {
+            with_compile_time_count<kMaxChunks>(chunks - c0, [&](auto count) {
+                accumulate_chunks<T, decltype(count)::value>(p + first, n_q, p_stride, v_blocks[b], row_stride, n_t, head_dim,
+                                                             c0, out);
+            });
+        }
+    });
 }
 
 }  // namespace

@@ -24,59 +24,99 @@ inline __m512 load16(const uint16_t* p, int64_t index, __mmask16 mask) {
 }
 inline __m512 load16(const float* p, int64_t index, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p + index); }
 
-// Up to 16 tokens at a time: one load of a K^T row gives one dimension of all of them, and
-// each of the Heads query heads of a pass accumulates its 16 scores in one register. Heads
-// is a compile-time count so that the accumulators stay in registers (with a run-time
-// count they lived on the stack, a store-to-load chain per multiply-add: that made the
-// score loop most of the attention time at long contexts).
+// Two runs of up to 16 tokens (of one block or of two) at a time: one load of a K^T row
+// gives one dimension of 16 tokens, and each broadcast query value feeds the multiply-adds
+// of both runs (one run per broadcast made the broadcasts as many as the multiply-adds).
+// Each of the Heads query heads accumulates its 2 x 16 scores in two registers. Heads is a
+// compile-time count so that the accumulators stay in registers (with a run-time count
+// they lived on the stack, a store-to-load chain per multiply-add: that made the score loop
+// most of the attention time at long contexts).
 template <typename T, int Heads>
-void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, int n_t, __m512 scale_v, float* out,
-                 int64_t out_stride) {
-    for (int t0 = 0; t0 < n_t; t0 += 16) {
-        const __mmask16 m = lanes(n_t, t0);
-        __m512 acc[Heads];
+void scores_two_runs(const float* q, int head_dim, const T* kt_a, const T* kt_b, int block_tokens, __mmask16 mask_a,
+                     __mmask16 mask_b, __m512 scale_v, float* out_a, float* out_b, int64_t out_stride) {
+    __m512 acc_a[Heads], acc_b[Heads];
 #pragma GCC unroll 8
-        for (int g = 0; g < Heads; ++g) acc[g] = _mm512_setzero_ps();
-        for (int d = 0; d < head_dim; ++d) {
-            const __m512 k = load16(kt, static_cast<int64_t>(d) * block_tokens + t0, m);
+    for (int g = 0; g < Heads; ++g) acc_a[g] = acc_b[g] = _mm512_setzero_ps();
+    for (int d = 0; d < head_dim; ++d) {
+        const int64_t row = static_cast<int64_t>(d) * block_tokens;
+        const __m512 k_a = load16(kt_a, row, mask_a);
+        const __m512 k_b = load16(kt_b, row, mask_b);
 #pragma GCC unroll 8
-            for (int g = 0; g < Heads; ++g) {
-                acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[static_cast<int64_t>(g) * head_dim + d]), k, acc[g]);
-            }
+        for (int g = 0; g < Heads; ++g) {
+            const __m512 qd = _mm512_set1_ps(q[static_cast<int64_t>(g) * head_dim + d]);
+            acc_a[g] = _mm512_fmadd_ps(qd, k_a, acc_a[g]);
+            acc_b[g] = _mm512_fmadd_ps(qd, k_b, acc_b[g]);
         }
+    }
 #pragma GCC unroll 8
-        for (int g = 0; g < Heads; ++g) _mm512_mask_storeu_ps(out + g * out_stride + t0, m, _mm512_mul_ps(acc[g], scale_v));
+    for (int g = 0; g < Heads; ++g) {
+        _mm512_mask_storeu_ps(out_a + g * out_stride, mask_a, _mm512_mul_ps(acc_a[g], scale_v));
+        _mm512_mask_storeu_ps(out_b + g * out_stride, mask_b, _mm512_mul_ps(acc_b[g], scale_v));
+    }
+}
+
+// The runs of 16 tokens of every block in order, taken in pairs (a last odd run with an
+// empty partner).
+template <typename T, int Heads>
+void scores_over_blocks(const float* q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, __m512 scale_v,
+                        float* out, int64_t out_stride) {
+    const size_t block_bytes = sizeof(T) * static_cast<size_t>(head_dim) * static_cast<size_t>(block_tokens);
+    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
+    for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(kt_blocks[b], block_bytes);
+    const T* pending = nullptr;
+    __mmask16 pending_mask = 0;
+    int pending_first = 0;
+    for (int b = 0; b < n_blocks; ++b) {
+        if (b + kKvBlocksAhead < n_blocks) prefetch_kv_bytes(kt_blocks[b + kKvBlocksAhead], block_bytes);
+        const int first = b * block_tokens;
+        const int n_t = n_ctx - first < block_tokens ? n_ctx - first : block_tokens;
+        for (int t0 = 0; t0 < n_t; t0 += 16) {
+            const T* run = kt_blocks[b] + t0;
+            if (pending == nullptr) {
+                pending = run;
+                pending_mask = lanes(n_t, t0);
+                pending_first = first + t0;
+                continue;
+            }
+            scores_two_runs<T, Heads>(q, head_dim, pending, run, block_tokens, pending_mask, lanes(n_t, t0), scale_v,
+                                      out + pending_first, out + first + t0, out_stride);
+            pending = nullptr;
+        }
+    }
+    if (pending != nullptr) {
+        scores_two_runs<T, Heads>(q, head_dim, pending, pending, block_tokens, pending_mask, 0, scale_v, out + pending_first,
+                                  out + pending_first, out_stride);
     }
 }
 
 template <typename T>
-void scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
-            int64_t out_stride) {
+void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
+            float* out, int64_t out_stride) {
     const __m512 scale_v = _mm512_set1_ps(scale);
     for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
         const float* qg = q + static_cast<int64_t>(g0) * head_dim;
         float* og = out + g0 * out_stride;
         with_compile_time_count<kMaxHeadsPerPass>(n_q - g0, [&](auto heads) {
-            scores_pass<T, decltype(heads)::value>(qg, head_dim, kt, block_tokens, n_t, scale_v, og, out_stride);
+            scores_over_blocks<T, decltype(heads)::value>(qg, head_dim, kt_blocks, block_tokens, n_ctx, scale_v, og, out_stride);
         });
     }
 }
 
 // Token-major: each V row (Chunks vectors of it per pass) is converted once and feeds
 // every query head of the pass, whose outputs (Heads x Chunks vectors) stay in registers
-// over the block. Against the per-head order this converts V once instead of once per head,
-// and the Heads x Chunks independent accumulations hide the FMA latency that the chains of
-// one head cannot. Heads and Chunks are compile-time counts and leave registers to spare:
-// with a run-time head count, or with 28 accumulators, GCC kept the accumulators on the
-// stack (a store per multiply-add; measured: the V pass then took as long as all of a 0.5B
-// Q4_0 decode step's weight products at depth 2048).
+// over all the blocks. Against the per-head order this converts V once instead of once per
+// head, and the Heads x Chunks independent accumulations hide the FMA latency that the
+// chains of one head cannot. Heads and Chunks are compile-time counts and leave registers
+// to spare: with a run-time head count, or with 28 accumulators, GCC kept the accumulators
+// on the stack (a store per multiply-add; measured: the V pass then took as long as all of
+// a 0.5B Q4_0 decode step's weight products at depth 2048). The block loop is written out
+// here rather than through a callback, so that nothing makes the accumulators addressable.
 template <typename T, int Chunks, int Heads>
-void accumulate_pass(const float* p, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim, int first_chunk,
-                     float* out) {
+void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
+                     int n_ctx, int head_dim, int first_chunk, float* out) {
     __mmask16 mask[Chunks];
 #pragma GCC unroll 16
     for (int c = 0; c < Chunks; ++c) mask[c] = lanes(head_dim, (first_chunk + c) * 16);
-    const T* v_chunk = v + first_chunk * 16;
     float* out_chunk = out + first_chunk * 16;
     __m512 acc[Heads][Chunks];
 #pragma GCC unroll 16
@@ -84,16 +124,26 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* v, int64_t row_s
 #pragma GCC unroll 16
         for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_maskz_loadu_ps(mask[c], out_chunk + g * head_dim + c * 16);
     }
-    for (int t = 0; t < n_t; ++t) {
-        const T* row = v_chunk + t * row_stride;
-        __m512 vr[Chunks];
+    const size_t block_bytes = sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim);
+    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
+    for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(v_blocks[b], block_bytes);
+    for (int b = 0; b < n_blocks; ++b) {
+        if (b + kKvBlocksAhead < n_blocks) prefetch_kv_bytes(v_blocks[b + kKvBlocksAhead], block_bytes);
+        const int first = b * block_tokens;
+        const int n_t = n_ctx - first < block_tokens ? n_ctx - first : block_tokens;
+        const T* v_chunk = v_blocks[b] + first_chunk * 16;
+        const float* p_block = p + first;
+        for (int t = 0; t < n_t; ++t) {
+            const T* row = v_chunk + t * row_stride;
+            __m512 vr[Chunks];
 #pragma GCC unroll 16
-        for (int c = 0; c < Chunks; ++c) vr[c] = load16(row, c * 16, mask[c]);
+            for (int c = 0; c < Chunks; ++c) vr[c] = load16(row, c * 16, mask[c]);
 #pragma GCC unroll 16
-        for (int g = 0; g < Heads; ++g) {
-            const __m512 weight = _mm512_set1_ps(p[g * p_stride + t]);
+            for (int g = 0; g < Heads; ++g) {
+                const __m512 weight = _mm512_set1_ps(p_block[g * p_stride + t]);
 #pragma GCC unroll 16
-            for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_fmadd_ps(weight, vr[c], acc[g][c]);
+                for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_fmadd_ps(weight, vr[c], acc[g][c]);
+            }
         }
     }
 #pragma GCC unroll 16
@@ -106,8 +156,8 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* v, int64_t row_s
 // Up to 8 heads x 2 chunks (32 dimensions) per pass: 16 accumulators, 2 rows of V and a
 // broadcast weight, well inside the 32 registers.
 template <typename T>
-void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                float* out) {
+void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
+                int n_ctx, int head_dim, float* out) {
     constexpr int kHeads = 8;
     const int chunks = (head_dim + 15) / 16;
     for (int c0 = 0; c0 < chunks; c0 += 2) {
@@ -117,9 +167,9 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t r
             float* og = out + static_cast<int64_t>(g0) * head_dim;
             with_compile_time_count<kHeads>(heads, [&](auto h) {
                 if (chunks - c0 >= 2) {
-                    accumulate_pass<T, 2, decltype(h)::value>(pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
+                    accumulate_pass<T, 2, decltype(h)::value>(pg, p_stride, v_blocks, block_tokens, row_stride, n_ctx, head_dim, c0, og);
                 } else {
-                    accumulate_pass<T, 1, decltype(h)::value>(pg, p_stride, v, row_stride, n_t, head_dim, c0, og);
+                    accumulate_pass<T, 1, decltype(h)::value>(pg, p_stride, v_blocks, block_tokens, row_stride, n_ctx, head_dim, c0, og);
                 }
             });
         }

@@ -16,23 +16,24 @@ float load(const T* p, int64_t i) {
 }
 
 template <typename T>
-void scalar_scores(const float* q, int n_q, int head_dim, const T* kt, int block_tokens, int n_t, float scale,
+void scalar_scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
                    float* scores, int64_t scores_stride) {
-    for (int t = 0; t < n_t; ++t) {
+    for (int t = 0; t < n_ctx; ++t) {
+        const T* kt = kt_blocks[t / block_tokens] + t % block_tokens;
         for (int g = 0; g < n_q; ++g) {
             const float* qg = q + static_cast<int64_t>(g) * head_dim;
             float dot = 0.0f;
-            for (int d = 0; d < head_dim; ++d) dot += qg[d] * load(kt, static_cast<int64_t>(d) * block_tokens + t);
+            for (int d = 0; d < head_dim; ++d) dot += qg[d] * load(kt, static_cast<int64_t>(d) * block_tokens);
             scores[g * scores_stride + t] = dot * scale;
         }
     }
 }
 
 template <typename T>
-void scalar_accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                       float* out) {
-    for (int t = 0; t < n_t; ++t) {
-        const T* row = v + t * row_stride;
+void scalar_accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
+                       int n_ctx, int head_dim, float* out) {
+    for (int t = 0; t < n_ctx; ++t) {
+        const T* row = v_blocks[t / block_tokens] + (t % block_tokens) * row_stride;
         for (int g = 0; g < n_q; ++g) {
             const float weight = p[g * p_stride + t];
             float* og = out + static_cast<int64_t>(g) * head_dim;
