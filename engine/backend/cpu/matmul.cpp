@@ -167,9 +167,13 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 // weight rows in L1 and run every input row against them: a tile pads the batch to its
 // width and packs the weights for reuse a small batch does not have. Measured with
 // batch-bench on a 0.5B model (ms per step, B = 2 / 4 / 8): Q4_0 tiles 50 / 66 / 72 against
-// rows 34 / 62-68 / 75-105; F16 tiles 158 / 172 / 178 against rows 77 / 118 / 210-240.
-int64_t tile_gemm_min_rows(GgmlType weight_type) {
-    return weight_type == GgmlType::F16 || weight_type == GgmlType::BF16 ? 8 : 4;
+// rows 34 / 62-68 / 75-105; F16 tiles 158 / 172 / 178 against rows 77 / 118 / 210-240. The
+// AVX-512 row dots run groups of 8 weight rows, which moved their quantized limit to 5
+// (batch-bench tokens/s, rows against tiles, two alternating runs each: B = 4 Q4_0 163-181
+// against 157-158, Q8_0 134-135 against 125-128; B = 5 Q8_0 139-142 against 146-157).
+int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
+    if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return 8;
+    return isa == CpuIsa::Avx512 ? 5 : 4;
 }
 
 // F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, except where
@@ -190,9 +194,9 @@ HalfGemmFn half_kernel_for(const WeightMatrix& w, int64_t n, CpuIsa isa) {
     return half_gemm_kernel(w.type, isa);
 }
 
-bool uses_blas(const WeightMatrix& w, int64_t n, TileGemmFn tile) {
+bool uses_blas(const WeightMatrix& w, int64_t n, TileGemmFn tile, CpuIsa isa) {
     return w.type == GgmlType::F32 ||
-           (n >= tile_gemm_min_rows(w.type) && tile == nullptr && (w.type == GgmlType::F16 || w.type == GgmlType::BF16));
+           (n >= tile_gemm_min_rows(w.type, isa) && tile == nullptr && (w.type == GgmlType::F16 || w.type == GgmlType::BF16));
 }
 
 }  // namespace
@@ -219,8 +223,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
             total_rows += w.rows;
             continue;
         }
-        const TileGemmFn tile = n >= tile_gemm_min_rows(w.type) ? tile_gemm_kernel(w.type, isa) : nullptr;
-        if (uses_blas(w, n, tile)) {
+        const TileGemmFn tile = n >= tile_gemm_min_rows(w.type, isa) ? tile_gemm_kernel(w.type, isa) : nullptr;
+        if (uses_blas(w, n, tile, isa)) {
             if (w.type == GgmlType::F32) {
                 matmul_f32(w, x, n, out.y, pool);
             } else {
