@@ -56,16 +56,17 @@ void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, in
             float* out, int64_t out_stride) {
     constexpr int kMaxHeadsPerPass = 8;
     const __m256 scale_v = _mm256_set1_ps(scale);
-    const size_t block_bytes = sizeof(T) * static_cast<size_t>(head_dim) * static_cast<size_t>(block_tokens);
-    for_each_kv_block(kt_blocks, block_tokens, n_ctx, block_bytes, [&](int b, int first, int n_t) {
+    const KvBlockWalk<T> walk(kt_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>(head_dim * block_tokens));
+    for (int b = 0; b < walk.n_blocks; ++b) {
+        const T* kt = walk.enter(b);
         for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
             const float* qg = q + static_cast<int64_t>(g0) * head_dim;
-            float* og = out + g0 * out_stride + first;
+            float* og = out + g0 * out_stride + walk.first_token(b);
             with_compile_time_count<kMaxHeadsPerPass>(n_q - g0, [&](auto heads) {
-                scores_pass<T, decltype(heads)::value>(qg, head_dim, kt_blocks[b], block_tokens, n_t, scale_v, og, out_stride);
+                scores_pass<T, decltype(heads)::value>(qg, head_dim, kt, block_tokens, walk.tokens_in(b), scale_v, og, out_stride);
             });
         }
-    });
+    }
 }
 
 // One query head at a time, its Chunks x 8 outputs in registers over the block. Chunks is a
@@ -108,15 +109,16 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blo
                 int n_ctx, int head_dim, float* out) {
     constexpr int kMaxChunks = 8;
     const int chunks = (head_dim + 7) / 8;
-    const size_t block_bytes = sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim);
-    for_each_kv_block(v_blocks, block_tokens, n_ctx, block_bytes, [&](int b, int first, int n_t) {
+    const KvBlockWalk<T> walk(v_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim));
+    for (int b = 0; b < walk.n_blocks; ++b) {
+        const T* v = walk.enter(b);
         for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {
             with_compile_time_count<kMaxChunks>(chunks - c0, [&](auto count) {
-                accumulate_chunks<T, decltype(count)::value>(p + first, n_q, p_stride, v_blocks[b], row_stride, n_t, head_dim,
-                                                             c0, out);
+                accumulate_chunks<T, decltype(count)::value>(p + walk.first_token(b), n_q, p_stride, v, row_stride,
+                                                             walk.tokens_in(b), head_dim, c0, out);
             });
         }
-    });
+    }
 }
 
 }  // namespace

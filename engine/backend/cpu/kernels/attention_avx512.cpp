@@ -60,18 +60,16 @@ void scores_two_runs(const float* q, int head_dim, const T* kt_a, const T* kt_b,
 template <typename T, int Heads>
 void scores_over_blocks(const float* q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, __m512 scale_v,
                         float* out, int64_t out_stride) {
-    const size_t block_bytes = sizeof(T) * static_cast<size_t>(head_dim) * static_cast<size_t>(block_tokens);
-    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
-    for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(kt_blocks[b], block_bytes);
+    const KvBlockWalk<T> walk(kt_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>(head_dim * block_tokens));
     const T* pending = nullptr;
     __mmask16 pending_mask = 0;
     int pending_first = 0;
-    for (int b = 0; b < n_blocks; ++b) {
-        if (b + kKvBlocksAhead < n_blocks) prefetch_kv_bytes(kt_blocks[b + kKvBlocksAhead], block_bytes);
-        const int first = b * block_tokens;
-        const int n_t = n_ctx - first < block_tokens ? n_ctx - first : block_tokens;
+    for (int b = 0; b < walk.n_blocks; ++b) {
+        const T* kt = walk.enter(b);
+        const int first = walk.first_token(b);
+        const int n_t = walk.tokens_in(b);
         for (int t0 = 0; t0 < n_t; t0 += 16) {
-            const T* run = kt_blocks[b] + t0;
+            const T* run = kt + t0;
             if (pending == nullptr) {
                 pending = run;
                 pending_mask = lanes(n_t, t0);
@@ -109,8 +107,7 @@ void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, in
 // chains of one head cannot. Heads and Chunks are compile-time counts and leave registers
 // to spare: with a run-time head count, or with 28 accumulators, GCC kept the accumulators
 // on the stack (a store per multiply-add; measured: the V pass then took as long as all of
-// a 0.5B Q4_0 decode step's weight products at depth 2048). The block loop is written out
-// here rather than through a callback, so that nothing makes the accumulators addressable.
+// a 0.5B Q4_0 decode step's weight products at depth 2048).
 template <typename T, int Chunks, int Heads>
 void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
                      int n_ctx, int head_dim, int first_chunk, float* out) {
@@ -124,15 +121,11 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks,
 #pragma GCC unroll 16
         for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_maskz_loadu_ps(mask[c], out_chunk + g * head_dim + c * 16);
     }
-    const size_t block_bytes = sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim);
-    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
-    for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(v_blocks[b], block_bytes);
-    for (int b = 0; b < n_blocks; ++b) {
-        if (b + kKvBlocksAhead < n_blocks) prefetch_kv_bytes(v_blocks[b + kKvBlocksAhead], block_bytes);
-        const int first = b * block_tokens;
-        const int n_t = n_ctx - first < block_tokens ? n_ctx - first : block_tokens;
-        const T* v_chunk = v_blocks[b] + first_chunk * 16;
-        const float* p_block = p + first;
+    const KvBlockWalk<T> walk(v_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim));
+    for (int b = 0; b < walk.n_blocks; ++b) {
+        const T* v_chunk = walk.enter(b) + first_chunk * 16;
+        const float* p_block = p + walk.first_token(b);
+        const int n_t = walk.tokens_in(b);
         for (int t = 0; t < n_t; ++t) {
             const T* row = v_chunk + t * row_stride;
             __m512 vr[Chunks];

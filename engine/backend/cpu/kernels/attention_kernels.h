@@ -36,7 +36,8 @@ struct AttentionKernels {
 
 namespace simd {
 
-// How many blocks ahead the kernels request a block's bytes.
+// How many blocks ahead the kernels request a block's bytes (6 measured no better: 1.04-1.12
+// against 0.98-1.02 ms of attention per token at depth 2048, Q4_0 0.5B).
 constexpr int kKvBlocksAhead = 2;
 
 // Requests every cache line of `bytes` bytes at p (the run need not start on a line).
@@ -46,18 +47,30 @@ inline void prefetch_kv_bytes(const void* p, size_t bytes) {
     __builtin_prefetch(first + bytes - 1);
 }
 
-// Calls f(block index, first token, tokens in the block) for the blocks holding n_ctx
-// tokens, each block's `block_bytes` requested kKvBlocksAhead blocks before its turn.
-template <typename T, class F>
-inline void for_each_kv_block(const T* const* blocks, int block_tokens, int n_ctx, size_t block_bytes, F&& f) {
-    const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
-    for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(blocks[b], block_bytes);
-    for (int b = 0; b < n_blocks; ++b) {
-        if (b + kKvBlocksAhead < n_blocks) prefetch_kv_bytes(blocks[b + kKvBlocksAhead], block_bytes);
-        const int first = b * block_tokens;
-        f(b, first, n_ctx - first < block_tokens ? n_ctx - first : block_tokens);
+// The walk over the blocks that hold n_ctx tokens, in the kernels' own loops (a callback
+// could make their accumulators addressable): construction requests the first blocks, and
+// enter(b) the one kKvBlocksAhead further.
+template <typename T>
+struct KvBlockWalk {
+    const T* const* blocks;
+    int block_tokens;
+    int n_ctx;
+    size_t block_bytes;
+    int n_blocks;
+
+    KvBlockWalk(const T* const* blocks_, int block_tokens_, int n_ctx_, size_t block_bytes_)
+        : blocks(blocks_), block_tokens(block_tokens_), n_ctx(n_ctx_), block_bytes(block_bytes_),
+          n_blocks((n_ctx_ + block_tokens_ - 1) / block_tokens_) {
+        for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(blocks[b], block_bytes);
     }
-}
+    // Block b's data; requests block b + kKvBlocksAhead.
+    const T* enter(int b) const {
+        if (b + kKvBlocksAhead < n_blocks) prefetch_kv_bytes(blocks[b + kKvBlocksAhead], block_bytes);
+        return blocks[b];
+    }
+    int first_token(int b) const { return b * block_tokens; }
+    int tokens_in(int b) const { return n_ctx - b * block_tokens < block_tokens ? n_ctx - b * block_tokens : block_tokens; }
+};
 
 }  // namespace simd
 
