@@ -26,6 +26,8 @@ void CpuBackend::Activations::resize(int64_t n, const ModelConfig& c) {
     v.resize(k.size());
     gate.resize(rows * static_cast<size_t>(c.n_ff));
     up.resize(gate.size());
+    rope_cos.resize(rows * static_cast<size_t>(c.rope_dim / 2));
+    rope_sin.resize(rope_cos.size());
 }
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
@@ -57,12 +59,28 @@ void CpuBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
 void CpuBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
     const ModelConfig& c = model_->config();
     act_.resize(static_cast<int64_t>(tokens.size()), c);
+    const RopeParams rope = rope_params();
+    const int half = c.rope_dim / 2;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        rope_angles(tokens[i].pos, rope, act_.rope_cos.data() + i * half, act_.rope_sin.data() + i * half);
+    }
     embed(tokens);
     for (int layer = 0; layer < c.n_layer; ++layer) {
         attention_block(layer, tokens, pool);
         ffn_block(layer, tokens);
     }
     output_logits(tokens, logits);
+}
+
+RopeParams CpuBackend::rope_params() const {
+    const ModelConfig& c = model_->config();
+    RopeParams rope;
+    rope.rope_dim = c.rope_dim;
+    rope.freq_base = c.rope_freq_base;
+    rope.freq_scale = c.rope_freq_scale;
+    rope.style = c.rope_style;
+    rope.freq_factors = model_->rope_freq_factors().empty() ? nullptr : model_->rope_freq_factors().data();
+    return rope;
 }
 
 void CpuBackend::embed(std::span<const BatchToken> tokens) {
@@ -88,23 +106,21 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     const LayerWeights& w = model_->layers()[static_cast<size_t>(layer)];
     const auto n = static_cast<int64_t>(tokens.size());
 
+    prefetch_kv_slots(layer, tokens, pool);
     rms_norm_rows(w.attn_norm, n, act_.normed, act_.x);
     publish("attn_in", layer, act_.normed, c.n_embd, tokens);
     const MatmulOutput qkv[] = {{&w.wq, act_.q.data()}, {&w.wk, act_.k.data()}, {&w.wv, act_.v.data()}};
     matmul_shared_input(qkv, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
-    RopeParams rope;
-    rope.rope_dim = c.rope_dim;
-    rope.freq_base = c.rope_freq_base;
-    rope.freq_scale = c.rope_freq_scale;
-    rope.style = c.rope_style;
-    rope.freq_factors = model_->rope_freq_factors().empty() ? nullptr : model_->rope_freq_factors().data();
+    const RopeParams rope = rope_params();
+    const int half = c.rope_dim / 2;
     for (int64_t i = 0; i < n; ++i) {
         if (!w.bq.empty()) add_inplace(act_.q.data() + i * c.q_dim(), w.bq.data(), c.q_dim());
         if (!w.bk.empty()) add_inplace(act_.k.data() + i * c.kv_dim(), w.bk.data(), c.kv_dim());
         if (!w.bv.empty()) add_inplace(act_.v.data() + i * c.kv_dim(), w.bv.data(), c.kv_dim());
-        const int32_t pos = tokens[static_cast<size_t>(i)].pos;
-        apply_rope(act_.q.data() + i * c.q_dim(), c.n_head, c.head_dim, pos, rope);
-        apply_rope(act_.k.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim, pos, rope);
+        const float* cos = act_.rope_cos.data() + i * half;
+        const float* sin = act_.rope_sin.data() + i * half;
+        apply_rope(act_.q.data() + i * c.q_dim(), c.n_head, c.head_dim, cos, sin, rope);
+        apply_rope(act_.k.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim, cos, sin, rope);
     }
     publish("q", layer, act_.q, c.q_dim(), tokens);
     publish("k", layer, act_.k, c.kv_dim(), tokens);
@@ -120,14 +136,31 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     publish("ffn_in", layer, act_.x, c.n_embd, tokens);
 }
 
+namespace {
+struct KvSlot {
+    int32_t block;
+    int offset;
+};
+KvSlot kv_slot(const BatchToken& token, const KvBlockPool& pool) {
+    const int block_tokens = pool.layout().block_tokens;
+    return {pool.block_table(token.seq)[static_cast<size_t>(token.pos / block_tokens)], token.pos % block_tokens};
+}
+}  // namespace
+
+void CpuBackend::prefetch_kv_slots(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
+    if (tokens.size() > kPrefetchKvSlotsUpTo) return;
+    for (const BatchToken& token : tokens) {
+        const KvSlot slot = kv_slot(token, pool);
+        kv_.prefetch_slot(layer, slot.block, slot.offset);
+    }
+}
+
 void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
     const int kv_dim = model_->config().kv_dim();
-    const int block_tokens = pool.layout().block_tokens;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        const auto table = pool.block_table(tokens[i].seq);
-        const int32_t pos = tokens[i].pos;
-        kv_.write(layer, table[static_cast<size_t>(pos / block_tokens)], pos % block_tokens,
-                  act_.k.data() + static_cast<int64_t>(i) * kv_dim, act_.v.data() + static_cast<int64_t>(i) * kv_dim);
+        const KvSlot slot = kv_slot(tokens[i], pool);
+        kv_.write(layer, slot.block, slot.offset, act_.k.data() + static_cast<int64_t>(i) * kv_dim,
+                  act_.v.data() + static_cast<int64_t>(i) * kv_dim);
     }
 }
 

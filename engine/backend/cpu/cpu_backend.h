@@ -10,6 +10,7 @@
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 #include "engine/backend/cpu/kv_storage.h"
 #include "engine/backend/cpu/matmul.h"
+#include "engine/backend/cpu/ops.h"
 #include "engine/core/thread_pool.h"
 
 namespace inferscope {
@@ -44,11 +45,18 @@ private:
         std::vector<float> projected;  // [n x n_embd] attention or FFN output
         std::vector<float> gate;       // [n x n_ff]
         std::vector<float> up;         // [n x n_ff]
+        std::vector<float> rope_cos;   // [n x rope_dim / 2] of each token's position, for all layers
+        std::vector<float> rope_sin;   // [n x rope_dim / 2]
         void resize(int64_t n, const ModelConfig& c);
     };
+    RopeParams rope_params() const;
 
     void embed(std::span<const BatchToken> tokens);
     void attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    // Decode steps and small batches request the KV slots they will store to (a prompt's
+    // stores run along the blocks and need no help).
+    static constexpr size_t kPrefetchKvSlotsUpTo = 8;
+    void prefetch_kv_slots(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     // One thread's working memory for attend_one.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace inferscope {
 
@@ -13,7 +14,7 @@ void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, flo
     for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
 }
 
-void apply_rope(float* heads, int n_heads, int head_dim, int32_t pos, const RopeParams& rope) {
+void rope_angles(int32_t pos, const RopeParams& rope, float* cos_out, float* sin_out) {
     // The angle of pair i is built by repeated multiplication in float, as ggml does, so
     // that positions far into the context rotate by the same float angles as llama.cpp.
     const float theta_scale = std::pow(rope.freq_base, -2.0f / static_cast<float>(rope.rope_dim));
@@ -22,19 +23,31 @@ void apply_rope(float* heads, int n_heads, int head_dim, int32_t pos, const Rope
     for (int i = 0; i < half; ++i) {
         const float factor = rope.freq_factors != nullptr ? rope.freq_factors[i] : 1.0f;
         const float theta = rope.freq_scale * (theta_base / factor);
-        const float cos_theta = std::cos(theta);
-        const float sin_theta = std::sin(theta);
-        const int first = rope.style == RopeStyle::Normal ? 2 * i : i;
-        const int second = rope.style == RopeStyle::Normal ? 2 * i + 1 : i + half;
-        for (int h = 0; h < n_heads; ++h) {
-            float* head = heads + static_cast<int64_t>(h) * head_dim;
-            const float a = head[first];
-            const float b = head[second];
-            head[first] = a * cos_theta - b * sin_theta;
-            head[second] = a * sin_theta + b * cos_theta;
-        }
+        cos_out[i] = std::cos(theta);
+        sin_out[i] = std::sin(theta);
         theta_base *= theta_scale;
     }
+}
+
+void apply_rope(float* heads, int n_heads, int head_dim, const float* cos, const float* sin, const RopeParams& rope) {
+    const int half = rope.rope_dim / 2;
+    for (int h = 0; h < n_heads; ++h) {
+        float* head = heads + static_cast<int64_t>(h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+            const int first = rope.style == RopeStyle::Normal ? 2 * i : i;
+            const int second = rope.style == RopeStyle::Normal ? 2 * i + 1 : i + half;
+            const float a = head[first];
+            const float b = head[second];
+            head[first] = a * cos[i] - b * sin[i];
+            head[second] = a * sin[i] + b * cos[i];
+        }
+    }
+}
+
+void apply_rope(float* heads, int n_heads, int head_dim, int32_t pos, const RopeParams& rope) {
+    std::vector<float> cos(static_cast<size_t>(rope.rope_dim / 2)), sin(cos.size());
+    rope_angles(pos, rope, cos.data(), sin.data());
+    apply_rope(heads, n_heads, head_dim, cos.data(), sin.data(), rope);
 }
 
 void swiglu_inplace(float* gate, const float* up, int64_t n) {
