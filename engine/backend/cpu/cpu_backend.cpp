@@ -106,7 +106,6 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     const LayerWeights& w = model_->layers()[static_cast<size_t>(layer)];
     const auto n = static_cast<int64_t>(tokens.size());
 
-    prefetch_kv_slots(layer, tokens, pool);
     rms_norm_rows(w.attn_norm, n, act_.normed, act_.x);
     publish("attn_in", layer, act_.normed, c.n_embd, tokens);
     const MatmulOutput qkv[] = {{&w.wq, act_.q.data()}, {&w.wk, act_.k.data()}, {&w.wv, act_.v.data()}};
@@ -136,31 +135,14 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     publish("ffn_in", layer, act_.x, c.n_embd, tokens);
 }
 
-namespace {
-struct KvSlot {
-    int32_t block;
-    int offset;
-};
-KvSlot kv_slot(const BatchToken& token, const KvBlockPool& pool) {
-    const int block_tokens = pool.layout().block_tokens;
-    return {pool.block_table(token.seq)[static_cast<size_t>(token.pos / block_tokens)], token.pos % block_tokens};
-}
-}  // namespace
-
-void CpuBackend::prefetch_kv_slots(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
-    if (tokens.size() > kPrefetchKvSlotsUpTo) return;
-    for (const BatchToken& token : tokens) {
-        const KvSlot slot = kv_slot(token, pool);
-        kv_.prefetch_slot(layer, slot.block, slot.offset);
-    }
-}
-
 void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
     const int kv_dim = model_->config().kv_dim();
+    const int block_tokens = pool.layout().block_tokens;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        const KvSlot slot = kv_slot(tokens[i], pool);
-        kv_.write(layer, slot.block, slot.offset, act_.k.data() + static_cast<int64_t>(i) * kv_dim,
-                  act_.v.data() + static_cast<int64_t>(i) * kv_dim);
+        const auto table = pool.block_table(tokens[i].seq);
+        const int32_t pos = tokens[i].pos;
+        kv_.write(layer, table[static_cast<size_t>(pos / block_tokens)], pos % block_tokens,
+                  act_.k.data() + static_cast<int64_t>(i) * kv_dim, act_.v.data() + static_cast<int64_t>(i) * kv_dim);
     }
 }
 

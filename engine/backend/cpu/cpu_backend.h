@@ -53,10 +53,6 @@ private:
 
     void embed(std::span<const BatchToken> tokens);
     void attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
-    // Decode steps and small batches request the KV slots they will store to (a prompt's
-    // stores run along the blocks and need no help).
-    static constexpr size_t kPrefetchKvSlotsUpTo = 8;
-    void prefetch_kv_slots(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
     // One thread's working memory for attend_one.
