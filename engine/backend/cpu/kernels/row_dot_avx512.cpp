@@ -132,7 +132,8 @@ inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
 // Where the prefetches of R rows read in step (row r at w + r*row_bytes, all at the same
 // offset; the next group of R rows follows) go: about `total` bytes ahead in all, so total/R
 // bytes ahead in each row's own stream, whose continuation past the row's end is the same
-// row of the next group; rows no longer than that are requested whole groups ahead.
+// row of the next group; rows no longer than that are requested as many whole groups ahead
+// as fit in total/R bytes of each row.
 struct Ahead {
     int64_t near = kAhead;              // offset from the current position ...
     int64_t spill_at = INT64_MAX;       // ... while the step's offset in the row is below this,
@@ -149,7 +150,7 @@ struct Ahead {
             a.spill_at = rb - each;
             a.far = each + (rows - 1) * rb;
         } else {
-            const int64_t groups = (each + rb - 1) / rb;  // whole groups ahead
+            const int64_t groups = each / rb;
             a.near = a.far = groups * rows * rb;
         }
         return a;
@@ -596,7 +597,10 @@ struct Q4_1Quad {  // q in 0..15 (value d*q + m)
 template <class Quad>
 struct QuadRows {
     static constexpr int64_t kW = Quad::kW, kX = Quad::kX;
-    static constexpr int64_t kAheadBytes = kAhead;
+    // 1 KiB ahead in each row of the FFN down product (2736 bytes), still two groups ahead
+    // for rows of 896 columns: decode of a 0.5B Q4_0 model, median ms per step (8 x 64 steps,
+    // alternating builds), 6.18 -> 5.96 and 6.15 -> 5.95 against 4096.
+    static constexpr int64_t kAheadBytes = 8192;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
         const int64_t nb = n / 32;
