@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/kernels/activation_kernels.h"
 
+#include "engine/backend/cpu/ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,6 +44,39 @@ TEST_P(ActivationKernelsTest, SwigluMatchesDoublePrecision) {
             EXPECT_NEAR(got_i, want, 1e-6 * std::abs(want) + 1e-30) << "n " << n << " i " << i << " g = " << g;
         }
         EXPECT_EQ(got[static_cast<size_t>(n)], 12345.0f) << "wrote past n = " << n;
+    }
+}
+
+// Every family against the scalar rms_norm_row: bit-identical on rows of one magnitude (the
+// double sum of float squares is exact in any order), within a float's rounding on rows that
+// span 1e-20..1e15, over lengths with every tail; no element past n is written.
+TEST_P(ActivationKernelsTest, RmsNormMatchesTheScalarRow) {
+    const CpuIsa isa = GetParam();
+    if (!cpu_supports(isa)) GTEST_SKIP() << "this CPU cannot run " << cpu_isa_name(isa) << " kernels";
+    const ActivationKernels k = activation_kernels(isa);
+    std::mt19937 rng(12);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> exponent(-20.0f, 15.0f);
+    for (bool wide : {false, true}) {
+        for (int64_t n : {1, 15, 16, 17, 100, 896, 4096}) {
+            for (float magnitude : {1e-3f, 1.0f, 30.0f}) {
+                std::vector<float> x(static_cast<size_t>(n)), weight(static_cast<size_t>(n));
+                for (auto& v : x) v = normal(rng) * (wide ? std::pow(10.0f, exponent(rng)) : magnitude);
+                for (auto& w : weight) w = 1.0f + 0.1f * normal(rng);
+                std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n) + 1, 12345.0f);
+                rms_norm_row(x.data(), weight.data(), n, 1e-6f, want.data());
+                k.rms_norm(x.data(), weight.data(), n, 1e-6f, got.data());
+                for (int64_t i = 0; i < n; ++i) {
+                    const float w = want[static_cast<size_t>(i)], g = got[static_cast<size_t>(i)];
+                    if (wide) {
+                        EXPECT_NEAR(g, w, 2e-7f * std::abs(w)) << "n " << n << " i " << i;
+                    } else {
+                        EXPECT_EQ(g, w) << "n " << n << " i " << i << " magnitude " << magnitude;
+                    }
+                }
+                EXPECT_EQ(got[static_cast<size_t>(n)], 12345.0f) << "wrote past n = " << n;
+            }
+        }
     }
 }
 

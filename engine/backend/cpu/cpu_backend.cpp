@@ -93,12 +93,31 @@ void CpuBackend::embed(std::span<const BatchToken> tokens) {
     publish("token_embd", -1, act_.x, n_embd, tokens);
 }
 
+template <class Fn>
+void CpuBackend::over_token_rows(int64_t n, const Fn& fn) {
+    if (n < kParallelTokenRows) {
+        fn(0, n);
+    } else {
+        pool_.parallel_for(n, fn);
+    }
+}
+
 void CpuBackend::rms_norm_rows(const std::vector<float>& weight, int64_t n, std::vector<float>& out,
                                const std::vector<float>& in) {
     const ModelConfig& c = model_->config();
-    for (int64_t i = 0; i < n; ++i) {
-        rms_norm_row(in.data() + i * c.n_embd, weight.data(), c.n_embd, c.rms_norm_eps, out.data() + i * c.n_embd);
-    }
+    over_token_rows(n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            activation_kernels_.rms_norm(in.data() + i * c.n_embd, weight.data(), c.n_embd, c.rms_norm_eps,
+                                         out.data() + i * c.n_embd);
+        }
+    });
+}
+
+void CpuBackend::add_residual(int64_t n) {
+    const int64_t n_embd = model_->config().n_embd;
+    over_token_rows(n, [&](int64_t begin, int64_t end) {
+        add_inplace(act_.x.data() + begin * n_embd, act_.projected.data() + begin * n_embd, (end - begin) * n_embd);
+    });
 }
 
 void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
@@ -112,15 +131,17 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     matmul_shared_input(qkv, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
     const RopeParams rope = rope_params();
     const int half = c.rope_dim / 2;
-    for (int64_t i = 0; i < n; ++i) {
-        if (!w.bq.empty()) add_inplace(act_.q.data() + i * c.q_dim(), w.bq.data(), c.q_dim());
-        if (!w.bk.empty()) add_inplace(act_.k.data() + i * c.kv_dim(), w.bk.data(), c.kv_dim());
-        if (!w.bv.empty()) add_inplace(act_.v.data() + i * c.kv_dim(), w.bv.data(), c.kv_dim());
-        const float* cos = act_.rope_cos.data() + i * half;
-        const float* sin = act_.rope_sin.data() + i * half;
-        apply_rope(act_.q.data() + i * c.q_dim(), c.n_head, c.head_dim, cos, sin, rope);
-        apply_rope(act_.k.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim, cos, sin, rope);
-    }
+    over_token_rows(n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            if (!w.bq.empty()) add_inplace(act_.q.data() + i * c.q_dim(), w.bq.data(), c.q_dim());
+            if (!w.bk.empty()) add_inplace(act_.k.data() + i * c.kv_dim(), w.bk.data(), c.kv_dim());
+            if (!w.bv.empty()) add_inplace(act_.v.data() + i * c.kv_dim(), w.bv.data(), c.kv_dim());
+            const float* cos = act_.rope_cos.data() + i * half;
+            const float* sin = act_.rope_sin.data() + i * half;
+            apply_rope(act_.q.data() + i * c.q_dim(), c.n_head, c.head_dim, cos, sin, rope);
+            apply_rope(act_.k.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim, cos, sin, rope);
+        }
+    });
     publish("q", layer, act_.q, c.q_dim(), tokens);
     publish("k", layer, act_.k, c.kv_dim(), tokens);
     publish("v", layer, act_.v, c.kv_dim(), tokens);
@@ -131,19 +152,22 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
 
     matmul(w.wo, linear_input(act_.context, n, c.q_dim()), n, act_.projected.data(), pool_, scratch_);
     publish("attn_out", layer, act_.projected, c.n_embd, tokens);
-    add_inplace(act_.x.data(), act_.projected.data(), n * c.n_embd);
+    add_residual(n);
     publish("ffn_in", layer, act_.x, c.n_embd, tokens);
 }
 
 void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
     const int kv_dim = model_->config().kv_dim();
     const int block_tokens = pool.layout().block_tokens;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-        const auto table = pool.block_table(tokens[i].seq);
-        const int32_t pos = tokens[i].pos;
-        kv_.write(layer, table[static_cast<size_t>(pos / block_tokens)], pos % block_tokens,
-                  act_.k.data() + static_cast<int64_t>(i) * kv_dim, act_.v.data() + static_cast<int64_t>(i) * kv_dim);
-    }
+    // Each token writes its own slot (tokens of one block share cache lines, not bytes).
+    over_token_rows(static_cast<int64_t>(tokens.size()), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const BatchToken& token = tokens[static_cast<size_t>(i)];
+            const auto table = pool.block_table(token.seq);
+            kv_.write(layer, table[static_cast<size_t>(token.pos / block_tokens)], token.pos % block_tokens,
+                      act_.k.data() + i * kv_dim, act_.v.data() + i * kv_dim);
+        }
+    });
 }
 
 // Each (token, KV head) pair attends over positions 0..pos of its own sequence, block by
@@ -233,7 +257,7 @@ void CpuBackend::ffn_block(int layer, std::span<const BatchToken> tokens) {
     publish("ffn_hidden", layer, act_.gate, c.n_ff, tokens);
     matmul(w.w_down, linear_input(act_.gate, n, c.n_ff), n, act_.projected.data(), pool_, scratch_);
     publish("ffn_out", layer, act_.projected, c.n_embd, tokens);
-    add_inplace(act_.x.data(), act_.projected.data(), n * c.n_embd);
+    add_residual(n);
     publish("resid", layer, act_.x, c.n_embd, tokens);
 }
 
@@ -243,8 +267,9 @@ void CpuBackend::output_logits(std::span<const BatchToken> tokens, float* logits
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (!tokens[i].output) continue;
         output_rows_.resize(output_rows_.size() + static_cast<size_t>(c.n_embd));
-        rms_norm_row(act_.x.data() + static_cast<int64_t>(i) * c.n_embd, model_->output_norm().data(), c.n_embd,
-                     c.rms_norm_eps, output_rows_.data() + output_rows_.size() - static_cast<size_t>(c.n_embd));
+        activation_kernels_.rms_norm(act_.x.data() + static_cast<int64_t>(i) * c.n_embd, model_->output_norm().data(),
+                                     c.n_embd, c.rms_norm_eps,
+                                     output_rows_.data() + output_rows_.size() - static_cast<size_t>(c.n_embd));
     }
     const auto n_out = static_cast<int64_t>(output_rows_.size()) / c.n_embd;
     if (tap_ != nullptr && n_out > 0) {

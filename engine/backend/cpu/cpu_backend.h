@@ -65,6 +65,12 @@ private:
                     AttentionScratch& scratch);
     void ffn_block(int layer, std::span<const BatchToken> tokens);
     void output_logits(std::span<const BatchToken> tokens, float* logits);
+    // fn(begin, end) over the n token rows of a step: on this thread for a decode step or a
+    // small batch (not worth a hand-out), over the pool for a prompt.
+    static constexpr int64_t kParallelTokenRows = 8;
+    template <class Fn>
+    void over_token_rows(int64_t n, const Fn& fn);
+    void add_residual(int64_t n);  // x += projected, n rows
     void rms_norm_rows(const std::vector<float>& weight, int64_t n, std::vector<float>& out, const std::vector<float>& in);
     // The input x [n x cols] of a linear layer as the activation precision has it.
     const float* linear_input(const std::vector<float>& x, int64_t n, int64_t cols);
