@@ -65,6 +65,7 @@ std::vector<Row> rows_of(const Model& model, const InferenceSession& session, co
         if (decode) {
             j["bytes_read_per_token"] = r.bytes_per_token;
             if (report.bandwidth) {
+                if (!r.bandwidth_per_run.empty()) j["read_bytes_per_s_per_run"] = r.bandwidth_per_run;
                 j["floor_tokens_per_s"] = r.floor_tokens_per_s;
                 j["percent_of_bandwidth_floor"] = r.percent_of_floor;
                 floor_cell = fixed(r.percent_of_floor, 1) + " % of " + fixed(r.floor_tokens_per_s, 1);

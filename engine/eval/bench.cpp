@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
@@ -61,6 +63,26 @@ void summarize(BenchResult& r) {
     r.stddev = r.tokens_per_s.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
 }
 
+// Passes of the membw reading and of each run's (after a warm-up pass each): ~60 ms per
+// run's reading at 50 GB/s with the default 1 GiB.
+constexpr int kBandwidthPasses = 5;
+constexpr int kRunBandwidthPasses = 3;
+
+void set_floor(BenchResult& t, const BenchReport& report) {
+    const auto bytes = static_cast<double>(t.bytes_per_token);
+    if (!t.bandwidth_per_run.empty()) {
+        double percent_sum = 0;
+        for (size_t i = 0; i < t.tokens_per_s.size(); ++i) percent_sum += 100.0 * t.tokens_per_s[i] * bytes / t.bandwidth_per_run[i];
+        t.percent_of_floor = percent_sum / static_cast<double>(t.tokens_per_s.size());
+        std::vector<double> sorted = t.bandwidth_per_run;
+        std::sort(sorted.begin(), sorted.end());
+        t.floor_tokens_per_s = sorted[sorted.size() / 2] / bytes;
+    } else if (report.bandwidth) {
+        t.floor_tokens_per_s = report.bandwidth->bytes_per_second / bytes;
+        t.percent_of_floor = 100.0 * t.mean / t.floor_tokens_per_s;
+    }
+}
+
 std::vector<BenchResult> planned_tests(const BenchOptions& o) {
     std::vector<BenchResult> tests;
     for (int depth : o.depths) {
@@ -105,28 +127,35 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
     }
     BenchReport report;
     report.weight_bytes_per_token = weight_bytes_read_per_token(session.model());
+    std::optional<ThreadPool> probe_pool;  // outlives the probe
+    std::optional<ReadBandwidthProbe> run_probe;
     if (options.given_bandwidth_bytes_per_s > 0) {
         report.bandwidth = BandwidthResult{options.given_bandwidth_bytes_per_s, 0, 0};
     } else if (options.measure_bandwidth) {
-        ThreadPool pool(session.thread_count());
-        report.bandwidth = measure_read_bandwidth(pool);
+        probe_pool.emplace(session.thread_count());
+        run_probe.emplace(*probe_pool, options.bandwidth_buffer_bytes);
+        report.bandwidth = run_probe->measure(kBandwidthPasses);
     }
     const uint64_t kv_bytes_per_position = session.kv_cache().layout().bytes_per_token();
     std::mt19937 rng(1234);
     for (BenchResult& t : tests) {
         for (int r = 0; r <= options.repetitions; ++r) {
+            const bool timed = r > 0;  // run 0 is the warm-up
+            if (timed && t.n_generate > 0 && run_probe) {
+                t.bandwidth_per_run.push_back(run_probe->measure(kRunBandwidthPasses).bytes_per_second);
+                // The probe's workers spin, then yield, for up to 2 ms before they sleep:
+                // not while the run is timed.
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
             const double tps = run_once(session, t, options.ubatch, rng);
-            if (r > 0) t.tokens_per_s.push_back(tps);  // run 0 is the warm-up
+            if (timed) t.tokens_per_s.push_back(tps);
         }
         summarize(t);
         if (t.n_generate > 0) {
             // The average step reads the weights and the cache at its depth plus half the test.
             t.bytes_per_token = report.weight_bytes_per_token +
                                 kv_bytes_per_position * static_cast<uint64_t>(t.depth + t.n_generate / 2);
-            if (report.bandwidth) {
-                t.floor_tokens_per_s = report.bandwidth->bytes_per_second / static_cast<double>(t.bytes_per_token);
-                t.percent_of_floor = 100.0 * t.mean / t.floor_tokens_per_s;
-            }
+            set_floor(t, report);
         }
         if (options.on_progress) options.on_progress(t.test);
         report.results.push_back(t);

@@ -25,6 +25,11 @@ struct BenchOptions {
     int repetitions = 5;
     int ubatch = 512;                    // prompt tokens per forward step
     bool measure_bandwidth = true;
+    // The buffer the bandwidth is read from: once for the membw figure, and again just
+    // before each timed decode run for that run's floor (the machine's memory speed can
+    // change between minutes when it is shared; a floor read in another minute once put a
+    // run at 168 % of it).
+    uint64_t bandwidth_buffer_bytes = uint64_t{1} << 30;
     // A given bandwidth for the floor instead of measuring host RAM (a GPU's memory
     // bandwidth when the backend runs there); 0: measure when measure_bandwidth is set.
     double given_bandwidth_bytes_per_s = 0;
@@ -40,7 +45,12 @@ struct BenchResult {
     double mean = 0;
     double stddev = 0;
     uint64_t bytes_per_token = 0;      // decode: weights + K/V at this depth
-    double floor_tokens_per_s = 0;     // decode: bandwidth / bytes_per_token (0 when unmeasured)
+    // decode, when measuring: the read bandwidth (bytes/s) just before each timed run
+    std::vector<double> bandwidth_per_run;
+    // decode: bandwidth / bytes_per_token (0 when unmeasured), from the median run's
+    // bandwidth when measured per run
+    double floor_tokens_per_s = 0;
+    // decode: 100 x tokens/s / floor, the mean over the runs of each run against its own floor
     double percent_of_floor = 0;
 };
 

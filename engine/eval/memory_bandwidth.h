@@ -1,6 +1,9 @@
 #pragma once
 // Measures how fast this machine reads memory: the ceiling of memory-bound decode.
+#include <cstddef>
 #include <cstdint>
+
+#include "engine/core/huge_page_buffer.h"
 
 namespace inferscope {
 
@@ -12,8 +15,21 @@ struct BandwidthResult {
     int threads = 0;
 };
 
-// Reads a buffer of `buffer_bytes` (far larger than the caches) with every pool thread
-// reading its own part, `repetitions` times after one warm-up pass; reports the median.
-BandwidthResult measure_read_bandwidth(ThreadPool& pool, uint64_t buffer_bytes = uint64_t{1} << 30, int repetitions = 5);
+// A buffer of `buffer_bytes` (far larger than the caches) held for repeated measurements:
+// in 2 MiB pages, as the model's weights are held when the machine allows (file_bytes.h), and
+// touched once by the threads that will read it, so that its pages are local to them.
+class ReadBandwidthProbe {
+public:
+    // CapacityError naming the byte count when the buffer cannot be allocated.
+    ReadBandwidthProbe(ThreadPool& pool, uint64_t buffer_bytes);
+    // Every pool thread reads its own part, `repetitions` times after one warm-up pass; the
+    // median pass counts.
+    BandwidthResult measure(int repetitions);
+
+private:
+    ThreadPool& pool_;
+    HugePageBuffer memory_;
+    size_t words_ = 0;
+};
 
 }  // namespace inferscope

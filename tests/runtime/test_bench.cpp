@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
 #include "engine/eval/bench.h"
@@ -42,6 +45,34 @@ TEST(Bench, RunsEveryTestAtEveryDepth) {
     EXPECT_EQ(session.kv_cache().used_block_count(), 0);   // every run freed its sequence
 }
 
+// With the bandwidth measured, each decode run is set against the bandwidth read just
+// before it: one reading per timed run, the floor from the median reading, the % the mean
+// of the runs' own ratios. Prompt tests get no readings.
+TEST(Bench, EachDecodeRunHasItsOwnFloor) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, 64));
+    BenchOptions options;
+    options.prompt_lengths = {8};
+    options.generate_lengths = {4};
+    options.repetitions = 3;
+    options.bandwidth_buffer_bytes = uint64_t{16} << 20;
+    const BenchReport report = run_bench(session, options);
+    ASSERT_TRUE(report.bandwidth.has_value());
+    ASSERT_EQ(report.results.size(), 2u);
+    EXPECT_TRUE(report.results[0].bandwidth_per_run.empty());
+    const BenchResult& tg = report.results[1];
+    ASSERT_EQ(tg.bandwidth_per_run.size(), 3u);
+    double percent_sum = 0;
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_GT(tg.bandwidth_per_run[i], 0.0);
+        percent_sum += 100.0 * tg.tokens_per_s[i] * static_cast<double>(tg.bytes_per_token) / tg.bandwidth_per_run[i];
+    }
+    EXPECT_NEAR(tg.percent_of_floor, percent_sum / 3, 1e-9 * percent_sum);
+    std::vector<double> sorted = tg.bandwidth_per_run;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_DOUBLE_EQ(tg.floor_tokens_per_s, sorted[1] / static_cast<double>(tg.bytes_per_token));
+}
+
 TEST(Bench, RefusesTestsLongerThanTheContext) {
     const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
     InferenceSession session(model, testing::test_session_options(KvDtype::F16, 32));
@@ -54,10 +85,13 @@ TEST(Bench, RefusesTestsLongerThanTheContext) {
 
 TEST(MemoryBandwidth, MeasuresAPositiveRate) {
     ThreadPool pool(2);
-    const BandwidthResult r = measure_read_bandwidth(pool, uint64_t{64} << 20, 2);
-    EXPECT_EQ(r.buffer_bytes, uint64_t{64} << 20);
-    EXPECT_GT(r.bytes_per_second, 0.0);
-    EXPECT_EQ(r.threads, 2);
+    ReadBandwidthProbe probe(pool, uint64_t{64} << 20);
+    for (int reading = 0; reading < 2; ++reading) {  // the buffer is read again, not rebuilt
+        const BandwidthResult r = probe.measure(2);
+        EXPECT_EQ(r.buffer_bytes, uint64_t{64} << 20);
+        EXPECT_GT(r.bytes_per_second, 0.0);
+        EXPECT_EQ(r.threads, 2);
+    }
 }
 
 }  // namespace
