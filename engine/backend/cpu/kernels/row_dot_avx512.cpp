@@ -215,12 +215,15 @@ float dot_row(int64_t n, const uint8_t* w, const uint8_t* x) {
     return out[0];
 }
 
-// The f16 fields of `Blocks` consecutive blocks (`Per` = 1: the one at offset 0; 2: those at
-// 0 and 2) as words 0, 1, ... of a register: two or three loads inside the blocks' bytes and
-// one or two word permutes, instead of a scalar load per field.
-template <int64_t Stride, int Blocks, int Per>
-struct HalfFields {
-    static constexpr int64_t kSpan = Stride * Blocks;           // >= 64 for every layout here
+// `Per` 16-bit words from each of `Blocks` consecutive blocks, as words 0, 1, ... of a
+// register: p points `Lead` bytes into the first block, and block k's words start at
+// p + k*Stride (the f16 fields: Per 1, d; Per 2, [d, m]; Q4_0's packed quants: Per 8 from byte
+// 2). Two or three loads inside the blocks' bytes and one or two word permutes, instead of a
+// scalar load per field or a merge per block (for Q4_0's quants: 45-46 -> 48-51 GB/s from L2
+// on one core, against four loads merged by masked broadcasts).
+template <int64_t Stride, int Blocks, int Per, int64_t Lead = 0>
+struct BlockWords {
+    static constexpr int64_t kSpan = Stride * Blocks - Lead;  // bytes from p; >= 64 for every layout here
     static constexpr int64_t kSecond = kSpan >= 128 ? 64 : kSpan - 64;  // second register
     static constexpr int64_t kThird = kSpan - 64;                        // third (if needed)
     struct Index {
@@ -261,19 +264,19 @@ struct HalfFields {
 // Four blocks' d (Per 1) or [d, m] pairs (Per 2) as floats.
 template <int64_t Stride>
 inline __m128 d4(const uint8_t* p) {
-    return _mm_cvtph_ps(_mm512_castsi512_si128(HalfFields<Stride, 4, 1>::words(p)));
+    return _mm_cvtph_ps(_mm512_castsi512_si128(BlockWords<Stride, 4, 1>::words(p)));
 }
 template <int64_t Stride>
 inline __m256 dm4(const uint8_t* p) {
-    return _mm256_cvtph_ps(_mm512_castsi512_si128(HalfFields<Stride, 4, 2>::words(p)));
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(BlockWords<Stride, 4, 2>::words(p)));
 }
 template <int64_t Stride>
 inline __m256 d8(const uint8_t* p) {
-    return _mm256_cvtph_ps(_mm512_castsi512_si128(HalfFields<Stride, 8, 1>::words(p)));
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(BlockWords<Stride, 8, 1>::words(p)));
 }
 template <int64_t Stride>
 inline __m512 dm8(const uint8_t* p) {
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(HalfFields<Stride, 8, 2>::words(p)));
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(BlockWords<Stride, 8, 2>::words(p)));
 }
 
 // ---------------------------------------------------------------- F16 / BF16
@@ -514,8 +517,7 @@ struct PairRows {
 // for the tail). As for the pairs, prep is the activation side, sum the weight side.
 
 // 16 bytes from each of p, p + stride, p + 2*stride, p + 3*stride (masked broadcasts from
-// memory: loads without shuffles). The activation's runs, loaded once per step for all the
-// rows of a group, and the tails' (stride 0) are read this way.
+// memory: loads without shuffles): the activation's runs and the tails' (stride 0).
 inline __m512i four16(const uint8_t* p, int64_t stride) {
     __m512i t = _mm512_castsi128_si512(load128(p));
     t = _mm512_mask_broadcast_i32x4(t, 0x00F0, load128(p + stride));
@@ -523,39 +525,17 @@ inline __m512i four16(const uint8_t* p, int64_t stride) {
     return _mm512_mask_broadcast_i32x4(t, 0xF000, load128(p + 3 * stride));
 }
 
-// The same for each weight row, from two loads that end where the fourth run ends (nothing
-// past it is read) and one two-source word permute instead of three merges. Q4_0 rows held in
-// the L2 cache, one core: 45-46 -> 48-51 GB/s. (Reading the activation's runs this way too
-// measured 3 % slower: 46.4-47.1 against 48.0-48.8.)
-template <int64_t Stride>
-struct FourRuns16 {
-    static constexpr int64_t kSecond = 3 * Stride + 16 - 64;  // where the second load starts
-    static_assert(Stride % 2 == 0 && kSecond > 0 && kSecond <= 64 && kSecond % 2 == 0);
-    struct Index {
-        alignas(64) uint16_t words[32];  // into [p, p + 64) ++ [p + kSecond, + 64)
-    };
-    static constexpr Index make() {
-        Index idx{};
-        for (int j = 0; j < 32; ++j) {
-            const int64_t o = (j / 8) * Stride + 2 * (j % 8);
-            idx.words[j] = static_cast<uint16_t>(o < 64 ? o / 2 : 32 + (o - kSecond) / 2);
-        }
-        return idx;
-    }
-    static constexpr Index kIndex = make();
-    static __m512i load(const uint8_t* p) {
-        return _mm512_permutex2var_epi16(load512(p), _mm512_load_si512(kIndex.words), load512(p + kSecond));
-    }
-};
-
-// sum(lo * xlo + hi * xhi) + init, per lane, from four blocks' packed quants at qs + k*Stride.
-template <int64_t Stride>
+// sum(lo * xlo + hi * xhi) + init, per lane, from four blocks' packed quants at qs + k*Stride,
+// qs `Lead` bytes into its block. Each weight row's runs come from BlockWords (reading the
+// activation's runs, once per step for all the rows, that way too measured 3 % slower:
+// 46.4-47.1 against 48.0-48.8 GB/s).
+template <int64_t Stride, int64_t Lead>
 inline __m512i nibble_sums(const uint8_t* qs, __m512i init, __m512i xlo, __m512i xhi) {
     __m512i q;
     if constexpr (Stride == 0) {
         q = four16(qs, 0);
     } else {
-        q = FourRuns16<Stride>::load(qs);
+        q = BlockWords<Stride, 4, 8, Lead>::words(qs);
     }
     const __m512i lo = _mm512_and_si512(q, low_nibbles());
     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles());
@@ -574,7 +554,7 @@ struct Q4_0Quad {  // q in 0..15, value q - 8: sum(q * x) - 8 * sum(x)
     }
     template <int64_t Stride>
     static __m512i sum(const uint8_t* w, __m512i init, __m512i xlo, __m512i xhi) {
-        return nibble_sums<Stride>(w + 2, init, xlo, xhi);
+        return nibble_sums<Stride, 2>(w + 2, init, xlo, xhi);
     }
 };
 
@@ -588,7 +568,7 @@ struct Q4_1Quad {  // q in 0..15 (value d*q + m)
     }
     template <int64_t Stride>
     static __m512i sum(const uint8_t* w, __m512i init, __m512i xlo, __m512i xhi) {
-        return nibble_sums<Stride>(w + 4, init, xlo, xhi);
+        return nibble_sums<Stride, 4>(w + 4, init, xlo, xhi);
     }
 };
 
