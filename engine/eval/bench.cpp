@@ -6,7 +6,6 @@
 #include <numeric>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
@@ -127,14 +126,21 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
     }
     BenchReport report;
     report.weight_bytes_per_token = weight_bytes_read_per_token(session.model());
-    std::optional<ThreadPool> probe_pool;  // outlives the probe
+    // The probe's readings run on a pool of their own that lives only for the reading: its
+    // threads then neither spin nor yield beside the session's during a timed run.
+    const auto read_bandwidth = [&](const ReadBandwidthProbe& probe, int passes) {
+        ThreadPool pool(session.thread_count());
+        return probe.measure(pool, passes);
+    };
     std::optional<ReadBandwidthProbe> run_probe;
     if (options.given_bandwidth_bytes_per_s > 0) {
         report.bandwidth = BandwidthResult{options.given_bandwidth_bytes_per_s, 0, 0};
     } else if (options.measure_bandwidth) {
-        probe_pool.emplace(session.thread_count());
-        run_probe.emplace(*probe_pool, options.bandwidth_buffer_bytes);
-        report.bandwidth = run_probe->measure(kBandwidthPasses);
+        {
+            ThreadPool pool(session.thread_count());
+            run_probe.emplace(pool, options.bandwidth_buffer_bytes);
+        }
+        report.bandwidth = read_bandwidth(*run_probe, kBandwidthPasses);
     }
     const uint64_t kv_bytes_per_position = session.kv_cache().layout().bytes_per_token();
     std::mt19937 rng(1234);
@@ -142,10 +148,7 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
         for (int r = 0; r <= options.repetitions; ++r) {
             const bool timed = r > 0;  // run 0 is the warm-up
             if (timed && t.n_generate > 0 && run_probe) {
-                t.bandwidth_per_run.push_back(run_probe->measure(kRunBandwidthPasses).bytes_per_second);
-                // The probe's workers spin, then yield, for up to 2 ms before they sleep:
-                // not while the run is timed.
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                t.bandwidth_per_run.push_back(read_bandwidth(*run_probe, kRunBandwidthPasses).bytes_per_second);
             }
             const double tps = run_once(session, t, options.ubatch, rng);
             if (timed) t.tokens_per_s.push_back(tps);

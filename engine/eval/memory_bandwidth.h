@@ -15,19 +15,18 @@ struct BandwidthResult {
     int threads = 0;
 };
 
-// A buffer of `buffer_bytes` (far larger than the caches) held for repeated measurements:
-// in 2 MiB pages, as the model's weights are held when the machine allows (file_bytes.h), and
-// touched once by the threads that will read it, so that its pages are local to them.
+// A buffer of `buffer_bytes` (far larger than the caches) held for repeated measurements,
+// in 2 MiB pages, as the model's weights are held when the machine allows (file_bytes.h).
 class ReadBandwidthProbe {
 public:
-    // CapacityError naming the byte count when the buffer cannot be allocated.
+    // Touches the buffer with the pool's threads. CapacityError naming the byte count when
+    // it cannot be allocated.
     ReadBandwidthProbe(ThreadPool& pool, uint64_t buffer_bytes);
-    // Every pool thread reads its own part, `repetitions` times after one warm-up pass; the
-    // median pass counts.
-    BandwidthResult measure(int repetitions);
+    // Every thread of `pool` reads its own part, `repetitions` times after one warm-up pass;
+    // the median pass counts.
+    BandwidthResult measure(ThreadPool& pool, int repetitions) const;
 
 private:
-    ThreadPool& pool_;
     HugePageBuffer memory_;
     size_t words_ = 0;
 };

@@ -85,9 +85,9 @@ TEST(Bench, RefusesTestsLongerThanTheContext) {
 
 TEST(MemoryBandwidth, MeasuresAPositiveRate) {
     ThreadPool pool(2);
-    ReadBandwidthProbe probe(pool, uint64_t{64} << 20);
+    const ReadBandwidthProbe probe(pool, uint64_t{64} << 20);
     for (int reading = 0; reading < 2; ++reading) {  // the buffer is read again, not rebuilt
-        const BandwidthResult r = probe.measure(2);
+        const BandwidthResult r = probe.measure(pool, 2);
         EXPECT_EQ(r.buffer_bytes, uint64_t{64} << 20);
         EXPECT_GT(r.bytes_per_second, 0.0);
         EXPECT_EQ(r.threads, 2);
