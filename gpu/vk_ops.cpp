@@ -1,9 +1,9 @@
 #include "gpu/vk_ops.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
+#include "engine/backend/rope.h"
 #include "engine/core/error.h"
 #include "engine/core/fp16.h"
 #include "engine/formats/quant.h"
@@ -127,18 +127,16 @@ void record_swiglu(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, 
 }
 
 std::vector<float> rope_table(const ModelConfig& c, const std::vector<float>& freq_factors, int n_positions) {
-    const int half = c.rope_dim / 2;
-    std::vector<float> table(static_cast<size_t>(n_positions) * static_cast<size_t>(half) * 2);
-    const float theta_scale = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.rope_dim));
+    const RopeParams rope = rope_params(c, freq_factors);
+    const auto half = static_cast<size_t>(c.rope_dim / 2);
+    std::vector<float> cos(half), sin(half);
+    std::vector<float> table(static_cast<size_t>(n_positions) * half * 2);
     for (int pos = 0; pos < n_positions; ++pos) {
-        float theta_base = static_cast<float>(pos);
-        for (int i = 0; i < half; ++i) {
-            const float factor = freq_factors.empty() ? 1.0f : freq_factors[static_cast<size_t>(i)];
-            const float theta = c.rope_freq_scale * (theta_base / factor);
-            const size_t at = (static_cast<size_t>(pos) * static_cast<size_t>(half) + static_cast<size_t>(i)) * 2;
-            table[at] = std::cos(theta);
-            table[at + 1] = std::sin(theta);
-            theta_base *= theta_scale;
+        rope_angles(pos, rope, cos.data(), sin.data());
+        for (size_t i = 0; i < half; ++i) {
+            const size_t at = (static_cast<size_t>(pos) * half + i) * 2;
+            table[at] = cos[i];
+            table[at + 1] = sin[i];
         }
     }
     return table;

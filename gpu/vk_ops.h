@@ -61,7 +61,7 @@ void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_
 void record_swiglu(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count);
 
 // The (cos, sin) of every pair at positions [0, n_positions), [n_positions x rope_dim/2 x 2],
-// computed exactly as the CPU backend's apply_rope does.
+// from rope_angles (engine/backend/rope.h), as the CPU backend's.
 std::vector<float> rope_table(const ModelConfig& c, const std::vector<float>& freq_factors, int n_positions);
 
 }  // namespace inferscope::gpu

@@ -136,11 +136,12 @@ TEST_F(GpuOps, RopeNormalAndNeoxAtFarPositions) {
         const std::vector<int32_t> positions = {0, 1, 17, 4095};
         const std::vector<float> heads = random_floats(positions.size() * n_heads * 64, rng_);
         std::vector<float> expected = heads;
-        RopeParams p;
-        p.rope_dim = c.rope_dim;
-        p.freq_base = c.rope_freq_base;
-        p.style = style;
-        for (size_t t = 0; t < positions.size(); ++t) apply_rope(expected.data() + t * n_heads * 64, n_heads, 64, positions[t], p);
+        const RopeParams p = rope_params(c, {});
+        std::vector<float> cos(32), sin(32);
+        for (size_t t = 0; t < positions.size(); ++t) {
+            rope_angles(positions[t], p, cos.data(), sin.data());
+            apply_rope(expected.data() + t * n_heads * 64, n_heads, 64, cos.data(), sin.data(), p);
+        }
         // Same angle table as the CPU: only the rotation's float rounding may differ.
         EXPECT_LT(nmse(gpu_->rope(heads, positions, c, n_heads), expected), 1e-12) << (style == RopeStyle::Neox ? "neox" : "normal");
     }

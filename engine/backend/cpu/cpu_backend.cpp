@@ -32,7 +32,8 @@ void CpuBackend::Activations::resize(int64_t n, const ModelConfig& c) {
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     : model_(std::move(model)), pool_(n_threads), attention_kernels_(attention_kernels(active_cpu_isa())),
-      activation_kernels_(activation_kernels(active_cpu_isa())) {
+      activation_kernels_(activation_kernels(active_cpu_isa())),
+      rope_(rope_params(model_->config(), model_->rope_freq_factors())) {
     // Our pool splits the rows of every product, F32 ones included, so OpenBLAS runs
     // single-threaded inside each worker: its own threads would compete for the same cores
     // while ours spin between loops.
@@ -59,10 +60,9 @@ void CpuBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
 void CpuBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
     const ModelConfig& c = model_->config();
     act_.resize(static_cast<int64_t>(tokens.size()), c);
-    const RopeParams rope = rope_params();
     const int half = c.rope_dim / 2;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        rope_angles(tokens[i].pos, rope, act_.rope_cos.data() + i * half, act_.rope_sin.data() + i * half);
+        rope_angles(tokens[i].pos, rope_, act_.rope_cos.data() + i * half, act_.rope_sin.data() + i * half);
     }
     embed(tokens);
     for (int layer = 0; layer < c.n_layer; ++layer) {
@@ -70,17 +70,6 @@ void CpuBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& 
         ffn_block(layer, tokens);
     }
     output_logits(tokens, logits);
-}
-
-RopeParams CpuBackend::rope_params() const {
-    const ModelConfig& c = model_->config();
-    RopeParams rope;
-    rope.rope_dim = c.rope_dim;
-    rope.freq_base = c.rope_freq_base;
-    rope.freq_scale = c.rope_freq_scale;
-    rope.style = c.rope_style;
-    rope.freq_factors = model_->rope_freq_factors().empty() ? nullptr : model_->rope_freq_factors().data();
-    return rope;
 }
 
 void CpuBackend::embed(std::span<const BatchToken> tokens) {
@@ -129,7 +118,6 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     publish("attn_in", layer, act_.normed, c.n_embd, tokens);
     const MatmulOutput qkv[] = {{&w.wq, act_.q.data()}, {&w.wk, act_.k.data()}, {&w.wv, act_.v.data()}};
     matmul_shared_input(qkv, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
-    const RopeParams rope = rope_params();
     const int half = c.rope_dim / 2;
     over_token_rows(n, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
@@ -138,8 +126,8 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
             if (!w.bv.empty()) add_inplace(act_.v.data() + i * c.kv_dim(), w.bv.data(), c.kv_dim());
             const float* cos = act_.rope_cos.data() + i * half;
             const float* sin = act_.rope_sin.data() + i * half;
-            apply_rope(act_.q.data() + i * c.q_dim(), c.n_head, c.head_dim, cos, sin, rope);
-            apply_rope(act_.k.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim, cos, sin, rope);
+            apply_rope(act_.q.data() + i * c.q_dim(), c.n_head, c.head_dim, cos, sin, rope_);
+            apply_rope(act_.k.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim, cos, sin, rope_);
         }
     });
     publish("q", layer, act_.q, c.q_dim(), tokens);

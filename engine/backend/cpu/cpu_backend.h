@@ -49,7 +49,6 @@ private:
         std::vector<float> rope_sin;   // [n x rope_dim / 2]
         void resize(int64_t n, const ModelConfig& c);
     };
-    RopeParams rope_params() const;
 
     void embed(std::span<const BatchToken> tokens);
     void attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
@@ -86,6 +85,7 @@ private:
     std::vector<AttentionScratch> attention_scratch_;  // per thread
     AttentionKernels attention_kernels_;
     ActivationKernels activation_kernels_;
+    RopeParams rope_;  // the model's (points into its frequency factors)
     ActivationTap* tap_ = nullptr;
     ActivationPrecision activation_precision_;
     ActivationQuantScratch activation_quant_;

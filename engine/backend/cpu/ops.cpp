@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 namespace inferscope {
 
@@ -12,21 +11,6 @@ void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, flo
     const float mean = static_cast<float>(sum_squares / static_cast<double>(n));
     const float scale = 1.0f / std::sqrt(mean + eps);
     for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
-}
-
-void rope_angles(int32_t pos, const RopeParams& rope, float* cos_out, float* sin_out) {
-    // The angle of pair i is built by repeated multiplication in float, as ggml does, so
-    // that positions far into the context rotate by the same float angles as llama.cpp.
-    const float theta_scale = std::pow(rope.freq_base, -2.0f / static_cast<float>(rope.rope_dim));
-    const int half = rope.rope_dim / 2;
-    float theta_base = static_cast<float>(pos);
-    for (int i = 0; i < half; ++i) {
-        const float factor = rope.freq_factors != nullptr ? rope.freq_factors[i] : 1.0f;
-        const float theta = rope.freq_scale * (theta_base / factor);
-        cos_out[i] = std::cos(theta);
-        sin_out[i] = std::sin(theta);
-        theta_base *= theta_scale;
-    }
 }
 
 void apply_rope(float* heads, int n_heads, int head_dim, const float* cos, const float* sin, const RopeParams& rope) {
@@ -42,12 +26,6 @@ void apply_rope(float* heads, int n_heads, int head_dim, const float* cos, const
             head[second] = a * sin[i] + b * cos[i];
         }
     }
-}
-
-void apply_rope(float* heads, int n_heads, int head_dim, int32_t pos, const RopeParams& rope) {
-    std::vector<float> cos(static_cast<size_t>(rope.rope_dim / 2)), sin(cos.size());
-    rope_angles(pos, rope, cos.data(), sin.data());
-    apply_rope(heads, n_heads, head_dim, cos.data(), sin.data(), rope);
 }
 
 void swiglu_inplace(float* gate, const float* up, int64_t n) {
