@@ -7,16 +7,12 @@
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 #include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/exp_avx512.h"
+#include "engine/backend/cpu/kernels/first_lanes.h"
 
 namespace inferscope::simd {
 namespace {
 
 constexpr int kMaxHeadsPerPass = 8;  // score accumulators kept in registers at once
-
-inline __mmask16 lanes(int count, int first) {
-    const int left = count - first;
-    return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-}
 
 // 16 elements starting at `index` (the lanes outside `mask` read as zero).
 inline __m512 load16(const uint16_t* p, int64_t index, __mmask16 mask) {
@@ -72,11 +68,11 @@ void scores_over_blocks(const float* q, int head_dim, const T* const* kt_blocks,
             const T* run = kt + t0;
             if (pending == nullptr) {
                 pending = run;
-                pending_mask = lanes(n_t, t0);
+                pending_mask = first_lanes(n_t - t0);
                 pending_first = first + t0;
                 continue;
             }
-            scores_two_runs<T, Heads>(q, head_dim, pending, run, block_tokens, pending_mask, lanes(n_t, t0), scale_v,
+            scores_two_runs<T, Heads>(q, head_dim, pending, run, block_tokens, pending_mask, first_lanes(n_t - t0), scale_v,
                                       out + pending_first, out + first + t0, out_stride);
             pending = nullptr;
         }
@@ -113,7 +109,7 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks,
                      int n_ctx, int head_dim, int first_chunk, float* out) {
     __mmask16 mask[Chunks];
 #pragma GCC unroll 16
-    for (int c = 0; c < Chunks; ++c) mask[c] = lanes(head_dim, (first_chunk + c) * 16);
+    for (int c = 0; c < Chunks; ++c) mask[c] = first_lanes(head_dim - (first_chunk + c) * 16);
     float* out_chunk = out + first_chunk * 16;
     __m512 acc[Heads][Chunks];
 #pragma GCC unroll 16
@@ -172,12 +168,12 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blo
 void softmax(float* x, int64_t n) {
     __m512 max_v = _mm512_set1_ps(-INFINITY);
     for (int64_t i = 0; i < n; i += 16) {
-        max_v = _mm512_max_ps(max_v, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), lanes(static_cast<int>(n - i < 16 ? n - i : 16), 0), x + i));
+        max_v = _mm512_max_ps(max_v, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), first_lanes(n - i), x + i));
     }
     const __m512 max_b = _mm512_set1_ps(_mm512_reduce_max_ps(max_v));
     __m512 sum_v = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = lanes(static_cast<int>(n - i < 16 ? n - i : 16), 0);
+        const __mmask16 m = first_lanes(n - i);
         const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max_b));
         _mm512_mask_storeu_ps(x + i, m, e);
         sum_v = _mm512_add_ps(sum_v, _mm512_maskz_mov_ps(m, e));
@@ -188,7 +184,7 @@ void softmax(float* x, int64_t n) {
     for (float s : partial) sum += static_cast<double>(s);
     const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = lanes(static_cast<int>(n - i < 16 ? n - i : 16), 0);
+        const __mmask16 m = first_lanes(n - i);
         _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
     }
 }

@@ -16,16 +16,13 @@
 #include <cstdint>
 
 #include "engine/backend/cpu/kernels/half_gemm.h"
+#include "engine/backend/cpu/kernels/first_lanes.h"
 
 namespace inferscope::simd {
 namespace {
 
 constexpr int kRows = 3;      // weight rows per tile
 constexpr int kMaxGroup = 8;  // activation rows per tile
-
-inline __mmask16 first_lanes(int64_t count) {
-    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
 
 template <bool BF16>
 inline __m512 widen(__m256i halves) {

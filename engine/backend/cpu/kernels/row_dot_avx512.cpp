@@ -25,12 +25,14 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/compile_time_count.h"
+#include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
 
@@ -336,7 +338,7 @@ struct HalvesRows {
             for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(halves16<BF16>(w + r * rb + 2 * i), xv, acc[r][0]);
         }
         if (i < n) {
-            const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+            const __mmask16 m = first_lanes(n - i);
             const __m512 xv = halves_masked<BF16>(x + 2 * i, m);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) acc[r][1] = _mm512_fmadd_ps(halves_masked<BF16>(w + r * rb + 2 * i, m), xv, acc[r][1]);
@@ -1015,11 +1017,10 @@ void encode_q8_k(const float* x, uint8_t* dst, int64_t n) {
 
 void encode_f16(const float* x, uint8_t* dst, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
-        const int64_t left = n - i;
-        const auto m = static_cast<__mmask16>(left >= 16 ? 0xFFFFu : (1u << left) - 1);
+        const __mmask16 m = first_lanes(n - i);
         const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
         if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0) {  // NaN: the reference's canonical form
-            for (int64_t j = i; j < i + (left >= 16 ? 16 : left); ++j) {
+            for (int64_t j = i; j < std::min<int64_t>(n, i + 16); ++j) {
                 store_u16(dst + 2 * j, fallback::fp32_to_fp16(x[j]));
             }
             continue;
@@ -1032,8 +1033,7 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
     const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
     const __m512i inf = _mm512_set1_epi32(static_cast<int>(kInfBits));
     for (int64_t i = 0; i < n; i += 16) {
-        const int64_t left = n - i;
-        const auto m = static_cast<__mmask16>(left >= 16 ? 0xFFFFu : (1u << left) - 1);
+        const __mmask16 m = first_lanes(n - i);
         const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + i));
         const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
         const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);

@@ -41,6 +41,7 @@
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
+#include "engine/backend/cpu/kernels/first_lanes.h"
 
 namespace inferscope::simd {
 namespace {
@@ -48,10 +49,6 @@ namespace {
 inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
 
 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-
-inline __mmask16 lane_mask(int count) {
-    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
 
 // Where a micro-kernel writes its MZ x RN vectors: row i of c starts at c + i * ldc, the
 // panel's first column is already added in; the last row vector may be partial.
@@ -230,7 +227,7 @@ void run_panels(const TileGemmArgs& a) {
     for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kPanel) {
         const int nr = imin(kPanel, a.row_end - r0);
         const int mz = (nr + 15) / 16;
-        const __mmask16 last_mask = lane_mask(nr - 16 * (mz - 1));
+        const __mmask16 last_mask = first_lanes(nr - 16 * (mz - 1));
         for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
             const int kc = imin(K::kChunk, a.k - k0);
             K::pack(a, r0, nr, k0, kc, s);
@@ -277,7 +274,7 @@ void run_blocked(const TileGemmArgs& a) {
                 for (int64_t r0 = rb; r0 < rb_end; r0 += kPanel) {
                     const int nr = imin(kPanel, rb_end - r0);
                     const int mz = (nr + 15) / 16;
-                    const __mmask16 last_mask = lane_mask(nr - 16 * (mz - 1));
+                    const __mmask16 last_mask = first_lanes(nr - 16 * (mz - 1));
                     K::pack(a, r0, nr, k0, kc, s);
                     if (r0 + kPanel < rb_end) {
                         prefetch.start<K>(a, r0 + kPanel, imin(kPanel, rb_end - r0 - kPanel), k0, tiles);  // next panel
@@ -326,7 +323,7 @@ struct F16Kind {
             const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 16 * m) * a.weight_row_bytes + k0 * 2;
             for (int kk0 = 0; kk0 < kc; kk0 += 16) {
                 const int cols = imin(16, kc - kk0);
-                const __mmask16 km = lane_mask(cols);
+                const __mmask16 km = first_lanes(cols);
                 __m512 v[16];
 #pragma GCC unroll 32
                 for (int t = 0; t < 16; ++t) {
@@ -346,7 +343,7 @@ struct F16Kind {
             const uint8_t* src = a.activations + static_cast<uint64_t>(i0 + j) * a.activation_row_bytes + k0 * 2;
             float* dst = s.x + j * kChunk;
             for (int kk0 = 0; kk0 < kc; kk0 += 16) {
-                const __mmask16 km = lane_mask(kc - kk0);
+                const __mmask16 km = first_lanes(kc - kk0);
                 _mm512_store_ps(dst + kk0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(km, src + kk0 * 2)));
             }
         }
@@ -403,7 +400,7 @@ struct Bf16Kind {
             for (int p0 = 0; p0 < pairs; p0 += 8) {
                 const int elems = imin(16, kc - 2 * p0);
                 alignas(64) uint16_t tmp[16][16];
-                const __mmask16 km = lane_mask(elems);
+                const __mmask16 km = first_lanes(elems);
                 for (int t = 0; t < 16; ++t) {
                     const __m256i v = t < rows ? _mm256_maskz_loadu_epi16(
                                                      km, base + static_cast<uint64_t>(t) * a.weight_row_bytes + p0 * 4)
