@@ -56,7 +56,7 @@ void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, in
             float* out, int64_t out_stride) {
     constexpr int kMaxHeadsPerPass = 8;
     const __m256 scale_v = _mm256_set1_ps(scale);
-    const KvBlockWalk<T> walk(kt_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>(head_dim * block_tokens));
+    const auto walk = KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {
         const T* kt = walk.enter(b);
         for (int g0 = 0; g0 < n_q; g0 += kMaxHeadsPerPass) {
@@ -109,7 +109,7 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blo
                 int n_ctx, int head_dim, float* out) {
     constexpr int kMaxChunks = 8;
     const int chunks = (head_dim + 7) / 8;
-    const KvBlockWalk<T> walk(v_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim));
+    const auto walk = KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {
         const T* v = walk.enter(b);
         for (int c0 = 0; c0 < chunks; c0 += kMaxChunks) {

@@ -56,7 +56,7 @@ void scores_two_runs(const float* q, int head_dim, const T* kt_a, const T* kt_b,
 template <typename T, int Heads>
 void scores_over_blocks(const float* q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, __m512 scale_v,
                         float* out, int64_t out_stride) {
-    const KvBlockWalk<T> walk(kt_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>(head_dim * block_tokens));
+    const auto walk = KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim);
     const T* pending = nullptr;
     __mmask16 pending_mask = 0;
     int pending_first = 0;
@@ -117,7 +117,7 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks,
 #pragma GCC unroll 16
         for (int c = 0; c < Chunks; ++c) acc[g][c] = _mm512_maskz_loadu_ps(mask[c], out_chunk + g * head_dim + c * 16);
     }
-    const KvBlockWalk<T> walk(v_blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim));
+    const auto walk = KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {
         const T* v_chunk = walk.enter(b) + first_chunk * 16;
         const float* p_block = p + walk.first_token(b);

@@ -49,7 +49,10 @@ inline void prefetch_kv_bytes(const void* p, size_t bytes) {
 
 // The walk over the blocks that hold n_ctx tokens, in the kernels' own loops (a callback
 // could make their accumulators addressable): construction requests the first blocks, and
-// enter(b) the one kKvBlocksAhead further.
+// enter(b) the one kKvBlocksAhead further. A pass that repeats an earlier one over the same
+// blocks (the next V chunks, another group of heads) requests them again: it finds them in
+// L2, and the requests bring them to L1 (without them the V passes took 0.55-0.59 instead of
+// 0.50-0.54 ms per token at depth 2048, 0.5B shape, in a harness of the kernels alone).
 template <typename T>
 struct KvBlockWalk {
     const T* const* blocks;
@@ -58,11 +61,15 @@ struct KvBlockWalk {
     size_t block_bytes;
     int n_blocks;
 
-    KvBlockWalk(const T* const* blocks_, int block_tokens_, int n_ctx_, size_t block_bytes_)
-        : blocks(blocks_), block_tokens(block_tokens_), n_ctx(n_ctx_), block_bytes(block_bytes_),
-          n_blocks((n_ctx_ + block_tokens_ - 1) / block_tokens_) {
-        for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(blocks[b], block_bytes);
+    // Over K^T parts ([head_dim][block_tokens]).
+    static KvBlockWalk keys(const T* const* blocks, int block_tokens, int n_ctx, int head_dim) {
+        return KvBlockWalk(blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>(head_dim * block_tokens));
     }
+    // Over V parts (block_tokens rows of head_dim, row_stride apart).
+    static KvBlockWalk values(const T* const* blocks, int block_tokens, int n_ctx, int64_t row_stride, int head_dim) {
+        return KvBlockWalk(blocks, block_tokens, n_ctx, sizeof(T) * static_cast<size_t>((block_tokens - 1) * row_stride + head_dim));
+    }
+
     // Block b's data; requests block b + kKvBlocksAhead.
     const T* enter(int b) const {
         if (b + kKvBlocksAhead < n_blocks) prefetch_kv_bytes(blocks[b + kKvBlocksAhead], block_bytes);
@@ -70,6 +77,13 @@ struct KvBlockWalk {
     }
     int first_token(int b) const { return b * block_tokens; }
     int tokens_in(int b) const { return n_ctx - b * block_tokens < block_tokens ? n_ctx - b * block_tokens : block_tokens; }
+
+private:
+    KvBlockWalk(const T* const* blocks_, int block_tokens_, int n_ctx_, size_t block_bytes_)
+        : blocks(blocks_), block_tokens(block_tokens_), n_ctx(n_ctx_), block_bytes(block_bytes_),
+          n_blocks((n_ctx_ + block_tokens_ - 1) / block_tokens_) {
+        for (int b = 0; b < n_blocks && b < kKvBlocksAhead; ++b) prefetch_kv_bytes(blocks[b], block_bytes);
+    }
 };
 
 }  // namespace simd
