@@ -37,12 +37,17 @@ private:
         float logit;
         float p;
     };
-    void apply_repetition_penalty(std::vector<Candidate>& candidates, std::span<const TokenId> history) const;
+    // `logits` after the repetition penalty: the row itself when the penalty is off, else a
+    // penalized copy that the sampler holds.
+    std::span<const float> penalized(std::span<const float> logits, std::span<const TokenId> history);
+    // Fills candidates_ with the tokens top-k keeps (all of them when top-k is off), unsorted.
+    void gather_candidates(std::span<const float> scores);
     void truncate(std::vector<Candidate>& candidates) const;
 
     SamplingParams params_;
     std::mt19937_64 rng_;
     std::vector<Candidate> candidates_;
+    std::vector<float> penalized_;
 };
 
 // Index of the largest logit, the lowest index among equals.

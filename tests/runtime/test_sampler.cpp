@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 
 #include "engine/core/error.h"
 #include "engine/runtime/sampler.h"
@@ -20,6 +22,40 @@ TEST(Sampler, GreedyTakesTheArgmaxAndTheLowestIdOnTies) {
     const std::vector<float> logits = {0.1f, 3.0f, -2.0f, 3.0f};
     EXPECT_EQ(s.sample(logits, {}), 1);
     EXPECT_EQ(argmax(logits), 1);
+}
+
+TEST(Sampler, ArgmaxOfLongRowsIsTheFirstLargest) {
+    std::mt19937 rng(7);
+    for (size_t n : {1u, 15u, 16u, 17u, 1000u, 151936u}) {
+        std::vector<float> row(n);
+        for (float& x : row) x = static_cast<float>(rng() % 50);  // many ties
+        size_t expected = 0;
+        for (size_t i = 1; i < n; ++i) {
+            if (row[i] > row[expected]) expected = i;
+        }
+        EXPECT_EQ(argmax(row), static_cast<TokenId>(expected)) << "n = " << n;
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(argmax(std::vector<float>{-inf, -inf, -inf}), 0);
+    EXPECT_EQ(argmax(std::vector<float>{-inf, -1.0f, inf, inf}), 2);
+    EXPECT_EQ(argmax(std::vector<float>{std::nanf(""), 1.0f, 2.0f}), 2);  // a NaN never wins
+}
+
+TEST(Sampler, TopKKeepsTheKHighestAndTheLowestIdsAmongEquals) {
+    SamplingParams p;
+    p.temperature = 1.0f;
+    p.top_k = 5;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    // 40 tokens of logits 0, 1, 2, 3 in turn: the five best are the first five tokens of logit
+    // 3 (ids 3, 7, 11, 15, 19); every later token of logit 3 ties with them and loses on its id.
+    std::vector<float> logits(40);
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 4);
+    Sampler s(p);
+    std::map<TokenId, int> seen;
+    for (int i = 0; i < 2000; ++i) ++seen[s.sample(logits, {})];
+    EXPECT_EQ(seen.size(), 5u);
+    for (TokenId id : {3, 7, 11, 15, 19}) EXPECT_GT(seen[id], 300) << "token " << id;
 }
 
 TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
