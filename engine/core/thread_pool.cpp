@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -34,16 +35,34 @@ inline void wait_step(int check) {
     }
 }
 
-std::pair<int64_t, int64_t> chunk_of(int64_t n_items, int n_chunks, int index) {
-    const int64_t base = n_items / n_chunks;
-    const int64_t extra = n_items % n_chunks;
+// Pieces per share: few enough that each is a long run (a row product's prefetches run on
+// from one piece into the next), enough that a late or slow thread leaves work to take.
+constexpr int64_t kPiecesPerShare = 8;
+// Pieces are whole multiples of this many items once shares are long enough: the row and
+// tile kernels take their rows 8 or 16 at a time, and a piece that splits a group runs its
+// last rows through the narrower kernels.
+constexpr int64_t kPieceAlign = 32;
+
+std::pair<int64_t, int64_t> share_of(int64_t n_items, int n_shares, int index) {
+    const int64_t base = n_items / n_shares;
+    const int64_t extra = n_items % n_shares;
     const int64_t begin = index * base + std::min<int64_t>(index, extra);
     return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
+int64_t piece_items_for(int64_t share_items) {
+    if (share_items < 2 * kPieceAlign) return std::max<int64_t>(share_items, 1);
+    const int64_t piece = (share_items + kPiecesPerShare - 1) / kPiecesPerShare;
+    return (piece + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
+}
+
+uint64_t pack(int64_t first, int64_t end) { return static_cast<uint64_t>(first) << 32 | static_cast<uint64_t>(end); }
+int64_t first_of(uint64_t left) { return static_cast<int64_t>(left >> 32); }
+int64_t end_of(uint64_t left) { return static_cast<int64_t>(left & 0xffffffffu); }
+
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads), shares_(static_cast<size_t>(n_threads_)) {
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -56,67 +75,136 @@ ThreadPool::~ThreadPool() {
     for (auto& worker : workers_) worker.join();
 }
 
-void ThreadPool::run_chunk(int index) noexcept {
+// The next piece from the front of this thread's own share.
+bool ThreadPool::claim_piece(int index, int64_t& begin, int64_t& end) {
+    std::atomic<uint64_t>& left = shares_[static_cast<size_t>(index)].left;
+    uint64_t seen = left.load(std::memory_order_relaxed);
+    for (;;) {
+        const int64_t first = first_of(seen), last = end_of(seen);
+        if (first >= last) return false;
+        const int64_t next = std::min(last, first + piece_items_);
+        if (left.compare_exchange_weak(seen, pack(next, last), std::memory_order_relaxed)) {
+            begin = first;
+            end = next;
+            return true;
+        }
+    }
+}
+
+// The back half (rounded up) of the pieces nobody has started in the share with the most
+// left; false when every share has been started to its end.
+bool ThreadPool::take_from_others(int thief, int64_t& begin, int64_t& end) {
+    for (;;) {
+        int victim = -1;
+        uint64_t victim_left = 0;
+        int64_t most = 0;
+        for (int i = 0; i < n_threads_; ++i) {
+            if (i == thief) continue;
+            const uint64_t left = shares_[static_cast<size_t>(i)].left.load(std::memory_order_relaxed);
+            if (end_of(left) - first_of(left) > most) {
+                most = end_of(left) - first_of(left);
+                victim = i;
+                victim_left = left;
+            }
+        }
+        if (victim < 0) return false;
+        const int64_t pieces = (most + piece_items_ - 1) / piece_items_;
+        const int64_t first = first_of(victim_left), last = end_of(victim_left);
+        const int64_t keep_to = first + pieces / 2 * piece_items_;
+        if (shares_[static_cast<size_t>(victim)].left.compare_exchange_strong(victim_left, pack(first, keep_to),
+                                                                              std::memory_order_relaxed)) {
+            begin = keep_to;
+            end = last;
+            return true;
+        }
+    }
+}
+
+void ThreadPool::run_share(int index) noexcept {
     try {
-        const auto [begin, end] = chunk_of(job_items_, n_threads_, index);
-        if (begin < end) (*job_)(index, begin, end);
+        int64_t begin = 0, end = 0;
+        while (claim_piece(index, begin, end)) (*job_)(index, begin, end);
+        while (take_from_others(index, begin, end)) {
+            for (int64_t first = begin; first < end; first += piece_items_) {
+                (*job_)(index, first, std::min(end, first + piece_items_));
+            }
+        }
     } catch (...) {
         std::lock_guard lock(error_mutex_);
         if (!first_error_) first_error_ = std::current_exception();
     }
 }
 
-void ThreadPool::parallel_for(int64_t n_items, const std::function<void(int64_t, int64_t)>& fn) {
-    parallel_for_indexed(n_items, [&fn](int, int64_t begin, int64_t end) { fn(begin, end); });
+void ThreadPool::parallel_for(int64_t n_items, const std::function<void(int64_t, int64_t)>& fn, Split split) {
+    parallel_for_indexed(n_items, [&fn](int, int64_t begin, int64_t end) { fn(begin, end); }, split);
 }
 
-void ThreadPool::parallel_for_indexed(int64_t n_items, const std::function<void(int, int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_for_indexed(int64_t n_items, const std::function<void(int, int64_t, int64_t)>& fn,
+                                      Split split) {
     if (n_items <= 0) return;
     if (n_threads_ == 1 || n_items == 1) {
         fn(0, 0, n_items);
         return;
     }
+    if (n_items > static_cast<int64_t>(0xffffffffu)) {
+        throw std::length_error("parallel_for over " + std::to_string(n_items) + " items: at most 2^32 - 1 are supported");
+    }
     job_ = &fn;
-    job_items_ = n_items;
-    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-    // Both this bump and the sleeper count are sequentially consistent, and a worker counts
-    // itself as sleeping before it checks the generation a last time: either it sees this
-    // job, or this thread sees it sleeping and wakes it (taking the mutex, so that the
-    // notification cannot fall between its check and its wait).
-    generation_.fetch_add(1, std::memory_order_seq_cst);
+    // A piece as long as the whole loop is one per share.
+    piece_items_ = split == Split::pieces ? piece_items_for(n_items / n_threads_) : n_items;
+    for (int i = 0; i < n_threads_; ++i) {
+        const auto [first, end] = share_of(n_items, n_threads_, i);
+        shares_[static_cast<size_t>(i)].left.store(pack(first, end), std::memory_order_relaxed);
+    }
+    ++generation_;
+    // Opening the job and the sleeper count are sequentially consistent, and a worker counts
+    // itself as sleeping before it checks the state a last time: either it sees this job, or
+    // this thread sees it sleeping and wakes it (taking the mutex, so that the notification
+    // cannot fall between its check and its wait).
+    state_.store(generation_ * 2 + 1, std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst) > 0) {
         { std::lock_guard lock(mutex_); }
         wake_.notify_all();
     }
-    run_chunk(0);
-    for (int check = 0; pending_.load(std::memory_order_acquire) != 0; ++check) wait_step(check);
+    run_share(0);
+    // Every piece has been claimed. Closing the job and reading active_ pair with a worker's
+    // joining (active_ first, then the state), all sequentially consistent: either the
+    // worker sees the job closed and leaves without touching it, or this thread sees it
+    // active and waits for it. A worker that has not joined by now is not waited for.
+    state_.store(generation_ * 2, std::memory_order_seq_cst);
+    for (int check = 0; active_.load(std::memory_order_seq_cst) != 0; ++check) wait_step(check);
     job_ = nullptr;
     if (first_error_) std::rethrow_exception(std::exchange(first_error_, nullptr));
 }
 
-// Returns false when the pool is stopping.
+// Waits for a generation after seen_generation and moves seen_generation to it; returns
+// false when the pool is stopping.
 bool ThreadPool::wait_for_job(uint64_t& seen_generation) {
     const auto sleep_at = std::chrono::steady_clock::now() + kYieldUntilSleep;
+    const auto generation_now = [this] { return state_.load(std::memory_order_seq_cst) / 2; };
     for (int check = 0;; ++check) {
         if (stopping_.load(std::memory_order_relaxed)) return false;
-        if (generation_.load(std::memory_order_acquire) != seen_generation) break;
+        if (state_.load(std::memory_order_acquire) / 2 != seen_generation) break;
         wait_step(check);
         if (check >= kPureSpinChecks && std::chrono::steady_clock::now() > sleep_at) {
             std::unique_lock lock(mutex_);
             sleeping_.fetch_add(1, std::memory_order_seq_cst);
-            wake_.wait(lock, [&] { return stopping_.load() || generation_.load(std::memory_order_seq_cst) != seen_generation; });
+            wake_.wait(lock, [&] { return stopping_.load() || generation_now() != seen_generation; });
             sleeping_.fetch_sub(1);
         }
     }
-    seen_generation = generation_.load(std::memory_order_acquire);
+    seen_generation = generation_now();
     return true;
 }
 
 void ThreadPool::worker_loop(int worker_index) {
     uint64_t seen_generation = 0;
     while (wait_for_job(seen_generation)) {
-        run_chunk(worker_index);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+        active_.fetch_add(1, std::memory_order_seq_cst);
+        // Still open: the caller will wait for this worker. Closed, or a later generation: the
+        // job is over (or being set up) and must not be touched.
+        if (state_.load(std::memory_order_seq_cst) == seen_generation * 2 + 1) run_share(worker_index);
+        active_.fetch_sub(1, std::memory_order_release);
     }
 }
 

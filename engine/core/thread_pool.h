@@ -6,6 +6,12 @@
 // threads through the kernel for each one would cost more than some loops take. Workers
 // therefore spin (with a pause instruction) for a short while after each job and only then
 // sleep on a condition variable; the caller spins until its loop is done.
+//
+// Each thread owns one contiguous share of a loop's items, which keeps the weight streams of
+// a matrix product long. A thread whose share is done takes work that nobody has started
+// from the back of another share, so a worker that starts late (its vCPU descheduled,
+// another program on its core) or runs slower no longer makes the caller wait for all of its
+// share; the caller waits only for the work that workers have actually started.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -26,33 +32,57 @@ public:
 
     int size() const { return n_threads_; }
 
-    // Splits [0, n_items) into one contiguous chunk per thread and runs fn(begin, end) on
-    // each; returns when all are done. The first exception thrown is rethrown here. Not
-    // reentrant: fn must not call parallel_for on the same pool.
-    void parallel_for(int64_t n_items, const std::function<void(int64_t, int64_t)>& fn);
-    // The same, also passing the index (0 .. size()-1) of the thread running each chunk, for
-    // per-thread scratch buffers.
-    void parallel_for_indexed(int64_t n_items, const std::function<void(int, int64_t, int64_t)>& fn);
+    // How a loop's items reach fn. `shares`: one call per share (one share per thread),
+    // normally on its own thread. `pieces`: each share cut into a few pieces (whole
+    // multiples of 32 items in long shares), one call per piece, so that a share can be
+    // finished by several threads. Either way the ranges depend only on the item count and
+    // the pool size, never on which thread runs them or when, so results that depend on
+    // where the work is cut are the same from run to run.
+    enum class Split { shares, pieces };
+
+    // Runs fn(begin, end) over disjoint ranges that cover [0, n_items) once, on the pool's
+    // threads; returns when all are done. The first exception thrown is rethrown here. Not
+    // reentrant: fn must not call parallel_for on the same pool. At most 2^32 - 1 items.
+    void parallel_for(int64_t n_items, const std::function<void(int64_t, int64_t)>& fn, Split split = Split::shares);
+    // The same, also passing the index (0 .. size()-1) of the thread running each range, for
+    // per-thread scratch buffers. A thread may run several ranges, one after another: what a
+    // call leaves in its thread's scratch must be added to, not overwritten.
+    void parallel_for_indexed(int64_t n_items, const std::function<void(int, int64_t, int64_t)>& fn,
+                              Split split = Split::shares);
 
     // Physical cores of this machine (logical CPUs when that cannot be determined).
     static int default_thread_count();
 
 private:
     void worker_loop(int worker_index);
-    void run_chunk(int index) noexcept;
+    void run_share(int index) noexcept;
+    bool claim_piece(int index, int64_t& begin, int64_t& end);
+    bool take_from_others(int thief, int64_t& begin, int64_t& end);
     bool wait_for_job(uint64_t& seen_generation);
+
+    // What nobody has started of one thread's share of the current loop, [first, end)
+    // packed in one word (first in the high half), so that the owner's claims from the
+    // front and another thread's from the back are single compare-and-swaps. Each on its
+    // own cache line: the owner claims from its line without disturbing the other threads.
+    struct alignas(64) Share {
+        std::atomic<uint64_t> left{0};
+    };
 
     int n_threads_;
     std::vector<std::thread> workers_;
-    // The job: published by bumping generation_ (release); workers acquire it. What the
-    // caller writes, what the workers poll and what they count down lie on separate cache
-    // lines: a line that both sides write would move between the cores several times per
-    // loop, and a decode step runs a few hundred loops.
+    // The job. What the caller writes, what the workers poll and what they count lie on
+    // separate cache lines: a line that both sides write would move between the cores
+    // several times per loop, and a decode step runs a few hundred loops.
     alignas(64) const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
-    int64_t job_items_ = 0;
+    int64_t piece_items_ = 1;
+    uint64_t generation_ = 0;  // the caller's count of jobs
+    std::vector<Share> shares_;
     std::atomic<bool> stopping_{false};
-    alignas(64) std::atomic<uint64_t> generation_{0};
-    alignas(64) std::atomic<int> pending_{0};
+    // generation * 2 + 1 while a job takes workers, generation * 2 once the caller has closed
+    // it. Workers poll it for a new generation.
+    alignas(64) std::atomic<uint64_t> state_{0};
+    // Workers inside the current job: the caller waits for them after closing it.
+    alignas(64) std::atomic<int> active_{0};
     alignas(64) std::atomic<int> sleeping_{0};
     std::mutex mutex_;
     std::condition_variable wake_;

@@ -90,7 +90,7 @@ WeightStats weight_stats(const float* w, int64_t n, double k_sigma, ThreadPool& 
     pool.parallel_for_indexed(n, [&](int thread, int64_t begin, int64_t end) {
         int64_t beyond = 0;
         for (int64_t i = begin; i < end; ++i) beyond += std::fabs(static_cast<double>(w[i])) > threshold ? 1 : 0;
-        parts[static_cast<size_t>(thread)].beyond = beyond;
+        parts[static_cast<size_t>(thread)].beyond += beyond;
     });
     for (const MomentSums& p : parts) stats.beyond_k_sigma += p.beyond;
     stats.beyond_share = static_cast<double>(stats.beyond_k_sigma) / count;

@@ -44,32 +44,35 @@ private:
     std::thread thread_;
 };
 
-TEST(ThreadPool, CoversEveryItemOnceForEveryThreadCount) {
+TEST(ThreadPool, CoversEveryItemOnceForEveryThreadCountAndSplit) {
+    for (const ThreadPool::Split split : {ThreadPool::Split::shares, ThreadPool::Split::pieces})
     for (int threads = 1; threads <= 4; ++threads) {
         ThreadPool pool(threads);
-        for (int64_t n : {0, 1, 2, 3, 7, 1000}) {
+        for (int64_t n : {0, 1, 2, 3, 7, 63, 64, 1000, 4099}) {
             std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-            std::vector<std::atomic<int>> chunks_per_thread(static_cast<size_t>(threads));
+            std::vector<std::atomic<int>> running(static_cast<size_t>(threads));
             pool.parallel_for_indexed(n, [&](int thread, int64_t begin, int64_t end) {
                 ASSERT_GE(thread, 0);
                 ASSERT_LT(thread, threads);
-                chunks_per_thread[static_cast<size_t>(thread)]++;
+                ASSERT_LT(begin, end);
+                EXPECT_EQ(running[static_cast<size_t>(thread)]++, 0) << "two ranges at once on thread index " << thread;
                 for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
-            });
+                running[static_cast<size_t>(thread)]--;
+            }, split);
             for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << threads << " threads, n " << n;
-            for (auto& c : chunks_per_thread) EXPECT_LE(c.load(), 1) << "a thread index ran two chunks";
         }
     }
 }
 
 // Workers sleep on a condition variable after about 2 ms without work; every job after such
-// a pause must still reach them (the caller runs only its own chunk, so a worker that missed
-// the job would leave its items untouched and the loop unfinished).
+// a pause must still reach them. The caller takes any share that nobody has started once its
+// own is done, so each item lasts long enough (20 ms) for a woken worker to start its own: a
+// worker that missed the job would leave the caller to run two or three of them.
 TEST(ThreadPool, WakesWorkersThatHaveGoneToSleep) {
     const Watchdog watchdog(std::chrono::seconds(60));
     ThreadPool pool(3);
-    for (int round = 0; round < 30; ++round) {
-        std::this_thread::sleep_for(std::chrono::microseconds(round % 2 == 0 ? 3000 : 1500 + 100 * round));
+    for (int round = 0; round < 12; ++round) {
+        std::this_thread::sleep_for(std::chrono::microseconds(round % 2 == 0 ? 3000 : 1500 + 250 * round));
         std::mutex ids_mutex;
         std::set<std::thread::id> ids;
         std::atomic<int64_t> sum{0};
@@ -78,10 +81,11 @@ TEST(ThreadPool, WakesWorkersThatHaveGoneToSleep) {
                 std::lock_guard lock(ids_mutex);
                 ids.insert(std::this_thread::get_id());
             }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
             for (int64_t i = begin; i < end; ++i) sum += i + 1;
         });
         EXPECT_EQ(sum.load(), 6) << "round " << round;
-        EXPECT_EQ(ids.size(), 3u) << "round " << round << ": each chunk runs on its own thread";
+        EXPECT_EQ(ids.size(), 3u) << "round " << round << ": each share runs on its own thread";
     }
 }
 
@@ -98,6 +102,63 @@ TEST(ThreadPool, RunsManyShortJobsBackToBack) {
         });
     }
     for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], 20000 * static_cast<int64_t>(i)) << "item " << i;
+}
+
+// A worker held up in its first piece (here: asleep) leaves the rest of its share to the
+// caller, which would otherwise wait for it with its own share done; the ranges are the same
+// pieces as when nobody is held up.
+TEST(ThreadPool, PiecesOfAWorkerThatIsHeldUpGoToTheCaller) {
+    const Watchdog watchdog(std::chrono::seconds(60));
+    ThreadPool pool(2);
+    const auto run = [&](bool hold_up_worker) {
+        std::mutex ranges_mutex;
+        std::set<std::pair<int64_t, int64_t>> ranges;
+        std::atomic<int64_t> items_by_caller{0};
+        std::atomic<bool> worker_started{false};
+        pool.parallel_for_indexed(2048, [&](int thread, int64_t begin, int64_t end) {
+            if (hold_up_worker && thread == 1 && !worker_started.exchange(true)) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            }
+            if (hold_up_worker && thread == 0) {
+                while (!worker_started) std::this_thread::yield();  // the worker holds its first piece
+            }
+            if (thread == 0) items_by_caller += end - begin;
+            std::lock_guard lock(ranges_mutex);
+            ranges.emplace(begin, end);
+        }, ThreadPool::Split::pieces);
+        return std::make_pair(items_by_caller.load(), ranges);
+    };
+    const auto [caller_items, held_up_ranges] = run(true);
+    // Shares of 1024 items in pieces of 128: the worker ran only the piece it held.
+    EXPECT_EQ(caller_items, 2048 - 128) << "the caller waited for the held-up worker's share";
+    EXPECT_EQ(held_up_ranges.size(), 16u);
+    EXPECT_EQ(held_up_ranges, run(false).second) << "where the work is cut depends on timing";
+}
+
+// With shares, each share is one call (whichever thread runs it), as the callers that depend
+// on where a product is cut expect; a worker that has started its share is waited for.
+TEST(ThreadPool, SharesAreOneCallEachAndAStartedShareIsWaitedFor) {
+    const Watchdog watchdog(std::chrono::seconds(60));
+    ThreadPool pool(2);
+    std::atomic<int> calls{0};
+    pool.parallel_for(2048, [&](int64_t begin, int64_t end) {
+        EXPECT_TRUE((begin == 0 && end == 1024) || (begin == 1024 && end == 2048)) << begin << ".." << end;
+        ++calls;
+    });
+    EXPECT_EQ(calls.load(), 2);
+
+    std::atomic<bool> worker_started{false};
+    std::atomic<bool> worker_done{false};
+    pool.parallel_for_indexed(2, [&](int thread, int64_t, int64_t) {
+        if (thread == 1) {
+            worker_started = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            worker_done = true;
+        } else {
+            while (!worker_started) std::this_thread::yield();
+        }
+    });
+    EXPECT_TRUE(worker_done.load()) << "parallel_for returned while a worker was still running its share";
 }
 
 TEST(ThreadPool, RethrowsAnExceptionAndStaysUsable) {

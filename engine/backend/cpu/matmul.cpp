@@ -238,17 +238,22 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
         total_rows += w.rows;
     }
     if (products.empty()) return;
-    // A static split (one contiguous range of rows per thread) beats handing out chunks from
-    // a shared counter: each thread then streams one long run of weights, which the hardware
-    // prefetchers follow, and no cache line bounces between cores (measured: 120 vs 70-90
-    // tokens/s for Q4_0 decode on a 0.5B model).
+    // Each thread streams its own contiguous share of the rows, front to back (a shared counter
+    // handing out chunks made 70-90 instead of 120 tokens/s for Q4_0 decode on a 0.5B model:
+    // short runs of weights and a cache line bouncing between the cores). Row products run
+    // in the pool's pieces, so a thread done early takes the back of a slower one's share
+    // (Q4_0 decode 6.54 -> 6.23 ms per token). The pieces do not depend on timing, so neither
+    // does any row's result. The tile and half kernels get whole shares: cut into pieces,
+    // Q4_0 pp512 fell from 1195-1201 to 1099-1158 tokens/s.
+    const bool tiled = std::any_of(products.begin(), products.end(),
+                                   [](const PreparedProduct& p) { return p.tile != nullptr || p.half != nullptr; });
     pool.parallel_for(total_rows, [&](int64_t begin, int64_t end) {
         for (const PreparedProduct& p : products) {
             const int64_t first = std::max(begin, p.first_row);
             const int64_t last = std::min(end, p.first_row + p.w->rows);
             if (first < last) multiply_rows(p, n, first - p.first_row, last - p.first_row);
         }
-    });
+    }, tiled ? ThreadPool::Split::shares : ThreadPool::Split::pieces);
 }
 
 }  // namespace inferscope
