@@ -124,7 +124,7 @@ void ThreadPool::run_share(int index) noexcept {
     try {
         int64_t begin = 0, end = 0;
         while (claim_piece(index, begin, end)) (*job_)(index, begin, end);
-        while (take_from_others(index, begin, end)) {
+        while (split_ == Split::pieces && take_from_others(index, begin, end)) {
             for (int64_t first = begin; first < end; first += piece_items_) {
                 (*job_)(index, first, std::min(end, first + piece_items_));
             }
@@ -150,6 +150,7 @@ void ThreadPool::parallel_for_indexed(int64_t n_items, const std::function<void(
         throw std::length_error("parallel_for over " + std::to_string(n_items) + " items: at most 2^32 - 1 are supported");
     }
     job_ = &fn;
+    split_ = split;
     // A piece as long as the whole loop is one per share.
     piece_items_ = split == Split::pieces ? piece_items_for(n_items / n_threads_) : n_items;
     for (int i = 0; i < n_threads_; ++i) {
@@ -167,6 +168,13 @@ void ThreadPool::parallel_for_indexed(int64_t n_items, const std::function<void(
         wake_.notify_all();
     }
     run_share(0);
+    // Shares are each run by their own thread: wait until every worker has claimed its own.
+    for (int i = 1; i < n_threads_; ++i) {
+        const std::atomic<uint64_t>& left = shares_[static_cast<size_t>(i)].left;
+        for (int check = 0; first_of(left.load(std::memory_order_relaxed)) < end_of(left.load(std::memory_order_relaxed)); ++check) {
+            wait_step(check);
+        }
+    }
     // Every piece has been claimed. Closing the job and reading active_ pair with a worker's
     // joining (active_ first, then the state), all sequentially consistent: either the
     // worker sees the job closed and leaves without touching it, or this thread sees it

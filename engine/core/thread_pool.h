@@ -8,10 +8,11 @@
 // sleep on a condition variable; the caller spins until its loop is done.
 //
 // Each thread owns one contiguous share of a loop's items, which keeps the weight streams of
-// a matrix product long. A thread whose share is done takes work that nobody has started
-// from the back of another share, so a worker that starts late (its vCPU descheduled,
-// another program on its core) or runs slower no longer makes the caller wait for all of its
-// share; the caller waits only for the work that workers have actually started.
+// a matrix product long. Cut into pieces (Split::pieces), a share that its thread has not
+// got to can be taken from the back by a thread done with its own, so a worker that starts
+// late (its vCPU descheduled, another program on its core) or runs slower no longer makes
+// the caller wait for all of its share; the caller then waits only for the pieces that
+// workers have started.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -32,12 +33,13 @@ public:
 
     int size() const { return n_threads_; }
 
-    // How a loop's items reach fn. `shares`: one call per share (one share per thread),
-    // normally on its own thread. `pieces`: each share cut into a few pieces (whole
-    // multiples of 32 items in long shares), one call per piece, so that a share can be
-    // finished by several threads. Either way the ranges depend only on the item count and
-    // the pool size, never on which thread runs them or when, so results that depend on
-    // where the work is cut are the same from run to run.
+    // How a loop's items reach fn. `shares`: one call per thread, over its own share, as
+    // per-thread partial results (sums reduced afterwards) need to stay the same from run to
+    // run. `pieces`: each share cut into a few pieces (whole multiples of 32 items in long
+    // shares), one call per piece; a thread done with its own share takes the unstarted
+    // back half of another's. The pieces depend only on the item count and the pool size,
+    // so results that depend on where the work is cut stay the same, but which thread runs
+    // a piece depends on timing.
     enum class Split { shares, pieces };
 
     // Runs fn(begin, end) over disjoint ranges that cover [0, n_items) once, on the pool's
@@ -45,8 +47,8 @@ public:
     // reentrant: fn must not call parallel_for on the same pool. At most 2^32 - 1 items.
     void parallel_for(int64_t n_items, const std::function<void(int64_t, int64_t)>& fn, Split split = Split::shares);
     // The same, also passing the index (0 .. size()-1) of the thread running each range, for
-    // per-thread scratch buffers. A thread may run several ranges, one after another: what a
-    // call leaves in its thread's scratch must be added to, not overwritten.
+    // per-thread scratch buffers. With pieces a thread may run several ranges, one after
+    // another.
     void parallel_for_indexed(int64_t n_items, const std::function<void(int, int64_t, int64_t)>& fn,
                               Split split = Split::shares);
 
@@ -75,6 +77,7 @@ private:
     // several times per loop, and a decode step runs a few hundred loops.
     alignas(64) const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
     int64_t piece_items_ = 1;
+    Split split_ = Split::shares;
     uint64_t generation_ = 0;  // the caller's count of jobs
     std::vector<Share> shares_;
     std::atomic<bool> stopping_{false};
