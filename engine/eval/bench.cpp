@@ -144,15 +144,23 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
     }
     const uint64_t kv_bytes_per_position = session.kv_cache().layout().bytes_per_token();
     std::mt19937 rng(1234);
-    for (BenchResult& t : tests) {
-        for (int r = 0; r <= options.repetitions; ++r) {
-            const bool timed = r > 0;  // run 0 is the warm-up
+    // Round r runs every test once (round 0 is the warm-up), so that a slow minute on a shared
+    // machine falls on all the tests alike and their ratios (such as the loss at depth) hold.
+    for (int r = 0; r <= options.repetitions; ++r) {
+        const bool timed = r > 0;
+        for (BenchResult& t : tests) {
             if (timed && t.n_generate > 0 && run_probe) {
                 t.bandwidth_per_run.push_back(read_bandwidth(*run_probe, kRunBandwidthPasses).bytes_per_second);
             }
             const double tps = run_once(session, t, options.ubatch, rng);
             if (timed) t.tokens_per_s.push_back(tps);
+            if (options.on_progress) {
+                options.on_progress(t.test + (timed ? " run " + std::to_string(r) + "/" + std::to_string(options.repetitions)
+                                                    : std::string(" warm-up")));
+            }
         }
+    }
+    for (BenchResult& t : tests) {
         summarize(t);
         if (t.n_generate > 0) {
             // The average step reads the weights and the cache at its depth plus half the test.
@@ -160,7 +168,6 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
                                 kv_bytes_per_position * static_cast<uint64_t>(t.depth + t.n_generate / 2);
             set_floor(t, report);
         }
-        if (options.on_progress) options.on_progress(t.test);
         report.results.push_back(t);
     }
     return report;

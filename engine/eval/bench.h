@@ -33,7 +33,7 @@ struct BenchOptions {
     // A given bandwidth for the floor instead of measuring host RAM (a GPU's memory
     // bandwidth when the backend runs there); 0: measure when measure_bandwidth is set.
     double given_bandwidth_bytes_per_s = 0;
-    std::function<void(const std::string&)> on_progress;  // a line per finished test
+    std::function<void(const std::string&)> on_progress;  // a line per finished run ("tg128 run 2/5", "... warm-up")
 };
 
 struct BenchResult {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -21,7 +22,7 @@ TEST(Bench, WeightBytesPerTokenCountEveryMatrixOnce) {
     EXPECT_EQ(weight_bytes_read_per_token(*model), c.n_layer * per_layer + 300 * 64 * 4);
 }
 
-TEST(Bench, RunsEveryTestAtEveryDepth) {
+TEST(Bench, RunsEveryTestAtEveryDepthInInterleavedRounds) {
     const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
     InferenceSession session(model, testing::test_session_options(KvDtype::F16, 64));
     BenchOptions options;
@@ -30,7 +31,15 @@ TEST(Bench, RunsEveryTestAtEveryDepth) {
     options.depths = {0, 32};
     options.repetitions = 2;
     options.measure_bandwidth = false;
+    std::vector<std::string> runs;
+    options.on_progress = [&](const std::string& run) { runs.push_back(run); };
     const BenchReport report = run_bench(session, options);
+    // Rounds over all the tests: warm-ups first, then the first timed run of each, ...
+    const std::vector<std::string> expected_runs = {
+        "pp16 warm-up",   "tg8 warm-up",   "pp16 @ d32 warm-up",   "tg8 @ d32 warm-up",
+        "pp16 run 1/2",   "tg8 run 1/2",   "pp16 @ d32 run 1/2",   "tg8 @ d32 run 1/2",
+        "pp16 run 2/2",   "tg8 run 2/2",   "pp16 @ d32 run 2/2",   "tg8 @ d32 run 2/2"};
+    EXPECT_EQ(runs, expected_runs);
     ASSERT_EQ(report.results.size(), 4u);
     const char* names[] = {"pp16", "tg8", "pp16 @ d32", "tg8 @ d32"};
     for (size_t i = 0; i < 4; ++i) {
