@@ -73,7 +73,10 @@ TEST(KvBlockPool, FreedBlocksGoToTheBackOfTheQueueTailFirst) {
     EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{3, 4, 2, 1, 0}));
     pool.add_sequence(8);
     pool.append(8, tokens(10, 900));
-    EXPECT_EQ(table(pool, 8), (std::vector<int32_t>{3, 4, 2}));
+    // the queue's first three (3, 4, 2), placed in ascending order: a sequence's blocks then
+    // lie forwards in memory, the direction the attention kernels walk fastest
+    EXPECT_EQ(table(pool, 8), (std::vector<int32_t>{2, 3, 4}));
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{1, 0}));
 }
 
 TEST(KvBlockPool, CommittedFullBlocksFormAHashChain) {
@@ -143,7 +146,7 @@ TEST(KvBlockPool, FreedCachedBlocksStayFindableUntilEvicted) {
     // Other work takes blocks from the front: 2 and 3 first, then block 1 is evicted.
     pool.add_sequence(2);
     pool.append(2, tokens(12, 700));
-    EXPECT_EQ(table(pool, 2), (std::vector<int32_t>{2, 3, 1}));
+    EXPECT_EQ(table(pool, 2), (std::vector<int32_t>{1, 2, 3}));  // 2, 3, 1 from the queue, ascending
     EXPECT_FALSE(pool.block_hash(1).has_value());
     EXPECT_TRUE(pool.block_hash(0).has_value());
     EXPECT_EQ(pool.cached_block_count(), 1);
