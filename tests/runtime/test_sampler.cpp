@@ -17,6 +17,16 @@ SamplingParams greedy() {
     return p;
 }
 
+// Sampling at `temperature` with top-k, top-p and min-p off.
+SamplingParams untruncated(float temperature) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    return p;
+}
+
 TEST(Sampler, GreedyTakesTheArgmaxAndTheLowestIdOnTies) {
     Sampler s(greedy());
     const std::vector<float> logits = {0.1f, 3.0f, -2.0f, 3.0f};
@@ -42,11 +52,8 @@ TEST(Sampler, ArgmaxOfLongRowsIsTheFirstLargest) {
 }
 
 TEST(Sampler, TopKKeepsTheKHighestAndTheLowestIdsAmongEquals) {
-    SamplingParams p;
-    p.temperature = 1.0f;
+    SamplingParams p = untruncated(1.0f);
     p.top_k = 5;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
     // 40 tokens of logits 0, 1, 2, 3 in turn: the five best are the first five tokens of logit
     // 3 (ids 3, 7, 11, 15, 19); every later token of logit 3 ties with them and loses on its id.
     std::vector<float> logits(40);
@@ -82,10 +89,7 @@ TEST(Sampler, TopKOfOneIsGreedyAtAnyTemperature) {
 }
 
 TEST(Sampler, MinPAndTopPCutTheTail) {
-    SamplingParams p;
-    p.temperature = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
+    SamplingParams p = untruncated(1.0f);
     p.min_p = 0.5f;  // keeps tokens with p >= 0.5 * p_max
     Sampler s(p);
     const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
@@ -102,11 +106,7 @@ TEST(Sampler, MinPAndTopPCutTheTail) {
 }
 
 TEST(Sampler, SameSeedSameTokensAndFrequenciesFollowTheSoftmax) {
-    SamplingParams p;
-    p.temperature = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
+    SamplingParams p = untruncated(1.0f);
     p.seed = 1234;
     const std::vector<float> logits = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
     Sampler a(p), b(p);
