@@ -38,9 +38,9 @@ inline void wait_step(int check) {
 // Pieces per share: few enough that each is a long run (a row product's prefetches run on
 // from one piece into the next), enough that a late or slow thread leaves work to take.
 constexpr int64_t kPiecesPerShare = 8;
-// Pieces are whole multiples of this many items once shares are long enough: the row and
-// tile kernels take their rows 8 or 16 at a time, and a piece that splits a group runs its
-// last rows through the narrower kernels.
+// Pieces are whole multiples of this many items once shares are long enough: the row
+// kernels take their rows 8 at a time, and a piece that splits a group runs its last rows
+// through the narrower kernels.
 constexpr int64_t kPieceAlign = 32;
 
 std::pair<int64_t, int64_t> share_of(int64_t n_items, int n_shares, int index) {
@@ -168,12 +168,14 @@ void ThreadPool::parallel_for_indexed(int64_t n_items, const std::function<void(
         wake_.notify_all();
     }
     run_share(0);
-    // Shares are each run by their own thread: wait until every worker has claimed its own.
+    // With shares every worker runs its own: wait until each has claimed it. (With pieces,
+    // run_share has already taken whatever nobody had.)
+    const auto unclaimed = [this](int index) {
+        const uint64_t left = shares_[static_cast<size_t>(index)].left.load(std::memory_order_relaxed);
+        return first_of(left) < end_of(left);
+    };
     for (int i = 1; i < n_threads_; ++i) {
-        const std::atomic<uint64_t>& left = shares_[static_cast<size_t>(i)].left;
-        for (int check = 0; first_of(left.load(std::memory_order_relaxed)) < end_of(left.load(std::memory_order_relaxed)); ++check) {
-            wait_step(check);
-        }
+        for (int check = 0; unclaimed(i); ++check) wait_step(check);
     }
     // Every piece has been claimed. Closing the job and reading active_ pair with a worker's
     // joining (active_ first, then the state), all sequentially consistent: either the

@@ -45,21 +45,24 @@ private:
 };
 
 TEST(ThreadPool, CoversEveryItemOnceForEveryThreadCountAndSplit) {
-    for (const ThreadPool::Split split : {ThreadPool::Split::shares, ThreadPool::Split::pieces})
-    for (int threads = 1; threads <= 4; ++threads) {
-        ThreadPool pool(threads);
-        for (int64_t n : {0, 1, 2, 3, 7, 63, 64, 1000, 4099}) {
-            std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-            std::vector<std::atomic<int>> running(static_cast<size_t>(threads));
-            pool.parallel_for_indexed(n, [&](int thread, int64_t begin, int64_t end) {
-                ASSERT_GE(thread, 0);
-                ASSERT_LT(thread, threads);
-                ASSERT_LT(begin, end);
-                EXPECT_EQ(running[static_cast<size_t>(thread)]++, 0) << "two ranges at once on thread index " << thread;
-                for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
-                running[static_cast<size_t>(thread)]--;
-            }, split);
-            for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << threads << " threads, n " << n;
+    for (const ThreadPool::Split split : {ThreadPool::Split::shares, ThreadPool::Split::pieces}) {
+        for (int threads = 1; threads <= 4; ++threads) {
+            ThreadPool pool(threads);
+            for (int64_t n : {0, 1, 2, 3, 7, 63, 64, 1000, 4099}) {
+                std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+                std::vector<std::atomic<int>> running(static_cast<size_t>(threads));
+                pool.parallel_for_indexed(n, [&](int thread, int64_t begin, int64_t end) {
+                    ASSERT_GE(thread, 0);
+                    ASSERT_LT(thread, threads);
+                    ASSERT_LT(begin, end);
+                    EXPECT_EQ(running[static_cast<size_t>(thread)]++, 0) << "two ranges at once on thread index " << thread;
+                    for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)]++;
+                    running[static_cast<size_t>(thread)]--;
+                }, split);
+                for (int64_t i = 0; i < n; ++i) {
+                    EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << threads << " threads, n " << n;
+                }
+            }
         }
     }
 }
