@@ -75,43 +75,31 @@ std::span<const float> Sampler::penalized(std::span<const float> logits, std::sp
     return penalized_;
 }
 
-namespace {
-
-// The order candidates are ranked in: higher logit first, the lower id among equals.
-bool ranks_above(float logit_a, TokenId id_a, float logit_b, TokenId id_b) {
-    return logit_a != logit_b ? logit_a > logit_b : id_a < id_b;
-}
-
-}  // namespace
+bool Sampler::ranks_above(const Candidate& a, const Candidate& b) { return a.logit != b.logit ? a.logit > b.logit : a.id < b.id; }
 
 // With top-k on, only the k best tokens can survive truncation, so they are picked in one
 // pass that keeps them in a heap (a full candidate list of the vocabulary, partially sorted,
-// took 0.23 ms per token over 152k logits). Ordered by `stronger`, the heap's front is the
+// took 0.23 ms per token over 152k logits). Ordered by ranks_above, the heap's front is the
 // weakest token kept.
 void Sampler::gather_candidates(std::span<const float> scores) {
-    const auto stronger = [](const Candidate& a, const Candidate& b) { return ranks_above(a.logit, a.id, b.logit, b.id); };
     const size_t keep = params_.top_k > 0 ? std::min(scores.size(), static_cast<size_t>(params_.top_k)) : scores.size();
     candidates_.resize(keep);
     for (size_t i = 0; i < keep; ++i) candidates_[i] = {static_cast<TokenId>(i), scores[i], 0.0f};
     if (keep == scores.size()) return;
-    std::make_heap(candidates_.begin(), candidates_.end(), stronger);
+    std::make_heap(candidates_.begin(), candidates_.end(), ranks_above);
     for (size_t i = keep; i < scores.size(); ++i) {
         // A later token ties below every kept one, so only a strictly higher logit enters.
         if (!(scores[i] > candidates_.front().logit)) continue;
-        std::pop_heap(candidates_.begin(), candidates_.end(), stronger);
+        std::pop_heap(candidates_.begin(), candidates_.end(), ranks_above);
         candidates_.back() = {static_cast<TokenId>(i), scores[i], 0.0f};
-        std::push_heap(candidates_.begin(), candidates_.end(), stronger);
+        std::push_heap(candidates_.begin(), candidates_.end(), ranks_above);
     }
 }
 
-// Sorts candidates by logit and keeps those that pass top-k, top-p and min-p, with
-// probabilities from the untempered softmax.
+// Sorts the candidates (top-k already applied by gather_candidates) and keeps those that
+// pass top-p and min-p, with probabilities from the untempered softmax.
 void Sampler::truncate(std::vector<Candidate>& candidates) const {
-    const auto by_logit = [](const Candidate& a, const Candidate& b) { return ranks_above(a.logit, a.id, b.logit, b.id); };
-    size_t keep = candidates.size();
-    if (params_.top_k > 0) keep = std::min(keep, static_cast<size_t>(params_.top_k));
-    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), candidates.end(), by_logit);
-    candidates.resize(keep);
+    std::sort(candidates.begin(), candidates.end(), ranks_above);
 
     const float max_logit = candidates.front().logit;
     double sum = 0.0;

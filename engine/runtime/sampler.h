@@ -43,6 +43,8 @@ private:
     // Fills candidates_ with the tokens top-k keeps (all of them when top-k is off), unsorted.
     void gather_candidates(std::span<const float> scores);
     void truncate(std::vector<Candidate>& candidates) const;
+    // The order candidates are ranked in: higher logit first, the lower id among equals.
+    static bool ranks_above(const Candidate& a, const Candidate& b);
 
     SamplingParams params_;
     std::mt19937_64 rng_;

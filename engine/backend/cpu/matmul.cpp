@@ -245,15 +245,15 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
     // (Q4_0 decode 6.54 -> 6.23 ms per token). The pieces do not depend on timing, so neither
     // does any row's result. The tile and half kernels get whole shares: cut into pieces,
     // Q4_0 pp512 fell from 1195-1201 to 1099-1158 tokens/s.
-    const bool tiled = std::any_of(products.begin(), products.end(),
-                                   [](const PreparedProduct& p) { return p.tile != nullptr || p.half != nullptr; });
+    const bool tile_or_half = std::any_of(products.begin(), products.end(),
+                                          [](const PreparedProduct& p) { return p.tile != nullptr || p.half != nullptr; });
     pool.parallel_for(total_rows, [&](int64_t begin, int64_t end) {
         for (const PreparedProduct& p : products) {
             const int64_t first = std::max(begin, p.first_row);
             const int64_t last = std::min(end, p.first_row + p.w->rows);
             if (first < last) multiply_rows(p, n, first - p.first_row, last - p.first_row);
         }
-    }, tiled ? ThreadPool::Split::shares : ThreadPool::Split::pieces);
+    }, tile_or_half ? ThreadPool::Split::shares : ThreadPool::Split::pieces);
 }
 
 }  // namespace inferscope
