@@ -81,6 +81,25 @@ std::string supported_weight_type_names() {
     return names;
 }
 
+std::optional<uint32_t> llama_file_type(GgmlType weights) {
+    switch (weights) {
+        case GgmlType::F32: return 0;
+        case GgmlType::F16: return 1;
+        case GgmlType::Q4_0: return 2;
+        case GgmlType::Q4_1: return 3;
+        case GgmlType::Q8_0: return 7;
+        case GgmlType::Q5_0: return 8;
+        case GgmlType::Q5_1: return 9;
+        case GgmlType::Q2_K: return 10;
+        case GgmlType::Q3_K: return 11;
+        case GgmlType::Q4_K: return 14;
+        case GgmlType::Q5_K: return 16;
+        case GgmlType::Q6_K: return 18;
+        case GgmlType::BF16: return 32;
+        default: return std::nullopt;
+    }
+}
+
 uint64_t ggml_row_bytes(GgmlType type, uint64_t elements) {
     const auto& traits = ggml_type_traits(type);
     return elements / traits.block_elements * traits.block_bytes;

@@ -34,6 +34,10 @@ std::optional<GgmlType> ggml_type_from_name(std::string_view name);  // "Q4_K", 
 // Comma-separated names of the types the engine computes with, for error messages.
 std::string supported_weight_type_names();
 
+// llama.cpp's general.file_type (llama_ftype) for a file whose 2-D weights are all of type
+// `weights`: the K-quants map to their "_S" mixes. nullopt where llama.cpp has no such value.
+std::optional<uint32_t> llama_file_type(GgmlType weights);
+
 // Bytes of a row of `elements` values; the caller guarantees elements % block_elements == 0.
 uint64_t ggml_row_bytes(GgmlType type, uint64_t elements);
 

@@ -25,13 +25,7 @@ uint32_t llama_file_type(const QuantScheme& scheme) {
     if (scheme.family != SchemeFamily::Gguf) {
         throw InvalidArgument(scheme.name() + " has no GGUF type; only q8_0, q4_0, q4_k and q6_k can be written as GGUF");
     }
-    switch (scheme.gguf_type) {
-        case GgmlType::Q8_0: return 7;
-        case GgmlType::Q4_0: return 2;
-        case GgmlType::Q4_K: return 14;
-        case GgmlType::Q6_K: return 18;
-        default: break;
-    }
+    if (const auto file_type = llama_file_type(scheme.gguf_type)) return *file_type;
     throw InvalidArgument("no llama.cpp file type for " + scheme.name());
 }
 

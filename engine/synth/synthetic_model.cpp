@@ -189,7 +189,7 @@ void add_metadata(GgufWriter& w, const SyntheticModelSpec& s) {
     const std::string a = s.architecture + ".";
     w.set("general.architecture", GgufValue::string(s.architecture));
     w.set("general.name", GgufValue::string(s.name));
-    w.set("general.file_type", GgufValue::u32(s.dtype == GgmlType::F32 ? 0 : s.dtype == GgmlType::F16 ? 1 : 7));
+    if (const auto file_type = llama_file_type(s.dtype)) w.set("general.file_type", GgufValue::u32(*file_type));
     w.set("inferscope.synthetic", GgufValue::boolean(true));
     w.set("inferscope.synthetic.seed", GgufValue::u64(s.seed));
     w.set(a + "block_count", GgufValue::u32(static_cast<uint32_t>(s.n_layer)));
