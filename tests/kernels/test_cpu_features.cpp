@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -46,6 +47,29 @@ TEST(CpuFeatures, AgreeWithTheKernelsFlagsInProcCpuinfo) {
 TEST(CpuFeatures, ActiveFamilyIsOneTheCpuSupports) {
     EXPECT_TRUE(cpu_supports(active_cpu_isa()));
     EXPECT_TRUE(cpu_supports(CpuIsa::Scalar));
+}
+
+// The vendor from CPUID leaf 0 against the kernel's "vendor_id" line.
+TEST(CpuFeatures, VendorAgreesWithProcCpuinfo) {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    bool found = false;
+    while (!found && std::getline(in, line)) found = line.rfind("vendor_id", 0) == 0;
+    if (!found) GTEST_SKIP() << "/proc/cpuinfo has no vendor_id line on this system";
+    EXPECT_EQ(cpu_features().intel, line.find("GenuineIntel") != std::string::npos) << line;
+}
+
+// Without INFERSCOPE_PREFETCH the level follows the vendor; with it, the named level.
+TEST(CpuFeatures, PrefetchLevelFollowsVendorOrEnvironment) {
+    EXPECT_EQ(prefetch_level_name(PrefetchLevel::L1), "l1");
+    EXPECT_EQ(prefetch_level_name(PrefetchLevel::L2), "l2");
+    const char* requested = std::getenv("INFERSCOPE_PREFETCH");
+    const std::string name = requested == nullptr ? "" : requested;
+    if (name == "l1" || name == "l2") {
+        EXPECT_EQ(prefetch_level_name(active_prefetch_level()), name);
+    } else {
+        EXPECT_EQ(active_prefetch_level(), cpu_features().intel ? PrefetchLevel::L2 : PrefetchLevel::L1);
+    }
 }
 
 }  // namespace

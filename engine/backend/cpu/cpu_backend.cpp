@@ -40,9 +40,14 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     openblas_set_num_threads(1);
 }
 
+// Names what decides speed: threads, kernel family, and (for AVX-512, the only family that
+// has a choice) where the 4-bit kernels prefetch.
 std::string CpuBackend::name() const {
+    const CpuIsa isa = active_cpu_isa();
+    const std::string prefetch =
+        isa == CpuIsa::Avx512 ? ", 4-bit prefetch " + std::string(prefetch_level_name(active_prefetch_level())) : "";
     return "CPU (" + std::to_string(pool_.size()) + (pool_.size() == 1 ? " thread, " : " threads, ") +
-           std::string(cpu_isa_name(active_cpu_isa())) + ")";
+           std::string(cpu_isa_name(isa)) + prefetch + ")";
 }
 
 void CpuBackend::allocate_kv(const KvLayout& layout) {

@@ -28,6 +28,8 @@ CpuFeatures detect() {
     CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(0, 0, &eax, &ebx, &ecx, &edx) == 0) return f;
+    f.intel = ebx == 0x756e6547 && edx == 0x49656e69 && ecx == 0x6c65746e;  // "Genu" "ineI" "ntel"
     if (__get_cpuid_count(1, 0, &eax, &ebx, &ecx, &edx) == 0) return f;
     const bool os_saves_ymm = bit(ecx, 27) && (enabled_register_state() & 0x6) == 0x6;  // OSXSAVE; SSE+AVX state
     if (!os_saves_ymm) return f;
@@ -81,6 +83,18 @@ CpuIsa choose() {
     return wanted;
 }
 
+PrefetchLevel choose_prefetch_level() {
+    const PrefetchLevel vendor_default = cpu_features().intel ? PrefetchLevel::L2 : PrefetchLevel::L1;
+    const char* requested = std::getenv("INFERSCOPE_PREFETCH");
+    if (requested == nullptr || *requested == '\0') return vendor_default;
+    const std::string name(requested);
+    if (name == "l1") return PrefetchLevel::L1;
+    if (name == "l2") return PrefetchLevel::L2;
+    std::fprintf(stderr, "warning: INFERSCOPE_PREFETCH=%s is not one of l1, l2; using %s\n", requested,
+                 prefetch_level_name(vendor_default).data());
+    return vendor_default;
+}
+
 }  // namespace
 
 const CpuFeatures& cpu_features() {
@@ -111,5 +125,12 @@ std::string_view cpu_isa_name(CpuIsa isa) {
     }
     return "unknown";
 }
+
+PrefetchLevel active_prefetch_level() {
+    static const PrefetchLevel level = choose_prefetch_level();
+    return level;
+}
+
+std::string_view prefetch_level_name(PrefetchLevel level) { return level == PrefetchLevel::L2 ? "l2" : "l1"; }
 
 }  // namespace inferscope

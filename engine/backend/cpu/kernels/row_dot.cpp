@@ -81,7 +81,7 @@ RowDotKernels row_dot_kernels(GgmlType weight_type, CpuIsa isa) {
     RowDotKernels avx2 = simd::avx2_row_dot_kernels(weight_type);
     fill_missing(avx2, scalar);
     if (isa == CpuIsa::Avx2) return avx2;
-    RowDotKernels avx512 = simd::avx512_row_dot_kernels(weight_type);
+    RowDotKernels avx512 = simd::avx512_row_dot_kernels(weight_type, active_prefetch_level());
     fill_missing(avx512, avx2);
     return avx512;
 }

@@ -37,7 +37,8 @@ RowDotKernels row_dot_kernels(GgmlType weight_type, CpuIsa isa);
 namespace simd {
 // Per-family tables, defined in row_dot_<isa>.cpp: null members are "not provided".
 RowDotKernels avx2_row_dot_kernels(GgmlType weight_type);
-RowDotKernels avx512_row_dot_kernels(GgmlType weight_type);
+// `prefetch`: see active_prefetch_level (the kernels compute the same either way).
+RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetch);
 }  // namespace simd
 
 }  // namespace inferscope
