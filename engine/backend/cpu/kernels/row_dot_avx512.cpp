@@ -121,10 +121,15 @@ inline __m512i word_groups(int first, int shift) {
 // that follow it.
 constexpr int64_t kAhead = 4096;
 
-template <int64_t Bytes, _mm_hint Hint = _MM_HINT_T0>
+// Where prefetch_span requests the lines, as __builtin_prefetch's locality (GCC and clang
+// emit prefetcht0 for 3 and prefetcht1 for 2; clang has no _mm_hint type to template on).
+constexpr int kIntoL1 = 3;
+constexpr int kIntoL2 = 2;
+
+template <int64_t Bytes, int Locality = kIntoL1>
 inline void prefetch_span(const uint8_t* p) {
     // Addresses at most 64 bytes apart over the step: every line of the stream is touched.
-    for (int64_t o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), Hint);
+    for (int64_t o = 0; o < Bytes; o += 64) __builtin_prefetch(p + o, 0, Locality);
 }
 
 inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
@@ -575,8 +580,8 @@ struct Q4_1Quad {  // q in 0..15 (value d*q + m)
 };
 
 // sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x for Q4_1], eight blocks per step (two
-// registers of four). Hint: where the weights are prefetched (active_prefetch_level).
-template <class Quad, _mm_hint Hint>
+// registers of four). Locality: where the weights are prefetched (active_prefetch_level).
+template <class Quad, int Locality>
 struct QuadRows {
     static constexpr int64_t kW = Quad::kW, kX = Quad::kX;
     // 1 KiB ahead in each row of the FFN down product (2736 bytes), still two groups ahead
@@ -610,7 +615,7 @@ struct QuadRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
-                prefetch_span<8 * kW, Hint>(wb + pf);
+                prefetch_span<8 * kW, Locality>(wb + pf);
                 const __m512i s0 = Quad::template sum<kW>(wb, init0, xlo0, xhi0);
                 const __m512i s1 = Quad::template sum<kW>(wb + 4 * kW, init1, xlo1, xhi1);
                 __m512 p;
@@ -638,7 +643,7 @@ struct QuadRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
-                prefetch_span<4 * kW, Hint>(wb + pf);
+                prefetch_span<4 * kW, Locality>(wb + pf);
                 const __m512i s = Quad::template sum<kW>(wb, init, xlo, xhi);
                 __m512 p;
                 if constexpr (Quad::kMin) {
@@ -1049,10 +1054,10 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
 RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetch) {
     if (!cpu_features().avx512vnni) return {};  // this family is AVX-512 F/BW/VL + VNNI
     const bool to_l2 = prefetch == PrefetchLevel::L2;
-    using Q4_0RowsL1 = QuadRows<Q4_0Quad, _MM_HINT_T0>;
-    using Q4_0RowsL2 = QuadRows<Q4_0Quad, _MM_HINT_T1>;
-    using Q4_1RowsL1 = QuadRows<Q4_1Quad, _MM_HINT_T0>;
-    using Q4_1RowsL2 = QuadRows<Q4_1Quad, _MM_HINT_T1>;
+    using Q4_0RowsL1 = QuadRows<Q4_0Quad, kIntoL1>;
+    using Q4_0RowsL2 = QuadRows<Q4_0Quad, kIntoL2>;
+    using Q4_1RowsL1 = QuadRows<Q4_1Quad, kIntoL1>;
+    using Q4_1RowsL2 = QuadRows<Q4_1Quad, kIntoL2>;
     switch (weight_type) {
 #define INFERSCOPE_ROWS(K) &dot_row<K>, &dot_rows<K>
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_ROWS(HalvesRows<false>)};
