@@ -121,19 +121,21 @@ inline __m512i word_groups(int first, int shift) {
 // that follow it.
 constexpr int64_t kAhead = 4096;
 
-// Where prefetch_span requests the lines, as __builtin_prefetch's locality (GCC and clang
-// emit prefetcht0 for 3 and prefetcht1 for 2; clang has no _mm_hint type to template on).
+// Where a kernel's prefetches put the lines (its kLocality), as __builtin_prefetch's
+// locality: GCC and clang emit prefetcht0 for 3 and prefetcht1 for 2 (clang has no _mm_hint
+// type to template on).
 constexpr int kIntoL1 = 3;
 constexpr int kIntoL2 = 2;
 
-template <int64_t Bytes, int Locality = kIntoL1>
+template <int64_t Bytes, int Locality>
 inline void prefetch_span(const uint8_t* p) {
     // Addresses at most 64 bytes apart over the step: every line of the stream is touched.
     for (int64_t o = 0; o < Bytes; o += 64) __builtin_prefetch(p + o, 0, Locality);
 }
 
+template <int Locality>
 inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
-    for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, Locality);
 }
 
 // Where the prefetches of R rows read in step (row r at w + r*row_bytes, all at the same
@@ -198,9 +200,9 @@ void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, c
         const Ahead ahead = Ahead::group(row_bytes, kGroup, K::kAheadBytes);
         // The steps prefetch from `near` bytes ahead on: start the lines before that now.
         if (ahead.spill_at == INT64_MAX) {
-            prefetch_lines(w, ahead.near < static_cast<int64_t>(row_bytes) * n_rows ? ahead.near : static_cast<int64_t>(row_bytes) * n_rows);
+            prefetch_lines<K::kLocality>(w, ahead.near < static_cast<int64_t>(row_bytes) * n_rows ? ahead.near : static_cast<int64_t>(row_bytes) * n_rows);
         } else {
-            for (int g = 0; g < kGroup; ++g) prefetch_lines(w + g * row_bytes, ahead.near);
+            for (int g = 0; g < kGroup; ++g) prefetch_lines<K::kLocality>(w + g * row_bytes, ahead.near);
         }
         for (; r + kGroup <= n_rows; r += kGroup) {
             K::template rows<kGroup>(n, w + static_cast<uint64_t>(r) * row_bytes, row_bytes, x, out + r, ahead);
@@ -312,6 +314,7 @@ inline __m512 halves_masked(const uint8_t* p, __mmask16 m) {
 template <bool BF16>
 struct HalvesRows {
     static constexpr int64_t kAheadBytes = kAhead;
+    static constexpr int kLocality = kIntoL1;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
         constexpr int kAcc = R > 4 ? 2 : 4;
@@ -330,7 +333,7 @@ struct HalvesRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wi = w + r * rb + 2 * i;
-                prefetch_span<128>(wi + pf);
+                prefetch_span<128, kLocality>(wi + pf);
                 acc[r][0] = _mm512_fmadd_ps(halves16<BF16>(wi), x0, acc[r][0]);
                 acc[r][1] = _mm512_fmadd_ps(halves16<BF16>(wi + 32), x1, acc[r][1]);
                 acc[r][2 % kAcc] = _mm512_fmadd_ps(halves16<BF16>(wi + 64), x2, acc[r][2 % kAcc]);
@@ -439,6 +442,7 @@ struct PairRows {
     // 11.88 (4096), 10.81 (8192), 10.93 (16384), 10.98 (32768); on a slower machine state
     // 16.80 (8192) against 16.53 (16384).
     static constexpr int64_t kAheadBytes = kW == kQ8_0 ? 16384 : kAhead;
+    static constexpr int kLocality = kIntoL1;  // into L2, Q8_0 decode was slower on an Intel Xeon
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
         const int64_t nb = n / 32;
@@ -470,7 +474,7 @@ struct PairRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
-                prefetch_span<4 * kW>(wb + pf);
+                prefetch_span<4 * kW, kLocality>(wb + pf);
                 const __m512i s01 = Pair::sum(wb, wb + kW, init01, qx01);
                 const __m512i s23 = Pair::sum(wb + 2 * kW, wb + 3 * kW, init23, qx23);
                 __m256 p;
@@ -588,6 +592,7 @@ struct QuadRows {
     // for rows of 896 columns: decode of a 0.5B Q4_0 model, median ms per step (8 x 64 steps,
     // alternating builds), 6.18 -> 5.96 and 6.15 -> 5.95 against 4096.
     static constexpr int64_t kAheadBytes = 8192;
+    static constexpr int kLocality = Locality;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
         const int64_t nb = n / 32;
@@ -615,7 +620,7 @@ struct QuadRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
-                prefetch_span<8 * kW, Locality>(wb + pf);
+                prefetch_span<8 * kW, kLocality>(wb + pf);
                 const __m512i s0 = Quad::template sum<kW>(wb, init0, xlo0, xhi0);
                 const __m512i s1 = Quad::template sum<kW>(wb + 4 * kW, init1, xlo1, xhi1);
                 __m512 p;
@@ -643,7 +648,7 @@ struct QuadRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
-                prefetch_span<4 * kW, Locality>(wb + pf);
+                prefetch_span<4 * kW, kLocality>(wb + pf);
                 const __m512i s = Quad::template sum<kW>(wb, init, xlo, xhi);
                 __m512 p;
                 if constexpr (Quad::kMin) {
@@ -879,6 +884,7 @@ struct Q2_KBody {
 template <class Body>
 struct KRows {
     static constexpr int64_t kAheadBytes = kAhead;
+    static constexpr int kLocality = kIntoL1;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, const Ahead& ahead) {
         constexpr int64_t kW = Body::kW;
@@ -896,7 +902,7 @@ struct KRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wi = w + r * rb + i * kW;
-                prefetch_span<kW>(wi + pf);
+                prefetch_span<kW, kLocality>(wi + pf);
                 Body::add(wi, xp, acc[r], accm[r]);
             }
         }
