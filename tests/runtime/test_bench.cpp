@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
 #include "engine/eval/bench.h"
@@ -90,6 +91,19 @@ TEST(Bench, RefusesTestsLongerThanTheContext) {
     options.depths = {32};
     options.measure_bandwidth = false;
     EXPECT_THROW(run_bench(session, options), InvalidArgument);
+}
+
+// bench's backend column: the CPU backend names its threads, kernel family and, for AVX-512,
+// where the 4-bit kernels prefetch, so that a table says what it was measured with.
+TEST(Bench, CpuBackendNameSaysThreadsFamilyAndPrefetch) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, 64));
+    const std::string name = session.backend().name();
+    const CpuIsa isa = active_cpu_isa();
+    ASSERT_EQ(session.thread_count(), 2);
+    std::string expected = "CPU (2 threads, " + std::string(cpu_isa_name(isa));
+    if (isa == CpuIsa::Avx512) expected += ", 4-bit prefetch " + std::string(prefetch_level_name(active_prefetch_level()));
+    EXPECT_EQ(name, expected + ")");
 }
 
 TEST(MemoryBandwidth, MeasuresAPositiveRate) {
