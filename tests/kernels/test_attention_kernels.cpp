@@ -128,6 +128,24 @@ TEST_P(AttentionKernelsTest, SoftmaxMatchesReference) {
     }
 }
 
+// The block whose lines a kernel requests while reading block b: kKvBlocksAheadByLine on
+// in the sequence's order (not the pool's), and block b itself where that is past the end.
+TEST(KvBlockWalk, RequestsByLineTheBlockAheadInSequenceOrder) {
+    static_assert(simd::kKvBlocksAheadByLine == 3);
+    const uint16_t pool[7 * 4] = {};
+    const int order[] = {5, 0, 3, 6, 1};  // the sequence's blocks, scattered over the pool
+    std::vector<const uint16_t*> blocks;
+    for (int slot : order) blocks.push_back(pool + 4 * slot);
+    const auto walk = simd::KvBlockWalk<uint16_t>::keys(blocks.data(), /*block_tokens=*/2, /*n_ctx=*/9, /*head_dim=*/2);
+    ASSERT_EQ(walk.n_blocks, 5);
+    EXPECT_EQ(walk.ahead_of(0), blocks[3]);
+    EXPECT_EQ(walk.ahead_of(1), blocks[4]);
+    EXPECT_EQ(walk.ahead_of(2), blocks[2]);
+    EXPECT_EQ(walk.ahead_of(3), blocks[3]);
+    EXPECT_EQ(walk.ahead_of(4), blocks[4]);
+    EXPECT_EQ(walk.tokens_in(4), 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, AttentionKernelsTest, ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(cpu_isa_name(info.param)); });
 

@@ -27,14 +27,19 @@ inline __m512 load16(const float* p, int64_t index, __mmask16 mask) { return _mm
 // compile-time count so that the accumulators stay in registers (with a run-time count
 // they lived on the stack, a store-to-load chain per multiply-add: that made the score loop
 // most of the attention time at long contexts).
+// ahead_a/ahead_b: the same runs in the blocks that the walk requests next (ahead_of), one
+// K^T row per dimension as the loop goes (see kKvBlocksAheadByLine).
 template <typename T, int Heads>
-void scores_two_runs(const float* q, int head_dim, const T* kt_a, const T* kt_b, int block_tokens, __mmask16 mask_a,
-                     __mmask16 mask_b, __m512 scale_v, float* out_a, float* out_b, int64_t out_stride) {
+void scores_two_runs(const float* q, int head_dim, const T* kt_a, const T* kt_b, const T* ahead_a, const T* ahead_b,
+                     int block_tokens, __mmask16 mask_a, __mmask16 mask_b, __m512 scale_v, float* out_a, float* out_b,
+                     int64_t out_stride) {
     __m512 acc_a[Heads], acc_b[Heads];
 #pragma GCC unroll 8
     for (int g = 0; g < Heads; ++g) acc_a[g] = acc_b[g] = _mm512_setzero_ps();
     for (int d = 0; d < head_dim; ++d) {
         const int64_t row = static_cast<int64_t>(d) * block_tokens;
+        __builtin_prefetch(ahead_a + row);
+        __builtin_prefetch(ahead_b + row);
         const __m512 k_a = load16(kt_a, row, mask_a);
         const __m512 k_b = load16(kt_b, row, mask_b);
 #pragma GCC unroll 8
@@ -58,28 +63,31 @@ void scores_over_blocks(const float* q, int head_dim, const T* const* kt_blocks,
                         float* out, int64_t out_stride) {
     const auto walk = KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim);
     const T* pending = nullptr;
+    const T* pending_ahead = nullptr;
     __mmask16 pending_mask = 0;
     int pending_first = 0;
     for (int b = 0; b < walk.n_blocks; ++b) {
-        const T* kt = walk.enter(b);
+        const T* kt = walk.blocks[b];
+        const T* ahead = walk.ahead_of(b);
         const int first = walk.first_token(b);
         const int n_t = walk.tokens_in(b);
         for (int t0 = 0; t0 < n_t; t0 += 16) {
             const T* run = kt + t0;
             if (pending == nullptr) {
                 pending = run;
+                pending_ahead = ahead + t0;
                 pending_mask = first_lanes(n_t - t0);
                 pending_first = first + t0;
                 continue;
             }
-            scores_two_runs<T, Heads>(q, head_dim, pending, run, block_tokens, pending_mask, first_lanes(n_t - t0), scale_v,
-                                      out + pending_first, out + first + t0, out_stride);
+            scores_two_runs<T, Heads>(q, head_dim, pending, run, pending_ahead, ahead + t0, block_tokens, pending_mask,
+                                      first_lanes(n_t - t0), scale_v, out + pending_first, out + first + t0, out_stride);
             pending = nullptr;
         }
     }
     if (pending != nullptr) {
-        scores_two_runs<T, Heads>(q, head_dim, pending, pending, block_tokens, pending_mask, 0, scale_v, out + pending_first,
-                                  out + pending_first, out_stride);
+        scores_two_runs<T, Heads>(q, head_dim, pending, pending, pending_ahead, pending_ahead, block_tokens, pending_mask, 0,
+                                  scale_v, out + pending_first, out + pending_first, out_stride);
     }
 }
 
@@ -119,10 +127,12 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks,
     }
     const auto walk = KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {
-        const T* v_chunk = walk.enter(b) + first_chunk * 16;
+        const T* v_chunk = walk.blocks[b] + first_chunk * 16;
+        const T* ahead_chunk = walk.ahead_of(b) + first_chunk * 16;  // requested a row at a time
         const float* p_block = p + walk.first_token(b);
         const int n_t = walk.tokens_in(b);
         for (int t = 0; t < n_t; ++t) {
+            __builtin_prefetch(ahead_chunk + t * row_stride);
             const T* row = v_chunk + t * row_stride;
             __m512 vr[Chunks];
 #pragma GCC unroll 16
