@@ -47,13 +47,13 @@ namespace simd {
 //   an Intel Xeon (family 6 model 207), with whole blocks requested on entering them,
 //   attention's memory time added to its compute time (likely: each requested line holds
 //   one of the core's few fill buffers until it arrives, and the loop stalled behind a
-//   block's worth of them). Measured there,
-//   0.5B shape at depth 2048: in a harness of the kernels alone (both threads, cache
-//   flushed between tokens, median of 12 tokens, 4 alternating rounds) the scores took
-//   0.87-1.05 -> 0.59-0.74 ms per token and all of attention 1.93-3.16 -> 1.70-2.12; in
-//   Q4_0 decode (64-token runs alternating in one process, 8 and 10 pairs) 16.62 -> 16.16
-//   and 14.53 -> 14.07 ms per token. 3 blocks ahead beat 2, 4 and 6 in the harness (scores
-//   0.52-0.59 against 0.65-0.72, 0.67-0.78 and 0.75 ms, 2 MiB pages).
+//   block's worth of them). Measured there, 0.5B shape at depth 2048: in a harness of the
+//   kernels alone (both threads, cache flushed between tokens, median of 12 tokens, 4
+//   alternating rounds) the scores took 0.87-1.05 -> 0.59-0.74 ms per token and all of
+//   attention 1.93-3.16 -> 1.70-2.12; in Q4_0 decode (64-token runs alternating in one
+//   process, 8 and 10 pairs) 16.62 -> 16.16 and 14.53 -> 14.07 ms per token. 3 blocks
+//   ahead beat 2, 4 and 6 in the harness (scores 0.52-0.59 against 0.65-0.72, 0.67-0.78
+//   and 0.75 ms, 2 MiB pages).
 constexpr int kKvBlocksAhead = 2;
 constexpr int kKvBlocksAheadByLine = 3;
 
@@ -67,10 +67,10 @@ inline void prefetch_kv_bytes(const void* p, size_t bytes) {
 // The walk over the blocks that hold n_ctx tokens, in the kernels' own loops (a callback
 // could make their accumulators addressable): construction requests the first blocks, then
 // either enter(b) the one kKvBlocksAhead further or the kernel, line by line, the block
-// ahead_of(b) names. A pass that repeats an earlier one over the same
-// blocks (the next V chunks, another group of heads) requests them again: it finds them in
-// L2, and the requests bring them to L1 (without them the V passes took 0.55-0.59 instead of
-// 0.50-0.54 ms per token at depth 2048, 0.5B shape, in a harness of the kernels alone).
+// ahead_of(b) names. A pass that repeats an earlier one over the same blocks (the next V
+// chunks, another group of heads) requests them again: it finds them in L2, and the
+// requests bring them to L1 (without them the V passes took 0.55-0.59 instead of 0.50-0.54
+// ms per token at depth 2048, 0.5B shape, in a harness of the kernels alone).
 template <typename T>
 struct KvBlockWalk {
     const T* const* blocks;
@@ -105,7 +105,7 @@ private:
     KvBlockWalk(const T* const* blocks_, int block_tokens_, int n_ctx_, size_t block_bytes_)
         : blocks(blocks_), block_tokens(block_tokens_), n_ctx(n_ctx_), block_bytes(block_bytes_),
           n_blocks((n_ctx_ + block_tokens_ - 1) / block_tokens_) {
-        // The blocks before the first that either way requests.
+        // The blocks the walk starts on, before the first that enter() or ahead_of() requests ahead.
         const int first_requested = kKvBlocksAhead > kKvBlocksAheadByLine ? kKvBlocksAhead : kKvBlocksAheadByLine;
         for (int b = 0; b < n_blocks && b < first_requested; ++b) prefetch_kv_bytes(blocks[b], block_bytes);
     }
