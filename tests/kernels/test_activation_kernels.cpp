@@ -80,6 +80,21 @@ TEST_P(ActivationKernelsTest, RmsNormMatchesTheScalarRow) {
     }
 }
 
+// exp_avx2.h builds 2^n in the exponent field where exp_avx512.h uses vscalefps; both say
+// they give the same results. SwiGLU over every float the clamp treats differently (below
+// -87.3, between, above 88.7) and a dense sweep must then agree to the bit.
+TEST(ActivationKernels, Avx2AndAvx512SwigluAgreeBitForBit) {
+    if (!cpu_supports(CpuIsa::Avx512)) GTEST_SKIP() << "this CPU cannot run avx512 kernels";
+    std::vector<float> gate, up;
+    for (float g = -100.0f; g <= 100.0f; g += 0.01953125f) gate.push_back(g);
+    for (float g : {-87.31f, -87.3f, -87.29f, 88.69f, 88.7f, 88.71f, 0.0f, -0.0f, 1e-30f, -1e-30f}) gate.push_back(g);
+    for (size_t i = 0; i < gate.size(); ++i) up.push_back(0.5f + static_cast<float>(i % 7));
+    std::vector<float> avx2 = gate, avx512 = gate;
+    activation_kernels(CpuIsa::Avx2).swiglu(avx2.data(), up.data(), static_cast<int64_t>(gate.size()));
+    activation_kernels(CpuIsa::Avx512).swiglu(avx512.data(), up.data(), static_cast<int64_t>(gate.size()));
+    for (size_t i = 0; i < gate.size(); ++i) EXPECT_EQ(avx2[i], avx512[i]) << "g = " << gate[i];
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, ActivationKernelsTest, ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(cpu_isa_name(info.param)); });
 

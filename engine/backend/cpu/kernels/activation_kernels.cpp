@@ -4,14 +4,25 @@
 
 namespace inferscope {
 
+namespace {
+
+void fill_missing(ActivationKernels& k, const ActivationKernels& fallback) {
+    if (k.swiglu == nullptr) k.swiglu = fallback.swiglu;
+    if (k.rms_norm == nullptr) k.rms_norm = fallback.rms_norm;
+}
+
+}  // namespace
+
 ActivationKernels activation_kernels(CpuIsa isa) {
     ActivationKernels scalar;
     scalar.swiglu = &swiglu_inplace;
     scalar.rms_norm = &rms_norm_row;
-    if (isa != CpuIsa::Avx512) return scalar;  // AVX2 has no family of its own yet
+    if (isa == CpuIsa::Scalar) return scalar;
+    ActivationKernels avx2 = simd::avx2_activation_kernels();
+    fill_missing(avx2, scalar);
+    if (isa == CpuIsa::Avx2) return avx2;
     ActivationKernels avx512 = simd::avx512_activation_kernels();
-    if (avx512.swiglu == nullptr) avx512.swiglu = scalar.swiglu;
-    if (avx512.rms_norm == nullptr) avx512.rms_norm = scalar.rms_norm;
+    fill_missing(avx512, avx2);
     return avx512;
 }
 

@@ -18,6 +18,7 @@ struct ActivationKernels {
 ActivationKernels activation_kernels(CpuIsa isa);
 
 namespace simd {
+ActivationKernels avx2_activation_kernels();
 ActivationKernels avx512_activation_kernels();
 }  // namespace simd
 
