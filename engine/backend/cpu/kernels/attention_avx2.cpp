@@ -8,7 +8,7 @@
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 #include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/exp_avx2.h"
-#include "engine/backend/cpu/kernels/first_lanes_avx2.h"
+#include "engine/backend/cpu/kernels/lanes8_avx2.h"
 
 namespace inferscope::simd {
 namespace {
@@ -125,40 +125,28 @@ void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blo
 }
 
 // As the AVX-512 softmax (attention_avx512.cpp), eight lanes wide, with the exponentials
-// summed in double lanes. Whole vectors with plain loads and stores; only the tail is masked
-// (vmaskmov stores cost several times a plain one).
+// summed in double lanes.
 void softmax(float* x, int64_t n) {
-    const int64_t whole = n / 8 * 8;
-    const __m256i tail = first_lanes8(n - whole);
     const __m256 lowest = _mm256_set1_ps(-INFINITY);
-    __m256 max_v = _mm256_blendv_ps(lowest, _mm256_maskload_ps(x + whole, tail), _mm256_castsi256_ps(tail));
-    for (int64_t i = 0; i < whole; i += 8) max_v = _mm256_max_ps(max_v, _mm256_loadu_ps(x + i));
+    __m256 max_v = lowest;
+    over_lanes8(n, [&](int64_t i, const __m256i* tail) {
+        const __m256 v = load_lanes8(x + i, tail);
+        max_v = _mm256_max_ps(max_v, tail != nullptr ? _mm256_blendv_ps(lowest, v, _mm256_castsi256_ps(*tail)) : v);
+    });
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, max_v);
     float max_score = lanes[0];
     for (float v : lanes) max_score = v > max_score ? v : max_score;
     const __m256 max_b = _mm256_set1_ps(max_score);
-    __m256d sum_low = _mm256_setzero_pd(), sum_high = _mm256_setzero_pd();
-    const auto add = [&](__m256 e) {
-        sum_low = _mm256_add_pd(sum_low, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        sum_high = _mm256_add_pd(sum_high, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    };
-    for (int64_t i = 0; i < whole; i += 8) {
-        const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), max_b));
-        _mm256_storeu_ps(x + i, e);
-        add(e);
-    }
-    if (whole < n) {
-        // Lanes past n hold e^0 = 1 here: they are neither stored nor summed.
-        const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + whole, tail), max_b)), _mm256_castsi256_ps(tail));
-        _mm256_maskstore_ps(x + whole, tail, e);
-        add(e);
-    }
-    alignas(32) double partial[4];
-    _mm256_store_pd(partial, _mm256_add_pd(sum_low, sum_high));
-    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / ((partial[0] + partial[1]) + (partial[2] + partial[3]))));
-    for (int64_t i = 0; i < whole; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
-    if (whole < n) _mm256_maskstore_ps(x + whole, tail, _mm256_mul_ps(_mm256_maskload_ps(x + whole, tail), inv));
+    DoubleSum8 sum;
+    over_lanes8(n, [&](int64_t i, const __m256i* tail) {
+        __m256 e = exp_ps(_mm256_sub_ps(load_lanes8(x + i, tail), max_b));
+        if (tail != nullptr) e = _mm256_and_ps(e, _mm256_castsi256_ps(*tail));  // e^0 past n: not summed
+        store_lanes8(x + i, tail, e);
+        sum.add(e);
+    });
+    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum.total()));
+    over_lanes8(n, [&](int64_t i, const __m256i* tail) { store_lanes8(x + i, tail, _mm256_mul_ps(load_lanes8(x + i, tail), inv)); });
 }
 
 }  // namespace
