@@ -9,7 +9,8 @@
 //
 // Each thread owns one contiguous share of a loop's items, which keeps the weight streams of
 // a matrix product long. Cut into pieces (Split::pieces), a share that its thread has not
-// got to can be taken from the back by a thread done with its own, so a worker that starts
+// got to can be taken from the back by a thread done with its own; the pieces shrink
+// towards the end of a share, so the threads finish close together. A worker that starts
 // late (its vCPU descheduled, another program on its core) or runs slower no longer makes
 // the caller wait for all of its share; the caller then waits only for the pieces that
 // workers have started.
@@ -35,11 +36,11 @@ public:
 
     // How a loop's items reach fn. `shares`: one call per thread, over its own share, as
     // per-thread partial results (sums reduced afterwards) need to stay the same from run to
-    // run. `pieces`: each share cut into a few pieces (whole multiples of 32 items in long
-    // shares), one call per piece; a thread done with its own share takes the unstarted
-    // back half of another's. The pieces depend only on the item count and the pool size,
-    // so results that depend on where the work is cut stay the same, but which thread runs
-    // a piece depends on timing.
+    // run. `pieces`: each share cut into pieces that shrink towards its end (a quarter of
+    // what is left, in whole multiples of 32 items from the share's start), one call per
+    // piece; a thread done with its own share takes the unstarted back half of another's.
+    // The pieces depend only on the item count and the pool size, so results that depend on
+    // where the work is cut stay the same, but which thread runs a piece depends on timing.
     enum class Split { shares, pieces };
 
     // Runs fn(begin, end) over disjoint ranges that cover [0, n_items) once, on the pool's
@@ -59,7 +60,7 @@ private:
     void worker_loop(int worker_index);
     void run_share(int index) noexcept;
     bool claim_piece(int index, int64_t& begin, int64_t& end);
-    bool take_from_others(int thief, int64_t& begin, int64_t& end);
+    bool take_from_others(int thief, int64_t& begin, int64_t& end, int64_t& share_end);
     bool wait_for_job(uint64_t& seen_generation);
 
     // What nobody has started of one thread's share of the current loop, [first, end)
@@ -68,6 +69,7 @@ private:
     // own cache line: the owner claims from its line without disturbing the other threads.
     struct alignas(64) Share {
         std::atomic<uint64_t> left{0};
+        int64_t end = 0;  // of the whole share, where its piece boundaries are counted to
     };
 
     int n_threads_;
@@ -76,7 +78,6 @@ private:
     // separate cache lines: a line that both sides write would move between the cores
     // several times per loop, and a decode step runs a few hundred loops.
     alignas(64) const std::function<void(int, int64_t, int64_t)>* job_ = nullptr;
-    int64_t piece_items_ = 1;
     Split split_ = Split::shares;
     uint64_t generation_ = 0;  // the caller's count of jobs
     std::vector<Share> shares_;

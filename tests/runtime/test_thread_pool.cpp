@@ -130,10 +130,44 @@ TEST(ThreadPool, PiecesOfAWorkerThatIsHeldUpGoToTheCaller) {
         return std::make_pair(items_by_caller.load(), ranges);
     };
     const auto [caller_items, held_up_ranges] = run(true);
-    // Shares of 1024 items in pieces of 128: the worker ran only the piece it held.
-    EXPECT_EQ(caller_items, 2048 - 128) << "the caller waited for the held-up worker's share";
-    EXPECT_EQ(held_up_ranges.size(), 16u);
+    // Shares of 1024 items in pieces of 256, 192, 160, 128, 96, 64, 32, 32 and 64: the worker
+    // ran only the piece it held.
+    EXPECT_EQ(caller_items, 2048 - 256) << "the caller waited for the held-up worker's share";
+    EXPECT_EQ(held_up_ranges.size(), 18u);
     EXPECT_EQ(held_up_ranges, run(false).second) << "where the work is cut depends on timing";
+}
+
+// Pieces are a quarter of what is left of their share, in whole multiples of 32 items from
+// the share's start, so the last ones are short: a thread done with its share waits at most
+// for a short piece of another's. (The output projection of a 0.5B model has 151936 rows.)
+TEST(ThreadPool, PiecesShrinkTowardsTheEndOfEachShare) {
+    ThreadPool pool(2);
+    const int64_t n = 151936, share = n / 2;
+    std::mutex ranges_mutex;
+    std::set<std::pair<int64_t, int64_t>> ranges;
+    pool.parallel_for_indexed(n, [&](int, int64_t begin, int64_t end) {
+        std::lock_guard lock(ranges_mutex);
+        ranges.emplace(begin, end);
+    }, ThreadPool::Split::pieces);
+    for (const int64_t share_begin : {int64_t{0}, share}) {
+        std::vector<int64_t> sizes;
+        int64_t at = share_begin;
+        for (auto it = ranges.lower_bound({share_begin, 0}); it != ranges.end() && it->first < share_begin + share; ++it) {
+            ASSERT_EQ(it->first, at) << "pieces of a share follow each other";
+            sizes.push_back(it->second - it->first);
+            at = it->second;
+        }
+        ASSERT_EQ(at, share_begin + share) << "the pieces cover the share";
+        ASSERT_GE(sizes.size(), 3u);
+        EXPECT_EQ(sizes.front(), 19008) << "a quarter of the share (18992), rounded up to 32";
+        EXPECT_LE(sizes.back(), 64) << "the share's last piece";
+        for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+            EXPECT_EQ(sizes[i] % 32, 0) << "piece " << i << " of the share at " << share_begin;
+            if (i + 2 < sizes.size()) {
+                EXPECT_LE(sizes[i + 1], sizes[i]) << "piece " << i + 1 << " grew";
+            }
+        }
+    }
 }
 
 // With shares, each thread runs its own share in one call even when its worker is late, so
