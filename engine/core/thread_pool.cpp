@@ -56,12 +56,13 @@ std::pair<int64_t, int64_t> share_of(int64_t n_items, int n_shares, int index) {
 }
 
 // Where the piece that starts at `first` (a piece boundary) of the share ending at
-// share_end ends. Boundaries depend only on the share, never on timing.
-int64_t piece_end(int64_t first, int64_t share_end) {
+// share_end ends, at most at `limit` (the end of what a thread has claimed or taken).
+// Boundaries depend only on the share, never on timing.
+int64_t piece_end(int64_t first, int64_t limit, int64_t share_end) {
     const int64_t left = share_end - first;
-    if (left <= 2 * kPieceAlign) return share_end;
+    if (left <= 2 * kPieceAlign) return limit;
     const int64_t piece = (left / kPieceOfWhatIsLeft + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
-    return first + std::max(piece, kPieceAlign);
+    return std::min(limit, first + std::max(piece, kPieceAlign));
 }
 
 uint64_t pack(int64_t first, int64_t end) { return static_cast<uint64_t>(first) << 32 | static_cast<uint64_t>(end); }
@@ -90,7 +91,7 @@ bool ThreadPool::claim_piece(int index, int64_t& begin, int64_t& end) {
     for (;;) {
         const int64_t first = first_of(seen), last = end_of(seen);
         if (first >= last) return false;
-        const int64_t next = split_ == Split::pieces ? std::min(last, piece_end(first, share.end)) : last;
+        const int64_t next = split_ == Split::pieces ? piece_end(first, last, share.end) : last;
         if (share.left.compare_exchange_weak(seen, pack(next, last), std::memory_order_relaxed)) {
             begin = first;
             end = next;
@@ -120,8 +121,8 @@ bool ThreadPool::take_from_others(int thief, int64_t& begin, int64_t& end, int64
         Share& share = shares_[static_cast<size_t>(victim)];
         const int64_t first = first_of(victim_left), last = end_of(victim_left);
         int64_t keep_to = first;
-        for (int64_t next = piece_end(first, share.end); next < last && next - first <= most / 2;
-             next = piece_end(next, share.end)) {
+        for (int64_t next = piece_end(first, last, share.end); next < last && next - first <= most / 2;
+             next = piece_end(next, last, share.end)) {
             keep_to = next;
         }
         if (share.left.compare_exchange_strong(victim_left, pack(first, keep_to), std::memory_order_relaxed)) {
@@ -139,7 +140,7 @@ void ThreadPool::run_share(int index) noexcept {
         while (claim_piece(index, begin, end)) (*job_)(index, begin, end);
         while (split_ == Split::pieces && take_from_others(index, begin, end, share_end)) {
             for (int64_t first = begin, next = 0; first < end; first = next) {
-                next = std::min(end, piece_end(first, share_end));
+                next = piece_end(first, end, share_end);
                 (*job_)(index, first, next);
             }
         }

@@ -38,7 +38,8 @@ public:
     // per-thread partial results (sums reduced afterwards) need to stay the same from run to
     // run. `pieces`: each share cut into pieces that shrink towards its end (a quarter of
     // what is left, in whole multiples of 32 items from the share's start), one call per
-    // piece; a thread done with its own share takes the unstarted back half of another's.
+    // piece; a thread done with its own share takes the unstarted back half of another's
+    // (from the piece boundary that leaves its owner at most half).
     // The pieces depend only on the item count and the pool size, so results that depend on
     // where the work is cut stay the same, but which thread runs a piece depends on timing.
     enum class Split { shares, pieces };
