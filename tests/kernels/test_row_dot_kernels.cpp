@@ -692,6 +692,45 @@ TEST(RowDotRows, AgreesWithDotAndHandlesZeroRows) {
     }
 }
 
+// A range long enough to be read as eight streams (each eighth of it at least 8 KiB: row
+// j's group is j, j + s, ..., j + 7s) gives every row the same bits as groups of eight
+// neighbours do (the range cut into calls of eight rows, then the rows left), with and
+// without gaps between the rows, writes nothing past out[n_rows - 1], and matches the
+// scalar reference.
+TEST(RowDotRows, LongRangesGiveEveryRowTheBitsOfNeighbourGroups) {
+    for (CpuIsa isa : all_supported_isas()) {
+        for (GgmlType t : kWeightTypes) {
+            const RowDotKernels k = row_dot_kernels(t, isa);
+            const int64_t n = block_elements(t) == 256 ? 1280 : 896;
+            const std::vector<uint8_t> x = encode_reference(k.activation_type, make_row(Dist::Gaussian, n, 77));
+            const uint64_t rb = row_bytes(t, n);
+            const int64_t per_stream = static_cast<int64_t>(8192 / rb) + 2;
+            const int64_t n_rows = 8 * per_stream + 5;
+            std::vector<std::vector<uint8_t>> rows;
+            for (int64_t r = 0; r < n_rows; ++r) {
+                rows.push_back(encode_reference(t, make_row(r % 3 ? Dist::Gaussian : Dist::Outliers, n, 900 + static_cast<uint32_t>(r))));
+            }
+            for (const uint64_t stride : {rb, rb + 2 * ggml_type_traits(t).block_bytes}) {
+                std::vector<uint8_t> w(static_cast<size_t>(stride) * static_cast<size_t>(n_rows), 0xA5);
+                for (int64_t r = 0; r < n_rows; ++r) std::memcpy(w.data() + r * stride, rows[static_cast<size_t>(r)].data(), rb);
+                std::vector<float> whole(static_cast<size_t>(n_rows) + 1, -12345.0f);
+                k.dot_rows(n, w.data(), stride, n_rows, x.data(), whole.data());
+                EXPECT_EQ(whole.back(), -12345.0f) << name_of(isa) << " " << name_of(t) << ": wrote past out[n_rows - 1]";
+                std::vector<float> in_eights(static_cast<size_t>(n_rows));
+                int64_t r = 0;
+                for (; r + 8 <= n_rows; r += 8) k.dot_rows(n, w.data() + r * stride, stride, 8, x.data(), in_eights.data() + r);
+                k.dot_rows(n, w.data() + r * stride, stride, n_rows - r, x.data(), in_eights.data() + r);
+                for (int64_t i = 0; i < n_rows; ++i) {
+                    EXPECT_EQ(std::bit_cast<uint32_t>(whole[static_cast<size_t>(i)]), std::bit_cast<uint32_t>(in_eights[static_cast<size_t>(i)]))
+                        << name_of(isa) << " " << name_of(t) << " row " << i << " of " << n_rows << " stride " << stride << ": "
+                        << whole[static_cast<size_t>(i)] << " against " << in_eights[static_cast<size_t>(i)];
+                }
+                check_dot_rows(isa, t, n, n_rows, stride, rows, x, "eight streams");
+            }
+        }
+    }
+}
+
 // Where the AVX-512 kernels prefetch the weights changes no result: both levels' tables give
 // the same bits for every type, over row counts with and without whole groups.
 TEST(RowDotRows, BothPrefetchLevelsComputeTheSame) {
