@@ -731,6 +731,60 @@ TEST(RowDotRows, LongRangesGiveEveryRowTheBitsOfNeighbourGroups) {
     }
 }
 
+// The batch kernels (several activation rows against each weight row) give every activation
+// row the bits dot_rows gives it over the same range: every row length with its tails,
+// ranges short (groups of neighbours) and long (eight streams) with every remainder kind,
+// up to six activation rows (more than one pass of four); nothing is written outside the
+// output rows' [0, n_rows).
+TEST(RowDotRows, BatchGivesEveryActivationTheBitsOfDotRows) {
+    int checked = 0;
+    for (CpuIsa isa : all_supported_isas()) {
+        for (GgmlType t : kWeightTypes) {
+            const RowDotKernels k = row_dot_kernels(t, isa);
+            if (k.dot_rows_batch == nullptr) continue;
+            std::mt19937 rng(static_cast<uint32_t>(t) * 17u + 3u);
+            for (int64_t n : dot_lengths(t)) {
+                const uint64_t rb = row_bytes(t, n);
+                const uint64_t xb = row_bytes(k.activation_type, n);
+                const int64_t long_range = 8 * (static_cast<int64_t>(8192 / rb) + 1);
+                for (int64_t n_rows : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{12}, int64_t{13}, long_range + 3, long_range + 4}) {
+                    std::vector<uint8_t> w;
+                    for (int64_t r = 0; r < n_rows; ++r) {
+                        const std::vector<uint8_t> row = random_blocks(t, n, rng);
+                        w.insert(w.end(), row.begin(), row.end());
+                    }
+                    for (int n_x : {1, 2, 3, 4, 6}) {
+                        std::vector<uint8_t> x;
+                        for (int i = 0; i < n_x; ++i) {
+                            const std::vector<uint8_t> row = encode_reference(k.activation_type, make_row(Dist::Outliers, n, rng()));
+                            x.insert(x.end(), row.begin(), row.end());
+                        }
+                        const int64_t out_stride = n_rows + 3;
+                        std::vector<float> out(static_cast<size_t>(out_stride * n_x), -12345.0f);
+                        k.dot_rows_batch(n, w.data(), rb, n_rows, x.data(), xb, n_x, out.data(), out_stride);
+                        for (int i = 0; i < n_x; ++i) {
+                            std::vector<float> want(static_cast<size_t>(n_rows));
+                            k.dot_rows(n, w.data(), rb, n_rows, x.data() + i * xb, want.data());
+                            for (int64_t r = 0; r < out_stride; ++r) {
+                                const float got = out[static_cast<size_t>(i * out_stride + r)];
+                                if (r >= n_rows) {
+                                    EXPECT_EQ(got, -12345.0f) << name_of(isa) << " " << name_of(t) << ": wrote past row " << n_rows - 1;
+                                    continue;
+                                }
+                                EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want[static_cast<size_t>(r)]))
+                                    << name_of(isa) << " " << name_of(t) << " n=" << n << " rows=" << n_rows << " activation " << i
+                                    << " of " << n_x << " row " << r << ": " << got << " against dot_rows' " << want[static_cast<size_t>(r)];
+                            }
+                        }
+                        ++checked;
+                    }
+                }
+            }
+        }
+    }
+    if (checked == 0) GTEST_SKIP() << "no instruction-set family on this CPU has batch kernels (the AVX-512 family with VNNI does)";
+}
+
 // Where the AVX-512 kernels prefetch the weights changes no result: both levels' tables give
 // the same bits for every type, over row counts with and without whole groups.
 TEST(RowDotRows, BothPrefetchLevelsComputeTheSame) {

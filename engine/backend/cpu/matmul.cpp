@@ -146,10 +146,18 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
         p.kernels.dot_rows(w.cols, w.row(begin), w.row_bytes, end - begin, p.input, p.y + begin);
         return;
     }
-    // Several input rows without a tiled kernel: a few weight rows at a time (they stay in
-    // the L1 cache) against every input row. The pass covers about half of L1 (whole groups
-    // of 8 rows, the AVX-512 kernels' group): one dot_rows call per input row and pass then
-    // streams enough rows for its
+    // Several input rows without a tiled kernel. With batch kernels each weight row is read
+    // and unpacked once for all of them: batch-bench ms per step (Intel Xeon, 1 Dec), against
+    // the passes below, Q4_0 B = 2 25.20 -> 15.42, B = 4 34.27 -> 19.73; Q8_0 B = 2 33.27 ->
+    // 21.65, B = 4 56.18 -> 27.37.
+    if (p.kernels.dot_rows_batch != nullptr) {
+        p.kernels.dot_rows_batch(w.cols, w.row(begin), w.row_bytes, end - begin, p.input, p.input_row_bytes, n, p.y + begin,
+                                 w.rows);
+        return;
+    }
+    // Otherwise a few weight rows at a time (they stay in the L1 cache) against every input
+    // row. The pass covers about half of L1 (whole groups of 8 rows, the AVX-512 kernels'
+    // group): one dot_rows call per input row and pass then streams enough rows for its
     // prefetching to run ahead. With 4 rows per pass, batch-bench B = 2 / 3 made Q4_0
     // 162-166 / 139-173 t/s and F16 54-55 / 64-66; with 24 KiB 182-186 / 193-195 and 64-73 /
     // 78-89 (Q8_0 unchanged within noise, 111-124 / 130-147).
@@ -171,9 +179,15 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 // AVX-512 row dots run groups of 8 weight rows, which moved their quantized limit to 5
 // (batch-bench tokens/s, rows against tiles, two alternating runs each: B = 4 Q4_0 163-181
 // against 157-158, Q8_0 134-135 against 125-128; B = 5 Q8_0 139-142 against 146-157).
+// Where a family has batch row kernels (each weight row unpacked once for all the input
+// rows: the AVX-512 Q4_0/Q4_1/Q8_0/Q5_0/Q5_1 kernels) they win up to 7 rows on an Intel Xeon
+// (batch-bench ms per step, tiles against batch kernels, one run each: Q4_0 B = 5 35.26 /
+// 32.14, B = 8 44.91 / 37.20, B = 12 50.90 / 60.65; Q8_0 B = 5 44.09 / 38.32, B = 8 45.17 /
+// 47.48, B = 12 46.85 / 70.72).
 int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
     if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return 8;
-    return isa == CpuIsa::Avx512 ? 5 : 4;
+    if (isa != CpuIsa::Avx512) return 4;
+    return row_dot_kernels(weight_type, isa).dot_rows_batch != nullptr ? 8 : 5;
 }
 
 // F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, except where

@@ -67,6 +67,7 @@ void fill_missing(RowDotKernels& k, const RowDotKernels& fallback) {
     if (k.dot == nullptr) {
         k.dot = fallback.dot;
         k.dot_rows = fallback.dot_rows;
+        k.dot_rows_batch = fallback.dot_rows_batch;  // the batch kernel must match dot_rows' bits
     }
     if (k.dot_rows == nullptr) k.dot_rows = fallback.dot_rows;  // (the tables always provide both)
     if (k.encode == nullptr) k.encode = fallback.encode;

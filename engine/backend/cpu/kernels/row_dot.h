@@ -18,6 +18,13 @@ using RowDotFn = float (*)(int64_t n, const uint8_t* weight_row, const uint8_t* 
 // Each out[r] equals dot(...) up to float summation order.
 using RowsDotFn = void (*)(int64_t n, const uint8_t* weights, uint64_t weight_row_bytes, int64_t n_rows,
                            const uint8_t* activation_row, float* out);
+// Batched decode: out[i * out_stride + r] = dot(n, weights + r * weight_row_bytes,
+// activations + i * activation_row_bytes) for i in [0, n_activations), r in [0, n_rows), each
+// with the bits dot_rows gives for activation row i over the same range; each weight row is
+// unpacked once for several activation rows.
+using RowsDotBatchFn = void (*)(int64_t n, const uint8_t* weights, uint64_t weight_row_bytes, int64_t n_rows,
+                                const uint8_t* activations, uint64_t activation_row_bytes, int n_activations, float* out,
+                                int64_t out_stride);
 // Encodes n floats (a multiple of the encoding's block size); bit-identical to
 // quantize_row(activation_type, ...).
 using EncodeRowFn = void (*)(const float* x, uint8_t* dst, int64_t n);
@@ -27,6 +34,7 @@ struct RowDotKernels {
     EncodeRowFn encode = nullptr;
     RowDotFn dot = nullptr;
     RowsDotFn dot_rows = nullptr;  // provided by a family whenever it provides `dot`
+    RowsDotBatchFn dot_rows_batch = nullptr;  // where the family has one (else dot_rows per activation row)
 };
 
 // The kernels for `weight_type` on `isa`; any function an ISA does not provide comes from

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/compile_time_count.h"
@@ -213,8 +214,8 @@ constexpr int kGroup = 8;
 
 // A range whose eighths are at least this long is read as eight streams (dot_rows); a
 // shorter one in groups of neighbouring rows. The short ranges are the passes of the
-// batched path (matmul.cpp: about 24 KiB of rows, run against each input row in turn) and the
-// last pieces of a thread's share: there the neighbours' prefetches, two groups ahead, reach
+// batched path for formats without batch kernels (matmul.cpp: about 24 KiB of rows, run
+// against each input row in turn) and the last pieces of a thread's share: there the neighbours' prefetches, two groups ahead, reach
 // into the rows after the range, which eight short streams' do not. Batched decode with
 // streams in every range was slower (in-process alternation, 16 steps each: B = 2 / 4 Q4_0
 // 0.998 / 0.951, Q8_0 0.979 / 0.974, F16 0.923 / 0.967 times the speed).
@@ -289,6 +290,66 @@ float dot_row(int64_t n, const uint8_t* w, const uint8_t* x) {
     float out[1];
     K::template rows<1>(n, w, 0, x, out, 1, Ahead::single());
     return out[0];
+}
+
+// ---------------------------------------------------------------- batches
+
+// Activation rows per pass of dot_rows_batch: 2 x B accumulators (3 x B for kMin) stay in
+// registers beside a row's unpacked quants.
+constexpr int kMaxBatch = 4;
+
+// The rows in dot_rows' order of streams, each against B laid-out activation rows, each sum
+// reduced as dot_rows reduces it: rows of whole groups of eight four at a time, the rows
+// left after them one by one unless they are four. So every result has dot_rows' bits.
+template <class K, int B>
+void batch_over_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const __m512i* x, int64_t x_regs,
+                     float* out, int64_t out_stride) {
+    const int64_t per_stream = n_rows / kGroup;
+    const int64_t grouped = per_stream * kGroup;
+    const bool left_by_fours = (n_rows - grouped) % 4 == 0;
+    const int64_t ahead = K::kAheadBytes / kGroup;  // in each stream, as dot_rows' streams
+    const auto row = [&](int64_t r, bool by_fours) {
+        __m512 total[B];
+        float tail_min[B];
+        K::template row_batch<B>(n, w + static_cast<uint64_t>(r) * row_bytes, x, x_regs, ahead, total, tail_min);
+        alignas(16) float sums[4];
+        if (by_fours) {
+            __m512 t[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            for (int i = 0; i < B; ++i) t[i] = total[i];
+            _mm_store_ps(sums, hsum4(t[0], t[1], t[2], t[3]));
+        } else {
+            for (int i = 0; i < B; ++i) sums[i] = hsum(total[i]);
+        }
+        for (int i = 0; i < B; ++i) {
+            float& o = out[i * out_stride + r];
+            o = sums[i];
+            if constexpr (K::kTailMin) o += tail_min[i];
+        }
+    };
+    for (int g = 0; g < kGroup && per_stream > 0; ++g) {
+        prefetch_lines<K::kLocality>(w + static_cast<uint64_t>(g * per_stream) * row_bytes, ahead);
+    }
+    for (int64_t j = 0; j < per_stream; ++j) {
+        for (int g = 0; g < kGroup; ++g) row(j + g * per_stream, true);
+    }
+    for (int64_t r = grouped; r < n_rows; ++r) row(r, left_by_fours);
+}
+
+// See RowsDotBatchFn: the activation rows kMaxBatch at a time, each laid out once per call.
+template <class K>
+void dot_rows_batch(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, uint64_t x_row_bytes,
+                    int n_x, float* out, int64_t out_stride) {
+    // Per thread and reused from call to call: a batched step makes a few hundred calls.
+    thread_local std::vector<__m512i> layouts;
+    const int64_t regs = K::layout_regs(n);
+    for (int i0 = 0; i0 < n_x; i0 += kMaxBatch) {
+        const int count = std::min(kMaxBatch, n_x - i0);
+        layouts.resize(static_cast<size_t>(regs) * static_cast<size_t>(count));
+        for (int i = 0; i < count; ++i) K::lay_out(n, x + static_cast<uint64_t>(i0 + i) * x_row_bytes, layouts.data() + i * regs);
+        with_compile_time_count<kMaxBatch>(count, [&](auto b) {
+            batch_over_rows<K, decltype(b)::value>(n, w, row_bytes, n_rows, layouts.data(), regs, out + i0 * out_stride, out_stride);
+        });
+    }
 }
 
 // `Per` 16-bit words from each of `Blocks` consecutive blocks, as words 0, 1, ... of a
@@ -441,7 +502,8 @@ inline __m512i join32(const uint8_t* a, const uint8_t* b) {
 // Q8_0, Q5_0 and Q5_1 keep two blocks per register (block a in the low 256 bits, b in the
 // high ones). Each Pair type splits its integer sums in an activation part, shared by all
 // rows of a group (prep: the activation quants and the start value of the sums, which holds
-// the offset term -offset*sum(x)), and a weight part (sum).
+// the offset term -offset*sum(x)), and a weight part (quants: the two blocks' quants as the
+// unsigned bytes that meet the activation's in vpdpbusd).
 
 struct Q8_0Pair {  // sum((w + 128) * x) - 128 * sum(x), w + 128 = w ^ 0x80 as an unsigned byte
     static constexpr int64_t kW = kQ8_0, kX = kQ8_0;
@@ -451,9 +513,8 @@ struct Q8_0Pair {  // sum((w + 128) * x) - 128 * sum(x), w + 128 = w ^ 0x80 as a
         const __m512i zero = _mm512_setzero_si512();
         return _mm512_sub_epi32(zero, dpbusd(zero, _mm512_set1_epi8(static_cast<char>(0x80)), qx));
     }
-    static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
-        const __m512i qw = _mm512_xor_si512(join32(wa + 2, wb + 2), _mm512_set1_epi8(static_cast<char>(0x80)));
-        return dpbusd(init, qw, qx);
+    static __m512i quants(const uint8_t* wa, const uint8_t* wb) {
+        return _mm512_xor_si512(join32(wa + 2, wb + 2), _mm512_set1_epi8(static_cast<char>(0x80)));
     }
 };
 
@@ -478,10 +539,9 @@ struct Q5_0Pair {  // q = nibble + 16*bit in 0..31: sum(q * x) - 16 * sum(x)
         const __m512i zero = _mm512_setzero_si512();
         return _mm512_sub_epi32(zero, dpbusd(zero, _mm512_set1_epi8(16), qx));
     }
-    static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
-        __m512i q = nibbles_pair(wa + 6, wb + 6);
-        q = _mm512_mask_add_epi8(q, qh_pair(wa + 2, wb + 2), q, _mm512_set1_epi8(16));
-        return dpbusd(init, q, qx);
+    static __m512i quants(const uint8_t* wa, const uint8_t* wb) {
+        const __m512i q = nibbles_pair(wa + 6, wb + 6);
+        return _mm512_mask_add_epi8(q, qh_pair(wa + 2, wb + 2), q, _mm512_set1_epi8(16));
     }
 };
 
@@ -492,10 +552,9 @@ struct Q5_1Pair {  // q = nibble + 16*bit in 0..31 (value d*q + m)
         qx = join32(xa + 4, xb + 4);
         return _mm512_setzero_si512();
     }
-    static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
-        __m512i q = nibbles_pair(wa + 8, wb + 8);
-        q = _mm512_mask_add_epi8(q, qh_pair(wa + 4, wb + 4), q, _mm512_set1_epi8(16));
-        return dpbusd(init, q, qx);
+    static __m512i quants(const uint8_t* wa, const uint8_t* wb) {
+        const __m512i q = nibbles_pair(wa + 8, wb + 8);
+        return _mm512_mask_add_epi8(q, qh_pair(wa + 4, wb + 4), q, _mm512_set1_epi8(16));
     }
 };
 
@@ -511,6 +570,51 @@ struct PairRows {
     // 16.80 (8192) against 16.53 (16384).
     static constexpr int64_t kAheadBytes = kW == kQ8_0 ? 16384 : kAhead;
     static constexpr int kLocality = kIntoL1;  // into L2, Q8_0 decode was slower on an Intel Xeon
+    // sum(q * x) + init over blocks a and b.
+    static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
+        return dpbusd(init, Pair::quants(wa, wb), qx);
+    }
+    // The scales of four blocks: the activation's from xb, a weight row's from wb, and their
+    // products (block k's in lane k; [d, m] pairs in lanes 2k, 2k+1 for kMin).
+    static __m256 x_scales4(const uint8_t* xb) {
+        if constexpr (Pair::kMin) {
+            return dm4<kX>(xb);
+        } else {
+            return _mm256_castps128_ps256(d4<kX>(xb));
+        }
+    }
+    static __m256 w_scales4(const uint8_t* wb) {
+        if constexpr (Pair::kMin) {
+            return dm4<kW>(wb);
+        } else {
+            return _mm256_castps128_ps256(d4<kW>(wb));
+        }
+    }
+    static __m256 products4(__m256 ws, __m256 dx) {
+        if constexpr (Pair::kMin) {
+            return _mm256_mul_ps(ws, dx);
+        } else {
+            return _mm256_castps128_ps256(_mm_mul_ps(_mm256_castps256_ps128(ws), _mm256_castps256_ps128(dx)));
+        }
+    }
+    // acc0 + acc1, with the odd lanes of accm (the m_w * s_x terms) for kMin.
+    static __m512 total_of(__m512 acc0, __m512 acc1, __m256 accm) {
+        const __m512 total = _mm512_add_ps(acc0, acc1);
+        if constexpr (Pair::kMin) {
+            const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+            return _mm512_add_ps(total, _mm512_zextps256_ps512(_mm256_and_ps(accm, odd)));
+        }
+        return total;
+    }
+    // Block k's scale in the 256-bit half k % 2 (blocks 0, 1 by spread(0), 2, 3 by spread(1); lanes of [d, m] pairs: 2k).
+    static __m512i spread(int half) {
+        if (half == 0) {
+            return Pair::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2)
+                              : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        }
+        return Pair::kMin ? _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6)
+                          : _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
                      const Ahead& ahead) {
@@ -522,37 +626,23 @@ struct PairRows {
             acc0[r] = acc1[r] = _mm512_setzero_ps();
             accm[r] = _mm256_setzero_ps();
         }
-        // Block k's scale in the 256-bit half k % 2 (lanes of [d, m] pairs: 2k).
-        const __m512i spread01 = Pair::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2)
-                                            : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-        const __m512i spread23 = Pair::kMin ? _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6)
-                                            : _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+        const __m512i spread01 = spread(0), spread23 = spread(1);
         int64_t b = 0;
         for (; b + 4 <= nb; b += 4) {
             const uint8_t* xb = x + b * kX;
             __m512i qx01, qx23;
             const __m512i init01 = Pair::prep(xb, xb + kX, qx01);
             const __m512i init23 = Pair::prep(xb + 2 * kX, xb + 3 * kX, qx23);
-            __m256 dx;
-            if constexpr (Pair::kMin) {
-                dx = dm4<kX>(xb);
-            } else {
-                dx = _mm256_castps128_ps256(d4<kX>(xb));
-            }
+            const __m256 dx = x_scales4(xb);
             const int64_t pf = ahead.at(b * kW);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 prefetch_span<4 * kW, kLocality>(wb + pf);
-                const __m512i s01 = Pair::sum(wb, wb + kW, init01, qx01);
-                const __m512i s23 = Pair::sum(wb + 2 * kW, wb + 3 * kW, init23, qx23);
-                __m256 p;
-                if constexpr (Pair::kMin) {
-                    p = _mm256_mul_ps(dm4<kW>(wb), dx);
-                    accm[r] = _mm256_add_ps(accm[r], p);
-                } else {
-                    p = _mm256_castps128_ps256(_mm_mul_ps(d4<kW>(wb), _mm256_castps256_ps128(dx)));
-                }
+                const __m512i s01 = sum(wb, wb + kW, init01, qx01);
+                const __m512i s23 = sum(wb + 2 * kW, wb + 3 * kW, init23, qx23);
+                const __m256 p = products4(w_scales4(wb), dx);
+                if constexpr (Pair::kMin) accm[r] = _mm256_add_ps(accm[r], p);
                 const __m512 p512 = _mm512_castps256_ps512(p);
                 acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread01, p512), _mm512_cvtepi32_ps(s01), acc0[r]);
                 acc1[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread23, p512), _mm512_cvtepi32_ps(s23), acc1[r]);
@@ -568,24 +658,91 @@ struct PairRows {
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
-                acc0[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Pair::sum(wb, wb, init, qx)), acc0[r]);
+                acc0[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum(wb, wb, init, qx)), acc0[r]);
                 if constexpr (Pair::kMin) tail_min[r] += f16_at(wb + 2) * f16_at(xb + 2);
             }
         }
         __m512 total[R];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            total[r] = _mm512_add_ps(acc0[r], acc1[r]);
-            if constexpr (Pair::kMin) {
-                const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
-                total[r] = _mm512_add_ps(total[r], _mm512_zextps256_ps512(_mm256_and_ps(accm[r], odd)));
-            }
-        }
+        for (int r = 0; r < R; ++r) total[r] = total_of(acc0[r], acc1[r], accm[r]);
         store_sums<R>(out, out_stride, total);
         if constexpr (Pair::kMin) {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) out[r * out_stride] += tail_min[r];
         }
+    }
+
+    // ---- batches (dot_rows_batch), as QuadRows': a layout holds 5 registers per four-block
+    // step (qx01, init01, qx23, init23, scales) and 3 per block after them (qx, init, [d, m]).
+    static constexpr bool kTailMin = Pair::kMin;
+    static int64_t layout_regs(int64_t n) {
+        const int64_t nb = n / 32;
+        return nb / 4 * 5 + nb % 4 * 3;
+    }
+    static void lay_out(int64_t n, const uint8_t* x, __m512i* v) {
+        const int64_t nb = n / 32;
+        int64_t b = 0;
+        for (; b + 4 <= nb; b += 4, v += 5) {
+            const uint8_t* xb = x + b * kX;
+            v[1] = Pair::prep(xb, xb + kX, v[0]);
+            v[3] = Pair::prep(xb + 2 * kX, xb + 3 * kX, v[2]);
+            v[4] = _mm512_castps_si512(_mm512_castps256_ps512(x_scales4(xb)));
+        }
+        for (; b < nb; ++b, v += 3) {
+            const uint8_t* xb = x + b * kX;
+            v[1] = Pair::prep(xb, xb, v[0]);
+            const float m = Pair::kMin ? f16_at(xb + 2) : 0.0f;
+            v[2] = _mm512_castps_si512(_mm512_setr_ps(f16_at(xb), m, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+        }
+    }
+    template <int B>
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, __m512 (&total)[B],
+                          float (&tail_min)[B]) {
+        const int64_t nb = n / 32;
+        __m512 acc0[B], acc1[B];
+        __m256 accm[B];
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) {
+            acc0[i] = acc1[i] = _mm512_setzero_ps();
+            accm[i] = _mm256_setzero_ps();
+            tail_min[i] = 0.0f;
+        }
+        const __m512i spread01 = spread(0), spread23 = spread(1);
+        int64_t b = 0, at = 0;  // at: the step's first register in each layout
+        for (; b + 4 <= nb; b += 4, at += 5) {
+            const uint8_t* wb = w + b * kW;
+            prefetch_span<4 * kW, kLocality>(wb + pf);
+            const __m512i q01 = Pair::quants(wb, wb + kW);
+            const __m512i q23 = Pair::quants(wb + 2 * kW, wb + 3 * kW);
+            const __m256 ws = w_scales4(wb);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) {
+                const __m512i* v = x + i * x_regs + at;
+                const __m512i s01 = dpbusd(v[1], q01, v[0]);
+                const __m512i s23 = dpbusd(v[3], q23, v[2]);
+                const __m256 p = products4(ws, _mm512_castps512_ps256(_mm512_castsi512_ps(v[4])));
+                if constexpr (Pair::kMin) accm[i] = _mm256_add_ps(accm[i], p);
+                const __m512 p512 = _mm512_castps256_ps512(p);
+                acc0[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread01, p512), _mm512_cvtepi32_ps(s01), acc0[i]);
+                acc1[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread23, p512), _mm512_cvtepi32_ps(s23), acc1[i]);
+            }
+        }
+        for (; b < nb; ++b, at += 3) {
+            const uint8_t* wb = w + b * kW;
+            const __m512i q = Pair::quants(wb, wb);
+            const float dw = f16_at(wb);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) {
+                const __m512i* v = x + i * x_regs + at;
+                alignas(64) float dm[16];
+                _mm512_store_si512(dm, v[2]);
+                const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(dw * dm[0]));
+                acc0[i] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(dpbusd(v[1], q, v[0])), acc0[i]);
+                if constexpr (Pair::kMin) tail_min[i] += f16_at(wb + 2) * dm[1];
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) total[i] = total_of(acc0[i], acc1[i], accm[i]);
     }
 };
 
@@ -605,25 +762,31 @@ inline __m512i four16(const uint8_t* p, int64_t stride) {
     return _mm512_mask_broadcast_i32x4(t, 0xF000, load128(p + 3 * stride));
 }
 
-// sum(lo * xlo + hi * xhi) + init, per lane, from four blocks' packed quants at qs + k*Stride,
-// qs `Lead` bytes into its block. Each weight row's runs come from BlockWords (reading the
-// activation's runs, once per step for all the rows, that way too measured 3 % slower:
-// 46.4-47.1 against 48.0-48.8 GB/s).
+// Four blocks' packed quants at qs + k*Stride (qs `Lead` bytes into its block) as their low
+// nibbles (elements 0..15 of block k in lane k) and high nibbles (16..31). Each weight row's
+// runs come from BlockWords (reading the activation's runs, once per step for all the rows,
+// that way too measured 3 % slower: 46.4-47.1 against 48.0-48.8 GB/s).
 template <int64_t Stride, int64_t Lead>
-inline __m512i nibble_sums(const uint8_t* qs, __m512i init, __m512i xlo, __m512i xhi) {
+inline void nibbles(const uint8_t* qs, __m512i& lo, __m512i& hi) {
     __m512i q;
     if constexpr (Stride == 0) {
         q = four16(qs, 0);
     } else {
         q = BlockWords<Stride, 4, 8, Lead>::words(qs);
     }
-    const __m512i lo = _mm512_and_si512(q, low_nibbles());
-    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles());
+    lo = _mm512_and_si512(q, low_nibbles());
+    hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low_nibbles());
+}
+
+// sum(lo * xlo + hi * xhi) + init, per lane.
+inline __m512i nibble_dots(__m512i init, __m512i lo, __m512i hi, __m512i xlo, __m512i xhi) {
     return dpbusd(dpbusd(init, lo, xlo), hi, xhi);
 }
 
+// The Quad types: kLead, where a block's quants start; prep, the activation side of four
+// blocks (their runs and the start value of the sums).
 struct Q4_0Quad {  // q in 0..15, value q - 8: sum(q * x) - 8 * sum(x)
-    static constexpr int64_t kW = kQ4_0, kX = kQ8_0;
+    static constexpr int64_t kW = kQ4_0, kX = kQ8_0, kLead = 2;
     static constexpr bool kMin = false;
     static __m512i prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
         xlo = four16(x + 2, sx);
@@ -632,23 +795,15 @@ struct Q4_0Quad {  // q in 0..15, value q - 8: sum(q * x) - 8 * sum(x)
         const __m512i eight = _mm512_set1_epi8(8);
         return _mm512_sub_epi32(zero, dpbusd(dpbusd(zero, eight, xlo), eight, xhi));
     }
-    template <int64_t Stride>
-    static __m512i sum(const uint8_t* w, __m512i init, __m512i xlo, __m512i xhi) {
-        return nibble_sums<Stride, 2>(w + 2, init, xlo, xhi);
-    }
 };
 
 struct Q4_1Quad {  // q in 0..15 (value d*q + m)
-    static constexpr int64_t kW = kQ4_1, kX = kQ8_1;
+    static constexpr int64_t kW = kQ4_1, kX = kQ8_1, kLead = 4;
     static constexpr bool kMin = true;
     static __m512i prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
         xlo = four16(x + 4, sx);
         xhi = four16(x + 20, sx);
         return _mm512_setzero_si512();
-    }
-    template <int64_t Stride>
-    static __m512i sum(const uint8_t* w, __m512i init, __m512i xlo, __m512i xhi) {
-        return nibble_sums<Stride, 4>(w + 4, init, xlo, xhi);
     }
 };
 
@@ -662,6 +817,76 @@ struct QuadRows {
     // alternating builds), 6.18 -> 5.96 and 6.15 -> 5.95 against 4096.
     static constexpr int64_t kAheadBytes = 8192;
     static constexpr int kLocality = Locality;
+    // sum(q * x) + init over four blocks from w (Stride 0: one block four times).
+    template <int64_t Stride>
+    static __m512i sum(const uint8_t* w, __m512i init, __m512i xlo, __m512i xhi) {
+        __m512i lo, hi;
+        nibbles<Stride, Quad::kLead>(w + Quad::kLead, lo, hi);
+        return nibble_dots(init, lo, hi, xlo, xhi);
+    }
+    // The scales: an activation's of eight (four) blocks from xb as x_scales8 (4), a weight
+    // row's from wb as w_scales8 (4), their products (block k's in lane k; [d, m] pairs in
+    // lanes 2k, 2k+1 for kMin) as products8 (4).
+    static __m512 x_scales8(const uint8_t* xb) {
+        if constexpr (Quad::kMin) {
+            return _mm512_insertf32x8(_mm512_castps256_ps512(dm4<kX>(xb)), dm4<kX>(xb + 4 * kX), 1);
+        } else {
+            return _mm512_castps256_ps512(_mm256_insertf128_ps(_mm256_castps128_ps256(d4<kX>(xb)), d4<kX>(xb + 4 * kX), 1));
+        }
+    }
+    static __m512 x_scales4(const uint8_t* xb) {
+        if constexpr (Quad::kMin) {
+            return _mm512_castps256_ps512(dm4<kX>(xb));
+        } else {
+            return _mm512_castps128_ps512(d4<kX>(xb));
+        }
+    }
+    static __m512 w_scales8(const uint8_t* wb) {
+        if constexpr (Quad::kMin) {
+            return dm8<kW>(wb);
+        } else {
+            return _mm512_castps256_ps512(d8<kW>(wb));
+        }
+    }
+    static __m512 w_scales4(const uint8_t* wb) {
+        if constexpr (Quad::kMin) {
+            return _mm512_castps256_ps512(dm4<kW>(wb));
+        } else {
+            return _mm512_castps128_ps512(d4<kW>(wb));
+        }
+    }
+    static __m512 products8(__m512 ws, __m512 dx) {
+        if constexpr (Quad::kMin) {
+            return _mm512_mul_ps(ws, dx);
+        } else {
+            return _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(ws), _mm512_castps512_ps256(dx)));
+        }
+    }
+    static __m512 products4(__m512 ws, __m512 dx) {
+        if constexpr (Quad::kMin) {
+            return _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(ws), _mm512_castps512_ps256(dx)));
+        } else {
+            return _mm512_castps128_ps512(_mm_mul_ps(_mm512_castps512_ps128(ws), _mm512_castps512_ps128(dx)));
+        }
+    }
+    // acc0 + acc1, with the odd lanes of accm (the m_w * s_x terms) for kMin.
+    static __m512 total_of(__m512 acc0, __m512 acc1, __m512 accm) {
+        const __m512 total = _mm512_add_ps(acc0, acc1);
+        if constexpr (Quad::kMin) {
+            const __m512 odd = _mm512_castsi512_ps(_mm512_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1));
+            return _mm512_add_ps(total, _mm512_and_ps(accm, odd));
+        }
+        return total;
+    }
+    // Block k's scale in lanes 4k..4k+3 (blocks 0..3 by spread(0), 4..7 by spread(1)); [d, m] pairs: lane 2k.
+    static __m512i spread(int half) {
+        if (half == 0) {
+            return Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
+                              : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        }
+        return Quad::kMin ? _mm512_setr_epi32(8, 8, 8, 8, 10, 10, 10, 10, 12, 12, 12, 12, 14, 14, 14, 14)
+                          : _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
                      const Ahead& ahead) {
@@ -669,37 +894,23 @@ struct QuadRows {
         __m512 acc0[R], acc1[R], accm[R];  // accm (kMin): [d_w*d_x, m_w*s_x] pairs; the odd lanes count
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = accm[r] = _mm512_setzero_ps();
-        // Block k's scale in lanes 4k..4k+3 (blocks 0..3, then 4..7); [d, m] pairs: lane 2k.
-        const __m512i spread0 = Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
-                                           : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-        const __m512i spread1 = Quad::kMin ? _mm512_setr_epi32(8, 8, 8, 8, 10, 10, 10, 10, 12, 12, 12, 12, 14, 14, 14, 14)
-                                           : _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+        const __m512i spread0 = spread(0), spread1 = spread(1);
         int64_t b = 0;
         for (; b + 8 <= nb; b += 8) {
             const uint8_t* xb = x + b * kX;
             __m512i xlo0, xhi0, xlo1, xhi1;
             const __m512i init0 = Quad::prep(xb, kX, xlo0, xhi0);
             const __m512i init1 = Quad::prep(xb + 4 * kX, kX, xlo1, xhi1);
-            __m512 dx;
-            if constexpr (Quad::kMin) {
-                dx = _mm512_insertf32x8(_mm512_castps256_ps512(dm4<kX>(xb)), dm4<kX>(xb + 4 * kX), 1);
-            } else {
-                dx = _mm512_castps256_ps512(_mm256_insertf128_ps(_mm256_castps128_ps256(d4<kX>(xb)), d4<kX>(xb + 4 * kX), 1));
-            }
+            const __m512 dx = x_scales8(xb);
             const int64_t pf = ahead.at(b * kW);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 prefetch_span<8 * kW, kLocality>(wb + pf);
-                const __m512i s0 = Quad::template sum<kW>(wb, init0, xlo0, xhi0);
-                const __m512i s1 = Quad::template sum<kW>(wb + 4 * kW, init1, xlo1, xhi1);
-                __m512 p;
-                if constexpr (Quad::kMin) {
-                    p = _mm512_mul_ps(dm8<kW>(wb), dx);
-                    accm[r] = _mm512_add_ps(accm[r], p);
-                } else {
-                    p = _mm512_castps256_ps512(_mm256_mul_ps(d8<kW>(wb), _mm512_castps512_ps256(dx)));
-                }
+                const __m512i s0 = sum<kW>(wb, init0, xlo0, xhi0);
+                const __m512i s1 = sum<kW>(wb + 4 * kW, init1, xlo1, xhi1);
+                const __m512 p = products8(w_scales8(wb), dx);
+                if constexpr (Quad::kMin) accm[r] = _mm512_add_ps(accm[r], p);
                 acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s0), acc0[r]);
                 acc1[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread1, p), _mm512_cvtepi32_ps(s1), acc1[r]);
             }
@@ -708,25 +919,15 @@ struct QuadRows {
             const uint8_t* xb = x + b * kX;
             __m512i xlo, xhi;
             const __m512i init = Quad::prep(xb, kX, xlo, xhi);
-            __m512 dx;
-            if constexpr (Quad::kMin) {
-                dx = _mm512_castps256_ps512(dm4<kX>(xb));
-            } else {
-                dx = _mm512_castps128_ps512(d4<kX>(xb));
-            }
+            const __m512 dx = x_scales4(xb);
             const int64_t pf = ahead.at(b * kW);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 prefetch_span<4 * kW, kLocality>(wb + pf);
-                const __m512i s = Quad::template sum<kW>(wb, init, xlo, xhi);
-                __m512 p;
-                if constexpr (Quad::kMin) {
-                    p = _mm512_castps256_ps512(_mm256_mul_ps(dm4<kW>(wb), _mm512_castps512_ps256(dx)));
-                    accm[r] = _mm512_add_ps(accm[r], _mm512_zextps256_ps512(_mm512_castps512_ps256(p)));
-                } else {
-                    p = _mm512_castps128_ps512(_mm_mul_ps(d4<kW>(wb), _mm512_castps512_ps128(dx)));
-                }
+                const __m512i s = sum<kW>(wb, init, xlo, xhi);
+                const __m512 p = products4(w_scales4(wb), dx);
+                if constexpr (Quad::kMin) accm[r] = _mm512_add_ps(accm[r], _mm512_zextps256_ps512(_mm512_castps512_ps256(p)));
                 acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s), acc0[r]);
             }
             b += 4;
@@ -741,24 +942,120 @@ struct QuadRows {
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
-                acc1[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(Quad::template sum<0>(wb, init, xlo, xhi)), acc1[r]);
+                acc1[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum<0>(wb, init, xlo, xhi)), acc1[r]);
                 if constexpr (Quad::kMin) tail_min[r] += f16_at(wb + 2) * f16_at(xb + 2);
             }
         }
         __m512 total[R];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            total[r] = _mm512_add_ps(acc0[r], acc1[r]);
-            if constexpr (Quad::kMin) {
-                const __m512 odd = _mm512_castsi512_ps(_mm512_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1));
-                total[r] = _mm512_add_ps(total[r], _mm512_and_ps(accm[r], odd));
-            }
-        }
+        for (int r = 0; r < R; ++r) total[r] = total_of(acc0[r], acc1[r], accm[r]);
         store_sums<R>(out, out_stride, total);
         if constexpr (Quad::kMin) {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) out[r * out_stride] += tail_min[r];
         }
+    }
+
+    // ---- batches (dot_rows_batch): one weight row against up to kMaxBatch activation rows,
+    // its quants unpacked and its scales converted once for all of them. Each activation's
+    // side of every step is laid out before (lay_out) as rows() computes it, so that each sum
+    // is rows()'s to the bit. A layout holds 7 registers per eight-block step (xlo0, xhi0,
+    // xlo1, xhi1, init0, init1, scales), 4 for a four-block step (xlo, xhi, init, scales) and
+    // 4 per block after them (xlo, xhi, init, [d, m]).
+    static constexpr bool kTailMin = Quad::kMin;  // rows() adds tail_min after the reduction
+    static int64_t layout_regs(int64_t n) {
+        const int64_t nb = n / 32;
+        return nb / 8 * 7 + (nb % 8 >= 4 ? 4 : 0) + nb % 4 * 4;
+    }
+    static void lay_out(int64_t n, const uint8_t* x, __m512i* v) {
+        const int64_t nb = n / 32;
+        int64_t b = 0;
+        for (; b + 8 <= nb; b += 8, v += 7) {
+            const uint8_t* xb = x + b * kX;
+            v[4] = Quad::prep(xb, kX, v[0], v[1]);
+            v[5] = Quad::prep(xb + 4 * kX, kX, v[2], v[3]);
+            v[6] = _mm512_castps_si512(x_scales8(xb));
+        }
+        if (b + 4 <= nb) {
+            const uint8_t* xb = x + b * kX;
+            v[2] = Quad::prep(xb, kX, v[0], v[1]);
+            v[3] = _mm512_castps_si512(x_scales4(xb));
+            v += 4;
+            b += 4;
+        }
+        for (; b < nb; ++b, v += 4) {
+            const uint8_t* xb = x + b * kX;
+            v[2] = Quad::prep(xb, 0, v[0], v[1]);
+            const float m = Quad::kMin ? f16_at(xb + 2) : 0.0f;
+            v[3] = _mm512_castps_si512(_mm512_setr_ps(f16_at(xb), m, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+        }
+    }
+    // Row w against the B layouts at x, x + x_regs, ...: total[i] (to be reduced) and, for
+    // kTailMin, tail_min[i] (to be added after the reduction), as rows() has them.
+    template <int B>
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, __m512 (&total)[B],
+                          float (&tail_min)[B]) {
+        const int64_t nb = n / 32;
+        __m512 acc0[B], acc1[B], accm[B];
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) {
+            acc0[i] = acc1[i] = accm[i] = _mm512_setzero_ps();
+            tail_min[i] = 0.0f;
+        }
+        const __m512i spread0 = spread(0), spread1 = spread(1);
+        int64_t b = 0, at = 0;  // at: the step's first register in each layout
+        for (; b + 8 <= nb; b += 8, at += 7) {
+            const uint8_t* wb = w + b * kW;
+            prefetch_span<8 * kW, kLocality>(wb + pf);
+            __m512i lo0, hi0, lo1, hi1;
+            nibbles<kW, Quad::kLead>(wb + Quad::kLead, lo0, hi0);
+            nibbles<kW, Quad::kLead>(wb + 4 * kW + Quad::kLead, lo1, hi1);
+            const __m512 ws = w_scales8(wb);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) {
+                const __m512i* v = x + i * x_regs + at;
+                const __m512i s0 = nibble_dots(v[4], lo0, hi0, v[0], v[1]);
+                const __m512i s1 = nibble_dots(v[5], lo1, hi1, v[2], v[3]);
+                const __m512 p = products8(ws, _mm512_castsi512_ps(v[6]));
+                if constexpr (Quad::kMin) accm[i] = _mm512_add_ps(accm[i], p);
+                acc0[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s0), acc0[i]);
+                acc1[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread1, p), _mm512_cvtepi32_ps(s1), acc1[i]);
+            }
+        }
+        if (b + 4 <= nb) {
+            const uint8_t* wb = w + b * kW;
+            prefetch_span<4 * kW, kLocality>(wb + pf);
+            __m512i lo, hi;
+            nibbles<kW, Quad::kLead>(wb + Quad::kLead, lo, hi);
+            const __m512 ws = w_scales4(wb);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) {
+                const __m512i* v = x + i * x_regs + at;
+                const __m512i s = nibble_dots(v[2], lo, hi, v[0], v[1]);
+                const __m512 p = products4(ws, _mm512_castsi512_ps(v[3]));
+                if constexpr (Quad::kMin) accm[i] = _mm512_add_ps(accm[i], _mm512_zextps256_ps512(_mm512_castps512_ps256(p)));
+                acc0[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s), acc0[i]);
+            }
+            b += 4;
+            at += 4;
+        }
+        for (; b < nb; ++b, at += 4) {
+            const uint8_t* wb = w + b * kW;
+            __m512i lo, hi;
+            nibbles<0, Quad::kLead>(wb + Quad::kLead, lo, hi);
+            const float dw = f16_at(wb);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) {
+                const __m512i* v = x + i * x_regs + at;
+                alignas(64) float dm[16];
+                _mm512_store_si512(dm, v[3]);
+                const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(dw * dm[0]));
+                acc1[i] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(nibble_dots(v[2], lo, hi, v[0], v[1])), acc1[i]);
+                if constexpr (Quad::kMin) tail_min[i] += f16_at(wb + 2) * dm[1];
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) total[i] = total_of(acc0[i], acc1[i], accm[i]);
     }
 };
 
@@ -1137,23 +1434,25 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
     using Q4_1RowsL2 = QuadRows<Q4_1Quad, kIntoL2>;
     switch (weight_type) {
 #define INFERSCOPE_ROWS(K) &dot_row<K>, &dot_rows<K>
+#define INFERSCOPE_BATCH_ROWS(K) &dot_row<K>, &dot_rows<K>, &dot_rows_batch<K>
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_ROWS(HalvesRows<false>)};
         case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, INFERSCOPE_ROWS(HalvesRows<true>)};
-        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_ROWS(PairRows<Q8_0Pair>)};
+        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(PairRows<Q8_0Pair>)};
         case GgmlType::Q4_0:
-            return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_ROWS(Q4_0RowsL2)}
-                         : RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_ROWS(Q4_0RowsL1)};
-        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_ROWS(PairRows<Q5_0Pair>)};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(Q4_0RowsL2)}
+                         : RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(Q4_0RowsL1)};
+        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(PairRows<Q5_0Pair>)};
         case GgmlType::Q4_1:
-            return to_l2 ? RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_ROWS(Q4_1RowsL2)}
-                         : RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_ROWS(Q4_1RowsL1)};
-        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_ROWS(PairRows<Q5_1Pair>)};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(Q4_1RowsL2)}
+                         : RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(Q4_1RowsL1)};
+        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(PairRows<Q5_1Pair>)};
         case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q2_KBody>)};
         case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q3_KBody>)};
         case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<K4Body<false>>)};
         case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<K4Body<true>>)};
         case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q6_KBody>)};
 #undef INFERSCOPE_ROWS
+#undef INFERSCOPE_BATCH_ROWS
         default: return {};
     }
 }
