@@ -149,7 +149,7 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
     // Several input rows without a tiled kernel. With batch kernels each weight row is read
     // and unpacked once for all of them: batch-bench ms per step (Intel Xeon, 1 Dec), against
     // the passes below, Q4_0 B = 2 25.20 -> 15.42, B = 4 34.27 -> 19.73; Q8_0 B = 2 33.27 ->
-    // 21.65, B = 4 56.18 -> 27.37.
+    // 21.65, B = 4 56.18 -> 27.37; F16 B = 2 48.85 -> 45.58, B = 4 70.13 -> 54.75.
     if (p.kernels.dot_rows_batch != nullptr) {
         p.kernels.dot_rows_batch(w.cols, w.row(begin), w.row_bytes, end - begin, p.input, p.input_row_bytes, n, p.y + begin,
                                  w.rows);
@@ -179,8 +179,8 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 // AVX-512 row dots run groups of 8 weight rows, which moved their quantized limit to 5
 // (batch-bench tokens/s, rows against tiles, two alternating runs each: B = 4 Q4_0 163-181
 // against 157-158, Q8_0 134-135 against 125-128; B = 5 Q8_0 139-142 against 146-157).
-// Where a family has batch row kernels (each weight row unpacked once for all the input
-// rows: the AVX-512 Q4_0/Q4_1/Q8_0/Q5_0/Q5_1 kernels) they win up to 7 rows on an Intel Xeon
+// Where a family has batch row kernels for a quantized format (each weight row unpacked once
+// for all the input rows: the AVX-512 Q4_0/Q4_1/Q8_0/Q5_0/Q5_1 kernels) they win up to 7 rows on an Intel Xeon
 // (batch-bench ms per step, tiles against batch kernels, one run each: Q4_0 B = 5 35.26 /
 // 32.14, B = 8 44.91 / 37.20, B = 12 50.90 / 60.65; Q8_0 B = 5 44.09 / 38.32, B = 8 45.17 /
 // 47.48, B = 12 46.85 / 70.72).

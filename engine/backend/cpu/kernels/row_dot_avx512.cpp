@@ -294,26 +294,29 @@ float dot_row(int64_t n, const uint8_t* w, const uint8_t* x) {
 
 // ---------------------------------------------------------------- batches
 
-// Activation rows per pass of dot_rows_batch: 2 x B accumulators (3 x B for kMin) stay in
-// registers beside a row's unpacked quants.
+// Activation rows per pass of dot_rows_batch: their accumulators (2 or 3 per activation row
+// for the quantized formats, 2 or 4 for the float ones) stay in registers beside a row's
+// unpacked weights.
 constexpr int kMaxBatch = 4;
 
 // The rows in dot_rows' order of streams, each against B laid-out activation rows, each sum
-// reduced as dot_rows reduces it: rows of whole groups of eight four at a time, the rows
-// left after them one by one unless they are four. So every result has dot_rows' bits.
+// computed as in the group dot_rows puts its row in (K::row_batch gets that group's size;
+// the float kernels' accumulators depend on it) and reduced as there: rows of whole groups
+// of eight four at a time, the rows left after them one by one unless they are four. So
+// every result has dot_rows' bits.
 template <class K, int B>
 void batch_over_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const __m512i* x, int64_t x_regs,
                      float* out, int64_t out_stride) {
     const int64_t per_stream = n_rows / kGroup;
     const int64_t grouped = per_stream * kGroup;
-    const bool left_by_fours = (n_rows - grouped) % 4 == 0;
+    const int left = static_cast<int>(n_rows - grouped);
     const int64_t ahead = K::kAheadBytes / kGroup;  // in each stream, as dot_rows' streams
-    const auto row = [&](int64_t r, bool by_fours) {
+    const auto row = [&](int64_t r, int group_rows) {
         __m512 total[B];
         float tail_min[B];
-        K::template row_batch<B>(n, w + static_cast<uint64_t>(r) * row_bytes, x, x_regs, ahead, total, tail_min);
+        K::template row_batch<B>(n, w + static_cast<uint64_t>(r) * row_bytes, x, x_regs, ahead, group_rows, total, tail_min);
         alignas(16) float sums[4];
-        if (by_fours) {
+        if (group_rows % 4 == 0) {
             __m512 t[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
             for (int i = 0; i < B; ++i) t[i] = total[i];
             _mm_store_ps(sums, hsum4(t[0], t[1], t[2], t[3]));
@@ -330,9 +333,9 @@ void batch_over_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_
         prefetch_lines<K::kLocality>(w + static_cast<uint64_t>(g * per_stream) * row_bytes, ahead);
     }
     for (int64_t j = 0; j < per_stream; ++j) {
-        for (int g = 0; g < kGroup; ++g) row(j + g * per_stream, true);
+        for (int g = 0; g < kGroup; ++g) row(j + g * per_stream, kGroup);
     }
-    for (int64_t r = grouped; r < n_rows; ++r) row(r, left_by_fours);
+    for (int64_t r = grouped; r < n_rows; ++r) row(r, left);
 }
 
 // See RowsDotBatchFn: the activation rows kMaxBatch at a time, each laid out once per call.
@@ -487,6 +490,68 @@ struct HalvesRows {
             if constexpr (kAcc == 4) total[r] = _mm512_add_ps(total[r], _mm512_add_ps(acc[r][2], acc[r][3]));
         }
         store_sums<R>(out, out_stride, total);
+    }
+
+    // ---- batches (dot_rows_batch): one weight row converted once for up to kMaxBatch
+    // activation rows, laid out as floats (one register per 16 elements, the last masked as
+    // rows() masks it). rows() keeps four accumulators per row in groups of up to four rows
+    // and two beyond: the row's group size picks the same.
+    static constexpr bool kTailMin = false;
+    static int64_t layout_regs(int64_t n) { return (n + 15) / 16; }
+    static void lay_out(int64_t n, const uint8_t* x, __m512i* v) {
+        for (int64_t i = 0; i < n; i += 16, ++v) {
+            const __m512 x16 = i + 16 <= n ? halves16<BF16>(x + 2 * i) : halves_masked<BF16>(x + 2 * i, first_lanes(n - i));
+            *v = _mm512_castps_si512(x16);
+        }
+    }
+    template <int B>
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, int group_rows,
+                          __m512 (&total)[B], float (&tail_min)[B]) {
+        if (group_rows > 4) {
+            row_batch_with<B, 2>(n, w, x, x_regs, pf, total);
+        } else {
+            row_batch_with<B, 4>(n, w, x, x_regs, pf, total);
+        }
+        for (float& t : tail_min) t = 0.0f;
+    }
+    template <int B, int kAcc>
+    static void row_batch_with(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, __m512 (&total)[B]) {
+        __m512 acc[B][kAcc];
+#pragma GCC unroll 4
+        for (int b = 0; b < B; ++b) {
+#pragma GCC unroll 4
+            for (auto& a : acc[b]) a = _mm512_setzero_ps();
+        }
+        const auto xv = [&](int b, int64_t i) { return _mm512_castsi512_ps(x[b * x_regs + i / 16]); };
+        int64_t i = 0;
+        for (; i + 64 <= n; i += 64) {
+            const uint8_t* wi = w + 2 * i;
+            prefetch_span<128, kLocality>(wi + pf);
+            const __m512 w0 = halves16<BF16>(wi), w1 = halves16<BF16>(wi + 32);
+            const __m512 w2 = halves16<BF16>(wi + 64), w3 = halves16<BF16>(wi + 96);
+#pragma GCC unroll 4
+            for (int b = 0; b < B; ++b) {
+                acc[b][0] = _mm512_fmadd_ps(w0, xv(b, i), acc[b][0]);
+                acc[b][1] = _mm512_fmadd_ps(w1, xv(b, i + 16), acc[b][1]);
+                acc[b][2 % kAcc] = _mm512_fmadd_ps(w2, xv(b, i + 32), acc[b][2 % kAcc]);
+                acc[b][3 % kAcc] = _mm512_fmadd_ps(w3, xv(b, i + 48), acc[b][3 % kAcc]);
+            }
+        }
+        for (; i + 16 <= n; i += 16) {
+            const __m512 w16 = halves16<BF16>(w + 2 * i);
+#pragma GCC unroll 4
+            for (int b = 0; b < B; ++b) acc[b][0] = _mm512_fmadd_ps(w16, xv(b, i), acc[b][0]);
+        }
+        if (i < n) {
+            const __m512 w16 = halves_masked<BF16>(w + 2 * i, first_lanes(n - i));
+#pragma GCC unroll 4
+            for (int b = 0; b < B; ++b) acc[b][1] = _mm512_fmadd_ps(w16, xv(b, i), acc[b][1]);
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < B; ++b) {
+            total[b] = _mm512_add_ps(acc[b][0], acc[b][1]);
+            if constexpr (kAcc == 4) total[b] = _mm512_add_ps(total[b], _mm512_add_ps(acc[b][2], acc[b][3]));
+        }
     }
 };
 
@@ -696,8 +761,8 @@ struct PairRows {
         }
     }
     template <int B>
-    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, __m512 (&total)[B],
-                          float (&tail_min)[B]) {
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, int /*group_rows*/,
+                          __m512 (&total)[B], float (&tail_min)[B]) {
         const int64_t nb = n / 32;
         __m512 acc0[B], acc1[B];
         __m256 accm[B];
@@ -993,8 +1058,8 @@ struct QuadRows {
     // Row w against the B layouts at x, x + x_regs, ...: total[i] (to be reduced) and, for
     // kTailMin, tail_min[i] (to be added after the reduction), as rows() has them.
     template <int B>
-    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, __m512 (&total)[B],
-                          float (&tail_min)[B]) {
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, int /*group_rows*/,
+                          __m512 (&total)[B], float (&tail_min)[B]) {
         const int64_t nb = n / 32;
         __m512 acc0[B], acc1[B], accm[B];
 #pragma GCC unroll 4
@@ -1435,8 +1500,8 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
     switch (weight_type) {
 #define INFERSCOPE_ROWS(K) &dot_row<K>, &dot_rows<K>
 #define INFERSCOPE_BATCH_ROWS(K) &dot_row<K>, &dot_rows<K>, &dot_rows_batch<K>
-        case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_ROWS(HalvesRows<false>)};
-        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, INFERSCOPE_ROWS(HalvesRows<true>)};
+        case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_BATCH_ROWS(HalvesRows<false>)};
+        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, INFERSCOPE_BATCH_ROWS(HalvesRows<true>)};
         case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(PairRows<Q8_0Pair>)};
         case GgmlType::Q4_0:
             return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(Q4_0RowsL2)}
