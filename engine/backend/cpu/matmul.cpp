@@ -180,14 +180,16 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 // (batch-bench tokens/s, rows against tiles, two alternating runs each: B = 4 Q4_0 163-181
 // against 157-158, Q8_0 134-135 against 125-128; B = 5 Q8_0 139-142 against 146-157).
 // Where a family has batch row kernels for a quantized format (each weight row unpacked once
-// for all the input rows: the AVX-512 Q4_0/Q4_1/Q8_0/Q5_0/Q5_1 kernels) they win up to 7 rows on an Intel Xeon
-// (batch-bench ms per step, tiles against batch kernels, one run each: Q4_0 B = 5 35.26 /
-// 32.14, B = 8 44.91 / 37.20, B = 12 50.90 / 60.65; Q8_0 B = 5 44.09 / 38.32, B = 8 45.17 /
-// 47.48, B = 12 46.85 / 70.72).
+// for all the input rows: the AVX-512 Q4_0/Q4_1/Q8_0/Q5_0/Q5_1 kernels) they beat the tiles
+// on an Intel Xeon up to 8 rows for the 4-bit formats and up to 7 for the others (batch-bench
+// ms per step, tiles against batch kernels, one run each: Q4_0 B = 5 35.26 / 32.14, B = 8
+// 44.91 / 37.20, B = 12 50.90 / 60.65; Q8_0 B = 5 44.09 / 38.32, B = 8 45.17 / 47.48,
+// B = 12 46.85 / 70.72).
 int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
     if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return 8;
     if (isa != CpuIsa::Avx512) return 4;
-    return row_dot_kernels(weight_type, isa).dot_rows_batch != nullptr ? 8 : 5;
+    if (row_dot_kernels(weight_type, isa).dot_rows_batch == nullptr) return 5;
+    return weight_type == GgmlType::Q4_0 || weight_type == GgmlType::Q4_1 ? 9 : 8;
 }
 
 // F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, except where
