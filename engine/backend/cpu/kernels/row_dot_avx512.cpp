@@ -215,10 +215,11 @@ constexpr int kGroup = 8;
 // A range whose eighths are at least this long is read as eight streams (dot_rows); a
 // shorter one in groups of neighbouring rows. The short ranges are the passes of the
 // batched path for formats without batch kernels (matmul.cpp: about 24 KiB of rows, run
-// against each input row in turn) and the last pieces of a thread's share: there the neighbours' prefetches, two groups ahead, reach
-// into the rows after the range, which eight short streams' do not. Batched decode with
-// streams in every range was slower (in-process alternation, 16 steps each: B = 2 / 4 Q4_0
-// 0.998 / 0.951, Q8_0 0.979 / 0.974, F16 0.923 / 0.967 times the speed).
+// against each input row in turn) and the last pieces of a thread's share: there the
+// neighbours' prefetches, two groups ahead, reach into the rows after the range, which
+// eight short streams' do not. Batched decode with streams in every range was slower
+// (in-process alternation, 16 steps each: B = 2 / 4 Q4_0 0.998 / 0.951, Q8_0 0.979 /
+// 0.974, F16 0.923 / 0.967 times the speed).
 constexpr uint64_t kMinStreamBytes = 8192;
 
 // The rows [first, n_rows) after the whole groups, as one group of fewer rows.
@@ -671,7 +672,8 @@ struct PairRows {
         }
         return total;
     }
-    // Block k's scale in the 256-bit half k % 2 (blocks 0, 1 by spread(0), 2, 3 by spread(1); lanes of [d, m] pairs: 2k).
+    // Block k's scale in the 256-bit half k % 2 (blocks 0, 1 by spread(0), 2, 3 by
+    // spread(1); lanes of [d, m] pairs: 2k).
     static __m512i spread(int half) {
         if (half == 0) {
             return Pair::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2)
@@ -943,7 +945,8 @@ struct QuadRows {
         }
         return total;
     }
-    // Block k's scale in lanes 4k..4k+3 (blocks 0..3 by spread(0), 4..7 by spread(1)); [d, m] pairs: lane 2k.
+    // Block k's scale in lanes 4k..4k+3 (blocks 0..3 by spread(0), 4..7 by spread(1));
+    // [d, m] pairs: lane 2k.
     static __m512i spread(int half) {
         if (half == 0) {
             return Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
