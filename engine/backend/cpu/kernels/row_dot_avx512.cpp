@@ -311,7 +311,7 @@ void batch_over_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_
     const int64_t per_stream = n_rows / kGroup;
     const int64_t grouped = per_stream * kGroup;
     const int left = static_cast<int>(n_rows - grouped);
-    const int64_t ahead = K::kAheadBytes / kGroup;  // in each stream, as dot_rows' streams
+    const int64_t ahead = Ahead::streams(kGroup, K::kAheadBytes).near;  // as dot_rows' streams
     const auto row = [&](int64_t r, int group_rows) {
         __m512 total[B];
         float tail_min[B];
