@@ -1,7 +1,6 @@
 #include "engine/backend/cpu/kv_storage.h"
 
 #include <cstring>
-#include <new>
 #include <string>
 
 #include "engine/core/error.h"
@@ -13,17 +12,12 @@ CpuKvStorage::CpuKvStorage(const KvLayout& layout) : layout_(layout) {
     part_bytes_ = static_cast<uint64_t>(layout.head_dim) * static_cast<uint64_t>(layout.block_tokens) *
                   static_cast<uint64_t>(kv_dtype_bytes(layout.dtype));
     head_run_bytes_ = part_bytes_ * static_cast<uint64_t>(layout.n_blocks);
-    const uint64_t layer_bytes = head_run_bytes_ * static_cast<uint64_t>(layout.n_head_kv);
+    const uint64_t bytes = head_run_bytes_ * 2 * static_cast<uint64_t>(layout.n_head_kv) * static_cast<uint64_t>(layout.n_layer);
     try {
-        for (int l = 0; l < layout.n_layer; ++l) {
-            // Uninitialised on purpose: the OS maps pages lazily, so an unused pool costs no
-            // resident memory; every slot is written before it is read.
-            k_.emplace_back(new uint8_t[layer_bytes]);
-            v_.emplace_back(new uint8_t[layer_bytes]);
-        }
-    } catch (const std::bad_alloc&) {
-        k_.clear();
-        v_.clear();
+        // Uninitialised on purpose: the OS maps pages as they are first written, so an unused
+        // pool costs no resident memory; every slot is written before it is read.
+        memory_ = HugePageBuffer(bytes);
+    } catch (const CapacityError&) {
         throw CapacityError("cannot allocate the KV cache: " + std::to_string(layout.pool_bytes()) + " bytes (" +
                             std::to_string(layout.n_blocks) + " blocks of " + std::to_string(layout.block_tokens) +
                             " tokens); lower the context size (-c)");
@@ -50,8 +44,8 @@ void store_token(const KvLayout& layout, T* k_part, T* v_part, int offset, const
 
 void CpuKvStorage::write(int layer, int32_t block, int offset, const float* k, const float* v) {
     for (int head = 0; head < layout_.n_head_kv; ++head) {
-        uint8_t* k_dst = part(k_, layer, block, head);
-        uint8_t* v_dst = part(v_, layer, block, head);
+        uint8_t* k_dst = part(Side::keys, layer, block, head);
+        uint8_t* v_dst = part(Side::values, layer, block, head);
         const int64_t first = static_cast<int64_t>(head) * layout_.head_dim;  // of this head in k and v
         if (layout_.dtype == KvDtype::F32) {
             store_token(layout_, reinterpret_cast<float*>(k_dst), reinterpret_cast<float*>(v_dst), offset, k + first, v + first);
@@ -65,8 +59,8 @@ void CpuKvStorage::write(int layer, int32_t block, int offset, const float* k, c
 void CpuKvStorage::copy_block(int32_t src, int32_t dst) {
     for (int layer = 0; layer < layout_.n_layer; ++layer) {
         for (int head = 0; head < layout_.n_head_kv; ++head) {
-            std::memcpy(part(k_, layer, dst, head), part(k_, layer, src, head), part_bytes_);
-            std::memcpy(part(v_, layer, dst, head), part(v_, layer, src, head), part_bytes_);
+            std::memcpy(part(Side::keys, layer, dst, head), part(Side::keys, layer, src, head), part_bytes_);
+            std::memcpy(part(Side::values, layer, dst, head), part(Side::values, layer, src, head), part_bytes_);
         }
     }
 }
