@@ -8,6 +8,7 @@
 #include "engine/backend/cpu/kernels/half_gemm.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
+#include "engine/formats/ggml_type.h"
 #include "engine/formats/quant.h"
 
 namespace inferscope {
@@ -149,7 +150,8 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
     // Several input rows without a tiled kernel. With batch kernels each weight row is read
     // and unpacked once for all of them: batch-bench ms per step (Intel Xeon, 1 Dec), against
     // the passes below, Q4_0 B = 2 25.20 -> 15.42, B = 4 34.27 -> 19.73; Q8_0 B = 2 33.27 ->
-    // 21.65, B = 4 56.18 -> 27.37; F16 B = 2 48.85 -> 45.58, B = 4 70.13 -> 54.75.
+    // 21.65, B = 4 56.18 -> 27.37; F16 B = 2 48.85 -> 45.58, B = 4 70.13 -> 54.75; on a 1B
+    // model, Q4_K B = 2 54.69, 55.16 -> 38.01, 42.02, B = 4 101.39, 107.83 -> 50.13, 56.29.
     if (p.kernels.dot_rows_batch != nullptr) {
         p.kernels.dot_rows_batch(w.cols, w.row(begin), w.row_bytes, end - begin, p.input, p.input_row_bytes, n, p.y + begin,
                                  w.rows);
@@ -180,16 +182,20 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 // (batch-bench tokens/s, rows against tiles, two alternating runs each: B = 4 Q4_0 163-181
 // against 157-158, Q8_0 134-135 against 125-128; B = 5 Q8_0 139-142 against 146-157).
 // Where a family has batch row kernels for a quantized format (each weight row unpacked once
-// for all the input rows: the AVX-512 Q4_0/Q4_1/Q8_0/Q5_0/Q5_1 kernels) they beat the tiles
-// on an Intel Xeon up to 8 rows for the 4-bit formats and up to 7 for the others (batch-bench
-// ms per step, tiles against batch kernels, one run each: Q4_0 B = 5 35.26 / 32.14, B = 8
-// 44.91 / 37.20, B = 12 50.90 / 60.65; Q8_0 B = 5 44.09 / 38.32, B = 8 45.17 / 47.48,
-// B = 12 46.85 / 70.72).
+// for all the input rows: the AVX-512 kernels of the legacy formats and the K-quants) they
+// beat the tiles on an Intel Xeon up to 8 rows for the 4-bit formats and the K-quants, up to
+// 7 for the others (batch-bench ms per step, tiles against batch kernels, one or two runs
+// each: Q4_0 B = 5 35.26 / 32.14, B = 8 44.91 / 37.20, B = 12 50.90 / 60.65; Q8_0 B = 5
+// 44.09 / 38.32, B = 8 45.17 / 47.48, B = 12 46.85 / 70.72; on a 1B model, Q4_K B = 5
+// 104.23, 113.61 / 87.15, 76.60, B = 8 123.23, 143.50 / 99.75, 106.64, B = 16 118.31, 195.26
+// / 182.99, 192.27; Q6_K B = 5 118.19, 130.65 / 101.42, 96.52, B = 8 124.88, 139.94 /
+// 118.33, 119.32, B = 12 154.20, 146.71 / 161.60, 153.29).
 int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
     if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return 8;
     if (isa != CpuIsa::Avx512) return 4;
     if (row_dot_kernels(weight_type, isa).dot_rows_batch == nullptr) return 5;
-    return weight_type == GgmlType::Q4_0 || weight_type == GgmlType::Q4_1 ? 9 : 8;
+    const bool k_quant = ggml_type_traits(weight_type).block_elements == 256;
+    return k_quant || weight_type == GgmlType::Q4_0 || weight_type == GgmlType::Q4_1 ? 9 : 8;
 }
 
 // F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, except where

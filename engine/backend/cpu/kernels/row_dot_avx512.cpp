@@ -1172,16 +1172,32 @@ inline __m512i with_shifted_high(const uint8_t* p) {
     return _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, Shift);
 }
 
+// Each body splits a superblock's work into unpack (the weight row's side: quants widened to
+// bytes, scales to 16-bit words in the order of the products) and dot (that against one
+// activation's superblock: acc += d*dx * sumi, accm += dmin*dx * the mins term), so that the
+// batch kernels unpack a weight superblock once for several activations and still compute
+// each product as rows() does. An activation superblock reaches dot as an X view: prep
+// reads it from the Q8_K bytes, view from a layout of kLayoutRegs registers that lay_out
+// wrote once per call.
+constexpr int kKLayoutRegs = 5;  // 320 bytes: a Q8_K superblock (292) or its gathered form
+
+// A layout that is a copy of the Q8_K superblock's bytes.
+inline void copy_superblock(const uint8_t* x, __m512i* v) {
+    std::memset(v, 0, sizeof(__m512i) * kKLayoutRegs);
+    std::memcpy(v, x, kQ8_K);
+}
+
 // Q4_K/Q5_K: each 64 bytes of packed quants hold sub-blocks 4h and 4h + 2 in their low
 // nibbles (bytes 0..31, 32..63) and 4h + 1, 4h + 3 in their high nibbles; the activation
-// quants are gathered to match once per superblock for all rows (prep).
+// quants are gathered to match once per superblock for all rows (prep) or once per call
+// (lay_out: the four gathered registers, then the bsums and d).
 template <bool Q5>
 struct K4Body {
     static constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
     static constexpr bool kMin = true;
     struct X {
         __m512i q[2][2];  // [h][low/high nibbles]
-        const uint8_t* p;
+        const uint8_t* bsums;
         float d;
     };
     static X prep(const uint8_t* x) {
@@ -1191,27 +1207,44 @@ struct K4Body {
             xp.q[h][0] = join32(qx, qx + 64);
             xp.q[h][1] = join32(qx + 32, qx + 96);
         }
-        xp.p = x;
+        xp.bsums = x + kQ8_KBsums;
         xp.d = load_f32(x);
         return xp;
+    }
+    static void lay_out(const uint8_t* x, __m512i* v) {
+        const X xp = prep(x);
+        v[0] = xp.q[0][0];
+        v[1] = xp.q[0][1];
+        v[2] = xp.q[1][0];
+        v[3] = xp.q[1][1];
+        v[4] = _mm512_setzero_si512();
+        auto* tail = reinterpret_cast<uint8_t*>(v + 4);
+        std::memcpy(tail, xp.bsums, 32);
+        store_f32(tail + 32, xp.d);
+    }
+    static X view(const __m512i* v) {
+        const auto* tail = reinterpret_cast<const uint8_t*>(v + 4);
+        return {{{v[0], v[1]}, {v[2], v[3]}}, tail, load_f32(tail + 32)};
     }
     // Word index vector: words 0..15 -> a, 16..31 -> b.
     static __m512i word_pair(int a, int b) {
         return _mm512_mask_mov_epi16(_mm512_set1_epi16(static_cast<short>(a)), 0xFFFF0000u, _mm512_set1_epi16(static_cast<short>(b)));
     }
-    static void add(const uint8_t* w, const X& x, __m512& acc, __m256& accm) {
+    struct W {
+        __m512i q[2][2];       // [h][sub-blocks 4h, 4h + 2 / 4h + 1, 4h + 3] as bytes
+        __m512i scales[2][2];  // the words that multiply them
+        __m256i mins;
+        __m128 dm;             // [d, dmin]
+    };
+    static W unpack(const uint8_t* w) {
         constexpr int64_t kQs = Q5 ? 48 : 16;
+        W u;
         const __m128i sm = k4_scales_mins(w + 4);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-        const __m256i msum = _mm256_madd_epi16(load256(x.p + kQ8_KBsums), mins);
-        // [d, dmin] * dx
-        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(w)))), _mm_set1_ps(x.d));
-        accm = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(msum), accm);
-
+        u.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+        u.dm = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(w))));
         const __m512i scales = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
         __m512i qh2 = _mm512_setzero_si512();
         if constexpr (Q5) qh2 = twice32(w + 16);
-        __m512i sumi = _mm512_setzero_si512();
         for (int h = 0; h < 2; ++h) {
             const __m512i q = load512(w + kQs + 64 * h);
             __m512i lo = _mm512_and_si512(q, low_nibbles());
@@ -1221,98 +1254,146 @@ struct K4Body {
                 lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh2, bit_pair(4 * h, 4 * h + 2)), lo, sixteen);
                 hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh2, bit_pair(4 * h + 1, 4 * h + 3)), hi, sixteen);
             }
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(lo, x.q[h][0]),
-                                       _mm512_permutexvar_epi16(word_pair(4 * h, 4 * h + 2), scales));
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(hi, x.q[h][1]),
-                                       _mm512_permutexvar_epi16(word_pair(4 * h + 1, 4 * h + 3), scales));
+            u.q[h][0] = lo;
+            u.q[h][1] = hi;
+            u.scales[h][0] = _mm512_permutexvar_epi16(word_pair(4 * h, 4 * h + 2), scales);
+            u.scales[h][1] = _mm512_permutexvar_epi16(word_pair(4 * h + 1, 4 * h + 3), scales);
+        }
+        return u;
+    }
+    static void dot(const W& u, const X& x, __m512& acc, __m256& accm) {
+        const __m256i msum = _mm256_madd_epi16(load256(x.bsums), u.mins);
+        const __m128 dd = _mm_mul_ps(u.dm, _mm_set1_ps(x.d));  // [d, dmin] * dx
+        accm = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(msum), accm);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h) {
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(u.q[h][0], x.q[h][0]), u.scales[h][0]);
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(u.q[h][1], x.q[h][1]), u.scales[h][1]);
         }
         acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(dd), _mm512_cvtepi32_ps(sumi), acc);
     }
 };
 
-// The other K-quants read the activation directly.
+// The other K-quants read the activation's Q8_K bytes directly (a layout is their copy).
 struct XDirect {
     const uint8_t* p;
     float d;
 };
+struct DirectX {
+    using X = XDirect;
+    static X prep(const uint8_t* x) { return {x, load_f32(x)}; }
+    static void lay_out(const uint8_t* x, __m512i* v) { copy_superblock(x, v); }
+    static X view(const __m512i* v) { return prep(reinterpret_cast<const uint8_t*>(v)); }
+};
 
-struct Q6_KBody {
+// Q6_K and Q3_K: bytes q (0..63, 0..7) in four runs of 64, 16 signed scales, one d; the
+// products are sum(scale * q * x) - offset * sum(scale * bsums) (offset 32, 4).
+struct OffsetW {
+    __m512i q[2][2];       // [h][run]
+    __m512i scales[2][2];  // the words that multiply them
+    __m256i sc16;
+    float d;
+};
+template <int OffsetShift>
+inline void offset_dot(const OffsetW& u, const XDirect& xd, __m512& acc) {
+    const __m256i offset = _mm256_madd_epi16(load256(xd.p + kQ8_KBsums), u.sc16);
+    __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, OffsetShift)));
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* qx = xd.p + kQ8_KQs + 128 * h;
+        sumi = scaled_run(sumi, u.q[h][0], qx, u.scales[h][0]);
+        sumi = scaled_run(sumi, u.q[h][1], qx + 64, u.scales[h][1]);
+    }
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(u.d * xd.d), _mm512_cvtepi32_ps(sumi), acc);
+}
+// Sub-blocks 8h..8h+3 and 8h+4..8h+7's scales for the runs of half h.
+inline void run_scales(__m256i sc16, __m512i (&out)[2][2]) {
+    const __m512i scales = _mm512_castsi256_si512(sc16);
+    for (int h = 0; h < 2; ++h) {
+        out[h][0] = _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales);
+        out[h][1] = _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales);
+    }
+}
+
+struct Q6_KBody : DirectX {
     static constexpr int64_t kW = kQ6_K;
     static constexpr bool kMin = false;
-    static XDirect prep(const uint8_t* x) { return {x, load_f32(x)}; }
-    static void add(const uint8_t* w, const XDirect& xd, __m512& acc, __m256&) {
-        const uint8_t* x = xd.p;
-        const float dx = xd.d;
+    using W = OffsetW;
+    static W unpack(const uint8_t* w) {
         const __m512i m30 = _mm512_set1_epi8(0x30);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w + 192));
-        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), sc16);
-        __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5)));
-        const __m512i scales = _mm512_castsi256_si512(sc16);
+        W u;
+        u.sc16 = _mm256_cvtepi8_epi16(load128(w + 192));
+        run_scales(u.sc16, u.scales);
         for (int h = 0; h < 2; ++h) {
             const __m512i ql = load512(w + 64 * h);
             const __m512i hb = with_shifted_high<2>(w + 128 + 32 * h);  // bits of elements 0..31 | 32..63 at bits 0,1
-            const __m512i a0 = nibble_or(ql, _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
-            const __m512i a1 = nibble_or(_mm512_srli_epi16(ql, 4), _mm512_and_si512(hb, m30));
-            const uint8_t* qx = x + kQ8_KQs + 128 * h;
-            sumi = scaled_run(sumi, a0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
-            sumi = scaled_run(sumi, a1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
+            u.q[h][0] = nibble_or(ql, _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+            u.q[h][1] = nibble_or(_mm512_srli_epi16(ql, 4), _mm512_and_si512(hb, m30));
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 208) * dx), _mm512_cvtepi32_ps(sumi), acc);
+        u.d = f16_at(w + 208);
+        return u;
     }
+    static void dot(const W& u, const X& x, __m512& acc, __m256&) { offset_dot<5>(u, x, acc); }
 };
 
-struct Q3_KBody {
+struct Q3_KBody : DirectX {
     static constexpr int64_t kW = kQ3_K;
     static constexpr bool kMin = false;
-    static XDirect prep(const uint8_t* x) { return {x, load_f32(x)}; }
-    static void add(const uint8_t* w, const XDirect& xd, __m512& acc, __m256&) {
-        const uint8_t* x = xd.p;
-        const float dx = xd.d;
+    using W = OffsetW;
+    static W unpack(const uint8_t* w) {
         const __m512i m3 = _mm512_set1_epi8(3);
         const __m512i four = _mm512_set1_epi8(4);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(q3k_scales(w + 96));
-        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), sc16);
-        __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2)));
-        const __m512i scales = _mm512_castsi256_si512(sc16);
+        W u;
+        u.sc16 = _mm256_cvtepi8_epi16(q3k_scales(w + 96));
+        run_scales(u.sc16, u.scales);
         const __m512i hm2 = twice32(w);
         for (int h = 0; h < 2; ++h) {
             const __m512i q2 = with_shifted_high<2>(w + 32 + 32 * h);
-            __m512i z0 = _mm512_and_si512(q2, m3);                          // shifts 0, 2
-            __m512i z1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);    // shifts 4, 6
-            z0 = _mm512_mask_add_epi8(z0, _mm512_test_epi8_mask(hm2, bit_pair(4 * h, 4 * h + 1)), z0, four);
-            z1 = _mm512_mask_add_epi8(z1, _mm512_test_epi8_mask(hm2, bit_pair(4 * h + 2, 4 * h + 3)), z1, four);
-            const uint8_t* qx = x + kQ8_KQs + 128 * h;
-            sumi = scaled_run(sumi, z0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
-            sumi = scaled_run(sumi, z1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
+            const __m512i z0 = _mm512_and_si512(q2, m3);                          // shifts 0, 2
+            const __m512i z1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);    // shifts 4, 6
+            u.q[h][0] = _mm512_mask_add_epi8(z0, _mm512_test_epi8_mask(hm2, bit_pair(4 * h, 4 * h + 1)), z0, four);
+            u.q[h][1] = _mm512_mask_add_epi8(z1, _mm512_test_epi8_mask(hm2, bit_pair(4 * h + 2, 4 * h + 3)), z1, four);
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(w + 108) * dx), _mm512_cvtepi32_ps(sumi), acc);
+        u.d = f16_at(w + 108);
+        return u;
     }
+    static void dot(const W& u, const X& x, __m512& acc, __m256&) { offset_dot<2>(u, x, acc); }
 };
 
-struct Q2_KBody {
+struct Q2_KBody : DirectX {
     static constexpr int64_t kW = kQ2_K;
     static constexpr bool kMin = true;
-    static XDirect prep(const uint8_t* x) { return {x, load_f32(x)}; }
-    static void add(const uint8_t* w, const XDirect& xd, __m512& acc, __m256& accm) {
-        const uint8_t* x = xd.p;
-        const float dx = xd.d;
+    struct W {
+        __m512i q[2][2];
+        __m512i scales[2][2];
+        __m256i mins;
+        float d, dmin;
+    };
+    static W unpack(const uint8_t* w) {
         const __m512i m3 = _mm512_set1_epi8(3);
+        W u;
         const __m128i packed = load128(w);
         const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
-        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16_at(w + 82)), _mm256_cvtepi32_ps(msum), accm);
-        const __m512i scales = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(scl));
-        __m512i sumi = _mm512_setzero_si512();
+        u.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
+        run_scales(_mm256_cvtepu8_epi16(scl), u.scales);
         for (int h = 0; h < 2; ++h) {
             const __m512i q2 = with_shifted_high<2>(w + 16 + 32 * h);
-            const __m512i z0 = _mm512_and_si512(q2, m3);
-            const __m512i z1 = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
-            const uint8_t* qx = x + kQ8_KQs + 128 * h;
-            sumi = scaled_run(sumi, z0, qx, _mm512_permutexvar_epi16(word_groups(8 * h, 3), scales));
-            sumi = scaled_run(sumi, z1, qx + 64, _mm512_permutexvar_epi16(word_groups(8 * h + 4, 3), scales));
+            u.q[h][0] = _mm512_and_si512(q2, m3);
+            u.q[h][1] = _mm512_and_si512(_mm512_srli_epi16(q2, 4), m3);
         }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(dx * f16_at(w + 80)), _mm512_cvtepi32_ps(sumi), acc);
+        u.d = f16_at(w + 80);
+        u.dmin = f16_at(w + 82);
+        return u;
+    }
+    static void dot(const W& u, const X& xd, __m512& acc, __m256& accm) {
+        const __m256i msum = _mm256_madd_epi16(load256(xd.p + kQ8_KBsums), u.mins);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(xd.d * u.dmin), _mm256_cvtepi32_ps(msum), accm);
+        __m512i sumi = _mm512_setzero_si512();
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* qx = xd.p + kQ8_KQs + 128 * h;
+            sumi = scaled_run(sumi, u.q[h][0], qx, u.scales[h][0]);
+            sumi = scaled_run(sumi, u.q[h][1], qx + 64, u.scales[h][1]);
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(xd.d * u.d), _mm512_cvtepi32_ps(sumi), acc);
     }
 };
 
@@ -1339,7 +1420,7 @@ struct KRows {
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wi = w + r * rb + i * kW;
                 prefetch_span<kW, kLocality>(wi + pf);
-                Body::add(wi, xp, acc[r], accm[r]);
+                Body::dot(Body::unpack(wi), xp, acc[r], accm[r]);
             }
         }
         if constexpr (Body::kMin) {
@@ -1347,6 +1428,37 @@ struct KRows {
             for (int r = 0; r < R; ++r) acc[r] = _mm512_sub_ps(acc[r], _mm512_zextps256_ps512(accm[r]));
         }
         store_sums<R>(out, out_stride, acc);
+    }
+
+    // ---- batches (dot_rows_batch): each weight superblock unpacked once for up to kMaxBatch
+    // activation rows, laid out kKLayoutRegs registers per superblock.
+    static constexpr bool kTailMin = false;
+    static int64_t layout_regs(int64_t n) { return n / 256 * kKLayoutRegs; }
+    static void lay_out(int64_t n, const uint8_t* x, __m512i* v) {
+        for (int64_t i = 0; i < n / 256; ++i) Body::lay_out(x + i * kQ8_K, v + i * kKLayoutRegs);
+    }
+    template <int B>
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, int /*group_rows*/,
+                          __m512 (&total)[B], float (&/*tail_min*/)[B]) {
+        constexpr int64_t kW = Body::kW;
+        __m512 acc[B];
+        __m256 accm[B];
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) {
+            acc[i] = _mm512_setzero_ps();
+            accm[i] = _mm256_setzero_ps();
+        }
+        for (int64_t s = 0; s < n / 256; ++s) {
+            const uint8_t* ws = w + s * kW;
+            prefetch_span<kW, kLocality>(ws + pf);
+            const typename Body::W u = Body::unpack(ws);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) Body::dot(u, Body::view(x + i * x_regs + s * kKLayoutRegs), acc[i], accm[i]);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) {
+            total[i] = Body::kMin ? _mm512_sub_ps(acc[i], _mm512_zextps256_ps512(accm[i])) : acc[i];
+        }
     }
 };
 
@@ -1514,11 +1626,11 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
             return to_l2 ? RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(Q4_1RowsL2)}
                          : RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(Q4_1RowsL1)};
         case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(PairRows<Q5_1Pair>)};
-        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q2_KBody>)};
-        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q3_KBody>)};
-        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<K4Body<false>>)};
-        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<K4Body<true>>)};
-        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_ROWS(KRows<Q6_KBody>)};
+        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q2_KBody>)};
+        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q3_KBody>)};
+        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<false>>)};
+        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<true>>)};
+        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q6_KBody>)};
 #undef INFERSCOPE_ROWS
 #undef INFERSCOPE_BATCH_ROWS
         default: return {};
