@@ -1177,7 +1177,7 @@ inline __m512i with_shifted_high(const uint8_t* p) {
 // activation's superblock: acc += d*dx * sumi, accm += dmin*dx * the mins term), so that the
 // batch kernels unpack a weight superblock once for several activations and still compute
 // each product as rows() does. An activation superblock reaches dot as an X view: prep
-// reads it from the Q8_K bytes, view from a layout of kLayoutRegs registers that lay_out
+// reads it from the Q8_K bytes, view from a layout of kKLayoutRegs registers that lay_out
 // wrote once per call.
 constexpr int kKLayoutRegs = 5;  // 320 bytes: a Q8_K superblock (292) or its gathered form
 
@@ -1279,7 +1279,7 @@ struct XDirect {
     const uint8_t* p;
     float d;
 };
-struct DirectX {
+struct DirectActivation {
     using X = XDirect;
     static X prep(const uint8_t* x) { return {x, load_f32(x)}; }
     static void lay_out(const uint8_t* x, __m512i* v) { copy_superblock(x, v); }
@@ -1314,7 +1314,7 @@ inline void run_scales(__m256i sc16, __m512i (&out)[2][2]) {
     }
 }
 
-struct Q6_KBody : DirectX {
+struct Q6_KBody : DirectActivation {
     static constexpr int64_t kW = kQ6_K;
     static constexpr bool kMin = false;
     using W = OffsetW;
@@ -1335,7 +1335,7 @@ struct Q6_KBody : DirectX {
     static void dot(const W& u, const X& x, __m512& acc, __m256&) { offset_dot<5>(u, x, acc); }
 };
 
-struct Q3_KBody : DirectX {
+struct Q3_KBody : DirectActivation {
     static constexpr int64_t kW = kQ3_K;
     static constexpr bool kMin = false;
     using W = OffsetW;
@@ -1359,7 +1359,7 @@ struct Q3_KBody : DirectX {
     static void dot(const W& u, const X& x, __m512& acc, __m256&) { offset_dot<2>(u, x, acc); }
 };
 
-struct Q2_KBody : DirectX {
+struct Q2_KBody : DirectActivation {
     static constexpr int64_t kW = kQ2_K;
     static constexpr bool kMin = true;
     struct W {
