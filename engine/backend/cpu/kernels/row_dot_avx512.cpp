@@ -1423,11 +1423,14 @@ struct KRows {
                 Body::dot(Body::unpack(wi), xp, acc[r], accm[r]);
             }
         }
-        if constexpr (Body::kMin) {
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) acc[r] = _mm512_sub_ps(acc[r], _mm512_zextps256_ps512(accm[r]));
-        }
+        for (int r = 0; r < R; ++r) acc[r] = total_of(acc[r], accm[r]);
         store_sums<R>(out, out_stride, acc);
+    }
+    // A row's sum before the reduction: acc, less the mins term for the bodies that have one.
+    static __m512 total_of(__m512 acc, __m256 accm) {
+        if constexpr (Body::kMin) return _mm512_sub_ps(acc, _mm512_zextps256_ps512(accm));
+        return acc;
     }
 
     // ---- batches (dot_rows_batch): each weight superblock unpacked once for up to kMaxBatch
@@ -1456,9 +1459,7 @@ struct KRows {
             for (int i = 0; i < B; ++i) Body::dot(u, Body::view(x + i * x_regs + s * kKLayoutRegs), acc[i], accm[i]);
         }
 #pragma GCC unroll 4
-        for (int i = 0; i < B; ++i) {
-            total[i] = Body::kMin ? _mm512_sub_ps(acc[i], _mm512_zextps256_ps512(accm[i])) : acc[i];
-        }
+        for (int i = 0; i < B; ++i) total[i] = total_of(acc[i], accm[i]);
     }
 };
 
@@ -1613,7 +1614,6 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
     using Q4_1RowsL1 = QuadRows<Q4_1Quad, kIntoL1>;
     using Q4_1RowsL2 = QuadRows<Q4_1Quad, kIntoL2>;
     switch (weight_type) {
-#define INFERSCOPE_ROWS(K) &dot_row<K>, &dot_rows<K>
 #define INFERSCOPE_BATCH_ROWS(K) &dot_row<K>, &dot_rows<K>, &dot_rows_batch<K>
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_BATCH_ROWS(HalvesRows<false>)};
         case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, INFERSCOPE_BATCH_ROWS(HalvesRows<true>)};
@@ -1631,7 +1631,6 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
         case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<false>>)};
         case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<true>>)};
         case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q6_KBody>)};
-#undef INFERSCOPE_ROWS
 #undef INFERSCOPE_BATCH_ROWS
         default: return {};
     }
