@@ -32,6 +32,21 @@ Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
     return values.empty() ? Buffer() : upload_floats(ctx, values);
 }
 
+// The parts of an architecture the shaders do not implement yet, comma-separated.
+std::string missing_features(const ModelConfig& c) {
+    std::string missing;
+    const auto add = [&](bool absent, const char* feature) {
+        if (absent) missing += (missing.empty() ? "" : ", ") + std::string(feature);
+    };
+    add(c.has_qk_norm, "per-head Q/K norms");
+    add(c.has_post_norms, "post-attention/post-FFN norms");
+    add(c.ffn_activation != FfnActivation::Silu, "GeGLU");
+    add(c.embedding_scale != 1.0f, "embedding scaling");
+    add(c.attention_scale != 0.0f, "a query scale other than 1/sqrt(head_dim)");
+    add(c.has_local_layers(), "sliding-window layers");
+    return missing;
+}
+
 }  // namespace
 
 VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens,
@@ -40,6 +55,10 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
+    if (const std::string missing = missing_features(c); !missing.empty()) {
+        throw UnsupportedError("Vulkan backend: " + c.architecture + " models need " + missing +
+                               ", which it does not implement yet (use --backend cpu)");
+    }
     max_tokens_ = pass_tokens(c, ctx_->info().max_storage_buffer_range_bytes);
     if (max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, max_pass_tokens);
     upload_weights();

@@ -37,6 +37,14 @@ std::shared_ptr<const Model> load_model(const ModelOptions& options) {
     return Model::load(options.model_path);
 }
 
+std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
+    if (options.model_path.empty()) {
+        const auto model = load_model(options);
+        return std::shared_ptr<const Tokenizer>(model, &model->tokenizer());
+    }
+    return Tokenizer::from_gguf(GgufFile::open(options.model_path));
+}
+
 SessionOptions session_options(const ModelOptions& options) {
     SessionOptions s;
     s.n_threads = options.threads;

@@ -26,6 +26,9 @@ void add_model_options(CLI::App& command, ModelOptions& options, bool with_runti
 
 // Loads -m, or the built-in synthetic model (saying so on stderr) when -m is absent.
 std::shared_ptr<const Model> load_model(const ModelOptions& options);
+// The tokenizer of -m alone (any architecture; a vocab-only GGUF is enough), or of the
+// built-in model when -m is absent.
+std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options);
 SessionOptions session_options(const ModelOptions& options);
 // The backend --backend names for `model`: null for the CPU (the session's default), the
 // Vulkan backend when this build has one, else UnsupportedError. `op_timestamps`: per-op
@@ -41,6 +44,7 @@ void print_json(const nlohmann::json& value);
 // Each subcommand registers itself on the application.
 void add_info_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_detokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);

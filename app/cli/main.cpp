@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "inferscope-cli 0.1.0");
     inferscope::cli::add_info_command(app);
     inferscope::cli::add_tokenize_command(app);
+    inferscope::cli::add_detokenize_command(app);
     inferscope::cli::add_generate_command(app);
     inferscope::cli::add_logits_command(app);
     inferscope::cli::add_perplexity_command(app);

@@ -9,7 +9,8 @@
 namespace inferscope {
 namespace {
 
-const Architecture* const kArchitectures[] = {&llama_architecture(), &qwen2_architecture()};
+const Architecture* const kArchitectures[] = {&llama_architecture(), &qwen2_architecture(), &qwen3_architecture(),
+                                              &gemma3_architecture()};
 
 int positive_int(const GgufFile& file, const std::string& key, uint64_t value, uint64_t limit) {
     if (value == 0 || value > limit) {

@@ -1,7 +1,7 @@
 #pragma once
 // Per-architecture knowledge: how a GGUF file's metadata maps to a ModelConfig and which
 // tensors an architecture needs. Each supported architecture lives in its own file
-// (arch_llama.cpp, arch_qwen2.cpp) and registers here.
+// (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp, arch_gemma3.cpp) and registers here.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +21,8 @@ struct Architecture {
 
 const Architecture& llama_architecture();
 const Architecture& qwen2_architecture();
+const Architecture& qwen3_architecture();
+const Architecture& gemma3_architecture();
 
 // The architecture named by general.architecture; UnsupportedError listing the supported
 // names otherwise.

@@ -93,6 +93,14 @@ void Model::bind_weights() {
         L.bq = vector(p + "attn_q.bias", c.q_dim(), c.has_qkv_bias);
         L.bk = vector(p + "attn_k.bias", c.kv_dim(), c.has_qkv_bias);
         L.bv = vector(p + "attn_v.bias", c.kv_dim(), c.has_qkv_bias);
+        if (c.has_qk_norm) {
+            L.q_norm = vector(p + "attn_q_norm.weight", c.head_dim);
+            L.k_norm = vector(p + "attn_k_norm.weight", c.head_dim);
+        }
+        if (c.has_post_norms) {
+            L.post_attention_norm = vector(p + "post_attention_norm.weight", c.n_embd);
+            L.post_ffw_norm = vector(p + "post_ffw_norm.weight", c.n_embd);
+        }
         L.ffn_norm = vector(p + "ffn_norm.weight", c.n_embd);
         L.w_gate = matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
         L.w_up = matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);

@@ -33,8 +33,11 @@ struct LayerWeights {
     std::vector<float> attn_norm;             // [n_embd]
     WeightMatrix wq, wk, wv, wo;               // [q_dim x n_embd], [kv_dim x n_embd] x2, [n_embd x q_dim]
     std::vector<float> bq, bk, bv;             // [q_dim], [kv_dim], [kv_dim]; empty without biases
+    std::vector<float> q_norm, k_norm;         // [head_dim] each, shared by the heads; empty without
+    std::vector<float> post_attention_norm;    // [n_embd]; empty without post-norms
     std::vector<float> ffn_norm;              // [n_embd]
     WeightMatrix w_gate, w_up, w_down;         // [n_ff x n_embd] x2, [n_embd x n_ff]
+    std::vector<float> post_ffw_norm;          // [n_embd]; empty without post-norms
 };
 
 // New contents for one 2-D weight of a model, by tensor name: same shape, any supported

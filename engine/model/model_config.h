@@ -1,7 +1,9 @@
 #pragma once
 // The hyper-parameters of a decoder-only transformer, read from GGUF metadata.
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace inferscope {
 
@@ -12,8 +14,13 @@ enum class RopeStyle {
     Neox,    // rotate pairs (i, i + rope_dim/2): Qwen2, GPT-NeoX
 };
 
+enum class FfnActivation {
+    Silu,      // SwiGLU: silu(gate) * up (Llama, Qwen)
+    GeluTanh,  // GeGLU with the tanh approximation of GELU (Gemma)
+};
+
 struct ModelConfig {
-    std::string architecture;  // the GGUF general.architecture value: "llama", "qwen2"
+    std::string architecture;  // the GGUF general.architecture value: "llama", "qwen2", "qwen3", "gemma3"
     std::string name;          // general.name, or the file name when absent
     int n_layer = 0;
     int n_embd = 0;
@@ -30,6 +37,29 @@ struct ModelConfig {
     RopeStyle rope_style = RopeStyle::Normal;
     bool has_qkv_bias = false;
     bool tied_output = false;  // no output.weight: logits use token_embd.weight
+    bool has_qk_norm = false;     // per-head RMS norms of q and k before RoPE (attn_q_norm, attn_k_norm)
+    bool has_post_norms = false;  // RMS norms of the attention and FFN outputs before the residual add
+    FfnActivation ffn_activation = FfnActivation::Silu;
+    float embedding_scale = 1.0f;  // the token embeddings are multiplied by this (Gemma: sqrt(n_embd))
+    float attention_scale = 0.0f;  // multiplies q.k; 0 means 1/sqrt(head_dim)
+    // Sliding-window attention: a local layer's token at position p sees positions
+    // p - sliding_window < j <= p. Empty local_layers: every layer is global.
+    int sliding_window = 0;
+    std::vector<uint8_t> local_layers;  // [n_layer] 1 where the layer is local
+    float rope_freq_base_local = 10000.0f;  // RoPE base of local layers (no scaling there)
+
+    bool is_local_layer(int layer) const {
+        return !local_layers.empty() && local_layers[static_cast<size_t>(layer)] != 0;
+    }
+    bool has_local_layers() const {
+        for (uint8_t local : local_layers) {
+            if (local != 0) return true;
+        }
+        return false;
+    }
+    float kq_scale() const {
+        return attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+    }
 
     int q_dim() const { return n_head * head_dim; }
     int kv_dim() const { return n_head_kv * head_dim; }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numbers>
 
 #include "engine/core/error.h"
 #include "engine/formats/quant_ref.h"
@@ -108,14 +109,31 @@ int copy_tokenizer(GgufWriter& writer, const std::string& vocab_path) {
     return static_cast<int>(vocab.get_array("tokenizer.ggml.tokens").items.size());
 }
 
+SyntheticModelSpec with_shape(SyntheticModelSpec s, int n_layer, int n_embd, int n_head, int n_head_kv, int head_dim,
+                              int n_ff, int n_vocab, int context_length) {
+    s.n_layer = n_layer;
+    s.n_embd = n_embd;
+    s.n_head = n_head;
+    s.n_head_kv = n_head_kv;
+    s.head_dim = head_dim;
+    s.n_ff = n_ff;
+    s.n_vocab = n_vocab;
+    s.context_length = context_length;
+    return s;
+}
+
+int head_dim_of(const SyntheticModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head; }
+
 void validate(const SyntheticModelSpec& s) {
-    if (s.architecture != "llama" && s.architecture != "qwen2") {
-        throw InvalidArgument("make-model supports the architectures llama and qwen2, not \"" + s.architecture + "\"");
+    if (s.architecture != "llama" && s.architecture != "qwen2" && s.architecture != "qwen3" && s.architecture != "gemma3") {
+        throw InvalidArgument("make-model supports the architectures llama, qwen2, qwen3 and gemma3, not \"" +
+                              s.architecture + "\"");
     }
-    if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 || s.context_length <= 0) {
+    if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 || s.context_length <= 0 ||
+        s.head_dim < 0 || s.sliding_window <= 0 || s.sliding_window_pattern < 0) {
         throw InvalidArgument("model dimensions must be positive");
     }
-    if (s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 || (s.n_embd / s.n_head) % 2 != 0) {
+    if ((s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 || head_dim_of(s) % 2 != 0) {
         throw InvalidArgument("n_embd must split into an even head size, and heads into KV groups");
     }
     const auto block = static_cast<int>(ggml_type_traits(s.dtype).block_elements);
@@ -130,7 +148,61 @@ void validate(const SyntheticModelSpec& s) {
 
 }  // namespace
 
-std::vector<std::string_view> synthetic_preset_names() { return {"default", "qwen2.5-0.5b", "llama-1b", "tiny-qwen2"}; }
+std::vector<std::string_view> synthetic_preset_names() {
+    return {"default", "qwen2.5-0.5b", "llama-1b", "tiny-qwen2", "qwen3-0.6b", "gemma3-1b", "llama3.2-1b", "tiny-qwen3",
+            "tiny-gemma3"};
+}
+
+namespace {
+
+// The shapes of the released models (their config.json), with random weights.
+bool modern_preset(std::string_view name, SyntheticModelSpec& s) {
+    if (name == "qwen3-0.6b" || name == "tiny-qwen3") {
+        s.architecture = "qwen3";
+        s.rope_freq_base = 1e6f;
+        s.rms_norm_eps = 1e-6f;
+        s.tied_output = true;
+        if (name == "qwen3-0.6b") {
+            s.name = "synthetic-qwen3-0.6b-shape";
+            s = with_shape(s, 28, 1024, 16, 8, 128, 3072, 151936, 40960);
+        } else {
+            s.name = "synthetic-tiny-qwen3";
+            s = with_shape(s, 2, 64, 4, 2, 32, 160, 512, 512);
+        }
+        return true;
+    }
+    if (name == "gemma3-1b" || name == "tiny-gemma3") {
+        s.architecture = "gemma3";
+        s.rope_freq_base = 1e6f;
+        s.rms_norm_eps = 1e-6f;
+        s.tied_output = true;
+        if (name == "gemma3-1b") {
+            s.name = "synthetic-gemma3-1b-shape";
+            s = with_shape(s, 26, 1152, 4, 1, 256, 6912, 262144, 32768);
+            s.sliding_window = 512;
+            s.sliding_window_pattern = 6;
+        } else {
+            s.name = "synthetic-tiny-gemma3";
+            s = with_shape(s, 3, 64, 4, 1, 16, 128, 512, 512);
+            s.sliding_window = 4;
+            s.sliding_window_pattern = 3;
+        }
+        return true;
+    }
+    if (name == "llama3.2-1b") {
+        s.architecture = "llama";
+        s.name = "synthetic-llama3.2-1b-shape";
+        s = with_shape(s, 16, 2048, 32, 8, 0, 8192, 128256, 131072);
+        s.rope_freq_base = 500000.0f;
+        s.rms_norm_eps = 1e-5f;
+        s.tied_output = true;
+        s.llama3_rope_original_context = 8192;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
 
 SyntheticModelSpec synthetic_preset(std::string_view name) {
     SyntheticModelSpec s;
@@ -175,7 +247,7 @@ SyntheticModelSpec synthetic_preset(std::string_view name) {
         s.rope_freq_base = 1e6f;
         s.rms_norm_eps = 1e-6f;
         s.tied_output = true;
-    } else {
+    } else if (!modern_preset(name, s)) {
         std::string names;
         for (auto n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
         throw InvalidArgument("unknown preset \"" + std::string(name) + "\" (available: " + names + ")");
@@ -200,6 +272,37 @@ void add_metadata(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(s.n_head_kv)));
     w.set(a + "rope.freq_base", GgufValue::f32(s.rope_freq_base));
     w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::f32(s.rms_norm_eps));
+    if (s.head_dim > 0) {
+        w.set(a + "attention.key_length", GgufValue::u32(static_cast<uint32_t>(s.head_dim)));
+        w.set(a + "attention.value_length", GgufValue::u32(static_cast<uint32_t>(s.head_dim)));
+    }
+    if (s.architecture == "gemma3") {
+        w.set(a + "attention.sliding_window", GgufValue::u32(static_cast<uint32_t>(s.sliding_window)));
+        w.set(a + "attention.sliding_window_pattern", GgufValue::u32(static_cast<uint32_t>(s.sliding_window_pattern)));
+    }
+}
+
+// Llama 3.1's RoPE frequency divisors (factor 32, low/high frequency factors 1 and 4) for a
+// model trained on `original_context` tokens: long wavelengths are slowed down by the
+// factor, short ones kept, the ones between blended.
+std::vector<float> llama3_rope_factors(int head_dim, float base, int original_context) {
+    constexpr double kFactor = 32.0, kLowFreqFactor = 1.0, kHighFreqFactor = 4.0;
+    const double low_freq_wavelength = original_context / kLowFreqFactor;
+    const double high_freq_wavelength = original_context / kHighFreqFactor;
+    std::vector<float> factors(static_cast<size_t>(head_dim / 2));
+    for (size_t i = 0; i < factors.size(); ++i) {
+        const double freq = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / head_dim);
+        const double wavelength = 2.0 * std::numbers::pi / freq;
+        double factor = 1.0;
+        if (wavelength > low_freq_wavelength) {
+            factor = kFactor;
+        } else if (wavelength >= high_freq_wavelength) {
+            const double smooth = (original_context / wavelength - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+            factor = 1.0 / ((1.0 - smooth) / kFactor + smooth);
+        }
+        factors[i] = static_cast<float>(factor);
+    }
+    return factors;
 }
 
 struct WeightFactory {
@@ -247,9 +350,12 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     }
     validate(s);
     add_metadata(writer, s);
-    const int head_dim = s.n_embd / s.n_head;
+    const int head_dim = head_dim_of(s);
+    const int q_dim = head_dim * s.n_head;
     const int kv_dim = head_dim * s.n_head_kv;
     const bool biases = s.architecture == "qwen2";
+    const bool qk_norms = s.architecture == "qwen3" || s.architecture == "gemma3";
+    const bool post_norms = s.architecture == "gemma3";
     // The tied output reads the scaled embedding columns too; shrinking the final norm on
     // those dimensions keeps one outlier from deciding every logit.
     const float output_norm_scale = s.outlier_dims.empty() ? 1.0f : 1.0f / (s.outlier_scale * s.outlier_scale);
@@ -259,22 +365,32 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     add_embedding(f, s);
     f.vector("output_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, output_norm_scale);
     if (!s.tied_output) f.matrix("output.weight", s.n_vocab, s.n_embd, s.weight_std);
+    if (s.llama3_rope_original_context > 0) {
+        writer.add_f32_tensor("rope_freqs.weight", {static_cast<uint64_t>(head_dim / 2)},
+                              llama3_rope_factors(head_dim, s.rope_freq_base, s.llama3_rope_original_context));
+    }
     for (int l = 0; l < s.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         f.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, block_norm_scale);
-        f.matrix(p + "attn_q.weight", s.n_embd, s.n_embd, s.weight_std);
+        f.matrix(p + "attn_q.weight", q_dim, s.n_embd, s.weight_std);
         f.matrix(p + "attn_k.weight", kv_dim, s.n_embd, s.weight_std);
         f.matrix(p + "attn_v.weight", kv_dim, s.n_embd, s.weight_std);
         if (biases) {
-            f.vector(p + "attn_q.bias", s.n_embd, 0.0f, s.weight_std);
+            f.vector(p + "attn_q.bias", q_dim, 0.0f, s.weight_std);
             f.vector(p + "attn_k.bias", kv_dim, 0.0f, s.weight_std);
             f.vector(p + "attn_v.bias", kv_dim, 0.0f, s.weight_std);
         }
-        f.matrix(p + "attn_output.weight", s.n_embd, s.n_embd, s.weight_std);
+        f.matrix(p + "attn_output.weight", s.n_embd, q_dim, s.weight_std);
+        if (qk_norms) {
+            f.vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.05f);
+            f.vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.05f);
+        }
+        if (post_norms) f.vector(p + "post_attention_norm.weight", s.n_embd, 1.0f, 0.05f);
         f.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, block_norm_scale);
         f.matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd, s.weight_std);
         f.matrix(p + "ffn_up.weight", s.n_ff, s.n_embd, s.weight_std);
         f.matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, s.weight_std, s.outlier_dims, s.outlier_scale);
+        if (post_norms) f.vector(p + "post_ffw_norm.weight", s.n_embd, 1.0f, 0.05f);
     }
     return writer;
 }

@@ -15,18 +15,25 @@ namespace inferscope {
 class Model;
 
 struct SyntheticModelSpec {
-    std::string architecture = "llama";  // "llama" or "qwen2"
+    std::string architecture = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
     std::string name = "synthetic";
     int n_layer = 4;
     int n_embd = 256;
     int n_head = 8;
     int n_head_kv = 4;
+    int head_dim = 0;  // 0: n_embd / n_head; otherwise written as attention.key_length / value_length
     int n_ff = 768;
     int n_vocab = 4096;
     int context_length = 2048;
     float rope_freq_base = 10000.0f;
     float rms_norm_eps = 1e-5f;
     bool tied_output = false;
+    // gemma3: the window of local layers and the period of global ones (every n-th layer).
+    int sliding_window = 512;
+    int sliding_window_pattern = 6;
+    // llama: write rope_freqs.weight with Llama 3.1's frequency factors for this original
+    // context (0: no factors).
+    int llama3_rope_original_context = 0;
     GgmlType dtype = GgmlType::F32;  // of the 2-D weights; norms and biases stay F32
     uint64_t seed = 1;
     float weight_std = 0.02f;
@@ -44,7 +51,8 @@ struct SyntheticModelSpec {
     std::string vocab_path;
 };
 
-// Named shapes: "default" (the built-in model), "qwen2.5-0.5b", "llama-1b", "tiny-qwen2".
+// Named shapes: "default" (the built-in model), "qwen2.5-0.5b", "llama-1b", "tiny-qwen2",
+// the real shapes "qwen3-0.6b", "gemma3-1b", "llama3.2-1b", and small "tiny-qwen3", "tiny-gemma3".
 // InvalidArgument listing the names for an unknown one.
 SyntheticModelSpec synthetic_preset(std::string_view name);
 std::vector<std::string_view> synthetic_preset_names();

@@ -55,7 +55,7 @@ TEST_F(CliTest, UnsupportedArchitectureListsTheSupportedOnes) {
     GgufWriter w;
     w.set("general.architecture", GgufValue::string("mamba"));
     w.write_file(path("mamba.gguf"));
-    expect_failure(run_cli("info -m " + path("mamba.gguf")), "unsupported architecture \"mamba\" (supported: llama, qwen2)");
+    expect_failure(run_cli("info -m " + path("mamba.gguf")), "unsupported architecture \"mamba\" (supported: llama, qwen2, qwen3, gemma3)");
 }
 
 TEST_F(CliTest, UnsupportedTensorTypeListsTheSupportedOnes) {

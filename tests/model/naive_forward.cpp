@@ -2,15 +2,19 @@
 //
 // Semantics (GGUF / llama.cpp conventions):
 //   x      = token_embd[token]                                   per position
+//          * sqrt(n_embd)                                       (gemma3)
 //   for each layer:
 //     h    = rmsnorm(x) * attn_norm
 //     q,k,v = Wq h + bq, Wk h + bk, Wv h + bv                   (biases: qwen2 only)
-//     q,k  = rope(q, pos), rope(k, pos)                         (normal for llama, NEOX for qwen2)
-//     a    = softmax(q.k / sqrt(head_dim)) v over positions <= pos, query head h -> kv head
-//            h / (n_head / n_head_kv)
-//     x   += Wo a
+//     q,k  = rmsnorm(head) * q_norm | k_norm for every head      (qwen3, gemma3)
+//     q,k  = rope(q, pos), rope(k, pos)                         (normal for llama, NEOX for the
+//            others; theta divided by rope_freqs[i] when present; gemma3's local layers
+//            use base 10000)
+//     a    = softmax(q.k / sqrt(head_dim)) v over positions <= pos (gemma3's local layers:
+//            the last `window` positions), query head h -> kv head h / (n_head / n_head_kv)
+//     x   += Wo a                         (gemma3: rmsnorm(Wo a) * post_attention_norm)
 //     h    = rmsnorm(x) * ffn_norm
-//     x   += Wdown (silu(Wgate h) * Wup h)
+//     x   += Wdown (silu(Wgate h) * Wup h)  (gemma3: gelu_tanh, and the post_ffw_norm)
 //   logits = Wout (rmsnorm(x) * output_norm)                    (Wout = token_embd when tied)
 // rmsnorm(x) = x / sqrt(mean(x^2) + eps).
 #include "naive_forward.h"
@@ -67,13 +71,12 @@ Vec load_tensor(const GgufFile& file, const std::string& name, const std::vector
 NaiveConfig read_config(const GgufFile& file) {
     NaiveConfig c;
     c.arch = file.get_string("general.architecture");
-    if (c.arch == "llama") {
-        c.rope_style = NaiveRopeStyle::Normal;
-    } else if (c.arch == "qwen2") {
-        c.rope_style = NaiveRopeStyle::Neox;
-    } else {
-        fail("unsupported architecture '" + c.arch + "' (only llama and qwen2)");
+    if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3" && c.arch != "gemma3") {
+        fail("unsupported architecture '" + c.arch + "' (only llama, qwen2, qwen3 and gemma3)");
     }
+    c.rope_style = c.arch == "llama" ? NaiveRopeStyle::Normal : NaiveRopeStyle::Neox;
+    c.qk_norm = c.arch == "qwen3" || c.arch == "gemma3";
+    c.post_norms = c.gelu = c.arch == "gemma3";
     const std::string p = c.arch + ".";
     c.n_layer = positive_int(file.get_u64(p + "block_count"), p + "block_count");
     c.n_embd = positive_int(file.get_u64(p + "embedding_length"), p + "embedding_length");
@@ -84,9 +87,14 @@ NaiveConfig read_config(const GgufFile& file) {
     c.n_ctx = positive_int(file.get_u64(p + "context_length"), p + "context_length");
     c.rms_eps = file.get_f64(p + "attention.layer_norm_rms_epsilon");
     c.rope_base = file.get_f64(p + "rope.freq_base", 10000.0);
-    if (c.n_embd % c.n_head != 0) fail("embedding_length is not a multiple of head_count");
     if (c.n_head % c.n_head_kv != 0) fail("head_count is not a multiple of head_count_kv");
-    c.head_dim = c.n_embd / c.n_head;
+    c.head_dim = static_cast<int>(file.get_u64(p + "attention.key_length", static_cast<uint64_t>(c.n_embd / c.n_head)));
+    if (c.arch == "gemma3") {
+        c.embd_scale = std::sqrt(static_cast<double>(c.n_embd));
+        c.window = positive_int(file.get_u64(p + "attention.sliding_window"), p + "attention.sliding_window");
+        const uint64_t pattern = file.get_u64(p + "attention.sliding_window_pattern", 6);
+        for (int il = 0; il < c.n_layer; ++il) c.local.push_back(static_cast<uint64_t>(il) % pattern < pattern - 1);
+    }
     c.rope_dim = positive_int(file.get_u64(p + "rope.dimension_count", static_cast<uint64_t>(c.head_dim)),
                               p + "rope.dimension_count");
     if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) fail("rope.dimension_count must be even and <= head_dim");
@@ -111,6 +119,11 @@ NaiveLayer load_layer(const GgufFile& file, const NaiveConfig& c, int index) {
     l.wv = load_tensor(file, p + "attn_v.weight", {embd, kv_dim});
     l.bv = load_tensor(file, p + "attn_v.bias", {kv_dim}, true);
     l.wo = load_tensor(file, p + "attn_output.weight", {q_dim, embd});
+    const auto head = static_cast<uint64_t>(c.head_dim);
+    l.q_norm = load_tensor(file, p + "attn_q_norm.weight", {head}, !c.qk_norm);
+    l.k_norm = load_tensor(file, p + "attn_k_norm.weight", {head}, !c.qk_norm);
+    l.post_attention_norm = load_tensor(file, p + "post_attention_norm.weight", {embd}, !c.post_norms);
+    l.post_ffw_norm = load_tensor(file, p + "post_ffw_norm.weight", {embd}, !c.post_norms);
     l.ffn_norm = load_tensor(file, p + "ffn_norm.weight", {embd});
     l.w_gate = load_tensor(file, p + "ffn_gate.weight", {embd, ff});
     l.w_up = load_tensor(file, p + "ffn_up.weight", {embd, ff});
@@ -150,12 +163,13 @@ Vec matmul(const Vec& w, const Vec& x, size_t out_dim, const Vec& bias = {}) {
 // Rotates each head of v (in place) by position pos. v: [n_heads][head_dim].
 // Pair j (0 <= j < rope_dim/2) turns by angle pos * base^(-2j/rope_dim); it is the elements
 // (2j, 2j+1) in normal style and (j, j + rope_dim/2) in NEOX style. Dims >= rope_dim are kept.
-void apply_rope(Vec& v, int n_heads, const NaiveConfig& c, int pos) {
+void apply_rope(Vec& v, int n_heads, const NaiveConfig& c, double base, const Vec& freq_divisors, int pos) {
     const int half = c.rope_dim / 2;
     for (int h = 0; h < n_heads; ++h) {
         double* head = v.data() + static_cast<size_t>(h) * c.head_dim;  // [head_dim]
         for (int j = 0; j < half; ++j) {
-            const double theta = pos * std::pow(c.rope_base, -2.0 * j / c.rope_dim);
+            const double divisor = freq_divisors.empty() ? 1.0 : freq_divisors[static_cast<size_t>(j)];
+            const double theta = pos * std::pow(base, -2.0 * j / c.rope_dim) / divisor;
             const double cos_t = std::cos(theta);
             const double sin_t = std::sin(theta);
             const int a = c.rope_style == NaiveRopeStyle::Normal ? 2 * j : j;
@@ -170,7 +184,8 @@ void apply_rope(Vec& v, int n_heads, const NaiveConfig& c, int pos) {
 
 // Causal multi-head attention with grouped KV heads, for every query position.
 // q: [n][n_head*head_dim], k, v: [n][n_head_kv*head_dim]; returns [n][n_head*head_dim].
-Rows attention(const Rows& q, const Rows& k, const Rows& v, const NaiveConfig& c) {
+// `window` > 0: a query at t sees only the positions t - window < s <= t.
+Rows attention(const Rows& q, const Rows& k, const Rows& v, const NaiveConfig& c, int window) {
     const size_t n = q.size();
     const int group = c.n_head / c.n_head_kv;  // query heads per KV head
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
@@ -179,9 +194,10 @@ Rows attention(const Rows& q, const Rows& k, const Rows& v, const NaiveConfig& c
         for (int h = 0; h < c.n_head; ++h) {
             const size_t q_off = static_cast<size_t>(h) * c.head_dim;
             const size_t kv_off = static_cast<size_t>(h / group) * c.head_dim;
-            Vec scores(t + 1);  // [t+1]: one per visible key position
+            Vec scores(t + 1, -INFINITY);  // [t+1]: one per key position, -inf where hidden
             double max_score = -INFINITY;
-            for (size_t s = 0; s <= t; ++s) {
+            const size_t first = window > 0 && t + 1 > static_cast<size_t>(window) ? t + 1 - static_cast<size_t>(window) : 0;
+            for (size_t s = first; s <= t; ++s) {
                 double dot = 0.0;
                 for (int d = 0; d < c.head_dim; ++d) dot += q[t][q_off + d] * k[s][kv_off + d];
                 scores[s] = dot * scale;
@@ -198,9 +214,22 @@ Rows attention(const Rows& q, const Rows& k, const Rows& v, const NaiveConfig& c
     return out;
 }
 
-// x += Wo attention(rope(Wq h + bq), rope(Wk h + bk), Wv h + bv), h = rmsnorm(x) * attn_norm.
+// Normalises each head of v (in place) with the shared per-head weight w.  v: [n_heads][head_dim]
+void norm_heads(Vec& v, const Vec& w, const NaiveConfig& c) {
+    for (size_t first = 0; first < v.size(); first += static_cast<size_t>(c.head_dim)) {
+        const Vec head(v.begin() + static_cast<ptrdiff_t>(first), v.begin() + static_cast<ptrdiff_t>(first) + c.head_dim);
+        const Vec normed = rmsnorm(head, w, c.rms_eps);
+        std::copy(normed.begin(), normed.end(), v.begin() + static_cast<ptrdiff_t>(first));
+    }
+}
+
+// x += post(Wo attention(rope(norm(Wq h + bq)), rope(norm(Wk h + bk)), Wv h + bv)), h = rmsnorm(x) * attn_norm.
 // x: [n][n_embd], updated in place.
-void attention_block(Rows& x, const NaiveLayer& l, const NaiveConfig& c) {
+void attention_block(Rows& x, const NaiveModel& model, size_t layer) {
+    const NaiveConfig& c = model.config;
+    const NaiveLayer& l = model.layers[layer];
+    const bool local = !c.local.empty() && c.local[layer];
+    const double rope_base = local ? c.rope_base_local : c.rope_base;
     const size_t n = x.size();
     const size_t q_dim = static_cast<size_t>(c.n_head) * c.head_dim;
     const size_t kv_dim = static_cast<size_t>(c.n_head_kv) * c.head_dim;
@@ -210,26 +239,37 @@ void attention_block(Rows& x, const NaiveLayer& l, const NaiveConfig& c) {
         q[t] = matmul(l.wq, h, q_dim, l.bq);
         k[t] = matmul(l.wk, h, kv_dim, l.bk);
         v[t] = matmul(l.wv, h, kv_dim, l.bv);
-        apply_rope(q[t], c.n_head, c, static_cast<int>(t));
-        apply_rope(k[t], c.n_head_kv, c, static_cast<int>(t));
+        if (c.qk_norm) {
+            norm_heads(q[t], l.q_norm, c);
+            norm_heads(k[t], l.k_norm, c);
+        }
+        apply_rope(q[t], c.n_head, c, rope_base, model.rope_freqs, static_cast<int>(t));
+        apply_rope(k[t], c.n_head_kv, c, rope_base, model.rope_freqs, static_cast<int>(t));
     }
-    const Rows a = attention(q, k, v, c);  // [n][q_dim]
+    const Rows a = attention(q, k, v, c, local ? c.window : 0);  // [n][q_dim]
     for (size_t t = 0; t < n; ++t) {
-        const Vec o = matmul(l.wo, a[t], static_cast<size_t>(c.n_embd));  // [n_embd]
+        Vec o = matmul(l.wo, a[t], static_cast<size_t>(c.n_embd));  // [n_embd]
+        if (c.post_norms) o = rmsnorm(o, l.post_attention_norm, c.rms_eps);
         for (int i = 0; i < c.n_embd; ++i) x[t][i] += o[i];
     }
 }
 
 double silu(double z) { return z / (1.0 + std::exp(-z)); }
 
-// x += Wdown (silu(Wgate h) * Wup h), h = rmsnorm(x) * ffn_norm.  x: [n][n_embd], in place.
+double gelu_tanh(double z) {
+    const double sqrt_2_over_pi = std::sqrt(2.0 / 3.14159265358979323846);
+    return 0.5 * z * (1.0 + std::tanh(sqrt_2_over_pi * (z + 0.044715 * z * z * z)));
+}
+
+// x += post(Wdown (act(Wgate h) * Wup h)), h = rmsnorm(x) * ffn_norm.  x: [n][n_embd], in place.
 void ffn_block(Rows& x, const NaiveLayer& l, const NaiveConfig& c) {
     for (Vec& row : x) {
         const Vec h = rmsnorm(row, l.ffn_norm, c.rms_eps);                   // [n_embd]
         Vec gate = matmul(l.w_gate, h, static_cast<size_t>(c.n_ff));         // [n_ff]
         const Vec up = matmul(l.w_up, h, static_cast<size_t>(c.n_ff));       // [n_ff]
-        for (int i = 0; i < c.n_ff; ++i) gate[i] = silu(gate[i]) * up[i];
-        const Vec down = matmul(l.w_down, gate, static_cast<size_t>(c.n_embd));  // [n_embd]
+        for (int i = 0; i < c.n_ff; ++i) gate[i] = (c.gelu ? gelu_tanh(gate[i]) : silu(gate[i])) * up[i];
+        Vec down = matmul(l.w_down, gate, static_cast<size_t>(c.n_embd));  // [n_embd]
+        if (c.post_norms) down = rmsnorm(down, l.post_ffw_norm, c.rms_eps);
         for (int i = 0; i < c.n_embd; ++i) row[i] += down[i];
     }
 }
@@ -245,10 +285,11 @@ Rows final_hidden(const NaiveModel& model, const std::vector<int32_t>& tokens) {
         }
         const auto begin = model.token_embd.begin() + static_cast<ptrdiff_t>(id) * c.n_embd;
         x[t].assign(begin, begin + c.n_embd);
+        for (double& value : x[t]) value *= c.embd_scale;
     }
-    for (const NaiveLayer& layer : model.layers) {
-        attention_block(x, layer, c);
-        ffn_block(x, layer, c);
+    for (size_t layer = 0; layer < model.layers.size(); ++layer) {
+        attention_block(x, model, layer);
+        ffn_block(x, model.layers[layer], c);
     }
     for (Vec& row : x) row = rmsnorm(row, model.output_norm, c.rms_eps);
     return x;
@@ -306,6 +347,7 @@ NaiveModel load_naive_model(const GgufFile& file) {
     m.token_embd = load_tensor(file, "token_embd.weight", {embd, vocab});
     m.output_norm = load_tensor(file, "output_norm.weight", {embd});
     m.output = load_tensor(file, "output.weight", {embd, vocab}, true);  // absent -> tied
+    m.rope_freqs = load_tensor(file, "rope_freqs.weight", {static_cast<uint64_t>(c.rope_dim / 2)}, true);
     m.layers.reserve(static_cast<size_t>(c.n_layer));
     for (int i = 0; i < c.n_layer; ++i) m.layers.push_back(load_layer(file, c, i));
     return m;

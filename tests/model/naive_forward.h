@@ -1,6 +1,6 @@
 #pragma once
-// A deliberately naive reference forward pass for decoder-only transformers ("llama" and
-// "qwen2" GGUF architectures), in the spirit of llama2.c's run.c: every weight is converted
+// A deliberately naive reference forward pass for decoder-only transformers ("llama",
+// "qwen2", "qwen3" and "gemma3" GGUF architectures), in the spirit of llama2.c's run.c: every weight is converted
 // to double once at load time, every step is a plain loop in double precision, and every
 // call recomputes the whole sequence from scratch (no KV cache, no batching, no threads).
 //
@@ -24,12 +24,12 @@ enum class NaiveRopeStyle {
 };
 
 struct NaiveConfig {
-    std::string arch;        // "llama" or "qwen2"
+    std::string arch;        // "llama", "qwen2", "qwen3" or "gemma3"
     int n_layer = 0;         // {arch}.block_count
     int n_embd = 0;          // {arch}.embedding_length
     int n_head = 0;          // {arch}.attention.head_count
     int n_head_kv = 0;       // {arch}.attention.head_count_kv (default n_head)
-    int head_dim = 0;        // n_embd / n_head
+    int head_dim = 0;        // {arch}.attention.key_length (default n_embd / n_head)
     int n_ff = 0;            // {arch}.feed_forward_length
     int n_vocab = 0;         // token_embd.weight dims[1]
     int n_ctx = 0;           // {arch}.context_length (informational; not enforced)
@@ -37,6 +37,13 @@ struct NaiveConfig {
     double rms_eps = 0.0;    // {arch}.attention.layer_norm_rms_epsilon
     double rope_base = 0.0;  // {arch}.rope.freq_base (default 10000)
     NaiveRopeStyle rope_style = NaiveRopeStyle::Normal;
+    bool qk_norm = false;        // qwen3, gemma3: RMS norm of each q and k head before RoPE
+    bool post_norms = false;     // gemma3: RMS norm of the attention and FFN outputs
+    bool gelu = false;           // gemma3: gelu_tanh(gate) * up instead of silu(gate) * up
+    double embd_scale = 1.0;     // gemma3: sqrt(n_embd)
+    int window = 0;              // gemma3: {arch}.attention.sliding_window
+    std::vector<bool> local;     // gemma3: [n_layer] layer il is local iff il % pattern < pattern - 1
+    double rope_base_local = 10000.0;  // gemma3: RoPE base of local layers
 };
 
 // Matrices are row-major [out][in]: y[o] = sum_i W[o*in + i] * x[i]. Biases are empty when
@@ -50,6 +57,10 @@ struct NaiveLayer {
     std::vector<double> wv;         // [n_head_kv*head_dim][n_embd]
     std::vector<double> bv;         // [n_head_kv*head_dim] or empty
     std::vector<double> wo;         // [n_embd][n_head*head_dim]
+    std::vector<double> q_norm;     // [head_dim] or empty
+    std::vector<double> k_norm;     // [head_dim] or empty
+    std::vector<double> post_attention_norm;  // [n_embd] or empty
+    std::vector<double> post_ffw_norm;        // [n_embd] or empty
     std::vector<double> ffn_norm;   // [n_embd]
     std::vector<double> w_gate;     // [n_ff][n_embd]
     std::vector<double> w_up;       // [n_ff][n_embd]
@@ -61,6 +72,7 @@ struct NaiveModel {
     std::vector<double> token_embd;   // [n_vocab][n_embd]; row v is token v
     std::vector<double> output_norm;  // [n_embd]
     std::vector<double> output;       // [n_vocab][n_embd], or empty when tied to token_embd
+    std::vector<double> rope_freqs;   // [rope_dim / 2] divisors of each pair's angle, or empty
     std::vector<NaiveLayer> layers;   // [n_layer]
 
     // The output projection actually used: `output`, or `token_embd` when tied.
@@ -71,7 +83,7 @@ struct NaiveModel {
 // any other type.
 std::vector<double> naive_tensor_to_double(const GgufTensorInfo& tensor);
 
-// Loads arch "llama" or "qwen2" with F32/F16/BF16 tensors; throws std::runtime_error for
+// Loads arch "llama", "qwen2", "qwen3" or "gemma3" with F32/F16/BF16 tensors; throws std::runtime_error for
 // anything else (other architectures, other tensor types, missing tensors, wrong shapes).
 NaiveModel load_naive_model(const GgufFile& file);
 

@@ -1,5 +1,5 @@
 // The engine against the deliberately naive double-precision forward in this folder, on
-// synthetic models of both architectures, and the KV-cached path against recomputation.
+// synthetic models of every architecture, and the KV-cached path against recomputation.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,14 +68,20 @@ INSTANTIATE_TEST_SUITE_P(Architectures, EngineVsNaive,
                                            // activation row to Q8_0 (as llama.cpp does);
                                            // this is the error that adds.
                                            Case{"llama", GgmlType::Q8_0, KvDtype::F32, 3e-2},
-                                           Case{"qwen2", GgmlType::Q4_0, KvDtype::F32, 3e-2}),
+                                           Case{"qwen2", GgmlType::Q4_0, KvDtype::F32, 3e-2},
+                                           Case{"qwen3", GgmlType::F32, KvDtype::F32, 1e-5},
+                                           Case{"qwen3", GgmlType::Q8_0, KvDtype::F16, 3e-2},
+                                           // GELU through llama.cpp's F16 table against the
+                                           // exact tanh GELU in double.
+                                           Case{"gemma3", GgmlType::F32, KvDtype::F32, 2e-3},
+                                           Case{"gemma3", GgmlType::Q8_0, KvDtype::F16, 3e-2}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                              return std::string(info.param.architecture) + "_" +
                                     std::string(ggml_type_name(info.param.dtype)) + "_kv" + kv_dtype_name(info.param.kv);
                          });
 
 TEST(CacheVsRecompute, SameGreedyTokensAndLogits) {
-    for (const char* arch : {"llama", "qwen2"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3"}) {
         const auto model = testing::tiny_model(tiny_spec(arch));
         InferenceSession session(model, test_session_options(KvDtype::F32));
         const std::vector<TokenId> prompt = {5, 17, 200, 33, 99};

@@ -12,7 +12,8 @@ namespace inferscope::testing {
 
 // A two-layer model of the given architecture: GQA (4 heads, 2 KV heads, head dim 16),
 // byte-level vocabulary of 300 tokens. qwen2 gets biases and tied embeddings, llama an
-// untied output.
+// untied output; qwen3 a head dim of 32 (so q is twice n_embd); gemma3 one local layer
+// with a window of 5 tokens, then a global one.
 inline SyntheticModelSpec tiny_spec(const std::string& architecture, GgmlType dtype = GgmlType::F32, uint64_t seed = 7) {
     SyntheticModelSpec s;
     s.architecture = architecture;
@@ -25,7 +26,10 @@ inline SyntheticModelSpec tiny_spec(const std::string& architecture, GgmlType dt
     s.n_vocab = 300;
     s.context_length = 256;
     s.rope_freq_base = architecture == "qwen2" ? 1e6f : 10000.0f;
-    s.tied_output = architecture == "qwen2";
+    s.tied_output = architecture != "llama";
+    if (architecture == "qwen3") s.head_dim = 32;
+    s.sliding_window = 5;
+    s.sliding_window_pattern = 2;
     s.dtype = dtype;
     s.seed = seed;
     s.weight_std = 0.1f;

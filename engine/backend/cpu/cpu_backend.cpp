@@ -28,12 +28,26 @@ void CpuBackend::Activations::resize(int64_t n, const ModelConfig& c) {
     up.resize(gate.size());
     rope_cos.resize(rows * static_cast<size_t>(c.rope_dim / 2));
     rope_sin.resize(rope_cos.size());
+    rope_cos_local.resize(c.has_local_layers() ? rope_cos.size() : 0);
+    rope_sin_local.resize(rope_cos_local.size());
 }
+
+namespace {
+
+RopeParams local_rope_params(const ModelConfig& c, const std::vector<float>& freq_factors) {
+    RopeParams rope = rope_params(c, freq_factors);
+    rope.freq_base = c.rope_freq_base_local;
+    rope.freq_scale = 1.0f;
+    return rope;
+}
+
+}  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     : model_(std::move(model)), pool_(n_threads), attention_kernels_(attention_kernels(active_cpu_isa())),
       activation_kernels_(activation_kernels(active_cpu_isa())),
-      rope_(rope_params(model_->config(), model_->rope_freq_factors())) {
+      rope_(rope_params(model_->config(), model_->rope_freq_factors())),
+      rope_local_(local_rope_params(model_->config(), model_->rope_freq_factors())) {
     // Our pool splits the rows of every product, F32 ones included, so OpenBLAS runs
     // single-threaded inside each worker: its own threads would compete for the same cores
     // while ours spin between loops.
@@ -68,6 +82,10 @@ void CpuBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& 
     const int half = c.rope_dim / 2;
     for (size_t i = 0; i < tokens.size(); ++i) {
         rope_angles(tokens[i].pos, rope_, act_.rope_cos.data() + i * half, act_.rope_sin.data() + i * half);
+        if (!act_.rope_cos_local.empty()) {
+            rope_angles(tokens[i].pos, rope_local_, act_.rope_cos_local.data() + i * half,
+                        act_.rope_sin_local.data() + i * half);
+        }
     }
     embed(tokens);
     for (int layer = 0; layer < c.n_layer; ++layer) {
@@ -81,8 +99,12 @@ void CpuBackend::embed(std::span<const BatchToken> tokens) {
     const WeightMatrix& embedding = model_->token_embedding();
     const int64_t n_embd = model_->config().n_embd;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        dequantize_row(embedding.type, embedding.row(tokens[i].token), act_.x.data() + static_cast<int64_t>(i) * n_embd,
-                       n_embd);
+        float* row = act_.x.data() + static_cast<int64_t>(i) * n_embd;
+        dequantize_row(embedding.type, embedding.row(tokens[i].token), row, n_embd);
+        const float scale = model_->config().embedding_scale;
+        if (scale != 1.0f) {
+            for (int64_t d = 0; d < n_embd; ++d) row[d] *= scale;
+        }
     }
     publish("token_embd", -1, act_.x, n_embd, tokens);
 }
@@ -121,20 +143,7 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
 
     rms_norm_rows(w.attn_norm, n, act_.normed, act_.x);
     publish("attn_in", layer, act_.normed, c.n_embd, tokens);
-    const MatmulOutput qkv[] = {{&w.wq, act_.q.data()}, {&w.wk, act_.k.data()}, {&w.wv, act_.v.data()}};
-    matmul_shared_input(qkv, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
-    const int half = c.rope_dim / 2;
-    over_token_rows(n, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-            if (!w.bq.empty()) add_inplace(act_.q.data() + i * c.q_dim(), w.bq.data(), c.q_dim());
-            if (!w.bk.empty()) add_inplace(act_.k.data() + i * c.kv_dim(), w.bk.data(), c.kv_dim());
-            if (!w.bv.empty()) add_inplace(act_.v.data() + i * c.kv_dim(), w.bv.data(), c.kv_dim());
-            const float* cos = act_.rope_cos.data() + i * half;
-            const float* sin = act_.rope_sin.data() + i * half;
-            apply_rope(act_.q.data() + i * c.q_dim(), c.n_head, c.head_dim, cos, sin, rope_);
-            apply_rope(act_.k.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim, cos, sin, rope_);
-        }
-    });
+    project_qkv(layer, tokens);
     publish("q", layer, act_.q, c.q_dim(), tokens);
     publish("k", layer, act_.k, c.kv_dim(), tokens);
     publish("v", layer, act_.v, c.kv_dim(), tokens);
@@ -145,8 +154,50 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
 
     matmul(w.wo, linear_input(act_.context, n, c.q_dim()), n, act_.projected.data(), pool_, scratch_);
     publish("attn_out", layer, act_.projected, c.n_embd, tokens);
+    post_norm(w.post_attention_norm, n, "attn_post_norm", layer, tokens);
     add_residual(n);
     publish("ffn_in", layer, act_.x, c.n_embd, tokens);
+}
+
+// q, k, v of every token from the normed input: projections, biases, per-head Q/K norms,
+// then RoPE with the angles of the layer's kind (local layers have their own base).
+void CpuBackend::project_qkv(int layer, std::span<const BatchToken> tokens) {
+    const ModelConfig& c = model_->config();
+    const LayerWeights& w = model_->layers()[static_cast<size_t>(layer)];
+    const auto n = static_cast<int64_t>(tokens.size());
+    const MatmulOutput qkv[] = {{&w.wq, act_.q.data()}, {&w.wk, act_.k.data()}, {&w.wv, act_.v.data()}};
+    matmul_shared_input(qkv, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
+    const int half = c.rope_dim / 2;
+    const bool local = c.is_local_layer(layer);
+    const float* cos_table = local ? act_.rope_cos_local.data() : act_.rope_cos.data();
+    const float* sin_table = local ? act_.rope_sin_local.data() : act_.rope_sin.data();
+    const RopeParams& rope = local ? rope_local_ : rope_;
+    const auto norm_heads = [&](float* heads, int n_heads, const std::vector<float>& weight) {
+        for (int h = 0; h < n_heads; ++h) {
+            float* head = heads + static_cast<int64_t>(h) * c.head_dim;
+            activation_kernels_.rms_norm(head, weight.data(), c.head_dim, c.rms_norm_eps, head);
+        }
+    };
+    over_token_rows(n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            float* q = act_.q.data() + i * c.q_dim();
+            float* k = act_.k.data() + i * c.kv_dim();
+            if (!w.bq.empty()) add_inplace(q, w.bq.data(), c.q_dim());
+            if (!w.bk.empty()) add_inplace(k, w.bk.data(), c.kv_dim());
+            if (!w.bv.empty()) add_inplace(act_.v.data() + i * c.kv_dim(), w.bv.data(), c.kv_dim());
+            if (!w.q_norm.empty()) norm_heads(q, c.n_head, w.q_norm);
+            if (!w.k_norm.empty()) norm_heads(k, c.n_head_kv, w.k_norm);
+            apply_rope(q, c.n_head, c.head_dim, cos_table + i * half, sin_table + i * half, rope);
+            apply_rope(k, c.n_head_kv, c.head_dim, cos_table + i * half, sin_table + i * half, rope);
+        }
+    });
+}
+
+void CpuBackend::post_norm(const std::vector<float>& weight, int64_t n, const char* tap_name, int layer,
+                           std::span<const BatchToken> tokens) {
+    if (weight.empty()) return;
+    rms_norm_rows(weight, n, act_.projected, act_.projected);
+    publish(tap_name, layer, act_.projected, model_->config().n_embd, tokens);
 }
 
 void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
@@ -204,9 +255,15 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
     const ModelConfig& c = model_->config();
     const int block_tokens = pool.layout().block_tokens;
     const int group = c.n_head / c.n_head_kv;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    const auto table = pool.block_table(token.seq);
-    const int n_ctx = token.pos + 1;
+    const float scale = c.kq_scale();
+    // A local layer's query sees the last sliding_window positions. The kernels walk whole
+    // blocks, so the walk starts at the block holding the first visible position and the
+    // `hidden` positions before it in that block get probability 0.
+    const int first_visible = c.is_local_layer(layer) ? std::max(0, token.pos + 1 - c.sliding_window) : 0;
+    const int first_block = first_visible / block_tokens;
+    const int hidden = first_visible - first_block * block_tokens;
+    const auto table = pool.block_table(token.seq).subspan(static_cast<size_t>(first_block));
+    const int n_ctx = token.pos + 1 - first_block * block_tokens;
     const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
     const int64_t first_q = token_index * c.q_dim() + static_cast<int64_t>(kv_head) * group * c.head_dim;
     const float* q = act_.q.data() + first_q;        // [group x head_dim]
@@ -221,7 +278,11 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
         head_parts(kv_, true, layer, table, n_blocks, kv_head, scratch.k32);
         attention_kernels_.scores_f32(q, group, c.head_dim, scratch.k32.data(), block_tokens, n_ctx, scale, scores, n_ctx);
     }
-    for (int g = 0; g < group; ++g) attention_kernels_.softmax(scores + static_cast<int64_t>(g) * n_ctx, n_ctx);
+    for (int g = 0; g < group; ++g) {
+        float* row = scores + static_cast<int64_t>(g) * n_ctx;
+        attention_kernels_.softmax(row + hidden, n_ctx - hidden);
+        std::fill(row, row + hidden, 0.0f);
+    }
     std::memset(out, 0, sizeof(float) * static_cast<size_t>(group) * static_cast<size_t>(c.head_dim));
     if (pool.layout().dtype == KvDtype::F16) {
         head_parts(kv_, false, layer, table, n_blocks, kv_head, scratch.v16);
@@ -244,12 +305,14 @@ void CpuBackend::ffn_block(int layer, std::span<const BatchToken> tokens) {
     const MatmulOutput gate_up[] = {{&w.w_gate, act_.gate.data()}, {&w.w_up, act_.up.data()}};
     matmul_shared_input(gate_up, linear_input(act_.normed, n, c.n_embd), n, pool_, scratch_);
     // On all threads: for a prompt this is millions of exponentials per layer.
+    const auto gated = c.ffn_activation == FfnActivation::GeluTanh ? activation_kernels_.geglu : activation_kernels_.swiglu;
     pool_.parallel_for(n * c.n_ff, [&](int64_t begin, int64_t end) {
-        activation_kernels_.swiglu(act_.gate.data() + begin, act_.up.data() + begin, end - begin);
+        gated(act_.gate.data() + begin, act_.up.data() + begin, end - begin);
     });
     publish("ffn_hidden", layer, act_.gate, c.n_ff, tokens);
     matmul(w.w_down, linear_input(act_.gate, n, c.n_ff), n, act_.projected.data(), pool_, scratch_);
     publish("ffn_out", layer, act_.projected, c.n_embd, tokens);
+    post_norm(w.post_ffw_norm, n, "ffn_post_norm", layer, tokens);
     add_residual(n);
     publish("resid", layer, act_.x, c.n_embd, tokens);
 }

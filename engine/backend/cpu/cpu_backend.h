@@ -45,8 +45,10 @@ private:
         std::vector<float> projected;  // [n x n_embd] attention or FFN output
         std::vector<float> gate;       // [n x n_ff]
         std::vector<float> up;         // [n x n_ff]
-        std::vector<float> rope_cos;   // [n x rope_dim / 2] of each token's position, for all layers
+        std::vector<float> rope_cos;   // [n x rope_dim / 2] of each token's position, for the global layers
         std::vector<float> rope_sin;   // [n x rope_dim / 2]
+        std::vector<float> rope_cos_local;  // [n x rope_dim / 2] the same for local layers; empty without them
+        std::vector<float> rope_sin_local;  // [n x rope_dim / 2]
         void resize(int64_t n, const ModelConfig& c);
     };
 
@@ -70,6 +72,10 @@ private:
     template <class Fn>
     void over_token_rows(int64_t n, const Fn& fn);
     void add_residual(int64_t n);  // x += projected, n rows
+    void project_qkv(int layer, std::span<const BatchToken> tokens);
+    // projected = rms_norm(projected) * weight in place, where the architecture has post-norms.
+    void post_norm(const std::vector<float>& weight, int64_t n, const char* tap_name, int layer,
+                   std::span<const BatchToken> tokens);
     void rms_norm_rows(const std::vector<float>& weight, int64_t n, std::vector<float>& out, const std::vector<float>& in);
     // The input x [n x cols] of a linear layer as the activation precision has it.
     const float* linear_input(const std::vector<float>& x, int64_t n, int64_t cols);
@@ -85,7 +91,8 @@ private:
     std::vector<AttentionScratch> attention_scratch_;  // per thread
     AttentionKernels attention_kernels_;
     ActivationKernels activation_kernels_;
-    RopeParams rope_;  // the model's (points into its frequency factors)
+    RopeParams rope_;        // the model's (points into its frequency factors), for the global layers
+    RopeParams rope_local_;  // local (sliding-window) layers: their own base, no scaling
     ActivationTap* tap_ = nullptr;
     ActivationPrecision activation_precision_;
     ActivationQuantScratch activation_quant_;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "engine/core/fp16.h"
 
 namespace inferscope {
 
@@ -32,6 +35,42 @@ void swiglu_inplace(float* gate, const float* up, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const float g = gate[i];
         gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+}
+
+namespace {
+
+float gelu_tanh(float x) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    constexpr float kCubicCoefficient = 0.044715f;
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubicCoefficient * x * x)));
+}
+
+// GELU of every F16 value, rounded to F16: the table llama.cpp evaluates GeGLU through.
+const std::vector<uint16_t>& gelu_f16_table() {
+    static const std::vector<uint16_t> table = [] {
+        std::vector<uint16_t> values(65536);
+        for (uint32_t h = 0; h < values.size(); ++h) {
+            values[h] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(static_cast<uint16_t>(h))));
+        }
+        return values;
+    }();
+    return table;
+}
+
+}  // namespace
+
+void geglu_inplace(float* gate, const float* up, int64_t n) {
+    const std::vector<uint16_t>& table = gelu_f16_table();
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        float gelu = 0.0f;
+        if (g >= 10.0f) {
+            gelu = g;
+        } else if (g > -10.0f) {
+            gelu = fp16_to_fp32(table[fp32_to_fp16(g)]);
+        }
+        gate[i] = gelu * up[i];
     }
 }
 

@@ -17,6 +17,11 @@ void apply_rope(float* heads, int n_heads, int head_dim, const float* cos, const
 // gate[i] = silu(gate[i]) * up[i]
 void swiglu_inplace(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu(gate[i]) * up[i] with the tanh approximation of GELU, evaluated as
+// llama.cpp's CPU backend does (its GeGLU reads a table indexed by the F16 input):
+// gelu(g) = f16(gelu_tanh(f16(g))) for |g| < 10, g for g >= 10, 0 for g <= -10.
+void geglu_inplace(float* gate, const float* up, int64_t n);
+
 void add_inplace(float* y, const float* x, int64_t n);
 
 // Softmax of `n` scores in place; returns nothing, sums in double as ggml does.

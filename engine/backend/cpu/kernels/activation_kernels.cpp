@@ -8,6 +8,7 @@ namespace {
 
 void fill_missing(ActivationKernels& k, const ActivationKernels& fallback) {
     if (k.swiglu == nullptr) k.swiglu = fallback.swiglu;
+    if (k.geglu == nullptr) k.geglu = fallback.geglu;
     if (k.rms_norm == nullptr) k.rms_norm = fallback.rms_norm;
 }
 
@@ -16,6 +17,7 @@ void fill_missing(ActivationKernels& k, const ActivationKernels& fallback) {
 ActivationKernels activation_kernels(CpuIsa isa) {
     ActivationKernels scalar;
     scalar.swiglu = &swiglu_inplace;
+    scalar.geglu = &geglu_inplace;
     scalar.rms_norm = &rms_norm_row;
     if (isa == CpuIsa::Scalar) return scalar;
     ActivationKernels avx2 = simd::avx2_activation_kernels();
