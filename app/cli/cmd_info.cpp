@@ -7,6 +7,15 @@
 namespace inferscope::cli {
 namespace {
 
+nlohmann::json local_layers_json(const ModelConfig& c) {
+    if (!c.has_local_layers()) return nullptr;
+    std::vector<int> local;
+    for (int layer = 0; layer < c.n_layer; ++layer) {
+        if (c.is_local_layer(layer)) local.push_back(layer);
+    }
+    return {{"window_tokens", c.sliding_window}, {"local_layers", local}, {"rope_freq_base_local", c.rope_freq_base_local}};
+}
+
 nlohmann::json info_json(const Model& model) {
     const ModelConfig& c = model.config();
     nlohmann::json tensors = nlohmann::json::array();
@@ -33,6 +42,12 @@ nlohmann::json info_json(const Model& model) {
         {"rope_freq_base", c.rope_freq_base},
         {"rope_style", c.rope_style == RopeStyle::Neox ? "neox" : "normal"},
         {"tied_output", c.tied_output},
+        {"rope_freq_factors", !model.rope_freq_factors().empty()},
+        {"qk_norm", c.has_qk_norm},
+        {"post_norms", c.has_post_norms},
+        {"ffn_activation", c.ffn_activation == FfnActivation::GeluTanh ? "geglu (tanh)" : "swiglu"},
+        {"embedding_scale", c.embedding_scale},
+        {"sliding_window", local_layers_json(c)},
         {"kv_bytes_per_token", {{"f16", c.kv_bytes_per_token(2)}, {"f32", c.kv_bytes_per_token(4)}}},
         {"tokenizer", {{"kind", model.tokenizer().kind_name()},
                        {"pre", model.tokenizer().pre_tokenizer()},
@@ -62,6 +77,15 @@ void print_info_text(const nlohmann::json& j) {
                     : (" (pre-tokenizer " + j["tokenizer"]["pre"].get<std::string>() + ")").c_str());
     std::printf("context length:  %d tokens, RoPE %s base %g\n", j["context_length"].get<int>(),
                 j["rope_style"].get<std::string>().c_str(), j["rope_freq_base"].get<double>());
+    std::printf("blocks:          %s FFN%s%s%s\n", j["ffn_activation"].get<std::string>().c_str(),
+                j["qk_norm"].get<bool>() ? ", per-head Q/K norms" : "", j["post_norms"].get<bool>() ? ", post-norms" : "",
+                j["rope_freq_factors"].get<bool>() ? ", RoPE frequency factors (rope_freqs)" : "");
+    if (!j["sliding_window"].is_null()) {
+        const auto& w = j["sliding_window"];
+        std::printf("sliding window:  %d tokens on %zu of %d layers (RoPE base %g there); the others are global\n",
+                    w["window_tokens"].get<int>(), w["local_layers"].size(), j["n_layer"].get<int>(),
+                    w["rope_freq_base_local"].get<double>());
+    }
     std::printf("KV bytes/token:  %llu (f16), %llu (f32)\n",
                 static_cast<unsigned long long>(j["kv_bytes_per_token"]["f16"].get<uint64_t>()),
                 static_cast<unsigned long long>(j["kv_bytes_per_token"]["f32"].get<uint64_t>()));

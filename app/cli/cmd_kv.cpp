@@ -1,5 +1,6 @@
 // `kv`: KV cache bytes per token from the formula next to the paged pool's accounting after
 // really running tokens; layouts of users x tokens; the MHA / GQA / MQA what-if.
+#include <algorithm>
 #include <cstdio>
 
 #include "app/cli/cli_common.h"
@@ -49,7 +50,34 @@ nlohmann::json report_json(const Model& model, const KvAccountingReport& r) {
               {"block_tokens", r.block_tokens},
               {"blocks_used", r.blocks_used}}},
             {"layouts", layouts},
-            {"what_if", what_if}};
+            {"what_if", what_if},
+            {"sliding_window",
+             {{"window_tokens", r.window.window},
+              {"local_layers", r.window.local_layers},
+              {"global_layers", r.window.global_layers},
+              {"layer_bytes_per_token", r.window.layer_bytes_per_token},
+              {"global_bytes", r.window.global_bytes},
+              {"local_bytes", r.window.local_bytes},
+              {"windowed_bytes", r.window.windowed_bytes()},
+              {"all_global_bytes", r.window.all_global_bytes}}}};
+}
+
+// Where a model has local layers: what they need at the run's length and further out.
+void print_window_split(const ModelConfig& config, const KvAccountingReport& r) {
+    const KvWindowSplit& w = r.window;
+    if (w.local_layers == 0) return;
+    std::printf("\nsliding window: %d local layers keep the last %d tokens, %d global layers keep all; %.0f bytes/token "
+                "per layer\n",
+                w.local_layers, w.window, w.global_layers, w.layer_bytes_per_token);
+    std::printf("(this engine's cache still holds every token in every layer: the all-global column)\n");
+    std::printf("\n| tokens | global layers MiB | local layers MiB | with the window MiB | all global MiB |\n"
+                "|---:|---:|---:|---:|---:|\n");
+    for (int64_t tokens = r.tokens; tokens <= static_cast<int64_t>(config.context_length) * 2; tokens *= 4) {
+        const KvWindowSplit at = kv_window_split(config, r.dtype, std::min<int64_t>(tokens, config.context_length));
+        std::printf("| %lld | %.2f | %.2f | %.2f | %.2f |\n", static_cast<long long>(at.tokens), at.global_bytes / kMiB,
+                    at.local_bytes / kMiB, at.windowed_bytes() / kMiB, at.all_global_bytes / kMiB);
+        if (at.tokens == config.context_length) break;
+    }
 }
 
 void print_report(const KvAccountingReport& r) {
@@ -90,6 +118,7 @@ void run(KvCliOptions o) {
         print_json(report_json(*model, report));
     } else {
         print_report(report);
+        print_window_split(model->config(), report);
     }
 }
 

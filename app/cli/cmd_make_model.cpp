@@ -63,7 +63,7 @@ void add_make_model_command(CLI::App& app) {
     cmd->add_option("--preset", o->preset, "shape preset: " + presets)->capture_default_str();
     cmd->add_option("--dtype", o->dtype, "type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, ...")
         ->capture_default_str();
-    cmd->add_option("--arch", o->arch, "llama or qwen2 (default: the preset's)");
+    cmd->add_option("--arch", o->arch, "llama, qwen2, qwen3 or gemma3 (default: the preset's)");
     cmd->add_option("--layers", o->layers, "block count");
     cmd->add_option("--embd", o->embd, "embedding length");
     cmd->add_option("--heads", o->heads, "attention heads");

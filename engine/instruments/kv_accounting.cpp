@@ -76,6 +76,21 @@ std::vector<KvAttentionWhatIf> kv_attention_what_if(const ModelConfig& config, K
     return rows;
 }
 
+KvWindowSplit kv_window_split(const ModelConfig& config, KvDtype dtype, int64_t tokens) {
+    KvWindowSplit split;
+    for (int layer = 0; layer < config.n_layer; ++layer) {
+        (config.is_local_layer(layer) ? split.local_layers : split.global_layers) += 1;
+    }
+    split.window = split.local_layers > 0 ? config.sliding_window : 0;
+    split.layer_bytes_per_token = formula_kv_bytes_per_token(config, dtype) / config.n_layer;
+    split.tokens = tokens;
+    const auto local_tokens = static_cast<double>(std::min<int64_t>(tokens, split.window));
+    split.global_bytes = split.global_layers * split.layer_bytes_per_token * static_cast<double>(tokens);
+    split.local_bytes = split.local_layers * split.layer_bytes_per_token * local_tokens;
+    split.all_global_bytes = config.n_layer * split.layer_bytes_per_token * static_cast<double>(tokens);
+    return split;
+}
+
 std::vector<KvLayoutRow> kv_layout_rows(double bytes_per_token, std::span<const KvUserLayout> layouts) {
     std::vector<KvLayoutRow> rows;
     for (const KvUserLayout& l : layouts) {
@@ -118,6 +133,7 @@ KvAccountingReport measure_kv_accounting(InferenceSession& session, int tokens, 
     r.block_rounding_waste_bytes = r.allocator_bytes_reserved - r.allocator_bytes_in_use;
     r.layouts = kv_layout_rows(r.formula_bytes_per_token, layouts);
     r.what_if = kv_attention_what_if(config, r.dtype);
+    r.window = kv_window_split(config, r.dtype, tokens);
     return r;
 }
 

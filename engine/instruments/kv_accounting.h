@@ -44,6 +44,22 @@ double formula_kv_bytes_per_token(const ModelConfig& config, KvDtype dtype);
 std::vector<KvAttentionWhatIf> kv_attention_what_if(const ModelConfig& config, KvDtype dtype);
 std::vector<KvLayoutRow> kv_layout_rows(double bytes_per_token, std::span<const KvUserLayout> layouts);
 
+// Sliding-window attention (Gemma 3): a local layer's tokens only ever read the last
+// `window` positions, so a cache that drops older ones holds at most `window` tokens per
+// local layer while global layers grow with the context.
+struct KvWindowSplit {
+    int global_layers = 0;
+    int local_layers = 0;
+    int window = 0;                        // tokens a local layer keeps (0: no local layers)
+    double layer_bytes_per_token = 0;      // K and V of one layer for one token
+    int64_t tokens = 0;
+    double global_bytes = 0;               // global layers x tokens
+    double local_bytes = 0;                // local layers x min(tokens, window)
+    double all_global_bytes = 0;           // every layer x tokens: a cache without the window
+    double windowed_bytes() const { return global_bytes + local_bytes; }
+};
+KvWindowSplit kv_window_split(const ModelConfig& config, KvDtype dtype, int64_t tokens);
+
 struct KvAccountingReport {
     KvDtype dtype = KvDtype::F16;
     int n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
@@ -58,6 +74,7 @@ struct KvAccountingReport {
     int blocks_used = 0;
     std::vector<KvLayoutRow> layouts;
     std::vector<KvAttentionWhatIf> what_if;
+    KvWindowSplit window;  // at `tokens`; window.local_layers == 0 for models without local layers
 };
 
 // Runs `tokens` tokens (deterministic ids) through the model in a fresh sequence of the

@@ -29,7 +29,10 @@ const BudgetModel& budget_model_preset(const std::string& name) {
 }
 
 BudgetModel budget_model_from_config(const std::string& name, double parameters, const ModelConfig& config) {
-    return {name, parameters, config.n_layer, config.n_head_kv, config.head_dim};
+    int local_layers = 0;
+    for (int layer = 0; layer < config.n_layer; ++layer) local_layers += config.is_local_layer(layer) ? 1 : 0;
+    return {name, parameters, config.n_layer, config.n_head_kv, config.head_dim, local_layers,
+            local_layers > 0 ? config.sliding_window : 0};
 }
 
 double weight_bits_per_parameter(const std::string& format) {
@@ -65,6 +68,19 @@ BudgetRow plan_memory_budget(const BudgetModel& model, const BudgetQuery& query)
         row.max_resident_tokens = static_cast<int64_t>(std::floor(row.kv_budget_bytes / row.kv_bytes_per_token));
     }
     row.tokens_per_user = row.max_resident_tokens / query.users;
+    const int global_layers = model.layers - model.local_layers;
+    // With local layers a user's cache grows by every layer up to the window, then by the
+    // global layers alone (a model of local layers only keeps the windowless figure).
+    if (model.local_layers > 0 && model.window > 0 && global_layers > 0 && row.kv_budget_bytes > 0) {
+        const double layer_bytes = row.kv_bytes_per_token / model.layers;
+        const double per_user = row.kv_budget_bytes / query.users;
+        const double full_window = layer_bytes * model.layers * model.window;
+        const double tokens = per_user <= full_window
+                                  ? per_user / (layer_bytes * model.layers)
+                                  : (per_user - layer_bytes * model.local_layers * model.window) / (layer_bytes * global_layers);
+        row.tokens_per_user = static_cast<int64_t>(std::floor(tokens));
+        row.max_resident_tokens = row.tokens_per_user * query.users;
+    }
     return row;
 }
 

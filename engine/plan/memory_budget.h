@@ -17,6 +17,9 @@ struct BudgetModel {
     int layers = 0;
     int kv_heads = 0;
     int head_dim = 0;
+    // Sliding-window layers (counted in `layers`) keep only the last `window` tokens.
+    int local_layers = 0;
+    int window = 0;
 };
 
 // The chapter's presets (0.5b = Qwen2.5-0.5B's configuration; 7b, 13b (full MHA), 70b).

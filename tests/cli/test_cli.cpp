@@ -246,3 +246,36 @@ TEST(CliBudget, UnknownPresetAndMissingFileAreErrors) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+TEST(CliVocabOnly, TokenizeAndDetokenizeAVocabularyWithoutWeights) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("vocab/ggml-vocab-gpt-2.gguf");
+    const std::string vocab = testing::shared_model("vocab/ggml-vocab-gpt-2.gguf").string();
+    const testing::CliRunResult ids = testing::run_cli("tokenize --json -m " + vocab + " -p 'Hello world, 2024!'");
+    ASSERT_EQ(ids.exit_code, 0) << ids.err;
+    const auto j = nlohmann::json::parse(ids.out);
+    EXPECT_EQ(j["ids"], nlohmann::json({15496, 995, 11, 48609, 0}));
+    const testing::CliRunResult text = testing::run_cli("detokenize --json -m " + vocab + " 15496 995 11 48609 0");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_EQ(nlohmann::json::parse(text.out)["text"], "Hello world, 2024!");
+    const testing::CliRunResult bad = testing::run_cli("detokenize -m " + vocab + " 50257");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("token id 50257 is outside the vocabulary (0..50256)"), std::string::npos) << bad.err;
+}
+
+TEST(CliModernModels, InfoNamesTheSlidingWindowLayers) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("modern/gemma3-tiny.gguf");
+    const testing::CliRunResult r =
+        testing::run_cli("info --json -m " + testing::shared_model("modern/gemma3-tiny.gguf").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["sliding_window"]["window_tokens"], 8);
+    EXPECT_EQ(j["sliding_window"]["local_layers"], nlohmann::json({0, 1, 3, 4}));
+    EXPECT_EQ(j["ffn_activation"], "geglu (tanh)");
+    EXPECT_TRUE(j["qk_norm"].get<bool>());
+}
+
+}  // namespace
+}  // namespace inferscope

@@ -114,3 +114,52 @@ TEST(KvAccounting, RejectsBadInput) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+// Gemma 3 1B's attention: 26 layers, every 6th global, window 512, one KV head of 256.
+ModelConfig gemma3_1b_config() {
+    ModelConfig c;
+    c.n_layer = 26;
+    c.n_head = 4;
+    c.n_head_kv = 1;
+    c.head_dim = 256;
+    c.sliding_window = 512;
+    for (int il = 0; il < c.n_layer; ++il) c.local_layers.push_back(il % 6 < 5);
+    return c;
+}
+
+TEST(KvWindowSplit, LocalLayersStopGrowingAtTheWindow) {
+    const ModelConfig c = gemma3_1b_config();
+    // One layer: K and V of one 256-wide head in F16 = 1024 bytes per token.
+    const KvWindowSplit at_4k = kv_window_split(c, KvDtype::F16, 4096);
+    EXPECT_EQ(at_4k.global_layers, 4);
+    EXPECT_EQ(at_4k.local_layers, 22);
+    EXPECT_EQ(at_4k.window, 512);
+    EXPECT_EQ(at_4k.layer_bytes_per_token, 1024.0);
+    EXPECT_EQ(at_4k.global_bytes, 4 * 1024.0 * 4096);
+    EXPECT_EQ(at_4k.local_bytes, 22 * 1024.0 * 512);
+    EXPECT_EQ(at_4k.all_global_bytes, 26 * 1024.0 * 4096);
+    // Inside the window every layer grows alike.
+    const KvWindowSplit at_100 = kv_window_split(c, KvDtype::F16, 100);
+    EXPECT_EQ(at_100.windowed_bytes(), at_100.all_global_bytes);
+    // A model without local layers: nothing is saved.
+    const KvWindowSplit plain = kv_window_split(qwen05b_config(), KvDtype::F16, 4096);
+    EXPECT_EQ(plain.local_layers, 0);
+    EXPECT_EQ(plain.windowed_bytes(), plain.all_global_bytes);
+}
+
+TEST(KvWindowSplit, TheReportOfARealRunCarriesIt) {
+    const auto model = testing::tiny_model(testing::tiny_spec("gemma3"));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F32));
+    const KvAccountingReport r = measure_kv_accounting(session, 20, {});
+    // tiny gemma3: 2 layers, the first local with a window of 5.
+    EXPECT_EQ(r.window.local_layers, 1);
+    EXPECT_EQ(r.window.global_layers, 1);
+    EXPECT_EQ(r.window.local_bytes, r.window.layer_bytes_per_token * 5);
+    EXPECT_EQ(r.window.global_bytes, r.window.layer_bytes_per_token * 20);
+}
+
+}  // namespace
+}  // namespace inferscope

@@ -74,3 +74,26 @@ TEST(MemoryBudget, RejectsWhatItCannotPlan) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+TEST(MemoryBudget, SlidingWindowLayersLeaveRoomForLongerContexts) {
+    // 26 layers, 22 of them local with a 512-token window; 1024 bytes per token per layer in F16.
+    BudgetModel model{"gemma3-1b-shape", 1.0e9, 26, 1, 256, 22, 512};
+    BudgetModel windowless = model;
+    windowless.local_layers = 0;
+    BudgetQuery q = query(4, "fp16", 2);
+    q.reserve_gib = 1.0;
+    const BudgetRow with_window = plan_memory_budget(model, q);
+    const BudgetRow without = plan_memory_budget(windowless, q);
+    const double per_user = with_window.kv_budget_bytes / 2;
+    // Worked by hand: past the window a token costs the 4 global layers only.
+    const double expected = (per_user - 1024.0 * 22 * 512) / (1024.0 * 4);
+    EXPECT_EQ(with_window.tokens_per_user, static_cast<int64_t>(expected));
+    EXPECT_EQ(without.tokens_per_user, static_cast<int64_t>(per_user / (1024.0 * 26)));
+    EXPECT_GT(with_window.tokens_per_user, 6 * without.tokens_per_user);
+}
+
+}  // namespace
+}  // namespace inferscope
