@@ -13,4 +13,7 @@ std::string gguf_message(const std::string& path, uint64_t offset, const std::st
 GgufError::GgufError(std::string path, uint64_t offset, const std::string& problem)
     : Error(gguf_message(path, offset, problem)), path_(std::move(path)), offset_(offset), problem_(problem) {}
 
+TemplateError::TemplateError(const std::string& problem, int line)
+    : Error(line > 0 ? "template line " + std::to_string(line) + ": " + problem : problem), line_(line) {}
+
 }  // namespace inferscope

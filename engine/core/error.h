@@ -48,4 +48,17 @@ public:
     using Error::Error;
 };
 
+// A chat template that cannot be rendered: malformed syntax, a feature the template engine
+// does not implement, or an error while rendering (an undefined value used, a type mismatch).
+// The message names the problem and the template line (line() is 0 when there is none, as for
+// the template's own raise_exception(msg), whose message is exactly msg).
+class TemplateError : public Error {
+public:
+    explicit TemplateError(const std::string& problem, int line = 0);
+    int line() const { return line_; }
+
+private:
+    int line_;
+};
+
 }  // namespace inferscope

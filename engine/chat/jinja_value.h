@@ -1,0 +1,122 @@
+#pragma once
+// Values of the Jinja2 subset used by chat templates, with Python's semantics: lists, dicts and
+// namespaces are shared by reference (a namespace changed inside a loop is seen after it), dicts
+// keep insertion order, and printing follows Python's str() (True, None, 1.0, ['a']).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace inferscope::chat {
+
+class Value;
+struct CallArgs;
+
+using ValueList = std::vector<Value>;
+using Function = std::function<Value(const CallArgs&)>;
+
+// A missing variable, attribute or item. It prints as nothing and is false, as jinja2's default
+// Undefined; `what` is jinja2's message for when it is used further ("'x' is undefined",
+// "'dict object' has no attribute 'y'").
+struct Undefined {
+    std::string what;
+};
+struct None {};
+
+// Insertion-ordered string-keyed mapping (chat messages are JSON objects, so keys are strings).
+class ValueDict {
+public:
+    const Value* find(const std::string& key) const;
+    void set(const std::string& key, Value value);
+    const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+    size_t size() const { return items_.size(); }
+
+private:
+    std::vector<std::pair<std::string, Value>> items_;
+};
+
+// The object namespace(...) returns: attributes that `set ns.attr = ...` may change.
+struct Namespace {
+    ValueDict attributes;
+};
+
+class Value {
+public:
+    enum class Kind { Undefined, None, Bool, Int, Float, String, List, Dict, Function, Namespace };
+
+    Value() : data_(Undefined{}) {}
+    Value(Undefined u) : data_(std::move(u)) {}
+    Value(None) : data_(None{}) {}
+    Value(bool b) : data_(b) {}
+    Value(int64_t i) : data_(i) {}
+    Value(int i) : data_(static_cast<int64_t>(i)) {}
+    Value(double f) : data_(f) {}
+    Value(std::string s) : data_(std::move(s)) {}
+    Value(const char* s) : data_(std::string(s)) {}
+    Value(ValueList list) : data_(std::make_shared<ValueList>(std::move(list))) {}
+    Value(ValueDict dict) : data_(std::make_shared<ValueDict>(std::move(dict))) {}
+    Value(Function fn) : data_(std::make_shared<Function>(std::move(fn))) {}
+    Value(std::shared_ptr<Namespace> ns) : data_(std::move(ns)) {}
+
+    static Value from_json(const nlohmann::json& j);
+
+    Kind kind() const { return static_cast<Kind>(data_.index()); }
+    bool is_undefined() const { return kind() == Kind::Undefined; }
+    bool is_none() const { return kind() == Kind::None; }
+    bool is_string() const { return kind() == Kind::String; }
+    bool is_list() const { return kind() == Kind::List; }
+    bool is_dict() const { return kind() == Kind::Dict; }
+    // Python's bool is an int: True + 1 == 2.
+    bool is_integer() const { return kind() == Kind::Int || kind() == Kind::Bool; }
+    bool is_number() const { return is_integer() || kind() == Kind::Float; }
+
+    bool as_bool() const { return std::get<bool>(data_); }
+    int64_t as_int() const;  // an Int or a Bool
+    double as_double() const;  // any number
+    const std::string& as_string() const { return std::get<std::string>(data_); }
+    ValueList& as_list() const { return *std::get<std::shared_ptr<ValueList>>(data_); }
+    ValueDict& as_dict() const { return *std::get<std::shared_ptr<ValueDict>>(data_); }
+    const Function& as_function() const { return *std::get<std::shared_ptr<Function>>(data_); }
+    Namespace& as_namespace() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
+    const std::string& undefined_what() const { return std::get<Undefined>(data_).what; }
+
+    bool truthy() const;
+    // Python's str(): what {{ value }} prints (Undefined prints as nothing).
+    std::string str() const;
+    // Python's repr(): how a value looks inside a printed list or dict.
+    std::string repr() const;
+    // Python's ==.
+    bool equals(const Value& other) const;
+    // The name jinja2 uses in messages ("dict object", "str object").
+    std::string type_name() const;
+
+private:
+    std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<ValueList>,
+                 std::shared_ptr<ValueDict>, std::shared_ptr<Function>, std::shared_ptr<Namespace>>
+        data_;
+};
+
+// Arguments of a call: positional first, then keyword ones.
+struct CallArgs {
+    std::vector<Value> positional;
+    std::vector<std::pair<std::string, Value>> named;
+    int line = 0;
+
+    // The argument at `position`, or else the one named `name`, or nullptr.
+    const Value* get(size_t position, const std::string& name) const;
+};
+
+// Python's repr() of a float (shortest round-trip digits, 1e+16, 1e-05, 1.0).
+std::string python_float_repr(double value);
+// json.dumps(value, ensure_ascii=False, indent=indent) with Python's separators; indent < 0 is
+// None (one line, ", " and ": "), indent >= 0 puts each item on its own line.
+std::string python_json_dumps(const Value& value, int indent, int line);
+
+// Unicode code points of UTF-8 text, and back, for Python's str indexing and len().
+std::vector<std::string> utf8_characters(const std::string& text);
+
+}  // namespace inferscope::chat
