@@ -45,6 +45,18 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
     return Tokenizer::from_gguf(GgufFile::open(options.model_path));
 }
 
+void add_sampling_options(CLI::App& command, SamplingParams& sampling) {
+    command.add_option("--temp", sampling.temperature, "temperature (0: greedy)")->capture_default_str();
+    command.add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
+    command.add_option("--top-p", sampling.top_p, "top-p (1: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+    command.add_option("--min-p", sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+    command.add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty (1: off)")
+        ->check(CLI::PositiveNumber)->capture_default_str();
+    command.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back (-1: all)")
+        ->capture_default_str();
+    command.add_option("-s,--seed", sampling.seed, "random seed")->capture_default_str();
+}
+
 SessionOptions session_options(const ModelOptions& options) {
     SessionOptions s;
     s.n_threads = options.threads;

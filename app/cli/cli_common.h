@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/model/model.h"
+#include "engine/runtime/sampler.h"
 #include "engine/runtime/session.h"
 
 namespace inferscope::cli {
@@ -30,6 +31,8 @@ std::shared_ptr<const Model> load_model(const ModelOptions& options);
 // built-in model when -m is absent.
 std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options);
 SessionOptions session_options(const ModelOptions& options);
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, -s/--seed.
+void add_sampling_options(CLI::App& command, SamplingParams& sampling);
 // The backend --backend names for `model`: null for the CPU (the session's default), the
 // Vulkan backend when this build has one, else UnsupportedError. `op_timestamps`: per-op
 // GPU times in step events (commands that do not show them pass false: they cost speed).
@@ -45,6 +48,8 @@ void print_json(const nlohmann::json& value);
 void add_info_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_detokenize_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
+void add_chat_template_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);

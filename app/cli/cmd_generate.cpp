@@ -3,7 +3,9 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/cli/chat_cli_common.h"
 #include "app/cli/cli_common.h"
+#include "engine/chat/conversation.h"
 #include "engine/core/error.h"
 #include "engine/runtime/generator.h"
 
@@ -19,7 +21,21 @@ struct GenerateOptions {
     bool no_cache = false;
     bool ignore_eos = false;
     std::string steps_path;
+    bool chat = false;  // render the prompt as a conversation with the chat template
+    bool raw = false;
+    ChatInputOptions chat_input;
 };
+
+// The prompt's ids: the text as it is, or (--chat) the conversation rendered by the template.
+std::vector<TokenId> prompt_ids(const GenerateOptions& o, const Model& model, std::string& rendered) {
+    if (!o.chat) return tokenize_prompt(model, o.prompt);
+    const std::string text = chat_template_text(o.chat_input, &model.file());
+    chat::check_end_of_turn(text, model.tokenizer());
+    const chat::RenderedConversation conversation = chat::render_conversation(
+        chat::ChatTemplate(text), model.tokenizer(), chat_messages(o.chat_input, o.prompt), /*add_generation_prompt=*/true);
+    rendered = conversation.text;
+    return conversation.ids;
+}
 
 nlohmann::json step_json(const StepEvent& e) {
     nlohmann::json j = {{"step", e.step},
@@ -43,7 +59,8 @@ void run_generate(const GenerateOptions& o) {
     const auto model = load_model(o.model);
     InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
     const Tokenizer& tok = model->tokenizer();
-    const std::vector<TokenId> prompt = tokenize_prompt(*model, o.prompt);
+    std::string rendered;
+    const std::vector<TokenId> prompt = prompt_ids(o, *model, rendered);
 
     std::ofstream steps;
     if (!o.steps_path.empty()) {
@@ -60,12 +77,12 @@ void run_generate(const GenerateOptions& o) {
     g.stop_at_end_of_generation = !o.ignore_eos;
 
     std::string text;
-    if (!o.model.json) {
+    if (!o.model.json && !o.chat) {
         for (TokenId id : prompt) std::cout << tok.token_to_piece(id);
         std::cout << std::flush;
     }
     const GenerationResult result = generate(session, prompt, g, [&](TokenId id) {
-        const std::string piece = tok.token_to_piece(id);
+        const std::string piece = o.chat && tok.is_end_of_generation(id) ? std::string() : tok.token_to_piece(id);
         text += piece;
         if (!o.model.json) std::cout << piece << std::flush;
         return true;
@@ -73,6 +90,7 @@ void run_generate(const GenerateOptions& o) {
     const GenerationTimings& t = result.timings;
     if (o.model.json) {
         print_json({{"prompt_ids", prompt},
+                    {"rendered_prompt", o.chat ? nlohmann::json(rendered) : nlohmann::json(nullptr)},
                     {"generated_ids", result.generated},
                     {"text", text},
                     {"stop_reason", result.stop_reason},
@@ -102,19 +120,22 @@ void add_generate_command(CLI::App& app) {
     cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
     cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("-b,--batch-size", o->n_batch, "prompt tokens per prefill step")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--temp", o->sampling.temperature, "temperature (0: greedy)")->capture_default_str();
-    cmd->add_option("--top-k", o->sampling.top_k, "top-k (0: off)")->capture_default_str();
-    cmd->add_option("--top-p", o->sampling.top_p, "top-p (1: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-    cmd->add_option("--min-p", o->sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-    cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty, "repetition penalty (1: off)")
-        ->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--repeat-last-n", o->sampling.repeat_last_n, "tokens the penalty looks back (-1: all)")
-        ->capture_default_str();
-    cmd->add_option("-s,--seed", o->sampling.seed, "random seed")->capture_default_str();
+    add_sampling_options(*cmd, o->sampling);
     cmd->add_flag("--no-cache", o->no_cache, "recompute the whole sequence at every step (no KV cache)");
     cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating after an end-of-generation token");
     cmd->add_option("--steps", o->steps_path, "write one JSON line per forward step to this file");
-    cmd->callback([o] { run_generate(*o); });
+    auto* chat = cmd->add_flag("--chat", o->chat,
+                               "render -p (or --user/--assistant turns, --messages) with the chat template, and stop at "
+                               "the end of the assistant's turn");
+    cmd->add_flag("--raw", o->raw, "plain completion of -p (the default)")->excludes(chat);
+    add_chat_input_options(*cmd, o->chat_input, /*with_turns=*/true);
+    cmd->callback([o] {
+        const bool chat_inputs = !o->chat_input.system.empty() || !o->chat_input.user.empty() ||
+                                 !o->chat_input.assistant.empty() || !o->chat_input.messages_path.empty() ||
+                                 !o->chat_input.template_path.empty() || !o->chat_input.template_name.empty();
+        if (chat_inputs && !o->chat) throw InvalidArgument("--system, --user, --assistant, --messages and --template need --chat");
+        run_generate(*o);
+    });
 }
 
 }  // namespace inferscope::cli

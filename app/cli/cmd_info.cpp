@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "app/cli/cli_common.h"
+#include "engine/chat/conversation.h"
 #include "engine/runtime/kv_block_pool.h"
 
 namespace inferscope::cli {
@@ -14,6 +15,12 @@ nlohmann::json local_layers_json(const ModelConfig& c) {
         if (c.is_local_layer(layer)) local.push_back(layer);
     }
     return {{"window_tokens", c.sliding_window}, {"local_layers", local}, {"rope_freq_base_local", c.rope_freq_base_local}};
+}
+
+nlohmann::json chat_template_json(const GgufFile& file) {
+    const auto text = chat::model_chat_template(file);
+    if (!text) return nullptr;
+    return {{"family", chat::chat_template_family_name(chat::chat_template_family(*text))}, {"bytes", text->size()}};
 }
 
 nlohmann::json info_json(const Model& model) {
@@ -48,6 +55,7 @@ nlohmann::json info_json(const Model& model) {
         {"ffn_activation", c.ffn_activation == FfnActivation::GeluTanh ? "geglu (tanh)" : "swiglu"},
         {"embedding_scale", c.embedding_scale},
         {"sliding_window", local_layers_json(c)},
+        {"chat_template", chat_template_json(model.file())},
         {"kv_bytes_per_token", {{"f16", c.kv_bytes_per_token(2)}, {"f32", c.kv_bytes_per_token(4)}}},
         {"tokenizer", {{"kind", model.tokenizer().kind_name()},
                        {"pre", model.tokenizer().pre_tokenizer()},
@@ -85,6 +93,12 @@ void print_info_text(const nlohmann::json& j) {
         std::printf("sliding window:  %d tokens on %zu of %d layers (RoPE base %g there); the others are global\n",
                     w["window_tokens"].get<int>(), w["local_layers"].size(), j["n_layer"].get<int>(),
                     w["rope_freq_base_local"].get<double>());
+    }
+    if (j["chat_template"].is_null()) {
+        std::printf("chat template:   none (generate completes the text as it is)\n");
+    } else {
+        std::printf("chat template:   %s family, %zu bytes (generate --chat, chat)\n",
+                    j["chat_template"]["family"].get<std::string>().c_str(), j["chat_template"]["bytes"].get<size_t>());
     }
     std::printf("KV bytes/token:  %llu (f16), %llu (f32)\n",
                 static_cast<unsigned long long>(j["kv_bytes_per_token"]["f16"].get<uint64_t>()),

@@ -1,5 +1,7 @@
 // `make-model`: write a synthetic GGUF of any shape (presets or explicit dimensions).
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
@@ -16,6 +18,8 @@ struct MakeModelOptions {
     int layers = 0, embd = 0, heads = 0, kv_heads = 0, ff = 0, vocab = 0, ctx_len = 0;
     uint64_t seed = 1;
     std::string vocab_file;
+    std::string chat_template_file;
+    int head_dim = 0;
     std::vector<int> outlier_dims;
     float outlier_scale = 40.0f;
     bool outlier_inputs = false;
@@ -44,6 +48,12 @@ SyntheticModelSpec spec_from(const MakeModelOptions& o) {
     if (o.untied) s.tied_output = false;
     s.seed = o.seed;
     s.vocab_path = o.vocab_file;
+    if (o.head_dim > 0) s.head_dim = o.head_dim;
+    if (!o.chat_template_file.empty()) {
+        std::ifstream in(o.chat_template_file, std::ios::binary);
+        if (!in) throw InvalidArgument(o.chat_template_file + ": cannot open for reading");
+        s.chat_template.assign(std::istreambuf_iterator<char>(in), {});
+    }
     s.outlier_dims = o.outlier_dims;
     s.outlier_scale = o.outlier_scale;
     s.outliers_reach_linear_inputs = o.outlier_inputs;
@@ -75,6 +85,8 @@ void add_make_model_command(CLI::App& app) {
     cmd->add_flag("--untied", o->untied, "write a separate output.weight");
     cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
     cmd->add_option("--vocab", o->vocab_file, "copy the tokenizer from this GGUF (sets the vocabulary size)");
+    cmd->add_option("--chat-template", o->chat_template_file, "write this Jinja file as tokenizer.chat_template");
+    cmd->add_option("--head-dim", o->head_dim, "head dimension (attention.key_length) when it is not embd / heads");
     cmd->add_option("--outlier-dims", o->outlier_dims, "residual dimensions to make activation outliers")->delimiter(',');
     cmd->add_option("--outlier-scale", o->outlier_scale, "scale of the outlier dimensions")->capture_default_str();
     cmd->add_option("--weight-std", o->weight_std,

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
     inferscope::cli::add_info_command(app);
     inferscope::cli::add_tokenize_command(app);
     inferscope::cli::add_detokenize_command(app);
+    inferscope::cli::add_chat_command(app);
+    inferscope::cli::add_chat_template_command(app);
     inferscope::cli::add_generate_command(app);
     inferscope::cli::add_logits_command(app);
     inferscope::cli::add_perplexity_command(app);

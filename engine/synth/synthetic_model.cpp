@@ -350,6 +350,7 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     }
     validate(s);
     add_metadata(writer, s);
+    if (!s.chat_template.empty()) writer.set("tokenizer.chat_template", GgufValue::string(s.chat_template));
     const int head_dim = head_dim_of(s);
     const int q_dim = head_dim * s.n_head;
     const int kv_dim = head_dim * s.n_head_kv;

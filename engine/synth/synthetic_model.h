@@ -49,6 +49,7 @@ struct SyntheticModelSpec {
     // A GGUF file whose tokenizer.ggml.* metadata is copied (its vocabulary size then sets
     // n_vocab); empty: a byte-level BPE vocabulary of n_vocab tokens.
     std::string vocab_path;
+    std::string chat_template;  // written as tokenizer.chat_template when not empty
 };
 
 // Named shapes: "default" (the built-in model), "qwen2.5-0.5b", "llama-1b", "tiny-qwen2",

@@ -1,0 +1,129 @@
+// `chat-template`: the prompt a conversation renders to (what the model is fed); `chat`: an
+// interactive conversation that keeps the KV cache between turns.
+#include <cstdio>
+#include <iostream>
+
+#include "app/cli/chat_cli_common.h"
+#include "app/cli/cli_common.h"
+#include "engine/chat/conversation.h"
+#include "engine/core/error.h"
+
+namespace inferscope::cli {
+namespace {
+
+struct ChatTemplateCliOptions {
+    ModelOptions model;
+    ChatInputOptions input;
+    bool no_generation_prompt = false;
+    std::optional<std::string> bos, eos;
+};
+
+void run_chat_template(const ChatTemplateCliOptions& o) {
+    if (o.input.messages_path.empty()) throw InvalidArgument("chat-template needs the conversation: --messages FILE.json");
+    if (o.model.model_path.empty() && o.input.template_path.empty()) {
+        throw InvalidArgument("chat-template needs a model (-m, a vocab-only file will do) or --template FILE.jinja");
+    }
+    std::optional<GgufFile> file;
+    std::shared_ptr<const Tokenizer> tokenizer;
+    if (!o.model.model_path.empty()) {
+        file.emplace(GgufFile::open(o.model.model_path));
+        tokenizer = Tokenizer::from_gguf(*file);
+    }
+    const std::string text = chat_template_text(o.input, file ? &*file : nullptr);
+    const nlohmann::json messages = chat_messages(o.input, "");
+    chat::ChatTemplateInputs inputs;
+    if (tokenizer) inputs = chat::conversation_inputs(*tokenizer, messages, !o.no_generation_prompt);
+    inputs.messages = messages;
+    inputs.add_generation_prompt = !o.no_generation_prompt;
+    if (o.bos) inputs.bos_token = *o.bos;
+    if (o.eos) inputs.eos_token = *o.eos;
+    const std::string rendered = chat::ChatTemplate(text).render(inputs);
+    if (!o.model.json) {
+        std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+        return;
+    }
+    nlohmann::json out = {{"text", rendered}, {"family", chat::chat_template_family_name(chat::chat_template_family(text))}};
+    if (tokenizer) out["ids"] = chat::tokenize_rendered(*tokenizer, rendered);
+    print_json(out);
+}
+
+struct ChatCliOptions {
+    ModelOptions model;
+    ChatInputOptions input;
+    int n_predict = 512;
+    SamplingParams sampling;
+};
+
+void print_turn_figures(const chat::ChatTurn& turn, int turn_number) {
+    const GenerationTimings& t = turn.generation.timings;
+    std::fprintf(stderr,
+                 "[turn %d: prompt %d tokens (%d from the KV cache), prefill %.1f ms; reply %d tokens, %.2f ms/token, "
+                 "%.1f tokens/s; stop: %s]\n",
+                 turn_number, t.n_prompt, t.n_prompt_cached, t.prefill_ms, t.n_generated, t.decode_ms_per_token,
+                 t.tokens_per_s, turn.generation.stop_reason.c_str());
+}
+
+void run_chat(const ChatCliOptions& o) {
+    const auto model = load_model(o.model);
+    const std::string text = chat_template_text(o.input, &model->file());
+    InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
+    chat::Conversation conversation(session, text, o.input.system);
+    if (!o.input.user.empty() || !o.input.messages_path.empty()) {
+        for (const auto& m : chat_messages(o.input, "")) {
+            if (m["role"] != "system") conversation.add_message(m["role"].get<std::string>(), m.value("content", ""));
+        }
+    }
+    GenerationOptions g;
+    g.n_predict = o.n_predict;
+    g.sampling = o.sampling;
+    const Tokenizer& tok = model->tokenizer();
+    std::fprintf(stderr, "chat with %s (%s template); /new starts over, /quit or end of input leaves\n",
+                 model->config().name.c_str(), chat::chat_template_family_name(chat::chat_template_family(text)));
+    int turn_number = 0;
+    std::string line;
+    while (true) {
+        std::fprintf(stderr, "> ");
+        if (!std::getline(std::cin, line) || line == "/quit") break;
+        if (line == "/new") {
+            conversation.clear();
+            turn_number = 0;
+            continue;
+        }
+        if (line.empty()) continue;
+        try {
+            const chat::ChatTurn turn = conversation.reply(line, g, [&](TokenId id) {
+                if (!tok.is_end_of_generation(id)) std::cout << tok.token_to_piece(id) << std::flush;
+                return true;
+            });
+            std::cout << std::endl;
+            print_turn_figures(turn, ++turn_number);
+        } catch (const CapacityError& e) {
+            std::fprintf(stderr, "error: %s\n", e.what());  // the conversation stays as it was
+        }
+    }
+}
+
+}  // namespace
+
+void add_chat_template_command(CLI::App& app) {
+    auto o = std::make_shared<ChatTemplateCliOptions>();
+    CLI::App* cmd = app.add_subcommand("chat-template", "the prompt a conversation renders to with a chat template");
+    add_model_options(*cmd, o->model, false);
+    add_chat_input_options(*cmd, o->input, /*with_turns=*/false);
+    cmd->add_flag("--no-generation-prompt", o->no_generation_prompt, "do not open the assistant's turn at the end");
+    cmd->add_option("--bos", o->bos, "bos_token text (default: the vocabulary's)");
+    cmd->add_option("--eos", o->eos, "eos_token text (default: the vocabulary's)");
+    cmd->callback([o] { run_chat_template(*o); });
+}
+
+void add_chat_command(CLI::App& app) {
+    auto o = std::make_shared<ChatCliOptions>();
+    CLI::App* cmd = app.add_subcommand("chat", "an interactive conversation through the model's chat template");
+    add_model_options(*cmd, o->model, true);
+    add_chat_input_options(*cmd, o->input, /*with_turns=*/true);
+    cmd->add_option("-n,--n-predict", o->n_predict, "tokens per reply at most")->check(CLI::PositiveNumber)->capture_default_str();
+    add_sampling_options(*cmd, o->sampling);
+    cmd->callback([o] { run_chat(*o); });
+}
+
+}  // namespace inferscope::cli
