@@ -266,6 +266,12 @@ Value indent_text(const Value& v, const CallArgs& args) {
     return Value(flag_argument(args, 1, "first") ? indentation + out : out);
 }
 
+Value default_filter(const Value& v, const CallArgs& args) {
+    const Value* fallback = argument(args, 0, "default_value");
+    const bool use = v.is_undefined() || (flag_argument(args, 1, "boolean") && !v.truthy());
+    return use ? (fallback ? *fallback : Value("")) : v;
+}
+
 Value first_or_last(const Value& v, const CallArgs& args, bool first) {
     const ValueList items = iterate(v, args.line);
     if (items.empty()) return Value(Undefined{std::string("No ") + (first ? "first" : "last") + " item, sequence was empty."});
@@ -336,11 +342,8 @@ const std::unordered_map<std::string, FilterFunction>& filters() {
              // jinja2's last reverses the sequence; a string's last character is its last code point.
              return first_or_last(v, a, false);
          }},
-        {"default", [](const Value& v, const CallArgs& a) {
-             const Value* fallback = argument(a, 0, "default_value");
-             const bool use = v.is_undefined() || (flag_argument(a, 1, "boolean") && !v.truthy());
-             return use ? (fallback ? *fallback : Value("")) : v;
-         }},
+        {"default", default_filter},
+        {"d", default_filter},
         {"list", [](const Value& v, const CallArgs& a) { return Value(iterate(v, a.line)); }},
         {"items", [](const Value& v, const CallArgs& a) {
              if (v.is_undefined()) return Value(ValueList{});

@@ -62,7 +62,9 @@ public:
     Value(Function fn) : data_(std::make_shared<Function>(std::move(fn))) {}
     Value(std::shared_ptr<Namespace> ns) : data_(std::move(ns)) {}
 
-    static Value from_json(const nlohmann::json& j);
+    // Objects keep their key order (ordered_json), as Python's json.loads does: tojson output
+    // and iteration over a message's fields depend on it.
+    static Value from_json(const nlohmann::ordered_json& j);
 
     Kind kind() const { return static_cast<Kind>(data_.index()); }
     bool is_undefined() const { return kind() == Kind::Undefined; }
