@@ -262,7 +262,11 @@ Value indent_text(const Value& v, const CallArgs& args) {
     }
     lines.push_back(s.substr(start));
     std::string out = lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) out += "\n" + ((blank || !lines[i].empty()) ? indentation + lines[i] : lines[i]);
+    for (size_t i = 1; i < lines.size(); ++i) {
+        out += '\n';
+        if (blank || !lines[i].empty()) out += indentation;
+        out += lines[i];
+    }
     return Value(flag_argument(args, 1, "first") ? indentation + out : out);
 }
 
