@@ -38,10 +38,10 @@ Value raise_exception_function() {
 
 }  // namespace
 
-nlohmann::json chat_messages_json(const std::vector<ChatMessage>& messages) {
-    nlohmann::json array = nlohmann::json::array();
+nlohmann::ordered_json chat_messages_json(const std::vector<ChatMessage>& messages) {
+    nlohmann::ordered_json array = nlohmann::ordered_json::array();
     for (const ChatMessage& m : messages) {
-        nlohmann::json object = {{"role", m.role}, {"content", m.content}};
+        nlohmann::ordered_json object = {{"role", m.role}, {"content", m.content}};
         for (const auto& [key, value] : m.extra.items()) object[key] = value;
         array.push_back(std::move(object));
     }

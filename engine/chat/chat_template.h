@@ -18,19 +18,21 @@ struct ChatMessage {
     std::string role;
     std::string content;
     // Further fields of the message (tool_calls, reasoning_content, ...), merged into it.
-    nlohmann::json extra = nlohmann::json::object();
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 };
 
 // The messages as the JSON array a template sees.
-nlohmann::json chat_messages_json(const std::vector<ChatMessage>& messages);
+nlohmann::ordered_json chat_messages_json(const std::vector<ChatMessage>& messages);
 
+// JSON here is ordered_json: templates see object keys in the order they were given, as
+// transformers' templates see Python dicts (tojson of a tool's schema depends on it).
 struct ChatTemplateInputs {
-    nlohmann::json messages = nlohmann::json::array();
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     bool add_generation_prompt = false;
     std::string bos_token;
     std::string eos_token;
     // More variables (tools, enable_thinking, date_string, ...); they override the ones above.
-    nlohmann::json extra_variables = nlohmann::json::object();
+    nlohmann::ordered_json extra_variables = nlohmann::ordered_json::object();
     // The time strftime_now() formats; the current local time when unset.
     std::optional<std::tm> now;
 };

@@ -8,8 +8,18 @@
 namespace inferscope::chat {
 namespace {
 
+// jinja2's message for a missing attribute or element ("'dict object' has no attribute 'x'").
+// Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string here.
+Value missing_part(const Value& object, const char* what, const std::string& name) {
+    std::string message(1, '\'');
+    message.append(object.type_name()).append("' has no ").append(what).append(name);
+    return Value(Undefined{std::move(message)});
+}
+
 Value missing(const Value& object, const std::string& name) {
-    return Value(Undefined{"'" + object.type_name() + "' has no attribute '" + name + "'"});
+    std::string quoted(1, '\'');
+    quoted.append(name).append("'");
+    return missing_part(object, "attribute ", quoted);
 }
 
 // Python's slice.indices(): the positions a slice visits in a sequence of `length` items.
@@ -158,10 +168,10 @@ Value get_item(const Value& object, const Value& key, int line) {
         const int64_t n = static_cast<int64_t>(items.size());
         const int64_t index = key.as_int() < 0 ? key.as_int() + n : key.as_int();
         if (index >= 0 && index < n) return items[static_cast<size_t>(index)];
-        return Value(Undefined{"'" + object.type_name() + "' has no element " + key.str()});
+        return missing_part(object, "element ", key.str());
     }
     if (key.is_string()) return get_attribute(object, key.as_string(), line);
-    return Value(Undefined{"'" + object.type_name() + "' has no element " + key.repr()});
+    return missing_part(object, "element ", key.repr());
 }
 
 Value get_slice(const Value& object, std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step, int line) {

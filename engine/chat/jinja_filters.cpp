@@ -262,8 +262,18 @@ Value indent_text(const Value& v, const CallArgs& args) {
     }
     lines.push_back(s.substr(start));
     std::string out = lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) out += "\n" + ((blank || !lines[i].empty()) ? indentation + lines[i] : lines[i]);
+    for (size_t i = 1; i < lines.size(); ++i) {
+        out += '\n';
+        if (blank || !lines[i].empty()) out += indentation;
+        out += lines[i];
+    }
     return Value(flag_argument(args, 1, "first") ? indentation + out : out);
+}
+
+Value default_filter(const Value& v, const CallArgs& args) {
+    const Value* fallback = argument(args, 0, "default_value");
+    const bool use = v.is_undefined() || (flag_argument(args, 1, "boolean") && !v.truthy());
+    return use ? (fallback ? *fallback : Value("")) : v;
 }
 
 Value first_or_last(const Value& v, const CallArgs& args, bool first) {
@@ -336,11 +346,8 @@ const std::unordered_map<std::string, FilterFunction>& filters() {
              // jinja2's last reverses the sequence; a string's last character is its last code point.
              return first_or_last(v, a, false);
          }},
-        {"default", [](const Value& v, const CallArgs& a) {
-             const Value* fallback = argument(a, 0, "default_value");
-             const bool use = v.is_undefined() || (flag_argument(a, 1, "boolean") && !v.truthy());
-             return use ? (fallback ? *fallback : Value("")) : v;
-         }},
+        {"default", default_filter},
+        {"d", default_filter},
         {"list", [](const Value& v, const CallArgs& a) { return Value(iterate(v, a.line)); }},
         {"items", [](const Value& v, const CallArgs& a) {
              if (v.is_undefined()) return Value(ValueList{});

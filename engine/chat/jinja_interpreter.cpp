@@ -177,9 +177,9 @@ private:
                 const Value* given = args.get(i, param.name);
                 call_scope.variables[param.name] = given ? *given : (param.default_value ? eval(*param.default_value, call_scope) : Value(Undefined{"parameter '" + param.name + "' was not provided"}));
             }
-            for (const auto& [name, value] : args.named) {
-                const bool known = std::any_of(node.params.begin(), node.params.end(), [&](const MacroParam& p) { return p.name == name; });
-                if (!known) throw TemplateError("macro '" + node.name + "' has no parameter '" + name + "'", args.line);
+            for (const auto& named : args.named) {
+                const bool known = std::any_of(node.params.begin(), node.params.end(), [&](const MacroParam& p) { return p.name == named.first; });
+                if (!known) throw TemplateError("macro '" + node.name + "' has no parameter '" + named.first + "'", args.line);
             }
             std::string out;
             render(node.body, call_scope, out);

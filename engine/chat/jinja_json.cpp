@@ -65,12 +65,17 @@ private:
             if (!first) out += ", ";
             return;
         }
-        if (!first) out += ",";
-        out += "\n" + std::string(static_cast<size_t>(indent_ * depth), ' ');
+        if (!first) out += ',';
+        new_line(out, depth);
+    }
+
+    void new_line(std::string& out, int depth) const {
+        out += '\n';
+        out.append(static_cast<size_t>(indent_ * depth), ' ');
     }
 
     void closing(std::string& out, int depth, char bracket) const {
-        if (indent_ >= 0) out += "\n" + std::string(static_cast<size_t>(indent_ * depth), ' ');
+        if (indent_ >= 0) new_line(out, depth);
         out += bracket;
     }
 

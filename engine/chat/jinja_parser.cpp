@@ -54,7 +54,7 @@ public:
             const Token& t = peek();
             if (t.type == TokenType::End) {
                 if (terminators.size() == 0) return nodes;
-                throw TemplateError("unexpected end of template: missing {% " + std::string(*terminators.begin()) + " %}", t.line);
+                throw TemplateError("unexpected end of template: missing {% " + std::string(*(terminators.end() - 1)) + " %}", t.line);
             }
             if (t.type == TokenType::Text) {
                 auto node = make_node(Node::Kind::Text, t.line);

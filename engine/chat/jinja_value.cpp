@@ -25,20 +25,20 @@ void ValueDict::set(const std::string& key, Value value) {
     items_.emplace_back(key, std::move(value));
 }
 
-Value Value::from_json(const nlohmann::json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j) {
     switch (j.type()) {
-        case nlohmann::json::value_t::null: return Value(None{});
-        case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
-        case nlohmann::json::value_t::number_integer: return Value(j.get<int64_t>());
-        case nlohmann::json::value_t::number_unsigned: return Value(static_cast<int64_t>(j.get<uint64_t>()));
-        case nlohmann::json::value_t::number_float: return Value(j.get<double>());
-        case nlohmann::json::value_t::string: return Value(j.get<std::string>());
-        case nlohmann::json::value_t::array: {
+        case nlohmann::ordered_json::value_t::null: return Value(None{});
+        case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
+        case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
+        case nlohmann::ordered_json::value_t::number_unsigned: return Value(static_cast<int64_t>(j.get<uint64_t>()));
+        case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
+        case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+        case nlohmann::ordered_json::value_t::array: {
             ValueList list;
             for (const auto& item : j) list.push_back(from_json(item));
             return Value(std::move(list));
         }
-        case nlohmann::json::value_t::object: {
+        case nlohmann::ordered_json::value_t::object: {
             ValueDict dict;
             for (const auto& [key, item] : j.items()) dict.set(key, from_json(item));
             return Value(std::move(dict));
@@ -88,23 +88,23 @@ std::string python_float_repr(double value) {
     for (char c : mantissa) {
         if (c != '.') digits += c;
     }
-    std::string out;
+    std::string out = negative ? "-" : "";
     if (exponent >= -4 && exponent < 16) {
         if (exponent < 0) {
-            out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+            out.append("0.").append(static_cast<size_t>(-exponent - 1), '0').append(digits);
         } else if (digits.size() <= static_cast<size_t>(exponent) + 1) {
-            out = digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
+            out.append(digits).append(static_cast<size_t>(exponent) + 1 - digits.size(), '0').append(".0");
         } else {
-            out = digits.substr(0, static_cast<size_t>(exponent) + 1) + "." + digits.substr(static_cast<size_t>(exponent) + 1);
+            out.append(digits, 0, static_cast<size_t>(exponent) + 1).append(".").append(digits, static_cast<size_t>(exponent) + 1);
         }
     } else {
-        out = digits.substr(0, 1);
-        if (digits.size() > 1) out += "." + digits.substr(1);
+        out.append(digits, 0, 1);
+        if (digits.size() > 1) out.append(".").append(digits, 1);
         char exp_text[16];
         std::snprintf(exp_text, sizeof exp_text, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
         out += exp_text;
     }
-    return negative ? "-" + out : out;
+    return out;
 }
 
 namespace {

@@ -27,22 +27,8 @@ struct Undefined {
 };
 struct None {};
 
-// Insertion-ordered string-keyed mapping (chat messages are JSON objects, so keys are strings).
-class ValueDict {
-public:
-    const Value* find(const std::string& key) const;
-    void set(const std::string& key, Value value);
-    const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
-    size_t size() const { return items_.size(); }
-
-private:
-    std::vector<std::pair<std::string, Value>> items_;
-};
-
-// The object namespace(...) returns: attributes that `set ns.attr = ...` may change.
-struct Namespace {
-    ValueDict attributes;
-};
+class ValueDict;
+struct Namespace;
 
 class Value {
 public:
@@ -58,11 +44,13 @@ public:
     Value(std::string s) : data_(std::move(s)) {}
     Value(const char* s) : data_(std::string(s)) {}
     Value(ValueList list) : data_(std::make_shared<ValueList>(std::move(list))) {}
-    Value(ValueDict dict) : data_(std::make_shared<ValueDict>(std::move(dict))) {}
+    Value(ValueDict dict);
     Value(Function fn) : data_(std::make_shared<Function>(std::move(fn))) {}
     Value(std::shared_ptr<Namespace> ns) : data_(std::move(ns)) {}
 
-    static Value from_json(const nlohmann::json& j);
+    // Objects keep their key order (ordered_json), as Python's json.loads does: tojson output
+    // and iteration over a message's fields depend on it.
+    static Value from_json(const nlohmann::ordered_json& j);
 
     Kind kind() const { return static_cast<Kind>(data_.index()); }
     bool is_undefined() const { return kind() == Kind::Undefined; }
@@ -99,6 +87,25 @@ private:
                  std::shared_ptr<ValueDict>, std::shared_ptr<Function>, std::shared_ptr<Namespace>>
         data_;
 };
+
+// Insertion-ordered string-keyed mapping (chat messages are JSON objects, so keys are strings).
+class ValueDict {
+public:
+    const Value* find(const std::string& key) const;
+    void set(const std::string& key, Value value);
+    const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+    size_t size() const { return items_.size(); }
+
+private:
+    std::vector<std::pair<std::string, Value>> items_;
+};
+
+// The object namespace(...) returns: attributes that `set ns.attr = ...` may change.
+struct Namespace {
+    ValueDict attributes;
+};
+
+inline Value::Value(ValueDict dict) : data_(std::make_shared<ValueDict>(std::move(dict))) {}
 
 // Arguments of a call: positional first, then keyword ones.
 struct CallArgs {

@@ -13,7 +13,7 @@ namespace {
 
 using chat::ChatTemplateInputs;
 
-ChatTemplateInputs inputs_of(const nlohmann::json& c) {
+ChatTemplateInputs inputs_of(const nlohmann::ordered_json& c) {
     ChatTemplateInputs inputs;
     inputs.messages = c.at("messages");
     inputs.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
@@ -26,12 +26,12 @@ ChatTemplateInputs inputs_of(const nlohmann::json& c) {
 TEST(ChatTemplateRenderings, EveryCaseMatchesPythonJinja2) {
     INFERSCOPE_REQUIRE_SHARED_FILE("chat-templates/renderings.json");
     const auto dir = testing::shared_model(testing::kChatTemplatesDir);
-    const nlohmann::json data = nlohmann::json::parse(testing::read_text_file(dir / "renderings.json"));
+    const nlohmann::ordered_json data = nlohmann::ordered_json::parse(testing::read_text_file(dir / "renderings.json"));
     ASSERT_EQ(data.at("schema").get<std::string>(), "chat-template-renderings/1");
-    const nlohmann::json& cases = data.at("cases");
+    const nlohmann::ordered_json& cases = data.at("cases");
     ASSERT_FALSE(cases.empty());
     size_t passed = 0;
-    for (const nlohmann::json& c : cases) {
+    for (const nlohmann::ordered_json& c : cases) {
         const std::string name = c.at("template").get<std::string>();
         SCOPED_TRACE(name + " add_generation_prompt=" + c.at("add_generation_prompt").dump());
         const std::string text = testing::read_text_file(dir / name);
