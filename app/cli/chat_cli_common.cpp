@@ -18,14 +18,14 @@ std::string read_text_file(const std::string& path) {
     return text.str();
 }
 
-nlohmann::json messages_from_file(const std::string& path) {
-    nlohmann::json document;
+nlohmann::ordered_json messages_from_file(const std::string& path) {
+    nlohmann::ordered_json document;
     try {
-        document = nlohmann::json::parse(read_text_file(path));
-    } catch (const nlohmann::json::parse_error& e) {
+        document = nlohmann::ordered_json::parse(read_text_file(path));
+    } catch (const nlohmann::ordered_json::parse_error& e) {
         throw InvalidArgument(path + ": not valid JSON (" + e.what() + ")");
     }
-    const nlohmann::json messages = document.is_object() && document.contains("messages") ? document["messages"] : document;
+    const nlohmann::ordered_json messages = document.is_object() && document.contains("messages") ? document["messages"] : document;
     if (!messages.is_array() || messages.empty()) {
         throw InvalidArgument(path + ": expected a non-empty JSON array of messages (or an object with \"messages\")");
     }
@@ -51,9 +51,9 @@ void add_chat_input_options(CLI::App& command, ChatInputOptions& options, bool w
     command.add_option("--assistant", options.assistant, "an assistant turn (repeatable)");
 }
 
-nlohmann::json chat_messages(const ChatInputOptions& options, const std::string& fallback_user) {
+nlohmann::ordered_json chat_messages(const ChatInputOptions& options, const std::string& fallback_user) {
     if (!options.messages_path.empty()) return messages_from_file(options.messages_path);
-    nlohmann::json messages = nlohmann::json::array();
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
     if (options.assistant.size() > options.user.size()) {
         throw InvalidArgument("more --assistant turns (" + std::to_string(options.assistant.size()) + ") than --user turns (" +

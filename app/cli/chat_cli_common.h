@@ -25,7 +25,7 @@ void add_chat_input_options(CLI::App& command, ChatInputOptions& options, bool w
 
 // The messages: from --messages, else --system and the --user/--assistant turns, else
 // `fallback_user` as the one user message. InvalidArgument for a malformed file or turns.
-nlohmann::json chat_messages(const ChatInputOptions& options, const std::string& fallback_user);
+nlohmann::ordered_json chat_messages(const ChatInputOptions& options, const std::string& fallback_user);
 
 // The template text: --template, else the model file's (named) template. InvalidArgument
 // when neither exists, naming what was looked for.

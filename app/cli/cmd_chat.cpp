@@ -30,7 +30,7 @@ void run_chat_template(const ChatTemplateCliOptions& o) {
         tokenizer = Tokenizer::from_gguf(*file);
     }
     const std::string text = chat_template_text(o.input, file ? &*file : nullptr);
-    const nlohmann::json messages = chat_messages(o.input, "");
+    const nlohmann::ordered_json messages = chat_messages(o.input, "");
     chat::ChatTemplateInputs inputs;
     if (tokenizer) inputs = chat::conversation_inputs(*tokenizer, messages, !o.no_generation_prompt);
     inputs.messages = messages;

@@ -31,7 +31,7 @@ std::optional<std::string> model_chat_template(const GgufFile& file, const std::
     return file.get_string(key);
 }
 
-ChatTemplateInputs conversation_inputs(const Tokenizer& tokenizer, const nlohmann::json& messages,
+ChatTemplateInputs conversation_inputs(const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
                                        bool add_generation_prompt) {
     ChatTemplateInputs inputs;
     inputs.messages = messages;
@@ -50,8 +50,8 @@ std::vector<TokenId> tokenize_rendered(const Tokenizer& tokenizer, const std::st
 }
 
 RenderedConversation render_conversation(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                                         const nlohmann::json& messages, bool add_generation_prompt,
-                                         const nlohmann::json& extra_variables) {
+                                         const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                         const nlohmann::ordered_json& extra_variables) {
     ChatTemplateInputs inputs = conversation_inputs(tokenizer, messages, add_generation_prompt);
     inputs.extra_variables = extra_variables;
     RenderedConversation rendered;
@@ -81,7 +81,7 @@ Conversation::Conversation(InferenceSession& session, std::string template_text,
 }
 
 void Conversation::clear() {
-    messages_ = nlohmann::json::array();
+    messages_ = nlohmann::ordered_json::array();
     if (!system_prompt_.empty()) add_message("system", system_prompt_);
 }
 

@@ -29,7 +29,7 @@ struct RenderedConversation {
 };
 
 // The template's variables for `messages`: bos_token and eos_token are the vocabulary's texts.
-ChatTemplateInputs conversation_inputs(const Tokenizer& tokenizer, const nlohmann::json& messages,
+ChatTemplateInputs conversation_inputs(const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
                                        bool add_generation_prompt);
 
 // A rendered conversation's tokens: special tokens parsed; BOS prepended where the vocabulary
@@ -38,8 +38,8 @@ std::vector<TokenId> tokenize_rendered(const Tokenizer& tokenizer, const std::st
 
 // conversation_inputs, rendered, then tokenize_rendered.
 RenderedConversation render_conversation(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                                         const nlohmann::json& messages, bool add_generation_prompt,
-                                         const nlohmann::json& extra_variables = nlohmann::json::object());
+                                         const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                         const nlohmann::ordered_json& extra_variables = nlohmann::ordered_json::object());
 
 // Checks that the token a template family ends a turn with (<|im_end|>, <|eot_id|>,
 // <end_of_turn>, <|end|>) is an end-of-generation token of the vocabulary, so that a reply
@@ -65,7 +65,7 @@ public:
     void add_message(const std::string& role, const std::string& content);
     // Forgets every turn; the system prompt stays.
     void clear();
-    const nlohmann::json& messages() const { return messages_; }
+    const nlohmann::ordered_json& messages() const { return messages_; }
     RenderedConversation render(bool add_generation_prompt) const;
 
 private:
@@ -73,7 +73,7 @@ private:
     std::string template_text_;
     ChatTemplate template_;
     std::string system_prompt_;
-    nlohmann::json messages_ = nlohmann::json::array();
+    nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
 };
 
 }  // namespace inferscope::chat

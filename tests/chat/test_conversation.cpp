@@ -43,7 +43,7 @@ TEST(Conversation, TheModelsTemplateIsReadAndRendered) {
     ASSERT_TRUE(text.has_value());
     EXPECT_EQ(chat_template_family(*text), ChatTemplateFamily::ChatML);
     EXPECT_FALSE(model_chat_template(model->file(), "tool_use").has_value());
-    const nlohmann::json messages = {{{"role", "user"}, {"content", "Hi"}}};
+    const nlohmann::ordered_json messages = {{{"role", "user"}, {"content", "Hi"}}};
     const RenderedConversation r = render_conversation(ChatTemplate(*text), model->tokenizer(), messages, true);
     EXPECT_NE(r.text.find("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << r.text;
     // <|im_start|> and <|im_end|> are single special tokens, and Qwen adds no BOS.
@@ -125,7 +125,7 @@ TEST(Conversation, ATemplateThatRaisesGivesItsMessage) {
     REQUIRE_CHAT_DATA();
     INFERSCOPE_REQUIRE_SHARED_FILE("chat-templates/google-gemma-2-2b-it.jinja");
     const auto model = chatml_model();
-    const nlohmann::json messages = {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "Hi"}}};
+    const nlohmann::ordered_json messages = {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "Hi"}}};
     try {
         render_conversation(ChatTemplate(template_file("google-gemma-2-2b-it.jinja")), model->tokenizer(), messages, true);
         FAIL() << "expected TemplateError";
