@@ -30,6 +30,9 @@ struct ModelSummary {
     QString backend;            // filled once the model is loaded
     int context_size = 0;       // the session's context, filled once loaded
     QString weights;            // empty: the file's own weights; else what generation runs instead
+    QString chat_template;      // tokenizer.chat_template; empty when the file has none
+    QString chat_family;        // "chatml", "llama3", "gemma", ...; empty without a template
+    QString bos_text, eos_text; // the vocabulary's BOS and EOS texts, as templates see them
 
     // KV-cache bytes per token at 2 bytes per element for `kv_heads` KV heads.
     qint64 kv_bytes_per_token(int kv_heads, int element_bytes = 2) const {
@@ -46,8 +49,18 @@ struct SamplingSettings {
     quint64 seed = 42;
 };
 
+// One message of a conversation.
+struct ChatMessageText {
+    QString role;  // "system", "user", "assistant"
+    QString content;
+};
+
 struct GenerationRequest {
-    QString prompt;
+    QString prompt;  // the text to complete, or (chat) the user's new message
+    // Chat: the prompt is the next user message of `history`, rendered with the model's chat
+    // template; generation stops at the end of the assistant's turn.
+    bool chat = false;
+    QVector<ChatMessageText> history;  // the system prompt and the turns so far
     int n_predict = 64;
     SamplingSettings sampling;
     bool compare_recompute = false;  // afterwards, run the same generation without a KV cache
@@ -74,6 +87,9 @@ struct GenerationReport {
     double decode_ms_per_token = 0;
     double tokens_per_s = 0;
     QString stop_reason;
+    int n_prompt_cached = 0;  // prompt tokens whose KV blocks an earlier turn left in the cache
+    QString rendered_prompt;  // chat: the text the template made of the conversation
+    QString reply;            // chat: the assistant's text without the end-of-turn token
 };
 
 }  // namespace inferscope::ui

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "engine/chat/conversation.h"
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/architecture.h"
@@ -169,6 +170,16 @@ ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& 
     summary.tokenizer = QString::fromUtf8(tokenizer.data(), static_cast<qsizetype>(tokenizer.size()));
     summary.backend = QString::fromStdString(session.backend().name());
     summary.context_size = session.context_size();
+    if (const auto chat_template = chat::model_chat_template(model.file())) {
+        summary.chat_template = QString::fromStdString(*chat_template);
+        summary.chat_family = QString::fromUtf8(chat::chat_template_family_name(chat::chat_template_family(*chat_template)));
+        const Tokenizer& tok = model.tokenizer();
+        const auto text_of = [&tok](TokenId id) {
+            return id >= 0 && id < tok.vocab_size() ? QString::fromStdString(tok.token_text(id)) : QString();
+        };
+        summary.bos_text = text_of(tok.bos_id());
+        summary.eos_text = text_of(tok.eos_id());
+    }
     return summary;
 }
 
@@ -213,16 +224,36 @@ void EngineWorker::use_weights(quint64 request, std::shared_ptr<const Model> wei
     }
 }
 
+// The prompt's tokens: the text as it is, or the conversation rendered by the chat template.
+std::vector<TokenId> EngineWorker::prompt_tokens(const GenerationRequest& request_data, QString& rendered) const {
+    const Tokenizer& tokenizer = model_->tokenizer();
+    if (!request_data.chat) return tokenizer.encode(request_data.prompt.toStdString(), true, true);
+    const auto chat_template = chat::model_chat_template(model_->file());
+    if (!chat_template) throw InvalidArgument("this model has no chat template: use raw completion");
+    chat::check_end_of_turn(*chat_template, tokenizer);
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    for (const ChatMessageText& m : request_data.history) {
+        messages.push_back({{"role", m.role.toStdString()}, {"content", m.content.toStdString()}});
+    }
+    messages.push_back({{"role", "user"}, {"content", request_data.prompt.toStdString()}});
+    const chat::RenderedConversation conversation =
+        chat::render_conversation(chat::ChatTemplate(*chat_template), tokenizer, messages, /*add_generation_prompt=*/true);
+    rendered = QString::fromStdString(conversation.text);
+    return conversation.ids;
+}
+
 GenerationReport EngineWorker::run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache) {
     const Tokenizer& tokenizer = model_->tokenizer();
-    const std::vector<TokenId> prompt = tokenizer.encode(request_data.prompt.toStdString(), true, true);
+    QString rendered;
+    const std::vector<TokenId> prompt = prompt_tokens(request_data, rendered);
     if (prompt.empty()) throw InvalidArgument("the prompt is empty");
     if (use_cache) {
         // Shown without the BOS token, whose absence also drops SentencePiece's leading
         // space, as llama.cpp's detokenizer does when removing special tokens.
         std::span<const TokenId> shown(prompt);
         if (!shown.empty() && shown.front() == tokenizer.bos_id()) shown = shown.subspan(1);
-        emit generation_started(request, static_cast<int>(prompt.size()), QString::fromStdString(tokenizer.decode(shown)));
+        emit generation_started(request, static_cast<int>(prompt.size()),
+                                request_data.chat ? request_data.prompt : QString::fromStdString(tokenizer.decode(shown)));
     }
     GenerationOptions options;
     options.n_predict = request_data.n_predict;
@@ -240,7 +271,8 @@ GenerationReport EngineWorker::run_generation(quint64 request, const GenerationR
     GenerationResult result;
     try {
         result = inferscope::generate(*session_, prompt, options, [&](TokenId id) {
-            if (use_cache) emit token_generated(request, stream.push(tokenizer.token_to_piece(id)));
+            const bool shown = use_cache && !(request_data.chat && tokenizer.is_end_of_generation(id));
+            if (shown) emit token_generated(request, stream.push(tokenizer.token_to_piece(id)));
             return !is_stale(request);
         });
     } catch (...) {
@@ -258,6 +290,13 @@ GenerationReport EngineWorker::run_generation(quint64 request, const GenerationR
     report.decode_ms_per_token = result.timings.decode_ms_per_token;
     report.tokens_per_s = result.timings.tokens_per_s;
     report.stop_reason = QString::fromStdString(result.stop_reason);
+    report.n_prompt_cached = result.timings.n_prompt_cached;
+    if (request_data.chat) {
+        std::vector<TokenId> reply = result.generated;
+        if (!reply.empty() && tokenizer.is_end_of_generation(reply.back())) reply.pop_back();
+        report.reply = QString::fromStdString(tokenizer.decode(reply));
+        report.rendered_prompt = rendered;
+    }
     return report;
 }
 

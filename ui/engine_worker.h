@@ -6,6 +6,7 @@
 #include <QObject>
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "ui/engine_types.h"
 #include "ui/lab_job.h"
@@ -70,6 +71,7 @@ private:
     std::unique_ptr<InferenceSession> make_session(const std::shared_ptr<const Model>& model) const;
     ModelSummary describe(const Model& model, const InferenceSession& session, const QString& path) const;
     bool page_in_weights(quint64 request, const Model& model);
+    std::vector<int32_t> prompt_tokens(const GenerationRequest& request_data, QString& rendered) const;
     GenerationReport run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache);
 
     const std::atomic<quint64>& latest_request_;

@@ -8,7 +8,10 @@
 #include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -16,6 +19,8 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "engine/chat/chat_template.h"
+#include "engine/core/error.h"
 #include "ui/model_info_widget.h"
 
 namespace inferscope::ui {
@@ -52,7 +57,12 @@ GenerationPanel::GenerationPanel(QWidget* parent)
       seed_(int_spin(0, 2147483647, 42)),
       compare_recompute_(new QCheckBox(tr("Also run without KV cache (recompute every step) and compare"))),
       generate_(new QPushButton(tr("Generate"))),
-      stop_(new QPushButton(tr("Stop"))) {
+      stop_(new QPushButton(tr("Stop"))),
+      chat_(new QCheckBox(tr("&Conversation"))),
+      system_prompt_(new QLineEdit()),
+      new_chat_(new QPushButton(tr("&New chat"))),
+      show_rendered_(new QPushButton(tr("Rendered prompt…"))),
+      chat_status_(new QLabel()) {
     prompt_->setPlaceholderText(tr("Type a prompt, then press Ctrl+Enter"));
     prompt_->setPlainText(tr("Once upon a time"));
     prompt_->setMaximumHeight(110);
@@ -71,6 +81,7 @@ GenerationPanel::GenerationPanel(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(build_examples());
     layout->addWidget(prompt_);
+    layout->addWidget(build_chat_controls());
     layout->addWidget(build_sampling_controls());
     layout->addLayout(buttons);
     layout->addWidget(build_stats());
@@ -78,6 +89,103 @@ GenerationPanel::GenerationPanel(QWidget* parent)
     layout->addWidget(output_, 1);
     set_running(false);
     update_stats();
+    connect(prompt_, &QPlainTextEdit::textChanged, this, [this] { emit lab_prompt_changed(lab_prompt()); });
+}
+
+// Conversation mode (models with a chat template): a system prompt, New chat, and the text
+// the template renders, shown on request.
+QWidget* GenerationPanel::build_chat_controls() {
+    auto* box = new QGroupBox(tr("Chat"));
+    auto* grid = new QGridLayout(box);
+    chat_->setToolTip(tr("Render the prompt as the next user message with the model's chat template; off: raw "
+                         "completion of the text as it is"));
+    system_prompt_->setPlaceholderText(tr("System prompt (optional)"));
+    system_prompt_->setToolTip(tr("Sent first in every turn of the conversation"));
+    new_chat_->setToolTip(tr("Forget the turns so far"));
+    show_rendered_->setToolTip(tr("The exact text and token count the model was fed in the last turn"));
+    chat_status_->setWordWrap(true);
+    grid->addWidget(chat_, 0, 0);
+    grid->addWidget(new_chat_, 0, 1);
+    grid->addWidget(show_rendered_, 0, 2);
+    grid->addWidget(system_prompt_, 1, 0, 1, 3);
+    grid->addWidget(chat_status_, 2, 0, 1, 3);
+    connect(new_chat_, &QPushButton::clicked, this, &GenerationPanel::new_chat);
+    connect(show_rendered_, &QPushButton::clicked, this, &GenerationPanel::show_rendered_prompt);
+    connect(chat_, &QCheckBox::toggled, this, [this] {
+        new_chat();
+        system_prompt_->setEnabled(chat_mode());
+    });
+    connect(system_prompt_, &QLineEdit::textChanged, this, [this] { emit lab_prompt_changed(lab_prompt()); });
+    return box;
+}
+
+void GenerationPanel::set_chat_template(const ModelSummary& model) {
+    // The same model again (new threads, another backend): the conversation goes on.
+    if (model.path == chat_model_path_ && model.chat_template == chat_template_ && model.weights == chat_model_weights_) return;
+    chat_model_path_ = model.path;
+    chat_model_weights_ = model.weights;
+    chat_template_ = model.chat_template;
+    bos_text_ = model.bos_text;
+    eos_text_ = model.eos_text;
+    const bool has_template = !chat_template_.isEmpty();
+    chat_->setEnabled(has_template);
+    chat_->setChecked(has_template);
+    system_prompt_->setEnabled(has_template);
+    chat_status_->setText(has_template ? tr("The model has a chat template (%1 family).").arg(model.chat_family)
+                                       : tr("This model has no chat template: prompts are completed as they are."));
+    new_chat();
+}
+
+bool GenerationPanel::chat_mode() const { return chat_->isChecked() && !chat_template_.isEmpty(); }
+
+void GenerationPanel::new_chat() {
+    history_.clear();
+    last_rendered_.clear();
+    last_rendered_tokens_ = 0;
+    new_chat_->setEnabled(false);
+    show_rendered_->setEnabled(false);
+    emit lab_prompt_changed(lab_prompt());
+}
+
+QVector<ChatMessageText> GenerationPanel::request_history() const {
+    QVector<ChatMessageText> messages;
+    if (!system_prompt_->text().trimmed().isEmpty()) messages.push_back({QStringLiteral("system"), system_prompt_->text()});
+    messages += history_;
+    return messages;
+}
+
+QString GenerationPanel::lab_prompt() const {
+    if (!chat_mode()) return prompt_->toPlainText();
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    for (const ChatMessageText& m : request_history()) {
+        messages.push_back({{"role", m.role.toStdString()}, {"content", m.content.toStdString()}});
+    }
+    messages.push_back({{"role", "user"}, {"content", prompt_->toPlainText().toStdString()}});
+    chat::ChatTemplateInputs inputs;
+    inputs.messages = messages;
+    inputs.add_generation_prompt = true;
+    inputs.bos_token = bos_text_.toStdString();
+    inputs.eos_token = eos_text_.toStdString();
+    try {
+        return QString::fromStdString(chat::render_chat_template(chat_template_.toStdString(), inputs));
+    } catch (const Error&) {
+        return prompt_->toPlainText();  // the error is reported when the turn is generated
+    }
+}
+
+void GenerationPanel::show_rendered_prompt() {
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Rendered prompt"));
+    auto* layout = new QVBoxLayout(&dialog);
+    layout->addWidget(new QLabel(tr("The last turn fed the model %n token(s) of this text:", nullptr, last_rendered_tokens_)));
+    auto* text = new QPlainTextEdit(last_rendered_);
+    text->setReadOnly(true);
+    layout->addWidget(text, 1);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    dialog.resize(640, 420);
+    dialog.exec();
 }
 
 // The prompt label and a list of example prompts (shipped in the resources) to start from.
@@ -153,6 +261,8 @@ GenerationRequest GenerationPanel::request() const {
     r.sampling.repeat_penalty = repeat_penalty_->value();
     r.sampling.seed = static_cast<quint64>(seed_->value());
     r.compare_recompute = compare_recompute_->isChecked();
+    r.chat = chat_mode();
+    if (r.chat) r.history = request_history();
     return r;
 }
 
@@ -195,7 +305,18 @@ void GenerationPanel::restore_settings(const QSettings& settings) {
 }
 
 void GenerationPanel::start_output(const QString& prompt_text) {
-    output_->setPlainText(prompt_text);
+    if (chat_mode()) {
+        pending_user_message_ = prompt_text;
+        const QString turn = tr("You: %1\n\nAssistant: ").arg(prompt_text);
+        if (history_.isEmpty()) {
+            output_->setPlainText(turn);
+        } else {
+            output_->moveCursor(QTextCursor::End);
+            output_->insertPlainText(QStringLiteral("\n\n") + turn);
+        }
+    } else {
+        output_->setPlainText(prompt_text);
+    }
     prefill_ms_ = decode_ms_ = 0;
     decode_steps_ = 0;
     first_token_seen_ = false;
@@ -237,6 +358,18 @@ void GenerationPanel::show_report(const GenerationReport& report) {
     if (report.recompute) return;
     ttft_ms_ = report.ttft_ms;
     update_stats();
+    if (report.rendered_prompt.isEmpty()) return;  // raw completion
+    history_.push_back({QStringLiteral("user"), pending_user_message_});
+    history_.push_back({QStringLiteral("assistant"), report.reply});
+    last_rendered_ = report.rendered_prompt;
+    last_rendered_tokens_ = report.n_prompt;
+    new_chat_->setEnabled(true);
+    show_rendered_->setEnabled(true);
+    chat_status_->setText(tr("Turn %1: %2 prompt tokens, %3 of them from the KV cache of earlier turns.")
+                              .arg(history_.size() / 2)
+                              .arg(report.n_prompt)
+                              .arg(report.n_prompt_cached));
+    prompt_->clear();
 }
 
 void GenerationPanel::update_stats() {

@@ -8,6 +8,7 @@
 class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
@@ -35,17 +36,35 @@ public:
     void add_steps(const QVector<StepRecord>& steps);
     void show_report(const GenerationReport& report);
 
+    // The model's chat template (none: raw completion only). Starts a new conversation.
+    void set_chat_template(const ModelSummary& model);
+    bool chat_mode() const;
+    // A conversation with earlier turns is under way: its charts keep growing across turns.
+    bool continuing_conversation() const { return chat_mode() && !history_.isEmpty(); }
+    // What the labs should analyse: the prompt as typed, or (chat) the conversation with the
+    // typed message rendered by the template, as the model will see it.
+    QString lab_prompt() const;
+    const QVector<ChatMessageText>& history() const { return history_; }
+    QString last_rendered_prompt() const { return last_rendered_; }
+
     QPlainTextEdit* prompt_edit() const { return prompt_; }
     QPlainTextEdit* output_view() const { return output_; }
+    QCheckBox* chat_toggle() const { return chat_; }
 
 signals:
     void generate_requested();
     void stop_requested();
+    // The text the labs analyse changed (typing, a turn, the chat toggle).
+    void lab_prompt_changed(const QString& text);
 
 private:
     QWidget* build_examples();
     QWidget* build_sampling_controls();
     QWidget* build_stats();
+    QWidget* build_chat_controls();
+    void new_chat();
+    void show_rendered_prompt();
+    QVector<ChatMessageText> request_history() const;
     void update_stats();
 
     QPlainTextEdit* prompt_;
@@ -64,6 +83,17 @@ private:
     QLabel* speed_;
     QLabel* context_;
     QLabel* kv_bytes_;
+    QCheckBox* chat_;
+    QLineEdit* system_prompt_;
+    QPushButton* new_chat_;
+    QPushButton* show_rendered_;
+    QLabel* chat_status_;
+    QString chat_template_, bos_text_, eos_text_;
+    QString chat_model_path_ = QStringLiteral("\n"), chat_model_weights_;  // what the template came with
+    QVector<ChatMessageText> history_;  // the turns so far (not the system prompt)
+    QString pending_user_message_;
+    QString last_rendered_;
+    int last_rendered_tokens_ = 0;
 
     bool model_ready_ = false;
     bool running_ = false;

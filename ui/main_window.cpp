@@ -104,12 +104,11 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     connect_controller();
     connect(generation_, &GenerationPanel::generate_requested, this, &MainWindow::start_generation);
     connect(generation_, &GenerationPanel::stop_requested, this, &MainWindow::stop);
-    connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
-            [this] { outliers_->set_prompt(generation_->prompt_edit()->toPlainText()); });
-    connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
-            [this] { soft_labels_->set_prompt(generation_->prompt_edit()->toPlainText()); });
-    connect(generation_->prompt_edit(), &QPlainTextEdit::textChanged, this,
-            [this] { speculative_->set_generation_prompt(generation_->prompt_edit()->toPlainText()); });
+    connect(generation_, &GenerationPanel::lab_prompt_changed, this, [this](const QString& text) {
+        outliers_->set_prompt(text);
+        soft_labels_->set_prompt(text);
+        speculative_->set_generation_prompt(text);
+    });
     restore_settings();
     speculative_->set_generation_prompt(generation_->prompt_edit()->toPlainText());
     apply_chart_theme();
@@ -223,6 +222,7 @@ void MainWindow::connect_controller() {
         memory_planner_->set_model(s);
         latency_->reset();
         generation_->set_model_ready(true);
+        generation_->set_chat_template(s);
         status_model_->setText(s.builtin ? tr("Built-in synthetic model (random weights) on %1").arg(s.backend)
                                          : tr("%1 on %2").arg(QFileInfo(s.path).fileName(), s.backend));
         setWindowTitle(tr("InferScope — %1").arg(s.builtin ? tr("built-in synthetic model") : QFileInfo(s.path).fileName()));
@@ -246,8 +246,10 @@ void MainWindow::connect_controller() {
         cancel_load_->setVisible(loading_);
     });
     connect(c, &EngineController::generation_started, this, [this](int, const QString& prompt_text) {
-        latency_->reset();
-        kv_memory_->reset();
+        if (!generation_->continuing_conversation()) {  // a conversation's charts grow across its turns
+            latency_->reset();
+            kv_memory_->reset();
+        }
         generation_->start_output(prompt_text);
     });
     connect(c, &EngineController::text_generated, generation_, &GenerationPanel::append_output);
