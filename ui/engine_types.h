@@ -25,6 +25,8 @@ struct ModelSummary {
     int n_ff = 0;
     int n_vocab = 0;
     int context_length = 0;
+    int sliding_window = 0;     // tokens a local layer attends to; 0 without local layers
+    int local_layers = 0;       // layers with sliding-window attention (of n_layer)
     QStringList tensor_types;   // "Q4_K x 96", ...
     QString tokenizer;          // filled once the model is loaded
     QString backend;            // filled once the model is loaded

@@ -83,6 +83,8 @@ ModelSummary summarize_file(const GgufFile& file) {
         s.n_ff = c.n_ff;
         s.n_vocab = c.n_vocab;
         s.context_length = c.context_length;
+        for (int layer = 0; layer < c.n_layer; ++layer) s.local_layers += c.is_local_layer(layer) ? 1 : 0;
+        s.sliding_window = s.local_layers > 0 ? c.sliding_window : 0;
     } catch (const Error&) {
         // An unsupported or inconsistent file: the preview shows what the header says and
         // loading reports the problem.

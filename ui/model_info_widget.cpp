@@ -45,6 +45,9 @@ void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
         add(tr("Layers / width:"), tr("%1 layers, n_embd %2, FFN %3").arg(s.n_layer).arg(s.n_embd).arg(s.n_ff));
         add(tr("Heads:"), tr("%1 query, %2 KV (head dim %3)").arg(s.n_head).arg(s.n_head_kv).arg(s.head_dim));
         add(tr("KV bytes/token:"), tr("%1 (f16)").arg(locale.toString(s.kv_bytes_per_token(s.n_head_kv))));
+        if (s.local_layers > 0) {
+            add(tr("Sliding window:"), tr("%1 of %2 layers attend to the last %3 tokens").arg(s.local_layers).arg(s.n_layer).arg(s.sliding_window));
+        }
         add(tr("Vocabulary:"), locale.toString(s.n_vocab));
         add(tr("Context:"), loaded ? tr("%1 tokens (model: %2)").arg(s.context_size).arg(s.context_length)
                                    : locale.toString(s.context_length));
@@ -52,6 +55,7 @@ void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
     add(tr("Tensor types:"), s.tensor_types.join(QStringLiteral(", ")));
     if (loaded) {
         add(tr("Tokenizer:"), s.tokenizer);
+        add(tr("Chat template:"), s.chat_template.isEmpty() ? tr("none (raw completion)") : tr("%1 family").arg(s.chat_family));
         add(tr("Backend:"), s.backend);
         if (!s.weights.isEmpty()) add(tr("Weights:"), s.weights);
     }

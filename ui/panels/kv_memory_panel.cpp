@@ -31,7 +31,9 @@ KvMemoryPanel::KvMemoryPanel(QWidget* parent)
       reserved_(make_line(tr("reserved (whole blocks)"))),
       formula_(make_line(tr("formula"))),
       mha_(make_line(tr("MHA what-if"))),
-      mqa_(make_line(tr("MQA what-if"))) {
+      mqa_(make_line(tr("MQA what-if"))),
+      global_layers_(make_line(tr("global layers"))),
+      local_layers_(make_line(tr("local layers"))) {
     chart()->setTitle(tr("KV-cache memory"));
     auto* x = new QValueAxis();
     x->setTitleText(tr("tokens in the cache"));
@@ -41,7 +43,7 @@ KvMemoryPanel::KvMemoryPanel(QWidget* parent)
     y->setLabelFormat(QStringLiteral("%.0f"));
     chart()->addAxis(x, Qt::AlignBottom);
     chart()->addAxis(y, Qt::AlignLeft);
-    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_}) {
+    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_, global_layers_, local_layers_}) {
         chart()->addSeries(s);
         s->attachAxis(x);
         s->attachAxis(y);
@@ -56,6 +58,14 @@ void KvMemoryPanel::style_series(bool dark) {
     set_pen(formula_, dark ? QColor(0xE0, 0xE0, 0xE0) : QColor(0x42, 0x42, 0x42), Qt::DashLine);
     set_pen(mha_, dark ? QColor(0xEF, 0x9A, 0x9A) : QColor(0xC6, 0x28, 0x28), Qt::DotLine);
     set_pen(mqa_, dark ? QColor(0xA5, 0xD6, 0xA7) : QColor(0x2E, 0x7D, 0x32), Qt::DotLine);
+    set_pen(global_layers_, dark ? QColor(0xCE, 0x93, 0xD8) : QColor(0x6A, 0x1B, 0x9A), Qt::DashDotLine);
+    set_pen(local_layers_, dark ? QColor(0x80, 0xDE, 0xEA) : QColor(0x00, 0x83, 0x8F), Qt::DashDotLine);
+}
+
+double KvMemoryPanel::local_layers_bytes_at(int tokens) const {
+    if (model_.local_layers == 0 || model_.n_layer == 0) return 0;
+    const double layer_bytes = static_cast<double>(model_.kv_bytes_per_token(model_.n_head_kv)) / model_.n_layer;
+    return model_.local_layers * layer_bytes * std::min(tokens, model_.sliding_window);
 }
 
 void KvMemoryPanel::set_model(const ModelSummary& model) {
@@ -72,11 +82,19 @@ void KvMemoryPanel::set_model(const ModelSummary& model) {
     // A what-if equal to the model's own layout says nothing new.
     mha_->setVisible(model.n_head != model.n_head_kv);
     mqa_->setVisible(model.n_head_kv != 1);
+    const bool windowed = model.local_layers > 0;
+    global_layers_->setVisible(windowed);
+    local_layers_->setVisible(windowed);
+    if (windowed) {
+        formula_->setName(tr("formula, every layer global (%1 KV heads)").arg(model.n_head_kv));
+        global_layers_->setName(tr("%1 global layers").arg(model.n_layer - model.local_layers));
+        local_layers_->setName(tr("%1 local layers (window %2 tokens)").arg(model.local_layers).arg(model.sliding_window));
+    }
     reset();
 }
 
 void KvMemoryPanel::reset() {
-    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_}) s->clear();
+    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_, global_layers_, local_layers_}) s->clear();
     max_tokens_ = 0;
     extend_reference_lines(kMinimumTokenSpan);
     fit_axes(kMinimumTokenSpan, 1);
@@ -91,6 +109,14 @@ void KvMemoryPanel::extend_reference_lines(int tokens) {
     line(formula_, model_.kv_bytes_per_token(model_.n_head_kv));
     if (mha_->isVisible()) line(mha_, model_.kv_bytes_per_token(model_.n_head));
     if (mqa_->isVisible()) line(mqa_, model_.kv_bytes_per_token(1));
+    if (local_layers_->isVisible()) {
+        const double layer_bytes = static_cast<double>(model_.kv_bytes_per_token(model_.n_head_kv)) / model_.n_layer;
+        const int global = model_.n_layer - model_.local_layers;
+        global_layers_->replace(QList<QPointF>{QPointF(0, 0), QPointF(tokens, global * layer_bytes * tokens)});
+        const int knee = std::min(tokens, model_.sliding_window);
+        local_layers_->replace(QList<QPointF>{QPointF(0, 0), QPointF(knee, local_layers_bytes_at(knee)),
+                                              QPointF(tokens, local_layers_bytes_at(tokens))});
+    }
 }
 
 void KvMemoryPanel::add_steps(const QVector<StepRecord>& steps) {

@@ -2,7 +2,8 @@
 // KV-cache memory growth: bytes in use and bytes reserved (whole blocks) against tokens in
 // the cache, live, with the formula 2 x layers x kv_heads x head_dim x bytes per element
 // and what full multi-head (MHA) or multi-query (MQA) attention would cost for the same
-// model.
+// model. For models with sliding-window layers (Gemma 3) it also draws what the global
+// layers need (growing with the context) and what the local ones need (flat past the window).
 #include "ui/engine_types.h"
 #include "ui/panels/chart_panel.h"
 
@@ -21,6 +22,8 @@ public:
     void add_steps(const QVector<StepRecord>& steps);
 
     QPointF last_in_use_point() const;
+    // The local layers' line at `tokens` (0 for models without them).
+    double local_layers_bytes_at(int tokens) const;
 
 private:
     void style_series(bool dark) override;
@@ -31,6 +34,8 @@ private:
     QLineSeries* formula_;
     QLineSeries* mha_;
     QLineSeries* mqa_;
+    QLineSeries* global_layers_;  // sliding-window models: the global layers' bytes
+    QLineSeries* local_layers_;   // and the local layers', which stop growing at the window
     ModelSummary model_;
     int max_tokens_ = 0;
 };
