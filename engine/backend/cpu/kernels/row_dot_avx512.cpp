@@ -1647,10 +1647,12 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
 // the start value, so each int32 lane holds an exact part of sum(level * x) of one group.
 // Two groups per register: their scales multiply the lanes (exact: |lane| <= 4 * 127 * 128,
 // |scale| <= 32), and a super-block's lanes are converted to float once, times d_w * d_x.
+// Locality: where the weights are prefetched (active_prefetch_level), as for QuadRows.
+template <int Locality>
 struct IQ4_XSRows {
     static constexpr int64_t kW = kIQ4_XS, kX = kQ8_K;
     static constexpr int64_t kAheadBytes = 8192;
-    static constexpr int kLocality = kIntoL1;
+    static constexpr int kLocality = Locality;
 
     // The nibbles of groups 2k and 2k+1 (32 bytes at qs) in element order: group 2k's low
     // nibbles (its elements 0..15), its high nibbles (16..31), then group 2k+1's.
@@ -1723,6 +1725,8 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
     using Q4_1RowsL2 = QuadRows<Q4_1Quad, kIntoL2>;
     using IQ4_NLRowsL1 = QuadRows<IQ4_NLQuad, kIntoL1>;
     using IQ4_NLRowsL2 = QuadRows<IQ4_NLQuad, kIntoL2>;
+    using IQ4_XSRowsL1 = IQ4_XSRows<kIntoL1>;
+    using IQ4_XSRowsL2 = IQ4_XSRows<kIntoL2>;
     switch (weight_type) {
 #define INFERSCOPE_BATCH_ROWS(K) &dot_row<K>, &dot_rows<K>, &dot_rows_batch<K>
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_BATCH_ROWS(HalvesRows<false>)};
@@ -1746,7 +1750,8 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
                          : RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL1)};
         // No batch kernel: batched decode runs dot_rows per activation row (matmul.cpp).
         case GgmlType::IQ4_XS:
-            return {GgmlType::Q8_K, &encode_q8_k, &dot_row<IQ4_XSRows>, &dot_rows<IQ4_XSRows>, nullptr};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_K, &encode_q8_k, &dot_row<IQ4_XSRowsL2>, &dot_rows<IQ4_XSRowsL2>, nullptr}
+                         : RowDotKernels{GgmlType::Q8_K, &encode_q8_k, &dot_row<IQ4_XSRowsL1>, &dot_rows<IQ4_XSRowsL1>, nullptr};
 #undef INFERSCOPE_BATCH_ROWS
         default: return {};
     }
