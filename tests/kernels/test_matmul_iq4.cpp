@@ -1,5 +1,5 @@
-// IQ4_NL / IQ4_XS through matmul: decode (one row) and prefill (several rows, where other
-// types switch to tiled or batch kernels that these types do not have) give every output
+// IQ4_NL / IQ4_XS through matmul: decode (one row) and prefill (several rows: batch kernels,
+// tiled kernels where the family has them, row dot products otherwise) give every output
 // the row dot product of the scalar reference, up to float summation order.
 #include <gtest/gtest.h>
 

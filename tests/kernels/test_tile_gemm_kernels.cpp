@@ -67,8 +67,6 @@ TileGemmFn family_kernel(CpuIsa isa, GgmlType type) {
 // Whether `isa` is expected to provide a tiled kernel for `type` on this CPU.
 bool expected(CpuIsa isa, GgmlType type) {
     if (!cpu_supports(isa)) return false;
-    // No tiled kernels for the IQ4 types: matmul loops over their row dot products.
-    if (type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS) return false;
     const CpuFeatures& f = cpu_features();
     if (isa == CpuIsa::Avx2) {
         return type == GgmlType::F16 || type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q5_0;
