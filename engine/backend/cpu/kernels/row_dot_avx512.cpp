@@ -1672,45 +1672,103 @@ struct IQ4_XSRows {
                                            _mm512_slli_epi32(_mm512_and_si512(high, _mm512_set1_epi32(3)), 4));
         return _mm512_sub_epi32(ls, _mm512_set1_epi32(32));
     }
+    // A weight block unpacked: per group pair k, the levels + 128 and the two groups' scales
+    // (lanes 0..7 and 8..15, as floats).
+    struct Unpacked {
+        __m512i levels[4];
+        __m512 scales[4];
+    };
+    static Unpacked unpack(const uint8_t* wb) {
+        Unpacked u;
+        const __m512i scales = group_scales(wb);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            u.levels[k] = _mm512_shuffle_epi8(iq4_levels_u8(), group_pair_nibbles(wb + 8 + 32 * k));
+            u.scales[k] = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(
+                _mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1,
+                                  2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1),
+                scales));
+        }
+        return u;
+    }
+    // An activation block's side: its quants per group pair and -128 * their sums.
+    static void prep(const uint8_t* xb, __m512i (&xs)[4], __m512i (&init)[4]) {
+        const __m512i offset = _mm512_set1_epi8(static_cast<char>(128));
+        const __m512i zero = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            xs[k] = load512(xb + kQ8_KQs + 64 * k);
+            init[k] = _mm512_sub_epi32(zero, dpbusd(zero, offset, xs[k]));
+        }
+    }
+    // sum over the block of scale * level * x, spread over float lanes: each group pair's
+    // exact int32 sums times their scales (exact in float: 17 + 6 bits), added in float.
+    static __m512 block_sum(const Unpacked& u, const __m512i* xs, const __m512i* init) {
+        __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(dpbusd(init[0], u.levels[0], xs[0])), u.scales[0]);
+#pragma GCC unroll 3
+        for (int k = 1; k < 4; ++k) sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd(init[k], u.levels[k], xs[k])), u.scales[k], sum);
+        return sum;
+    }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
                      const Ahead& ahead) {
         const int64_t nb = n / 256;
-        const __m512i offset = _mm512_set1_epi8(static_cast<char>(128));
-        const __m512i zero = _mm512_setzero_si512();
         __m512 acc[R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
             const uint8_t* xb = x + b * kX;
             __m512i xs[4], init[4];
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; ++k) {
-                xs[k] = load512(xb + kQ8_KQs + 64 * k);
-                init[k] = _mm512_sub_epi32(zero, dpbusd(zero, offset, xs[k]));
-            }
+            prep(xb, xs, init);
             const float dx = load_f32(xb);
             const int64_t pf = ahead.at(b * kW);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
                 prefetch_span<kW, kLocality>(wb + pf);
-                const __m512i scales = group_scales(wb);
-                __m512i sumi = zero;
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; ++k) {
-                    const __m512i levels = _mm512_shuffle_epi8(iq4_levels_u8(), group_pair_nibbles(wb + 8 + 32 * k));
-                    const __m512i s = dpbusd(init[k], levels, xs[k]);
-                    const __m512i pair_scales = _mm512_permutexvar_epi32(
-                        _mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1,
-                                          2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1),
-                        scales);
-                    sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s, pair_scales));
-                }
-                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(wb) * dx), _mm512_cvtepi32_ps(sumi), acc[r]);
+                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(wb) * dx), block_sum(unpack(wb), xs, init), acc[r]);
             }
         }
         store_sums<R>(out, out_stride, acc);
+    }
+
+    // ---- batches (dot_rows_batch): each activation block laid out as prep() has it, in
+    // 9 registers (xs[4], init[4], d), each weight block unpacked once for all B rows.
+    static constexpr bool kTailMin = false;
+    static int64_t layout_regs(int64_t n) { return n / 256 * 9; }
+    static void lay_out(int64_t n, const uint8_t* x, __m512i* v) {
+        for (int64_t b = 0; b < n / 256; ++b, v += 9) {
+            const uint8_t* xb = x + b * kX;
+            __m512i xs[4], init[4];
+            prep(xb, xs, init);
+            for (int k = 0; k < 4; ++k) {
+                v[k] = xs[k];
+                v[4 + k] = init[k];
+            }
+            v[8] = _mm512_castps_si512(_mm512_set1_ps(load_f32(xb)));
+        }
+    }
+    template <int B>
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, int /*group_rows*/,
+                          __m512 (&total)[B], float (&tail_min)[B]) {
+        const int64_t nb = n / 256;
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) {
+            total[i] = _mm512_setzero_ps();
+            tail_min[i] = 0.0f;
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* wb = w + b * kW;
+            prefetch_span<kW, kLocality>(wb + pf);
+            const Unpacked u = unpack(wb);
+            const float dw = f16_at(wb);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) {
+                const __m512i* v = x + i * x_regs + 9 * b;
+                const float dx = _mm512_cvtss_f32(_mm512_castsi512_ps(v[8]));
+                total[i] = _mm512_fmadd_ps(_mm512_set1_ps(dw * dx), block_sum(u, v, v + 4), total[i]);
+            }
+        }
     }
 };
 
@@ -1748,10 +1806,9 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
         case GgmlType::IQ4_NL:
             return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL2)}
                          : RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL1)};
-        // No batch kernel: batched decode runs dot_rows per activation row (matmul.cpp).
         case GgmlType::IQ4_XS:
-            return to_l2 ? RowDotKernels{GgmlType::Q8_K, &encode_q8_k, &dot_row<IQ4_XSRowsL2>, &dot_rows<IQ4_XSRowsL2>, nullptr}
-                         : RowDotKernels{GgmlType::Q8_K, &encode_q8_k, &dot_row<IQ4_XSRowsL1>, &dot_rows<IQ4_XSRowsL1>, nullptr};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL2)}
+                         : RowDotKernels{GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL1)};
 #undef INFERSCOPE_BATCH_ROWS
         default: return {};
     }
