@@ -1645,8 +1645,9 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
 // Eight 32-element groups per super-block, each with a signed 6-bit scale; the nibbles look
 // up the levels + 128 (iq4_levels_u8) and the activation's 128 * sum(x) comes off through
 // the start value, so each int32 lane holds an exact part of sum(level * x) of one group.
-// Two groups per register: their scales multiply the lanes (exact: |lane| <= 4 * 127 * 128,
-// |scale| <= 32), and a super-block's lanes are converted to float once, times d_w * d_x.
+// Two groups per register; their lanes are converted to float and multiplied by the groups'
+// scales (exact: |lane| <= 4 * 127 * 128 < 2^16, |scale| <= 32), the four registers added in
+// float, and the block's sum added times d_w * d_x.
 // Locality: where the weights are prefetched (active_prefetch_level), as for QuadRows.
 template <int Locality>
 struct IQ4_XSRows {
@@ -1702,7 +1703,7 @@ struct IQ4_XSRows {
         }
     }
     // sum over the block of scale * level * x, spread over float lanes: each group pair's
-    // exact int32 sums times their scales (exact in float: 17 + 6 bits), added in float.
+    // exact int32 sums times their scales (exact in float: 16 + 6 bits), added in float.
     static __m512 block_sum(const Unpacked& u, const __m512i* xs, const __m512i* init) {
         __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(dpbusd(init[0], u.levels[0], xs[0])), u.scales[0]);
 #pragma GCC unroll 3
