@@ -13,6 +13,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "engine/formats/iq4_levels.h"
+
 // Bit-exactness with ggml depends on every float operation rounding once, as written: no
 // contraction of a*b+c into a fused multiply-add. GCC contracts by default even in ISO C++
 // mode whenever the target has FMA (-march=native, -mfma), so the files that implement the
@@ -110,10 +112,6 @@ static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(Blo
 static_assert(offsetof(BlockQ2_K, d) == 80 && offsetof(BlockQ3_K, d) == 108);
 static_assert(offsetof(BlockQ6_K, d) == 208 && offsetof(BlockQ8_K, bsums) == 260);
 static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136 && offsetof(BlockIQ4_XS, qs) == 8);
-
-// ggml's kvalues_iq4nl: the sixteen levels of IQ4_NL and IQ4_XS, sorted ascending.
-inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                            1,    13,   25,  38,  53,  69,  89,  113};
 
 // The signed scale (-32..31) of sub-block j (0..7) of an IQ4_XS block: 6 bits, offset by 32.
 inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {

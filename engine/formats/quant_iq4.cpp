@@ -1,6 +1,6 @@
 // The 4-bit non-linear formats IQ4_NL (32-element blocks) and IQ4_XS (256-element
 // super-blocks of eight 32-element groups with 6-bit group scales). Both store, per element,
-// a 4-bit index into the sixteen non-uniform levels kIQ4NLValues (quant_blocks.h).
+// a 4-bit index into the sixteen non-uniform levels kIQ4NLValues (iq4_levels.h).
 //
 // Quantization is ggml's quantize_iq4_nl / quantize_iq4_xs with no importance matrix
 // (quantize_row_iq4_nl_impl with ntry = 7), which is what llama-quantize runs without

@@ -34,6 +34,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -271,10 +272,9 @@ struct Q5_1Sum {  // q = nibble + 16*bit in 0..31
     }
 };
 
-// The sixteen IQ4 levels (kvalues_iq4nl, quant_blocks.h) in both 128-bit lanes, for
-// _mm256_shuffle_epi8 lookups by nibble.
+// The sixteen IQ4 levels in both 128-bit lanes, for _mm256_shuffle_epi8 lookups by nibble.
 inline __m256i iq4_levels() {
-    return _mm256_broadcastsi128_si256(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+    return _mm256_broadcastsi128_si256(load128(reinterpret_cast<const uint8_t*>(kIQ4NLValues)));
 }
 
 // sum(level * x) over 32 elements whose nibbles start at qs, as int16 pair sums: |x| times

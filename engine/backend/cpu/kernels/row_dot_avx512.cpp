@@ -36,6 +36,7 @@
 #include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -883,14 +884,12 @@ struct Q4_1Quad {  // q in 0..15 (value d*q + m)
     }
 };
 
-// The IQ4 levels (kvalues_iq4nl, quant_blocks.h) plus 128, as unsigned bytes in every
-// 128-bit lane: _mm512_shuffle_epi8 by nibble gives level + 128 in 1..241, the unsigned side
-// of dpbusd; the 128 * sum(x) this adds is subtracted through prep's start value.
+// The IQ4 levels plus 128, as unsigned bytes in every 128-bit lane: _mm512_shuffle_epi8 by
+// nibble gives level + 128 in 1..241, the unsigned side of dpbusd; the 128 * sum(x) this
+// adds is subtracted through prep's start value.
 inline __m512i iq4_levels_u8() {
-    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, static_cast<char>(129),
-                                                static_cast<char>(141), static_cast<char>(153), static_cast<char>(166),
-                                                static_cast<char>(181), static_cast<char>(197), static_cast<char>(217),
-                                                static_cast<char>(241)));
+    const __m128i levels = load128(reinterpret_cast<const uint8_t*>(kIQ4NLValues));
+    return _mm512_broadcast_i32x4(_mm_xor_si128(levels, _mm_set1_epi8(static_cast<char>(0x80))));
 }
 
 struct IQ4_NLQuad {  // Q4_0's layout; nibble q means level(q): sum((level + 128) * x) - 128 * sum(x)

@@ -23,6 +23,7 @@
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -362,7 +363,7 @@ struct DecIQ4_NL {  // Q4_0's layout; the nibbles index the IQ4 levels (|w| <= 1
     static constexpr int kFlush = 1;
     static constexpr bool kSignTrick = true;
     static __m256i values(const uint8_t* b) {
-        const __m128i levels = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+        const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues));
         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
         const __m128i m = _mm_set1_epi8(0x0F);
         return _mm256_set_m128i(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), m)),

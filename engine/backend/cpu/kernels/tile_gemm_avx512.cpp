@@ -43,6 +43,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -517,13 +518,12 @@ struct DecQ8_0 {
     static uint16_t m(const uint8_t*) { return 0; }
 };
 
-// The sixteen IQ4 levels (kvalues_iq4nl, engine/formats/quant_blocks.h) as bytes, plus
-// `Bias` (0: signed levels; 128: unsigned, for the K-quant kind's offset), for byte shuffles
-// by nibble.
+// The sixteen IQ4 levels as bytes, plus `Bias` (0: signed levels; 128: unsigned, for the
+// K-quant kind's offset), for byte shuffles by nibble.
 template <int Bias>
 inline __m128i iq4_levels() {
-    return _mm_add_epi8(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113),
-                        _mm_set1_epi8(static_cast<char>(Bias)));
+    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues));
+    return _mm_add_epi8(levels, _mm_set1_epi8(static_cast<char>(Bias)));
 }
 // The 32 elements of a group whose nibbles are the 16 bytes at qs, looked up in `levels`.
 inline __m256i iq4_group(const uint8_t* qs, __m128i levels) {
