@@ -29,6 +29,10 @@ ShaderWeightType shader_weight_type(GgmlType type) {
         case GgmlType::F16: return ShaderWeightType::F16;
         case GgmlType::Q8_0: return ShaderWeightType::Q8_0;
         case GgmlType::Q4_0: return ShaderWeightType::Q4_0;
+        // Every other weight type (Q4_1, Q5_*, the K-quants, IQ4_NL, IQ4_XS, BF16) has no shader
+        // of its own: upload_matrix dequantizes it and stores F16. That is not lossless for the
+        // block formats: an IQ4 weight d * level (d * scale * level for IQ4_XS) can need up to 18
+        // significant bits, and F16 keeps 11 (relative rounding <= 2^-11 per weight).
         default: return ShaderWeightType::F16;
     }
 }

@@ -71,7 +71,7 @@ void add_make_model_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("make-model", "write a synthetic GGUF model with seeded random weights");
     cmd->add_option("-o,--output", o->output, "output .gguf path")->required();
     cmd->add_option("--preset", o->preset, "shape preset: " + presets)->capture_default_str();
-    cmd->add_option("--dtype", o->dtype, "type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, ...")
+    cmd->add_option("--dtype", o->dtype, "type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, iq4_nl, iq4_xs, ...")
         ->capture_default_str();
     cmd->add_option("--arch", o->arch, "llama, qwen2, qwen3 or gemma3 (default: the preset's)");
     cmd->add_option("--layers", o->layers, "block count");

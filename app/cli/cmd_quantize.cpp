@@ -1,5 +1,5 @@
-// `quantize`: write a model quantized with a GGUF-native scheme (q8_0, q4_0, q4_k, q6_k) as
-// a GGUF file that llama.cpp and this engine load. Metadata and the tensors that are not
+// `quantize`: write a model quantized with a GGUF-native scheme (q8_0, q4_0, q4_k, q6_k, iq4_nl,
+// iq4_xs) as a GGUF file that llama.cpp and this engine load. Metadata and the tensors that are not
 // quantized are copied unchanged.
 #include <cstdio>
 
@@ -54,11 +54,11 @@ void run_quantize(const QuantizeCliOptions& o) {
 
 void add_quantize_command(CLI::App& app) {
     auto o = std::make_shared<QuantizeCliOptions>();
-    CLI::App* cmd = app.add_subcommand("quantize", "write the model quantized with q8_0, q4_0, q4_k or q6_k as a GGUF file");
+    CLI::App* cmd = app.add_subcommand("quantize", "write the model quantized with q8_0, q4_0, q4_k, q6_k, iq4_nl or iq4_xs as a GGUF file");
     add_model_options(*cmd, o->model, /*with_runtime=*/false);
     cmd->add_option("-t,--threads", o->model.threads, "worker threads (default: physical cores)")
         ->check(CLI::NonNegativeNumber);
-    cmd->add_option("-s,--scheme", o->scheme, "q8_0, q4_0, q4_k or q6_k")->required();
+    cmd->add_option("-s,--scheme", o->scheme, "q8_0, q4_0, q4_k, q6_k, iq4_nl or iq4_xs")->required();
     cmd->add_option("-o,--output", o->output, "output .gguf path")->required();
     cmd->add_flag("--embeddings", o->include_embeddings, "also quantize token_embd and output");
     cmd->callback([o] { run_quantize(*o); });

@@ -14,7 +14,7 @@
 namespace inferscope::cli {
 
 inline constexpr const char* kSchemeHelp =
-    "quantization scheme: int<b>:tensor|row|g<N> (b = 2..8), nf4[:<block>], q8_0, q4_0, q4_k, q6_k; "
+    "quantization scheme: int<b>:tensor|row|g<N> (b = 2..8), nf4[:<block>], q8_0, q4_0, q4_k, q6_k, iq4_nl, iq4_xs; "
     "INT/NF4 take :f16|bf16|f32 for the scale format (default f16); repeatable";
 
 std::vector<QuantScheme> parse_schemes(const std::vector<std::string>& texts);

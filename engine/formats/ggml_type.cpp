@@ -27,10 +27,10 @@ constexpr std::array kTraits = {
     GgmlTypeTraits{GgmlType::IQ2_XS, "IQ2_XS", 256, 74, false},
     GgmlTypeTraits{GgmlType::IQ3_XXS, "IQ3_XXS", 256, 98, false},
     GgmlTypeTraits{GgmlType::IQ1_S, "IQ1_S", 256, 50, false},
-    GgmlTypeTraits{GgmlType::IQ4_NL, "IQ4_NL", 32, 18, false},
+    GgmlTypeTraits{GgmlType::IQ4_NL, "IQ4_NL", 32, 18, true},
     GgmlTypeTraits{GgmlType::IQ3_S, "IQ3_S", 256, 110, false},
     GgmlTypeTraits{GgmlType::IQ2_S, "IQ2_S", 256, 82, false},
-    GgmlTypeTraits{GgmlType::IQ4_XS, "IQ4_XS", 256, 136, false},
+    GgmlTypeTraits{GgmlType::IQ4_XS, "IQ4_XS", 256, 136, true},
     GgmlTypeTraits{GgmlType::I8, "I8", 1, 1, false},
     GgmlTypeTraits{GgmlType::I16, "I16", 1, 2, false},
     GgmlTypeTraits{GgmlType::I32, "I32", 1, 4, false},
@@ -95,6 +95,8 @@ std::optional<uint32_t> llama_file_type(GgmlType weights) {
         case GgmlType::Q4_K: return 14;
         case GgmlType::Q5_K: return 16;
         case GgmlType::Q6_K: return 18;
+        case GgmlType::IQ4_NL: return 25;
+        case GgmlType::IQ4_XS: return 30;
         case GgmlType::BF16: return 32;
         default: return std::nullopt;
     }

@@ -111,6 +111,10 @@ const std::array kFormats = {
     Format{GgmlType::Q5_K, dequantize_q5_K, quantize_q5_K_ref, quantize_q5_K_ref, GgmlType::Q8_K, vec_dot_q5_K_q8_K},
     Format{GgmlType::Q6_K, dequantize_q6_K, quantize_q6_K_ref, quantize_q6_K_ref, GgmlType::Q8_K, vec_dot_q6_K_q8_K},
     Format{GgmlType::Q8_K, dequantize_q8_K, quantize_q8_K_ref, quantize_q8_K_ref, GgmlType::Q8_K, nullptr},
+    Format{GgmlType::IQ4_NL, dequantize_iq4_nl, quantize_iq4_nl, quantize_iq4_nl, GgmlType::Q8_0,
+           vec_dot_iq4_nl_q8_0},
+    Format{GgmlType::IQ4_XS, dequantize_iq4_xs, quantize_iq4_xs, quantize_iq4_xs, GgmlType::Q8_K,
+           vec_dot_iq4_xs_q8_K},
 };
 
 std::string describe_type(GgmlType type) {

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "engine/formats/iq4_levels.h"
+
 // Bit-exactness with ggml depends on every float operation rounding once, as written: no
 // contraction of a*b+c into a fused multiply-add. GCC contracts by default even in ISO C++
 // mode whenever the target has FMA (-march=native, -mfma), so the files that implement the
@@ -90,6 +92,18 @@ struct BlockQ8_K {
     int8_t qs[kQK_K];
     int16_t bsums[kQK_K / 16];  // sums of qs in groups of 16
 };
+// The 4-bit non-linear formats: each nibble indexes kIQ4NLValues (element j of a 32-element
+// group in the low nibble of qs[j], element j+16 in the high one, as in Q4_0).
+struct BlockIQ4_NL {
+    uint16_t d;  // f16: element = d * kIQ4NLValues[nibble]
+    uint8_t qs[kQK / 2];
+};
+struct BlockIQ4_XS {
+    uint16_t d;                  // f16 super-block scale
+    uint16_t scales_h;           // bits 2j, 2j+1: the high two bits of sub-block j's scale
+    uint8_t scales_l[kQK_K / 64];  // low nibble: even sub-block's low 4 bits; high nibble: odd's
+    uint8_t qs[kQK_K / 2];       // eight 32-element groups of 16 bytes
+};
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
@@ -97,6 +111,14 @@ static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(Bloc
 static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 static_assert(offsetof(BlockQ2_K, d) == 80 && offsetof(BlockQ3_K, d) == 108);
 static_assert(offsetof(BlockQ6_K, d) == 208 && offsetof(BlockQ8_K, bsums) == 260);
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136 && offsetof(BlockIQ4_XS, qs) == 8);
+
+// The signed scale (-32..31) of sub-block j (0..7) of an IQ4_XS block: 6 bits, offset by 32.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
+    const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
+    const int high = (b.scales_h >> (2 * j)) & 3;
+    return (low | (high << 4)) - 32;
+}
 
 template <class Block>
 inline Block load_block(const uint8_t* row, int64_t index) {
@@ -137,6 +159,22 @@ inline int8_t round_even_saturate_int8(float x) {
     if (r > 127.f) return INT8_MAX;
     if (r < -128.f) return INT8_MIN;
     return static_cast<int8_t>(r);
+}
+
+inline constexpr float kGroupMaxEps = 1e-15f;  // ggml's GROUP_MAX_EPS: a group this small is zero
+
+// The first element of largest magnitude among x[0..n), with its sign (0 for an empty or
+// all-zero group; NaNs are skipped), as ggml's quantizers find it.
+inline float signed_absmax(const float* x, int n) {
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float ax = std::fabs(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    return max;
 }
 
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block (get_scale_min_k4).

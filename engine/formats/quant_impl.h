@@ -52,4 +52,15 @@ float vec_dot_q4_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x);
 float vec_dot_q5_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x);
 float vec_dot_q6_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x);
 
+// ---- 4-bit non-linear formats (quant_iq4.cpp): IQ4_NL blocks of 32, IQ4_XS super-blocks of 256
+void dequantize_iq4_nl(const uint8_t* src, float* dst, int64_t blocks);
+void dequantize_iq4_xs(const uint8_t* src, float* dst, int64_t blocks);
+
+// ggml's quantize_iq4_nl / quantize_iq4_xs without an importance matrix (llama-quantize's path).
+void quantize_iq4_nl(const float* src, uint8_t* dst, int64_t blocks);
+void quantize_iq4_xs(const float* src, uint8_t* dst, int64_t blocks);
+
+float vec_dot_iq4_nl_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x);
+float vec_dot_iq4_xs_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x);
+
 }  // namespace inferscope::quant_detail

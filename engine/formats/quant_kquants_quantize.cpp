@@ -17,20 +17,6 @@
 namespace inferscope::quant_detail {
 namespace {
 
-constexpr float kGroupMaxEps = 1e-15f;  // ggml's GROUP_MAX_EPS: a group this small is zero
-
-float signed_absmax(const float* x, int n) {
-    float amax = 0.0f, max = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const float ax = std::fabs(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    return max;
-}
-
 // Least-squares fit of a symmetric scale (make_qx_quants with rmse_type 1: weights x^2, no
 // importance). Tries 19 trial inverse scales around nmax/max; L gets l + nmax in [0, 2*nmax).
 float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {

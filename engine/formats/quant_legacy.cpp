@@ -16,19 +16,6 @@
 namespace inferscope::quant_detail {
 namespace {
 
-// The element of largest magnitude (the first one, on ties), with its sign.
-float signed_absmax(const float* x, int n) {
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < n; ++j) {
-        if (amax < std::fabs(x[j])) {
-            amax = std::fabs(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
-}
-
 void min_max(const float* x, int n, float& min, float& max) {
     min = FLT_MAX;
     max = -FLT_MAX;

@@ -23,7 +23,8 @@ const WeightMatrix* replaced_matrix(const Model& model, const GgufTensorInfo& te
 
 uint32_t llama_file_type(const QuantScheme& scheme) {
     if (scheme.family != SchemeFamily::Gguf) {
-        throw InvalidArgument(scheme.name() + " has no GGUF type; only q8_0, q4_0, q4_k and q6_k can be written as GGUF");
+        throw InvalidArgument(scheme.name() + " has no GGUF type; only q8_0, q4_0, q4_k, q6_k, iq4_nl and "
+                              "iq4_xs can be written as GGUF");
     }
     if (const auto file_type = llama_file_type(scheme.gguf_type)) return *file_type;
     throw InvalidArgument("no llama.cpp file type for " + scheme.name());

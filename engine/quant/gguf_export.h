@@ -12,7 +12,8 @@ namespace inferscope {
 class Model;
 
 // llama.cpp's general.file_type value for a file whose quantized tensors use `scheme`
-// (MOSTLY_Q8_0 = 7, MOSTLY_Q4_0 = 2, MOSTLY_Q4_K_S = 14, MOSTLY_Q6_K = 18).
+// (MOSTLY_Q8_0 = 7, MOSTLY_Q4_0 = 2, MOSTLY_Q4_K_S = 14, MOSTLY_Q6_K = 18, MOSTLY_IQ4_NL = 25,
+// MOSTLY_IQ4_XS = 30).
 uint32_t llama_file_type(const QuantScheme& scheme);
 
 // `model` comes from quantize_model with a GGUF scheme. InvalidArgument for INT and NF4

@@ -18,7 +18,7 @@ constexpr int64_t kDefaultNf4Block = 64;
 constexpr int64_t kMaxBlock = int64_t{1} << 24;
 
 constexpr std::string_view kGrammar =
-    "int<b>:tensor|row|g<N> (b = 2..8), nf4[:<block>], q8_0, q4_0, q4_k, q6_k; "
+    "int<b>:tensor|row|g<N> (b = 2..8), nf4[:<block>], q8_0, q4_0, q4_k, q6_k, iq4_nl, iq4_xs; "
     "INT and NF4 accept a last field f16|bf16|f32 for the scale format";
 
 [[noreturn]] void fail(std::string_view text, const std::string& problem) {
@@ -136,7 +136,8 @@ QuantScheme parse_quant_scheme(std::string_view text) {
     const std::string_view head = fields[0];
     if (head.starts_with("int")) return parse_int(text, std::move(fields));
     if (head == "nf4") return parse_nf4(text, std::move(fields));
-    for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                                GgmlType::IQ4_XS}) {
         if (fields.size() == 1 && ggml_type_from_name(head) == type) {
             QuantScheme s;
             s.family = SchemeFamily::Gguf;

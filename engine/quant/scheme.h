@@ -1,11 +1,12 @@
 #pragma once
 // Weight quantization schemes behind one description: symmetric absmax INT-b at tensor,
-// row or group granularity, NF4, and the GGUF block formats Q8_0, Q4_0, Q4_K and Q6_K.
+// row or group granularity, NF4, and the GGUF block formats Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL
+// and IQ4_XS.
 //
 // Grammar (parse_quant_scheme):
 //   int<b>:tensor | int<b>:row | int<b>:g<N>   b = 2..8, N >= 2 consecutive weights of a row
 //   nf4 | nf4:<block>                         block >= 2 (default 64)
-//   q8_0 | q4_0 | q4_k | q6_k                  ggml's block formats, llama-quantize's encoders
+//   q8_0 | q4_0 | q4_k | q6_k | iq4_nl | iq4_xs  ggml's block formats, llama-quantize's encoders
 // INT and NF4 take an optional last field naming how scales are stored: f16 (the default),
 // bf16 or f32, e.g. "int4:g128:f32", "nf4:64:bf16". Scales count in bits/weight.
 #include <cstdint>

@@ -14,6 +14,7 @@ TEST(GgmlType, LlamaFileTypeOfEachWeightType) {
         {GgmlType::F32, 0},   {GgmlType::F16, 1},   {GgmlType::Q4_0, 2},  {GgmlType::Q4_1, 3},  {GgmlType::Q8_0, 7},
         {GgmlType::Q5_0, 8},  {GgmlType::Q5_1, 9},  {GgmlType::Q2_K, 10}, {GgmlType::Q3_K, 11}, {GgmlType::Q4_K, 14},
         {GgmlType::Q5_K, 16}, {GgmlType::Q6_K, 18}, {GgmlType::BF16, 32},
+        {GgmlType::IQ4_NL, 25}, {GgmlType::IQ4_XS, 30},
     };
     for (const auto& [type, file_type] : expected) {
         SCOPED_TRACE(std::string(ggml_type_name(type)));
@@ -25,7 +26,8 @@ TEST(GgmlType, LlamaFileTypeOfEachWeightType) {
 }
 
 TEST(GgmlType, SyntheticModelsRecordTheirWeightTypeAsLlamaCppDoes) {
-    for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+    for (const GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0,
+                                GgmlType::IQ4_NL}) {
         SCOPED_TRACE(std::string(ggml_type_name(type)));
         const auto bytes = testing::tiny_model_bytes(testing::tiny_spec("qwen2", type));
         const GgufFile file = GgufFile::from_bytes(bytes, "tiny.gguf");

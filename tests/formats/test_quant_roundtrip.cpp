@@ -227,7 +227,7 @@ TEST(QuantRoundTrip, AllZeroInputEncodesZeros) {
     const std::vector<float> zeros(256, 0.0f);
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                           GgmlType::Q8_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                          GgmlType::Q6_K, GgmlType::Q8_K}) {
+                          GgmlType::Q6_K, GgmlType::Q8_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
         for (float v : round_trip(type, zeros)) ASSERT_EQ(v, 0.0f) << ggml_type_name(type);
     }
 }
@@ -358,6 +358,9 @@ const GoldenEncoding kGoldenEncodings[] = {
     {GgmlType::Q4_K, true, {0x9515435460f8a025ull, 0x84f4623fa31416c9ull, 0xd2edf7cea0301813ull, 0x0de4795101bc1a38ull, 0x5182b7d44de02d0eull, 0xdaa60f2d2be822e1ull, 0x268a208322e45900ull}},
     {GgmlType::Q5_K, true, {0xcb0bc97287523a63ull, 0xaf3963a200bc16a1ull, 0x985fd1b96757c459ull, 0x1e1dce68792d53d0ull, 0xe07a6815a4d0c47dull, 0x12948bb504c491ddull, 0x6bda2c35eee22841ull}},
     {GgmlType::Q6_K, true, {0xff8cce9fad062ae0ull, 0x82cc328b235e5beaull, 0x6f7a1cacb89b240dull, 0xdddedd314dc060a1ull, 0x3faf31b2cbb58424ull, 0xa7bcbbc273bd4a5dull, 0x5a0a5ec04962dc98ull}},
+    // IQ4_NL / IQ4_XS: ggml's quantize_iq4_nl / quantize_iq4_xs with no importance matrix.
+    {GgmlType::IQ4_NL, true, {0xfde2bcd86b779d9full, 0x5e8f32e27791e2bdull, 0x00d11c2500c0bba6ull, 0x90c6d120cca2df17ull, 0x97240be99128e4d3ull, 0x43dcafaf1add3a2bull, 0x0de5aad12c3009c9ull}},
+    {GgmlType::IQ4_XS, true, {0xf7a3574b38c51784ull, 0xe6e7290db04ac957ull, 0x83d769021c0a2d7dull, 0x242588f37de38daaull, 0x0d50763c73fba62aull, 0x6045200d81fbf000ull, 0x72407a4f045556b2ull}},
     {GgmlType::Q8_0, false, {0xac7ccdd5031ac4deull, 0x5a5e4465ff30263full, 0xbd587f796c59e541ull, 0x574bf9b3b27923dcull, 0x10af3e911d1068f9ull, 0xe76af1b64ad53ae5ull, 0x28c3295f5879f0c1ull}},
     {GgmlType::Q8_1, false, {0x56f257f1cccb4a72ull, 0xb39e6de1a475dc1aull, 0xe96fe0d7d8e43f93ull, 0x4ae243aff22c0af1ull, 0xa3020d736f67f3e7ull, 0xb2c201d5eb944f1cull, 0xa2b051779475bd93ull}},
     {GgmlType::Q8_K, false, {0x055f3632302bb295ull, 0x69621f48b5830d2eull, 0x3b05948ccf5d1593ull, 0x497ce873fde01a78ull, 0x13c633a166d86fd7ull, 0xaec1f741f80fe351ull, 0xfc29673e632fb6a1ull}},
@@ -402,6 +405,8 @@ const GoldenDot kGoldenDots[] = {
     {GgmlType::Q4_K, 0x4d6fd603e91db9dcull, 0x426eaef1u},  // dot = 59.6708412
     {GgmlType::Q5_K, 0x20b63a32b498125aull, 0x424f0936u},  // dot = 51.7589951
     {GgmlType::Q6_K, 0xbcb0a49fecd7fc78ull, 0x42668db8u},  // dot = 57.6383972
+    {GgmlType::IQ4_NL, 0x431f72d3bb72868full, 0x4248e282u},  // dot = 50.221199
+    {GgmlType::IQ4_XS, 0x05493369cc3a6db5ull, 0x424adc19u},  // dot = 50.7149391
 };
 
 TEST(QuantGolden, DequantizationAndDotProductsMatchGgmlBitForBit) {

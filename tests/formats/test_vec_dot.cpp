@@ -23,7 +23,8 @@ using testing::row_buffer;
 
 const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
                                  GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-                                 GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                 GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                                 GgmlType::IQ4_XS};
 
 TEST(VecDotType, MatchesGgmlCpuTypeTraits) {
     EXPECT_EQ(vec_dot_type(GgmlType::F32), GgmlType::F32);
@@ -34,7 +35,8 @@ TEST(VecDotType, MatchesGgmlCpuTypeTraits) {
     EXPECT_EQ(vec_dot_type(GgmlType::Q8_0), GgmlType::Q8_0);
     EXPECT_EQ(vec_dot_type(GgmlType::Q4_1), GgmlType::Q8_1);
     EXPECT_EQ(vec_dot_type(GgmlType::Q5_1), GgmlType::Q8_1);
-    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    EXPECT_EQ(vec_dot_type(GgmlType::IQ4_NL), GgmlType::Q8_0);
+    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
         EXPECT_EQ(vec_dot_type(t), GgmlType::Q8_K);
     }
 }
@@ -59,7 +61,8 @@ Encoded encode(GgmlType type, const std::vector<float>& x) {
 // relative on sum(x) of the block, times |m| of the weight block.
 double tolerance(GgmlType type, const Encoded& w, const Encoded& x, double abs_sum) {
     const auto n = static_cast<int64_t>(w.values.size());
-    const int64_t block = ggml_type_traits(type).block_elements;
+    // (IQ4_XS adds one float per 32-element group, not per block.)
+    const int64_t block = type == GgmlType::IQ4_XS ? 32 : ggml_type_traits(type).block_elements;
     double tol = static_cast<double>(n / block + 8) * 0x1.0p-22 * abs_sum;
     if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) tol = 0x1.0p-23 * abs_sum;
     if (type == GgmlType::Q4_1 || type == GgmlType::Q5_1) {
@@ -240,7 +243,15 @@ TEST(QuantErrors, UnsupportedTypesNameTheTypeAndListTheSupportedOnes) {
     std::vector<float> floats(256);
     expect_unsupported([&] { dequantize_row(GgmlType::IQ2_XXS, bytes.data(), floats.data(), 256); }, "IQ2_XXS");
     expect_unsupported([&] { dequantize_row(GgmlType::MXFP4, bytes.data(), floats.data(), 32); }, "MXFP4");
-    expect_unsupported([&] { quantize_row(GgmlType::IQ4_NL, floats.data(), bytes.data(), 32); }, "IQ4_NL");
+    // The other i-quants and the ternary types stay unsupported, each named in the error.
+    for (GgmlType type : {GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+                          GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::TQ1_0, GgmlType::TQ2_0}) {
+        const std::string name(ggml_type_name(type));
+        expect_unsupported([&] { quantize_row(type, floats.data(), bytes.data(), 256); }, name);
+        expect_unsupported([&] { dequantize_row(type, bytes.data(), floats.data(), 256); }, name);
+        expect_unsupported([&] { vec_dot_type(type); }, name);
+        EXPECT_FALSE(ggml_type_traits(type).weight_supported) << name;
+    }
     expect_unsupported([&] { quantize_row_reference(GgmlType::TQ2_0, floats.data(), bytes.data(), 256); }, "TQ2_0");
     expect_unsupported([&] { vec_dot_type(GgmlType::IQ3_S); }, "IQ3_S");
     expect_unsupported([&] { vec_dot(GgmlType::I32, 4, bytes.data(), bytes.data()); }, "I32");

@@ -81,7 +81,8 @@ TEST_P(GpuMatmul, MatchesCpuForDecodeAndPrefillShapes) {
 INSTANTIATE_TEST_SUITE_P(Types, GpuMatmul,
                          ::testing::Values(MatmulCase{GgmlType::F32, 1e-10}, MatmulCase{GgmlType::F16, 1e-6},
                                            MatmulCase{GgmlType::Q8_0, 5e-4}, MatmulCase{GgmlType::Q4_0, 5e-4},
-                                           MatmulCase{GgmlType::Q4_K, 5e-4}, MatmulCase{GgmlType::Q6_K, 5e-4}),
+                                           MatmulCase{GgmlType::Q4_K, 5e-4}, MatmulCase{GgmlType::Q6_K, 5e-4},
+                                           MatmulCase{GgmlType::IQ4_NL, 5e-4}, MatmulCase{GgmlType::IQ4_XS, 5e-4}),
                          [](const auto& info) { return std::string(ggml_type_name(info.param.type)); });
 
 TEST_F(GpuOps, MatmulOfFloatRowsWithATail) {

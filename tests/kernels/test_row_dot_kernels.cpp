@@ -42,7 +42,8 @@ using testing::make_row;
 
 const GgmlType kWeightTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                                  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
-                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                 GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 const CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
 
 std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
@@ -291,6 +292,7 @@ TEST(RowDotEncoders, BitIdenticalOnManyRandomRows) {
 std::vector<int> f16_fields(GgmlType t) {
     switch (t) {
         case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0};
+        case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: return {0};
         case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q8_1: return {0, 2};
         case GgmlType::Q2_K: return {80, 82};
         case GgmlType::Q3_K: return {108};
@@ -397,8 +399,9 @@ Magnitude magnitude(GgmlType t, int64_t n, const std::vector<uint8_t>& w, const 
 //   |simd - ref| <= (n / 8 + 24) * 2^-24 * S        (F16, BF16)
 // plus an absolute term for underflow in scale products of tiny blocks.
 double tolerance(GgmlType t, int64_t n, double s) {
-    const double chain = is_float_type(t) ? static_cast<double>(n / 8 + 24)
-                                          : static_cast<double>(2 * (n / block_elements(t)) + 24);
+    // (IQ4_XS's reference adds one term per 32-element group, eight per block.)
+    const int64_t terms = t == GgmlType::IQ4_XS ? n / 32 : n / block_elements(t);
+    const double chain = is_float_type(t) ? static_cast<double>(n / 8 + 24) : static_cast<double>(2 * terms + 24);
     return chain * 0x1.0p-24 * s + 1e-37 * static_cast<double>(n);
 }
 

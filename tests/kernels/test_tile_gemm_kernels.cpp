@@ -46,7 +46,8 @@ using testing::make_row;
 
 const GgmlType kWeightTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                                  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
-                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                 GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
 std::string name_of(CpuIsa isa) { return std::string(cpu_isa_name(isa)); }
@@ -68,7 +69,8 @@ bool expected(CpuIsa isa, GgmlType type) {
     if (!cpu_supports(isa)) return false;
     const CpuFeatures& f = cpu_features();
     if (isa == CpuIsa::Avx2) {
-        return type == GgmlType::F16 || type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q5_0;
+        return type == GgmlType::F16 || type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q5_0 ||
+               type == GgmlType::IQ4_NL;
     }
     if (type == GgmlType::F16) return true;
     if (type == GgmlType::BF16) return f.avx512bf16;

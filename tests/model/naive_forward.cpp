@@ -309,7 +309,7 @@ std::vector<double> naive_tensor_to_double(const GgufTensorInfo& tensor) {
     switch (tensor.type) {
         case GgmlType::F32: element_bytes = 4; break;
         case GgmlType::F16: case GgmlType::BF16: element_bytes = 2; break;
-        case GgmlType::Q8_0: case GgmlType::Q4_0: {
+        case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::IQ4_NL: {
             // Block formats: the engine's dequantization (tested bit-exact against ggml in
             // tests/formats), so that this forward differs from the engine only in how
             // activations meet the weights (here in double, there quantized to Q8_0).
@@ -320,7 +320,7 @@ std::vector<double> naive_tensor_to_double(const GgufTensorInfo& tensor) {
         }
         default:
             fail("tensor " + tensor.name + " has type id " + std::to_string(static_cast<uint32_t>(tensor.type)) +
-                 "; only F32, F16, BF16, Q8_0 and Q4_0 are supported");
+                 "; only F32, F16, BF16, Q8_0, Q4_0 and IQ4_NL are supported");
     }
     if (tensor.data.size() < n * element_bytes) fail("tensor " + tensor.name + " data is truncated");
     Vec out(n);  // [element_count], storage order

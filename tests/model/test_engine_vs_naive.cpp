@@ -69,6 +69,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, EngineVsNaive,
                                            // this is the error that adds.
                                            Case{"llama", GgmlType::Q8_0, KvDtype::F32, 3e-2},
                                            Case{"qwen2", GgmlType::Q4_0, KvDtype::F32, 3e-2},
+                                           Case{"llama", GgmlType::IQ4_NL, KvDtype::F32, 3e-2},
                                            Case{"qwen3", GgmlType::F32, KvDtype::F32, 1e-5},
                                            Case{"qwen3", GgmlType::Q8_0, KvDtype::F16, 3e-2},
                                            // GELU through llama.cpp's F16 table against the
@@ -246,7 +247,8 @@ TEST_P(BatchedDecode, EverySequenceGetsWhatItWouldGetAlone) {
 INSTANTIATE_TEST_SUITE_P(WeightTypes, BatchedDecode,
                          ::testing::Values(BatchCase{GgmlType::F32, KvDtype::F32}, BatchCase{GgmlType::F16, KvDtype::F16},
                                            BatchCase{GgmlType::BF16, KvDtype::F16}, BatchCase{GgmlType::Q8_0, KvDtype::F16},
-                                           BatchCase{GgmlType::Q4_0, KvDtype::F16}),
+                                           BatchCase{GgmlType::Q4_0, KvDtype::F16},
+                                           BatchCase{GgmlType::IQ4_NL, KvDtype::F16}),
                          [](const ::testing::TestParamInfo<BatchCase>& info) {
                              return std::string(ggml_type_name(info.param.weights)) + "_kv" + kv_dtype_name(info.param.kv);
                          });

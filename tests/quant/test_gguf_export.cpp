@@ -49,7 +49,7 @@ QuantRunOptions two_threads(bool embeddings = false) {
 
 TEST(GgufExport, WrittenModelGivesTheSameLogitsAsTheInMemoryModel) {
     for (const char* arch : {"llama", "qwen2"}) {
-        for (const char* text : {"q8_0", "q4_0", "q4_k", "q6_k"}) {
+        for (const char* text : {"q8_0", "q4_0", "q4_k", "q6_k", "iq4_nl", "iq4_xs"}) {
             SCOPED_TRACE(std::string(arch) + " " + text);
             const auto base = testing::tiny_model(k_quant_spec(arch));
             const QuantScheme scheme = parse_quant_scheme(text);

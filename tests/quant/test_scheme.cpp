@@ -20,7 +20,7 @@ std::string error_of(const std::string& text) {
 
 TEST(QuantScheme, ParsesEveryFamilyAndPrintsItBack) {
     for (const char* text : {"int4:g128", "int8:row", "int2:tensor", "int3:g32", "nf4", "nf4:32", "q8_0", "q4_0",
-                             "q4_k", "q6_k", "int4:g128:f32", "nf4:64:bf16", "int5:row:bf16"}) {
+                             "q4_k", "q6_k", "iq4_nl", "iq4_xs", "int4:g128:f32", "nf4:64:bf16", "int5:row:bf16"}) {
         SCOPED_TRACE(text);
         const QuantScheme s = parse_quant_scheme(text);
         // "nf4:64:bf16" prints without the default block.

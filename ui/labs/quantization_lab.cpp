@@ -84,7 +84,9 @@ QWidget* QuantizationLab::build_scheme_controls() {
                      {tr("Q8_0 (GGUF)"), QStringLiteral("q8_0")},
                      {tr("Q4_0 (GGUF)"), QStringLiteral("q4_0")},
                      {tr("Q4_K (GGUF)"), QStringLiteral("q4_k")},
-                     {tr("Q6_K (GGUF)"), QStringLiteral("q6_k")}},
+                     {tr("Q6_K (GGUF)"), QStringLiteral("q6_k")},
+                     {tr("IQ4_NL (GGUF)"), QStringLiteral("iq4_nl")},
+                     {tr("IQ4_XS (GGUF)"), QStringLiteral("iq4_xs")}},
                     0);
     bits_slider_ = new QSlider(Qt::Horizontal);
     bits_slider_->setRange(2, 8);

@@ -46,6 +46,8 @@ RowDotKernels scalar_kernels(GgmlType weight_type) {
         INFERSCOPE_REFERENCE(Q4_K)
         INFERSCOPE_REFERENCE(Q5_K)
         INFERSCOPE_REFERENCE(Q6_K)
+        INFERSCOPE_REFERENCE(IQ4_NL)
+        INFERSCOPE_REFERENCE(IQ4_XS)
 #undef INFERSCOPE_REFERENCE
         default: break;
     }

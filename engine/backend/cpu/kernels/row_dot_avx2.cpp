@@ -34,6 +34,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -52,6 +53,8 @@ constexpr int64_t kQ4_K = 144;  // d, dmin, scales[12], qs[128]
 constexpr int64_t kQ5_K = 176;  // d, dmin, scales[12], qh[32], qs[128]
 constexpr int64_t kQ6_K = 210;  // ql[128], qh[64], scales[16], d
 constexpr int64_t kQ8_K = 292;  // float d, qs[256], int16 bsums[16]
+constexpr int64_t kIQ4_NL = 18;  // d, qs[16]
+constexpr int64_t kIQ4_XS = 136;  // d, scales_h, scales_l[4], qs[128]
 constexpr int64_t kQ8_KQs = 4;
 constexpr int64_t kQ8_KBsums = 260;
 
@@ -266,6 +269,26 @@ struct Q5_1Sum {  // q = nibble + 16*bit in 0..31
         const __m256i high = _mm256_and_si256(bits_to_bytes(load_u32(bw + 4)), _mm256_set1_epi8(16));
         const __m256i q = _mm256_or_si256(nibbles32(bw + 8), high);
         return _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(bx + 4)), ones16());
+    }
+};
+
+// The sixteen IQ4 levels in both 128-bit lanes, for _mm256_shuffle_epi8 lookups by nibble.
+inline __m256i iq4_levels() {
+    return _mm256_broadcastsi128_si256(load128(reinterpret_cast<const uint8_t*>(kIQ4NLValues)));
+}
+
+// sum(level * x) over 32 elements whose nibbles start at qs, as int16 pair sums: |x| times
+// the level with x's sign. Exact for every int8 x (|-128| = 128 is a valid unsigned byte; no
+// level is -128, so negating one cannot overflow, and 2 * 128 * 127 < 32768).
+inline __m256i iq4_pair_sums(const uint8_t* qs, __m256i qx) {
+    const __m256i v = _mm256_shuffle_epi8(iq4_levels(), nibbles32(qs));
+    return _mm256_maddubs_epi16(_mm256_abs_epi8(qx), _mm256_sign_epi8(v, qx));
+}
+
+struct IQ4_NLSum {  // Q4_0's layout with the nibbles looked up in the level table
+    static constexpr int64_t kW = kIQ4_NL, kX = kQ8_0;
+    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
+        return _mm256_madd_epi16(iq4_pair_sums(bw + 2, load256(bx + 2)), ones16());
     }
 };
 
@@ -484,6 +507,27 @@ float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
     return hsum(acc) - hsum(accm);
 }
 
+// IQ4_XS: eight 32-element groups with signed 6-bit scales. Each group's int16 pair sums are
+// multiplied by its scale in the pair-sum step (_mm256_madd_epi16), so a super-block gives
+// one exact int32 sum (|sum| <= 8 * 32 * 127 * 128 * 32 < 2^31) and one float update.
+float dot_iq4_xs(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kIQ4_XS, x += kQ8_K) {
+        prefetch_span<kIQ4_XS>(w + kAhead);
+        const uint32_t scales_h = load_u16(w + 2);
+        const uint32_t scales_l = load_u32(w + 4);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4)) - 32;
+            const __m256i p = iq4_pair_sums(w + 8 + 16 * g, load256(x + kQ8_KQs + 32 * g));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<short>(ls))));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
 // ---------------------------------------------------------------- encoders
 
 // max |x| over `count` floats (a multiple of 8), as the bits of a float: abs-value bit
@@ -642,6 +686,9 @@ RowDotKernels avx2_row_dot_kernels(GgmlType weight_type) {
         case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<false>, &dot_rows<&dot_k4_family<false>>};
         case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<true>, &dot_rows<&dot_k4_family<true>>};
         case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q6_k, &dot_rows<&dot_q6_k>};
+        case GgmlType::IQ4_NL:
+            return {GgmlType::Q8_0, &encode_q8_0, &dot_legacy<IQ4_NLSum, false>, &dot_rows<&dot_legacy<IQ4_NLSum, false>>};
+        case GgmlType::IQ4_XS: return {GgmlType::Q8_K, &encode_q8_k, &dot_iq4_xs, &dot_rows<&dot_iq4_xs>};
         default: return {};
     }
 }

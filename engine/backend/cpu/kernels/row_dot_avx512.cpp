@@ -36,6 +36,7 @@
 #include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -53,6 +54,8 @@ constexpr int64_t kQ4_K = 144;  // d, dmin, scales[12], qs[128]
 constexpr int64_t kQ5_K = 176;  // d, dmin, scales[12], qh[32], qs[128]
 constexpr int64_t kQ6_K = 210;  // ql[128], qh[64], scales[16], d
 constexpr int64_t kQ8_K = 292;  // float d, qs[256], int16 bsums[16]
+constexpr int64_t kIQ4_NL = 18;  // d, qs[16]
+constexpr int64_t kIQ4_XS = 136;  // d, scales_h, scales_l[4], qs[128]
 constexpr int64_t kQ8_KQs = 4;
 constexpr int64_t kQ8_KBsums = 260;
 
@@ -852,25 +855,48 @@ inline __m512i nibble_dots(__m512i init, __m512i lo, __m512i hi, __m512i xlo, __
 
 // The Quad types: kLead, where a block's quants start; prep, the activation side of four
 // blocks (their runs and the start value of the sums).
+
+// prep for Q8_0 activations facing unsigned quants that stand for quant - Offset: the runs,
+// and -Offset * sum(x) per lane.
+template <int Offset>
+inline __m512i offset_prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
+    xlo = four16(x + 2, sx);
+    xhi = four16(x + 18, sx);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i offset = _mm512_set1_epi8(static_cast<char>(Offset));
+    return _mm512_sub_epi32(zero, dpbusd(dpbusd(zero, offset, xlo), offset, xhi));
+}
 struct Q4_0Quad {  // q in 0..15, value q - 8: sum(q * x) - 8 * sum(x)
     static constexpr int64_t kW = kQ4_0, kX = kQ8_0, kLead = 2;
-    static constexpr bool kMin = false;
+    static constexpr bool kMin = false, kTable = false;
     static __m512i prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
-        xlo = four16(x + 2, sx);
-        xhi = four16(x + 18, sx);
-        const __m512i zero = _mm512_setzero_si512();
-        const __m512i eight = _mm512_set1_epi8(8);
-        return _mm512_sub_epi32(zero, dpbusd(dpbusd(zero, eight, xlo), eight, xhi));
+        return offset_prep<8>(x, sx, xlo, xhi);
     }
 };
 
 struct Q4_1Quad {  // q in 0..15 (value d*q + m)
     static constexpr int64_t kW = kQ4_1, kX = kQ8_1, kLead = 4;
-    static constexpr bool kMin = true;
+    static constexpr bool kMin = true, kTable = false;
     static __m512i prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
         xlo = four16(x + 4, sx);
         xhi = four16(x + 20, sx);
         return _mm512_setzero_si512();
+    }
+};
+
+// The IQ4 levels plus 128, as unsigned bytes in every 128-bit lane: _mm512_shuffle_epi8 by
+// nibble gives level + 128 in 1..241, the unsigned side of dpbusd; the 128 * sum(x) this
+// adds is subtracted through prep's start value.
+inline __m512i iq4_levels_u8() {
+    const __m128i levels = load128(reinterpret_cast<const uint8_t*>(kIQ4NLValues));
+    return _mm512_broadcast_i32x4(_mm_xor_si128(levels, _mm_set1_epi8(static_cast<char>(0x80))));
+}
+
+struct IQ4_NLQuad {  // Q4_0's layout; nibble q means level(q): sum((level + 128) * x) - 128 * sum(x)
+    static constexpr int64_t kW = kIQ4_NL, kX = kQ8_0, kLead = 2;
+    static constexpr bool kMin = false, kTable = true;
+    static __m512i prep(const uint8_t* x, int64_t sx, __m512i& xlo, __m512i& xhi) {
+        return offset_prep<128>(x, sx, xlo, xhi);
     }
 };
 
@@ -884,11 +910,20 @@ struct QuadRows {
     // alternating builds), 6.18 -> 5.96 and 6.15 -> 5.95 against 4096.
     static constexpr int64_t kAheadBytes = 8192;
     static constexpr int kLocality = Locality;
+    // The unsigned quants of four blocks (nibbles, or for kTable the looked-up levels + 128).
+    template <int64_t Stride>
+    static void quants(const uint8_t* qs, __m512i& lo, __m512i& hi) {
+        nibbles<Stride, Quad::kLead>(qs, lo, hi);
+        if constexpr (Quad::kTable) {
+            lo = _mm512_shuffle_epi8(iq4_levels_u8(), lo);
+            hi = _mm512_shuffle_epi8(iq4_levels_u8(), hi);
+        }
+    }
     // sum(q * x) + init over four blocks from w (Stride 0: one block four times).
     template <int64_t Stride>
     static __m512i sum(const uint8_t* w, __m512i init, __m512i xlo, __m512i xhi) {
         __m512i lo, hi;
-        nibbles<Stride, Quad::kLead>(w + Quad::kLead, lo, hi);
+        quants<Stride>(w + Quad::kLead, lo, hi);
         return nibble_dots(init, lo, hi, xlo, xhi);
     }
     // The scales: an activation's of eight (four) blocks from xb as x_scales8 (4), a weight
@@ -1076,8 +1111,8 @@ struct QuadRows {
             const uint8_t* wb = w + b * kW;
             prefetch_span<8 * kW, kLocality>(wb + pf);
             __m512i lo0, hi0, lo1, hi1;
-            nibbles<kW, Quad::kLead>(wb + Quad::kLead, lo0, hi0);
-            nibbles<kW, Quad::kLead>(wb + 4 * kW + Quad::kLead, lo1, hi1);
+            quants<kW>(wb + Quad::kLead, lo0, hi0);
+            quants<kW>(wb + 4 * kW + Quad::kLead, lo1, hi1);
             const __m512 ws = w_scales8(wb);
 #pragma GCC unroll 4
             for (int i = 0; i < B; ++i) {
@@ -1094,7 +1129,7 @@ struct QuadRows {
             const uint8_t* wb = w + b * kW;
             prefetch_span<4 * kW, kLocality>(wb + pf);
             __m512i lo, hi;
-            nibbles<kW, Quad::kLead>(wb + Quad::kLead, lo, hi);
+            quants<kW>(wb + Quad::kLead, lo, hi);
             const __m512 ws = w_scales4(wb);
 #pragma GCC unroll 4
             for (int i = 0; i < B; ++i) {
@@ -1110,7 +1145,7 @@ struct QuadRows {
         for (; b < nb; ++b, at += 4) {
             const uint8_t* wb = w + b * kW;
             __m512i lo, hi;
-            nibbles<0, Quad::kLead>(wb + Quad::kLead, lo, hi);
+            quants<0>(wb + Quad::kLead, lo, hi);
             const float dw = f16_at(wb);
 #pragma GCC unroll 4
             for (int i = 0; i < B; ++i) {
@@ -1604,6 +1639,139 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
     }
 }
 
+// ---------------------------------------------------------------- IQ4_XS (x Q8_K)
+
+// Eight 32-element groups per super-block, each with a signed 6-bit scale; the nibbles look
+// up the levels + 128 (iq4_levels_u8) and the activation's 128 * sum(x) comes off through
+// the start value, so each int32 lane holds an exact part of sum(level * x) of one group.
+// Two groups per register; their lanes are converted to float and multiplied by the groups'
+// scales (exact: |lane| <= 4 * 127 * 128 < 2^16, |scale| <= 32), the four registers added in
+// float, and the block's sum added times d_w * d_x.
+// Locality: where the weights are prefetched (active_prefetch_level), as for QuadRows.
+template <int Locality>
+struct IQ4_XSRows {
+    static constexpr int64_t kW = kIQ4_XS, kX = kQ8_K;
+    static constexpr int64_t kAheadBytes = 8192;
+    static constexpr int kLocality = Locality;
+
+    // The nibbles of groups 2k and 2k+1 (32 bytes at qs) in element order: group 2k's low
+    // nibbles (its elements 0..15), its high nibbles (16..31), then group 2k+1's.
+    static __m512i group_pair_nibbles(const uint8_t* qs) {
+        const __m512i q = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
+                                                   _mm512_castsi256_si512(load256(qs)));
+        const __m512i shifted = _mm512_srlv_epi64(q, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+        return _mm512_and_si512(shifted, low_nibbles());
+    }
+    // The eight signed group scales of a block as int32 lanes 0..7 (and again in 8..15).
+    static __m512i group_scales(const uint8_t* wb) {
+        const __m512i low = _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(load_u32(wb + 4))),
+                                              _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28));
+        const __m512i high = _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(load_u16(wb + 2))),
+                                               _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14));
+        const __m512i ls = _mm512_or_si512(_mm512_and_si512(low, _mm512_set1_epi32(0xF)),
+                                           _mm512_slli_epi32(_mm512_and_si512(high, _mm512_set1_epi32(3)), 4));
+        return _mm512_sub_epi32(ls, _mm512_set1_epi32(32));
+    }
+    // A weight block unpacked: per group pair k, the levels + 128 and the two groups' scales
+    // (lanes 0..7 and 8..15, as floats).
+    struct Unpacked {
+        __m512i levels[4];
+        __m512 scales[4];
+    };
+    static Unpacked unpack(const uint8_t* wb) {
+        Unpacked u;
+        const __m512i scales = group_scales(wb);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            u.levels[k] = _mm512_shuffle_epi8(iq4_levels_u8(), group_pair_nibbles(wb + 8 + 32 * k));
+            u.scales[k] = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(
+                _mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1,
+                                  2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1),
+                scales));
+        }
+        return u;
+    }
+    // An activation block's side: its quants per group pair and -128 * their sums.
+    static void prep(const uint8_t* xb, __m512i (&xs)[4], __m512i (&init)[4]) {
+        const __m512i offset = _mm512_set1_epi8(static_cast<char>(128));
+        const __m512i zero = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            xs[k] = load512(xb + kQ8_KQs + 64 * k);
+            init[k] = _mm512_sub_epi32(zero, dpbusd(zero, offset, xs[k]));
+        }
+    }
+    // sum over the block of scale * level * x, spread over float lanes: each group pair's
+    // exact int32 sums times their scales (exact in float: 16 + 6 bits), added in float.
+    static __m512 block_sum(const Unpacked& u, const __m512i* xs, const __m512i* init) {
+        __m512 sum = _mm512_mul_ps(_mm512_cvtepi32_ps(dpbusd(init[0], u.levels[0], xs[0])), u.scales[0]);
+#pragma GCC unroll 3
+        for (int k = 1; k < 4; ++k) sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dpbusd(init[k], u.levels[k], xs[k])), u.scales[k], sum);
+        return sum;
+    }
+    template <int R>
+    static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
+                     const Ahead& ahead) {
+        const int64_t nb = n / 256;
+        __m512 acc[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* xb = x + b * kX;
+            __m512i xs[4], init[4];
+            prep(xb, xs, init);
+            const float dx = load_f32(xb);
+            const int64_t pf = ahead.at(b * kW);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wb = w + r * rb + b * kW;
+                prefetch_span<kW, kLocality>(wb + pf);
+                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(wb) * dx), block_sum(unpack(wb), xs, init), acc[r]);
+            }
+        }
+        store_sums<R>(out, out_stride, acc);
+    }
+
+    // ---- batches (dot_rows_batch): each activation block laid out as prep() has it, in
+    // 9 registers (xs[4], init[4], d), each weight block unpacked once for all B rows.
+    static constexpr bool kTailMin = false;
+    static int64_t layout_regs(int64_t n) { return n / 256 * 9; }
+    static void lay_out(int64_t n, const uint8_t* x, __m512i* v) {
+        for (int64_t b = 0; b < n / 256; ++b, v += 9) {
+            const uint8_t* xb = x + b * kX;
+            __m512i xs[4], init[4];
+            prep(xb, xs, init);
+            for (int k = 0; k < 4; ++k) {
+                v[k] = xs[k];
+                v[4 + k] = init[k];
+            }
+            v[8] = _mm512_castps_si512(_mm512_set1_ps(load_f32(xb)));
+        }
+    }
+    template <int B>
+    static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, int /*group_rows*/,
+                          __m512 (&total)[B], float (&tail_min)[B]) {
+        const int64_t nb = n / 256;
+#pragma GCC unroll 4
+        for (int i = 0; i < B; ++i) {
+            total[i] = _mm512_setzero_ps();
+            tail_min[i] = 0.0f;
+        }
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* wb = w + b * kW;
+            prefetch_span<kW, kLocality>(wb + pf);
+            const Unpacked u = unpack(wb);
+            const float dw = f16_at(wb);
+#pragma GCC unroll 4
+            for (int i = 0; i < B; ++i) {
+                const __m512i* v = x + i * x_regs + 9 * b;
+                const float dx = _mm512_cvtss_f32(_mm512_castsi512_ps(v[8]));
+                total[i] = _mm512_fmadd_ps(_mm512_set1_ps(dw * dx), block_sum(u, v, v + 4), total[i]);
+            }
+        }
+    }
+};
+
 }  // namespace
 
 RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetch) {
@@ -1613,6 +1781,10 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
     using Q4_0RowsL2 = QuadRows<Q4_0Quad, kIntoL2>;
     using Q4_1RowsL1 = QuadRows<Q4_1Quad, kIntoL1>;
     using Q4_1RowsL2 = QuadRows<Q4_1Quad, kIntoL2>;
+    using IQ4_NLRowsL1 = QuadRows<IQ4_NLQuad, kIntoL1>;
+    using IQ4_NLRowsL2 = QuadRows<IQ4_NLQuad, kIntoL2>;
+    using IQ4_XSRowsL1 = IQ4_XSRows<kIntoL1>;
+    using IQ4_XSRowsL2 = IQ4_XSRows<kIntoL2>;
     switch (weight_type) {
 #define INFERSCOPE_BATCH_ROWS(K) &dot_row<K>, &dot_rows<K>, &dot_rows_batch<K>
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_BATCH_ROWS(HalvesRows<false>)};
@@ -1631,6 +1803,12 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
         case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<false>>)};
         case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<true>>)};
         case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q6_KBody>)};
+        case GgmlType::IQ4_NL:
+            return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL2)}
+                         : RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL1)};
+        case GgmlType::IQ4_XS:
+            return to_l2 ? RowDotKernels{GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL2)}
+                         : RowDotKernels{GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL1)};
 #undef INFERSCOPE_BATCH_ROWS
         default: return {};
     }

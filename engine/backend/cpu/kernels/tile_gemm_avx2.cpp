@@ -12,8 +12,8 @@
 //       bytes flipped to x + 128; the i16 pair sums (|.| <= 2 * 255 * 16) are added in i16
 //       for 8 (Q4_0) or 4 (Q5_0) dwords before widening, which cannot overflow, and
 //       -128 * sum(w) per block (from packing) corrects the i32 sum.
-//   Q8_0 (2 x 3): |w| packed as the unsigned operand and the activation bytes given w's
-//       signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
+//   Q8_0, IQ4_NL (2 x 3): |w| packed as the unsigned operand and the activation bytes given
+//       w's signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
 // Scratch: one fixed-size object on the stack per call (at most 52 KiB: Q8_0, 32 KiB of it
 // the activation scales of up to 512 activation rows).
 #include <immintrin.h>
@@ -23,6 +23,7 @@
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -357,6 +358,18 @@ struct DecQ8_0 {
     static constexpr bool kSignTrick = true;
     static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
 };
+struct DecIQ4_NL {  // Q4_0's layout; the nibbles index the IQ4 levels (|w| <= 127: Q8_0's way)
+    static constexpr int kBytes = 18;
+    static constexpr int kFlush = 1;
+    static constexpr bool kSignTrick = true;
+    static __m256i values(const uint8_t* b) {
+        const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues));
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+        const __m128i m = _mm_set1_epi8(0x0F);
+        return _mm256_set_m128i(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), m)),
+                                _mm_shuffle_epi8(levels, _mm_and_si128(q, m)));
+    }
+};
 
 template <class Dec, int MZ_, int RN_, int KB_ = 16>
 struct LegacyKind {
@@ -539,6 +552,7 @@ TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
         case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0, 2, 3>>;
         case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, 1, 3>>;
         case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0, 2, 3>>;
+        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL, 2, 3>>;
         default: return nullptr;
     }
 }

@@ -19,7 +19,7 @@
 //         activation rows converted to F32 right before its micro-kernel (F32 FMA).
 //   BF16  4 x 6, 256 elements. Pairs of BF16 packed per lane; VDPBF16PS with the activation
 //         pair broadcast straight from the row (needs AVX512_BF16).
-//   Q8_0, Q4_0, Q5_0 (3 x 4, 16 blocks): signed weight values packed per lane; the
+//   Q8_0, Q4_0, Q5_0, IQ4_NL (3 x 4, 16 blocks): signed weight values packed per lane; the
 //         activation bytes are broadcast and flipped to unsigned (x + 128) for VPDPBUSD, and
 //         -128 * sum(w) per block, computed when packing, starts each block's integer sum.
 //   Q4_1, Q5_1 (3 x 4, 8 blocks): unsigned weight values, no correction; the min term
@@ -27,7 +27,8 @@
 //   K-quants (2 x 4, one super-block): unsigned weight values; VPDPBUSD with the activation
 //         bytes broadcast as the signed operand; the offset (Q6_K: 32, Q3_K: 4) comes in
 //         through Q8_K's bsums as the start of each group's integer sum, and the mins
-//         (Q4_K, Q5_K, Q2_K) as one FMA per group with the float group sum.
+//         (Q4_K, Q5_K, Q2_K) as one FMA per group with the float group sum. IQ4_XS packs its
+//         levels + 128 (from a byte shuffle by nibble) and takes the 128 off like Q6_K's 32.
 // The quantized types need AVX512_VNNI. Integer sums within a block or group are exact; the
 // float steps differ from the scalar reference only in rounding order.
 //
@@ -42,6 +43,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
+#include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
@@ -516,6 +518,28 @@ struct DecQ8_0 {
     static uint16_t m(const uint8_t*) { return 0; }
 };
 
+// The sixteen IQ4 levels as bytes, plus `Bias` (0: signed levels; 128: unsigned, for the
+// K-quant kind's offset), for byte shuffles by nibble.
+template <int Bias>
+inline __m128i iq4_levels() {
+    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues));
+    return _mm_add_epi8(levels, _mm_set1_epi8(static_cast<char>(Bias)));
+}
+// The 32 elements of a group whose nibbles are the 16 bytes at qs, looked up in `levels`.
+inline __m256i iq4_group(const uint8_t* qs, __m128i levels) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), m)),
+                            _mm_shuffle_epi8(levels, _mm_and_si128(q, m)));
+}
+struct DecIQ4_NL {  // Q4_0's layout, signed levels instead of q - 8
+    static constexpr int kBytes = 18;
+    static constexpr bool kSigned = true, kHasMin = false;
+    static __m256i values(const uint8_t* b) { return iq4_group(b + 2, iq4_levels<0>()); }
+    static uint16_t d(const uint8_t* b) { return load_u16(b); }
+    static uint16_t m(const uint8_t*) { return 0; }
+};
+
 template <class Dec, int MZ_ = 3, int RN_ = 4, int KB_ = Dec::kHasMin ? 8 : 16>
 struct LegacyKind {
     static constexpr int kMZ = MZ_;
@@ -790,6 +814,24 @@ struct DecQ2_K {
     }
 };
 
+// IQ4_XS: eight groups of 32 with signed 6-bit scales; the levels + 128 as unsigned values,
+// the 128 coming off through the bsums like Q6_K's offset 32.
+struct DecIQ4_XS {
+    static constexpr int kBytes = 136, kGroup = 32, kOffset = 128;
+    static constexpr bool kHasMin = false;
+    static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
+        const float d = half_to_float(load_u16(b));
+        const uint32_t scales_h = load_u16(b + 2);
+        const uint32_t scales_l = static_cast<uint32_t>(load_i32(b + 4));
+        const __m128i levels = iq4_levels<128>();
+        for (int g = 0; g < 8; ++g) {
+            store256(v + 32 * g, iq4_group(b + 8 + 16 * g, levels));
+            const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4));
+            scale[g] = d * static_cast<float>(ls - 32);
+        }
+    }
+};
+
 template <class Dec, int MZ_ = 2, int RN_ = 4, int KS_ = 1>
 struct KQuantKind {
     static constexpr int kMZ = MZ_;
@@ -979,6 +1021,8 @@ TileGemmFn avx512_tile_gemm_kernel(GgmlType weight_type) {
         case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K>>;
         case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K>>;
         case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K>>;
+        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL>>;
+        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS>>;
         default: return nullptr;
     }
 }
