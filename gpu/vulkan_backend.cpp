@@ -33,8 +33,9 @@ Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
     return values.empty() ? Buffer() : upload_floats(ctx, values);
 }
 
-// Timestamps one layer can write: one per operation, the optional ones included.
-constexpr uint32_t kMaxLayerMarks = 20;
+// Timestamps one layer may write: one per operation, 14 with every optional one (biases,
+// Q/K norms, post-norms).
+constexpr uint32_t kMaxLayerMarks = 16;
 
 }  // namespace
 
