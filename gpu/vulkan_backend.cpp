@@ -327,13 +327,19 @@ void VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
 }
 
 void VulkanBackend::record_qk_norms(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
-    if (l.q_norm.handle() == VK_NULL_HANDLE) return;
+    const bool norm_q = l.q_norm.handle() != VK_NULL_HANDLE;
+    const bool norm_k = l.k_norm.handle() != VK_NULL_HANDLE;
+    if (!norm_q && !norm_k) return;
     const ModelConfig& c = model_->config();
     const auto head_dim = static_cast<uint32_t>(c.head_dim);
-    record_head_norm(*kernels_, cmd, step_.q.handle(), l.q_norm.handle(), n * static_cast<uint32_t>(c.n_head), head_dim,
-                     c.rms_norm_eps, false);
-    record_head_norm(*kernels_, cmd, step_.k.handle(), l.k_norm.handle(), n * static_cast<uint32_t>(c.n_head_kv), head_dim,
-                     c.rms_norm_eps);
+    if (norm_q) {
+        record_head_norm(*kernels_, cmd, step_.q.handle(), l.q_norm.handle(), n * static_cast<uint32_t>(c.n_head), head_dim,
+                         c.rms_norm_eps, !norm_k);
+    }
+    if (norm_k) {
+        record_head_norm(*kernels_, cmd, step_.k.handle(), l.k_norm.handle(), n * static_cast<uint32_t>(c.n_head_kv), head_dim,
+                         c.rms_norm_eps);
+    }
     mark(cmd, "qk_norm");
 }
 
