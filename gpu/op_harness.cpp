@@ -52,14 +52,15 @@ std::vector<float> OpHarness::matmul(const WeightMatrix& w, const std::vector<fl
     return m.read(output, static_cast<size_t>(n * w.rows));
 }
 
-std::vector<float> OpHarness::embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes) {
+std::vector<float> OpHarness::embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes,
+                                    float scale) {
     Impl& m = *impl_;
     const DeviceMatrix weights = upload_matrix(m.ctx, table, max_part_bytes);
     const Buffer ids = m.device_copy(tokens);
     const size_t count = tokens.size() * static_cast<size_t>(table.cols);
     const Buffer output(m.ctx, count * sizeof(float), Buffer::Kind::Device);
     m.run([&](VkCommandBuffer cmd) {
-        record_embed(m.kernels, cmd, weights, ids.handle(), output.handle(), static_cast<uint32_t>(tokens.size()));
+        record_embed(m.kernels, cmd, weights, ids.handle(), output.handle(), static_cast<uint32_t>(tokens.size()), scale);
     });
     return m.read(output, count);
 }
@@ -77,15 +78,26 @@ std::vector<float> OpHarness::rms_norm(const std::vector<float>& x, const std::v
     return m.read(output, x.size());
 }
 
+std::vector<float> OpHarness::head_norm(const std::vector<float>& heads, const std::vector<float>& weight, float eps) {
+    Impl& m = *impl_;
+    const Buffer data = m.device_copy(heads);
+    const Buffer scale = m.device_copy(weight);
+    m.run([&](VkCommandBuffer cmd) {
+        record_head_norm(m.kernels, cmd, data.handle(), scale.handle(), static_cast<uint32_t>(heads.size() / weight.size()),
+                         static_cast<uint32_t>(weight.size()), eps);
+    });
+    return m.read(data, heads.size());
+}
+
 std::vector<float> OpHarness::rope(const std::vector<float>& heads, const std::vector<int32_t>& positions,
-                                   const ModelConfig& c, int n_heads) {
+                                   const RopeParams& rope, int n_heads, int head_dim) {
     Impl& m = *impl_;
     const int n_positions = *std::max_element(positions.begin(), positions.end()) + 1;
     const Buffer data = m.device_copy(heads);
     const Buffer pos = m.device_copy(positions);
-    const Buffer table = m.device_copy(rope_table(c, {}, n_positions));
-    const RopeShape shape{static_cast<uint32_t>(n_heads), static_cast<uint32_t>(c.head_dim),
-                          static_cast<uint32_t>(c.rope_dim), c.rope_style == RopeStyle::Neox};
+    const Buffer table = m.device_copy(rope_table(rope, n_positions));
+    const RopeShape shape{static_cast<uint32_t>(n_heads), static_cast<uint32_t>(head_dim),
+                          static_cast<uint32_t>(rope.rope_dim), rope.style == RopeStyle::Neox};
     m.run([&](VkCommandBuffer cmd) {
         record_rope(m.kernels, cmd, data.handle(), pos.handle(), table.handle(), static_cast<uint32_t>(positions.size()),
                     shape);
@@ -93,14 +105,46 @@ std::vector<float> OpHarness::rope(const std::vector<float>& heads, const std::v
     return m.read(data, heads.size());
 }
 
-std::vector<float> OpHarness::swiglu(const std::vector<float>& gate, const std::vector<float>& up) {
+std::vector<float> OpHarness::gated_activation(const std::vector<float>& gate, const std::vector<float>& up,
+                                               FfnActivation activation) {
     Impl& m = *impl_;
     const Buffer g = m.device_copy(gate);
     const Buffer u = m.device_copy(up);
     m.run([&](VkCommandBuffer cmd) {
-        record_swiglu(m.kernels, cmd, g.handle(), u.handle(), static_cast<uint32_t>(gate.size()));
+        record_gated_activation(m.kernels, cmd, g.handle(), u.handle(), static_cast<uint32_t>(gate.size()), activation);
     });
     return m.read(g, gate.size());
+}
+
+std::vector<float> OpHarness::attention(const std::vector<float>& q, const std::vector<float>& k,
+                                        const std::vector<float>& v, const AttentionShape& shape) {
+    Impl& m = *impl_;
+    const auto kv_dim = static_cast<uint32_t>(shape.n_head_kv * shape.head_dim);
+    const auto n = static_cast<uint32_t>(k.size() / kv_dim);
+    const auto block_tokens = static_cast<uint32_t>(shape.block_tokens);
+    std::vector<int32_t> positions(n), slots(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        positions[i] = static_cast<int32_t>(i);
+        slots[i] = shape.block_table[i / block_tokens] * static_cast<int32_t>(block_tokens) + static_cast<int32_t>(i % block_tokens);
+    }
+    const int32_t n_blocks = *std::max_element(shape.block_table.begin(), shape.block_table.end()) + 1;
+    const uint64_t cache_bytes =
+        static_cast<uint64_t>(n_blocks) * block_tokens * kv_dim * (shape.kv_f16 ? sizeof(uint16_t) : sizeof(float));
+    const Buffer queries = m.device_copy(q), keys = m.device_copy(k), values = m.device_copy(v);
+    const Buffer k_cache(m.ctx, cache_bytes, Buffer::Kind::Device), v_cache(m.ctx, cache_bytes, Buffer::Kind::Device);
+    const Buffer pos = m.device_copy(positions), slot = m.device_copy(slots), tables = m.device_copy(shape.block_table);
+    const Buffer table_start = m.device_copy(std::vector<int32_t>(n, 0));
+    const Buffer output(m.ctx, q.size() * sizeof(float), Buffer::Kind::Device);
+    const AttentionParams params{static_cast<uint32_t>(shape.n_head), static_cast<uint32_t>(shape.n_head_kv),
+                                 static_cast<uint32_t>(shape.head_dim), block_tokens, shape.scale,
+                                 static_cast<uint32_t>(shape.window), shape.kv_f16};
+    m.run([&](VkCommandBuffer cmd) {
+        record_kv_write(m.kernels, cmd, keys.handle(), values.handle(), k_cache.handle(), v_cache.handle(), slot.handle(), n,
+                        kv_dim, block_tokens, shape.kv_f16);
+        record_attention(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), tables.handle(), pos.handle(),
+                         table_start.handle(), output.handle(), n, params);
+    });
+    return m.read(output, q.size());
 }
 
 std::vector<float> OpHarness::add(const std::vector<float>& y, const std::vector<float>& x) {

@@ -6,9 +6,24 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/rope.h"
 #include "engine/model/model.h"
 
 namespace inferscope::gpu {
+
+// One sequence's attention: its tokens at positions 0..n-1, their K/V stored in the blocks
+// of `block_table` (in that order), each token attending to itself and the tokens before
+// it (the last `window` of them when window > 0).
+struct AttentionShape {
+    int n_head = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;
+    int block_tokens = 16;
+    float scale = 1.0f;
+    int window = 0;
+    bool kv_f16 = false;
+    std::vector<int32_t> block_table;
+};
 
 class OpHarness {
 public:
@@ -22,14 +37,24 @@ public:
     // y[n x w.rows] = x[n x w.cols] * W^T, the weights uploaded in parts of at most
     // `max_part_bytes` (0: the device's limit), as the backend does for large tensors.
     std::vector<float> matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n, uint64_t max_part_bytes = 0);
-    // Rows `tokens` of `table`, dequantized: [tokens x table.cols].
-    std::vector<float> embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes = 0);
+    // Rows `tokens` of `table`, dequantized and times `scale`: [tokens x table.cols].
+    std::vector<float> embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes = 0,
+                             float scale = 1.0f);
     // Each row of x[n x weight.size()] RMS-normalised and scaled by `weight`.
     std::vector<float> rms_norm(const std::vector<float>& x, const std::vector<float>& weight, float eps);
-    // RoPE of heads[positions x n_heads x c.head_dim] with the model's RoPE settings.
-    std::vector<float> rope(const std::vector<float>& heads, const std::vector<int32_t>& positions, const ModelConfig& c,
-                            int n_heads);
-    std::vector<float> swiglu(const std::vector<float>& gate, const std::vector<float>& up);
+    // The same in place, as the per-head Q/K norms run: rows of weight.size() (head_dim).
+    std::vector<float> head_norm(const std::vector<float>& heads, const std::vector<float>& weight, float eps);
+    // RoPE of heads[positions x n_heads x head_dim] with `rope`'s angles (its freq_factors
+    // must be null).
+    std::vector<float> rope(const std::vector<float>& heads, const std::vector<int32_t>& positions, const RopeParams& rope,
+                            int n_heads, int head_dim);
+    // gate[i] = act(gate[i]) * up[i]: SwiGLU or GeGLU.
+    std::vector<float> gated_activation(const std::vector<float>& gate, const std::vector<float>& up,
+                                        FfnActivation activation);
+    // The attention context [n x n_head x head_dim] of q[n x n_head x head_dim] over
+    // k, v [n x n_head_kv x head_dim], written to the cache first (kv_write).
+    std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                                 const AttentionShape& shape);
     // y[i] + x[i % x.size()]
     std::vector<float> add(const std::vector<float>& y, const std::vector<float>& x);
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/backend/rope.h"
 #include "engine/core/error.h"
 #include "engine/core/fp16.h"
 #include "engine/formats/quant.h"
@@ -90,23 +89,34 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
     }
 }
 
-void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, VkBuffer tokens, VkBuffer y, uint32_t n) {
+void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, VkBuffer tokens, VkBuffer y, uint32_t n,
+                  float scale) {
     for (const DeviceMatrix::Part& part : table.parts) {
-        const uint32_t push[4] = {static_cast<uint32_t>(table.cols), n, static_cast<uint32_t>(part.row_begin),
-                                  static_cast<uint32_t>(part.rows)};
-        k.dispatch(cmd, Shader::Embed, static_cast<uint32_t>(table.type), {part.buffer.handle(), tokens, y}, push,
+        struct {
+            uint32_t cols, n, row_begin, rows;
+            float scale;
+        } push{static_cast<uint32_t>(table.cols), n, static_cast<uint32_t>(part.row_begin), static_cast<uint32_t>(part.rows),
+               scale};
+        k.dispatch(cmd, Shader::Embed, static_cast<uint32_t>(table.type), {part.buffer.handle(), tokens, y}, &push,
                    sizeof push, groups(static_cast<uint64_t>(table.cols), 64), n);
     }
 }
 
 void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weight, VkBuffer y, VkBuffer row_map,
-                     bool use_map, uint32_t n, uint32_t cols, float eps) {
+                     bool use_map, uint32_t n, uint32_t cols, float eps, NormOutput output, bool barrier) {
     struct {
         uint32_t cols;
         float eps;
         uint32_t use_map;
-    } push{cols, eps, use_map ? 1u : 0u};
-    k.dispatch(cmd, Shader::RmsNorm, 0, {x, weight, y, row_map}, &push, sizeof push, n);
+        uint32_t accumulate;
+    } push{cols, eps, use_map ? 1u : 0u, output == NormOutput::AddTo ? 1u : 0u};
+    k.dispatch(cmd, Shader::RmsNorm, 0, {x, weight, y, row_map}, &push, sizeof push, n, 1, barrier);
+}
+
+void record_head_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer weight, uint32_t n_rows, uint32_t head_dim,
+                      float eps, bool barrier) {
+    // The row map is not read (use_map false); `heads` stands in for it.
+    record_rms_norm(k, cmd, heads, weight, heads, heads, false, n_rows, head_dim, eps, NormOutput::Write, barrier);
 }
 
 void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer positions, VkBuffer table, uint32_t n,
@@ -121,14 +131,32 @@ void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_
     k.dispatch(cmd, Shader::Add, 0, {y, x}, push, sizeof push, groups(count, 256), 1, barrier);
 }
 
-void record_swiglu(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count) {
-    const uint32_t push[1] = {count};
+void record_kv_write(Kernels& k, VkCommandBuffer cmd, VkBuffer keys, VkBuffer values, VkBuffer k_cache, VkBuffer v_cache,
+                     VkBuffer slots, uint32_t n, uint32_t kv_dim, uint32_t block_tokens, bool kv_f16) {
+    const uint32_t push[3] = {n, kv_dim, block_tokens};
+    k.dispatch(cmd, Shader::KvWrite, kv_f16 ? 1u : 0u, {keys, values, k_cache, v_cache, slots}, push, sizeof push,
+               groups(kv_dim, 64), n);
+}
+
+void record_attention(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
+                      VkBuffer positions, VkBuffer table_start, VkBuffer context, uint32_t n, const AttentionParams& params) {
+    struct {
+        uint32_t n_head, n_head_kv, head_dim, block_tokens;
+        float scale;
+        uint32_t window;
+    } push{params.n_head, params.n_head_kv, params.head_dim, params.block_tokens, params.scale, params.window};
+    k.dispatch(cmd, Shader::Attention, params.kv_f16 ? 1u : 0u, {q, k_cache, v_cache, tables, positions, table_start, context},
+               &push, sizeof push, params.n_head, n);
+}
+
+void record_gated_activation(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count,
+                             FfnActivation activation) {
+    const uint32_t push[2] = {count, activation == FfnActivation::GeluTanh ? 1u : 0u};
     k.dispatch(cmd, Shader::Swiglu, 0, {gate, up}, push, sizeof push, groups(count, 256));
 }
 
-std::vector<float> rope_table(const ModelConfig& c, const std::vector<float>& freq_factors, int n_positions) {
-    const RopeParams rope = rope_params(c, freq_factors);
-    const auto half = static_cast<size_t>(c.rope_dim / 2);
+std::vector<float> rope_table(const RopeParams& rope, int n_positions) {
+    const auto half = static_cast<size_t>(rope.rope_dim / 2);
     std::vector<float> cos(half), sin(half);
     std::vector<float> table(static_cast<size_t>(n_positions) * half * 2);
     for (int pos = 0; pos < n_positions; ++pos) {

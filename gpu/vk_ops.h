@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend/rope.h"
 #include "engine/model/model.h"
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
@@ -46,22 +47,49 @@ struct RopeShape {
 // `barrier` false: no barrier after it (the next product is independent: q/k/v, gate/up).
 void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
                    uint32_t y_stride, bool accumulate, bool barrier = true);
-// y[n x cols] = rows tokens[i] of the embedding table.
-void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, VkBuffer tokens, VkBuffer y, uint32_t n);
-// y[i] = rms_norm(x[map ? row_map[i] : i]) * weight, for i < n.
+// y[n x cols] = rows tokens[i] of the embedding table, times `scale`.
+void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, VkBuffer tokens, VkBuffer y, uint32_t n,
+                  float scale = 1.0f);
+// Whether a norm's result replaces y's rows or is added to them (a post-norm before the residual).
+enum class NormOutput { Write, AddTo };
+// y[i] (+)= rms_norm(x[map ? row_map[i] : i]) * weight, for i < n.
 void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weight, VkBuffer y, VkBuffer row_map,
-                     bool use_map, uint32_t n, uint32_t cols, float eps);
+                     bool use_map, uint32_t n, uint32_t cols, float eps, NormOutput output = NormOutput::Write,
+                     bool barrier = true);
+// The per-head Q/K norm in place: each of the n_rows rows of head_dim in `heads` normed and
+// scaled by weight[head_dim] (shared by every head).
+void record_head_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer weight, uint32_t n_rows, uint32_t head_dim,
+                      float eps, bool barrier = true);
 // Rotates heads[n x n_heads x head_dim] in place by the table's [position x rope_dim/2] (cos, sin).
 void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer positions, VkBuffer table, uint32_t n,
                  const RopeShape& shape, bool barrier = true);
 // y[i] += x[i % period] for i < count.
 void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period,
                 bool barrier = true);
-// gate[i] = silu(gate[i]) * up[i] for i < count.
-void record_swiglu(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count);
+// Stores K and V [n x kv_dim] in the paged cache at slots[i] (block * block_tokens + offset).
+void record_kv_write(Kernels& k, VkCommandBuffer cmd, VkBuffer keys, VkBuffer values, VkBuffer k_cache, VkBuffer v_cache,
+                     VkBuffer slots, uint32_t n, uint32_t kv_dim, uint32_t block_tokens, bool kv_f16);
+
+struct AttentionParams {
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;
+    uint32_t block_tokens = 0;
+    float scale = 1.0f;    // of q.k
+    uint32_t window = 0;   // > 0: a sliding-window layer, positions pos - window < j <= pos
+    bool kv_f16 = false;
+};
+// context[n x n_head x head_dim]: each token's attention over its sequence's cache, through
+// the block table that starts at tables[table_start[i]], up to positions[i].
+void record_attention(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
+                      VkBuffer positions, VkBuffer table_start, VkBuffer context, uint32_t n, const AttentionParams& params);
+// gate[i] = act(gate[i]) * up[i] for i < count: SwiGLU (Silu) or GeGLU (GeluTanh, through
+// F16 as the CPU's geglu_inplace).
+void record_gated_activation(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count,
+                             FfnActivation activation);
 
 // The (cos, sin) of every pair at positions [0, n_positions), [n_positions x rope_dim/2 x 2],
 // from rope_angles (engine/backend/rope.h), as the CPU backend's.
-std::vector<float> rope_table(const ModelConfig& c, const std::vector<float>& freq_factors, int n_positions);
+std::vector<float> rope_table(const RopeParams& rope, int n_positions);
 
 }  // namespace inferscope::gpu

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "engine/backend/rope.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 #include "gpu/vulkan_backend_factory.h"
@@ -32,20 +33,9 @@ Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
     return values.empty() ? Buffer() : upload_floats(ctx, values);
 }
 
-// The parts of an architecture the shaders do not implement yet, comma-separated.
-std::string missing_features(const ModelConfig& c) {
-    std::string missing;
-    const auto add = [&](bool absent, const char* feature) {
-        if (absent) missing += (missing.empty() ? "" : ", ") + std::string(feature);
-    };
-    add(c.has_qk_norm, "per-head Q/K norms");
-    add(c.has_post_norms, "post-attention/post-FFN norms");
-    add(c.ffn_activation != FfnActivation::Silu, "GeGLU");
-    add(c.embedding_scale != 1.0f, "embedding scaling");
-    add(c.attention_scale != 0.0f, "a query scale other than 1/sqrt(head_dim)");
-    add(c.has_local_layers(), "sliding-window layers");
-    return missing;
-}
+// Timestamps one layer may write: one per operation, 14 with every optional one (biases,
+// Q/K norms, post-norms).
+constexpr uint32_t kMaxLayerMarks = 16;
 
 }  // namespace
 
@@ -55,18 +45,14 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
-    if (const std::string missing = missing_features(c); !missing.empty()) {
-        throw UnsupportedError("Vulkan backend: " + c.architecture + " models need " + missing +
-                               ", which it does not implement yet (use --backend cpu)");
-    }
     max_tokens_ = pass_tokens(c, ctx_->info().max_storage_buffer_range_bytes);
     if (max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, max_pass_tokens);
     upload_weights();
     allocate_step_buffers();
     cmd_ = ctx_->allocate_command_buffer();
     if (op_timestamps && ctx_->info().timestamps) {
-        query_capacity_ = 8 + 16 * static_cast<uint32_t>(c.n_layer) + 2 * static_cast<uint32_t>(token_embd_.parts.size() +
-                                                                                              output_.parts.size());
+        query_capacity_ = 8 + kMaxLayerMarks * static_cast<uint32_t>(c.n_layer) +
+                          2 * static_cast<uint32_t>(token_embd_.parts.size() + output_.parts.size());
         VkQueryPoolCreateInfo create{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
         create.queryType = VK_QUERY_TYPE_TIMESTAMP;
         create.queryCount = query_capacity_;
@@ -86,8 +72,10 @@ void VulkanBackend::set_activation_tap(ActivationTap* tap) {
 
 void VulkanBackend::upload_weights() {
     VkContext& ctx = *ctx_;
+    const ModelConfig& c = model_->config();
     for (const LayerWeights& w : model_->layers()) {
         Layer l;
+        l.local = c.is_local_layer(static_cast<int>(layers_.size()));
         l.attn_norm = upload_floats(ctx, w.attn_norm);
         l.ffn_norm = upload_floats(ctx, w.ffn_norm);
         l.wq = upload_matrix(ctx, w.wq);
@@ -100,6 +88,10 @@ void VulkanBackend::upload_weights() {
         l.bq = optional_floats(ctx, w.bq);
         l.bk = optional_floats(ctx, w.bk);
         l.bv = optional_floats(ctx, w.bv);
+        l.q_norm = optional_floats(ctx, w.q_norm);
+        l.k_norm = optional_floats(ctx, w.k_norm);
+        l.post_attention_norm = optional_floats(ctx, w.post_attention_norm);
+        l.post_ffw_norm = optional_floats(ctx, w.post_ffw_norm);
         layers_.push_back(std::move(l));
     }
     token_embd_ = upload_matrix(ctx, model_->token_embedding());
@@ -120,7 +112,7 @@ void VulkanBackend::allocate_step_buffers() {
     s.tables = int_buffer(*ctx_, 256);
     s.x = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
     s.normed = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
-    s.attn_out = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
+    if (c.has_post_norms) s.projected = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
     s.q = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
     s.context = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
     s.k = float_buffer(*ctx_, n * static_cast<size_t>(c.kv_dim()));
@@ -173,7 +165,11 @@ void VulkanBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
 void VulkanBackend::ensure_rope_positions(int n_positions) {
     if (n_positions <= rope_positions_) return;
     const int grown = std::max({n_positions, 2 * rope_positions_, 256});
-    rope_table_ = upload_floats(*ctx_, rope_table(model_->config(), model_->rope_freq_factors(), grown));
+    const ModelConfig& c = model_->config();
+    rope_table_ = upload_floats(*ctx_, rope_table(rope_params(c, model_->rope_freq_factors()), grown));
+    if (c.has_local_layers()) {
+        rope_table_local_ = upload_floats(*ctx_, rope_table(local_rope_params(c, model_->rope_freq_factors()), grown));
+    }
     rope_positions_ = grown;
     kernels_->forget_descriptor_sets();
 }
@@ -272,7 +268,7 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out)
         vkCmdResetQueryPool(cmd, queries_, 0, query_capacity_);
         mark(cmd, nullptr);
     }
-    record_embed(*kernels_, cmd, token_embd_, step_.tokens.handle(), step_.x.handle(), n);
+    record_embed(*kernels_, cmd, token_embd_, step_.tokens.handle(), step_.x.handle(), n, c.embedding_scale);
     mark(cmd, "embed");
     for (const Layer& layer : layers_) record_layer(cmd, layer, n);
     if (n_out > 0) {
@@ -296,14 +292,26 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out)
 void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
     const auto n_embd = static_cast<uint32_t>(c.n_embd);
+    const StepBuffers& s = step_;
+    record_rms_norm(*kernels_, cmd, s.x.handle(), l.attn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n,
+                    n_embd, c.rms_norm_eps);
+    mark(cmd, "attn_norm");
+    record_qkv(cmd, l, n);
+    record_attention_block(cmd, l, n);
+    record_residual_product(cmd, l.wo, s.context.handle(), l.post_attention_norm, n, "attn_out", "attn_post_norm");
+    record_rms_norm(*kernels_, cmd, s.x.handle(), l.ffn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n,
+                    n_embd, c.rms_norm_eps);
+    mark(cmd, "ffn_norm");
+    record_ffn(cmd, l, n);
+}
+
+// q, k, v from the normed input: products, biases, then the per-head Q/K norms.
+void VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+    const ModelConfig& c = model_->config();
     const auto q_dim = static_cast<uint32_t>(c.q_dim());
     const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
-    const auto n_ff = static_cast<uint32_t>(c.n_ff);
     Kernels& k = *kernels_;
     const StepBuffers& s = step_;
-    record_rms_norm(k, cmd, s.x.handle(), l.attn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n, n_embd,
-                    c.rms_norm_eps);
-    mark(cmd, "attn_norm");
     // Independent products and element-wise ops share one barrier.
     record_matmul(k, cmd, l.wq, s.normed.handle(), s.q.handle(), n, q_dim, false, false);
     record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false, false);
@@ -315,50 +323,80 @@ void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n
         record_add(k, cmd, s.v.handle(), l.bv.handle(), n * kv_dim, kv_dim);
         mark(cmd, "qkv_bias");
     }
-    record_attention(cmd, l, n);
-    record_matmul(k, cmd, l.wo, s.context.handle(), s.x.handle(), n, n_embd, true);
-    mark(cmd, "attn_out");
-    record_rms_norm(k, cmd, s.x.handle(), l.ffn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n, n_embd,
-                    c.rms_norm_eps);
-    mark(cmd, "ffn_norm");
+    record_qk_norms(cmd, l, n);
+}
+
+void VulkanBackend::record_qk_norms(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+    const bool norm_q = l.q_norm.handle() != VK_NULL_HANDLE;
+    const bool norm_k = l.k_norm.handle() != VK_NULL_HANDLE;
+    if (!norm_q && !norm_k) return;
+    const ModelConfig& c = model_->config();
+    const auto head_dim = static_cast<uint32_t>(c.head_dim);
+    if (norm_q) {
+        record_head_norm(*kernels_, cmd, step_.q.handle(), l.q_norm.handle(), n * static_cast<uint32_t>(c.n_head), head_dim,
+                         c.rms_norm_eps, !norm_k);
+    }
+    if (norm_k) {
+        record_head_norm(*kernels_, cmd, step_.k.handle(), l.k_norm.handle(), n * static_cast<uint32_t>(c.n_head_kv), head_dim,
+                         c.rms_norm_eps);
+    }
+    mark(cmd, "qk_norm");
+}
+
+void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer input,
+                                            const Buffer& post_norm, uint32_t n, const char* product_op,
+                                            const char* norm_op) {
+    const ModelConfig& c = model_->config();
+    const auto n_embd = static_cast<uint32_t>(c.n_embd);
+    const StepBuffers& s = step_;
+    if (post_norm.handle() == VK_NULL_HANDLE) {
+        record_matmul(*kernels_, cmd, w, input, s.x.handle(), n, n_embd, true);
+        mark(cmd, product_op);
+        return;
+    }
+    record_matmul(*kernels_, cmd, w, input, s.projected.handle(), n, n_embd, false);
+    mark(cmd, product_op);
+    record_rms_norm(*kernels_, cmd, s.projected.handle(), post_norm.handle(), s.x.handle(), s.output_rows.handle(), false,
+                    n, n_embd, c.rms_norm_eps, NormOutput::AddTo);
+    mark(cmd, norm_op);
+}
+
+void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+    const ModelConfig& c = model_->config();
+    const auto n_ff = static_cast<uint32_t>(c.n_ff);
+    Kernels& k = *kernels_;
+    const StepBuffers& s = step_;
     record_matmul(k, cmd, l.w_gate, s.normed.handle(), s.gate.handle(), n, n_ff, false, false);
     record_matmul(k, cmd, l.w_up, s.normed.handle(), s.up.handle(), n, n_ff, false);
     mark(cmd, "gate_up");
-    record_swiglu(k, cmd, s.gate.handle(), s.up.handle(), n * n_ff);
-    mark(cmd, "swiglu");
-    record_matmul(k, cmd, l.w_down, s.gate.handle(), s.x.handle(), n, n_embd, true);
-    mark(cmd, "ffn_down");
+    record_gated_activation(k, cmd, s.gate.handle(), s.up.handle(), n * n_ff, c.ffn_activation);
+    mark(cmd, c.ffn_activation == FfnActivation::GeluTanh ? "geglu" : "swiglu");
+    record_residual_product(cmd, l.w_down, s.gate.handle(), l.post_ffw_norm, n, "ffn_down", "ffn_post_norm");
 }
 
-void VulkanBackend::record_attention(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
     Kernels& k = *kernels_;
     const StepBuffers& s = step_;
     const bool neox = c.rope_style == RopeStyle::Neox;
     const auto head_dim = static_cast<uint32_t>(c.head_dim);
     const auto rope_dim = static_cast<uint32_t>(c.rope_dim);
-    record_rope(k, cmd, s.q.handle(), s.positions.handle(), rope_table_.handle(), n,
-                {static_cast<uint32_t>(c.n_head), head_dim, rope_dim, neox}, false);
-    record_rope(k, cmd, s.k.handle(), s.positions.handle(), rope_table_.handle(), n,
+    const VkBuffer table = l.local ? rope_table_local_.handle() : rope_table_.handle();
+    record_rope(k, cmd, s.q.handle(), s.positions.handle(), table, n, {static_cast<uint32_t>(c.n_head), head_dim, rope_dim, neox},
+                false);
+    record_rope(k, cmd, s.k.handle(), s.positions.handle(), table, n,
                 {static_cast<uint32_t>(c.n_head_kv), head_dim, rope_dim, neox});
-    mark(cmd, "rope");
-    const uint32_t kv_f16 = kv_layout_.dtype == KvDtype::F16 ? 1 : 0;
-    const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
-    const uint32_t write_push[3] = {n, kv_dim, static_cast<uint32_t>(kv_layout_.block_tokens)};
-    k.dispatch(cmd, Shader::KvWrite, kv_f16,
-               {s.k.handle(), s.v.handle(), l.k_cache.handle(), l.v_cache.handle(), s.slots.handle()}, write_push,
-               sizeof write_push, (kv_dim + 63) / 64, n);
+    mark(cmd, l.local ? "rope_local" : "rope");
+    const bool kv_f16 = kv_layout_.dtype == KvDtype::F16;
+    const auto block_tokens = static_cast<uint32_t>(kv_layout_.block_tokens);
+    record_kv_write(k, cmd, s.k.handle(), s.v.handle(), l.k_cache.handle(), l.v_cache.handle(), s.slots.handle(), n,
+                    static_cast<uint32_t>(c.kv_dim()), block_tokens, kv_f16);
     mark(cmd, "kv_write");
-    struct {
-        uint32_t n_head, n_head_kv, head_dim, block_tokens;
-        float scale;
-    } push{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim,
-           static_cast<uint32_t>(kv_layout_.block_tokens), 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-    k.dispatch(cmd, Shader::Attention, kv_f16,
-               {s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), s.tables.handle(), s.positions.handle(),
-                s.table_start.handle(), s.context.handle()},
-               &push, sizeof push, static_cast<uint32_t>(c.n_head), n);
-    mark(cmd, "attention");
+    const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
+                                 c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
+    record_attention(k, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), s.tables.handle(), s.positions.handle(),
+                     s.table_start.handle(), s.context.handle(), n, params);
+    mark(cmd, l.local ? "attention_local" : "attention");
 }
 
 std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options) {

@@ -33,7 +33,10 @@ private:
     struct Layer {
         Buffer attn_norm, ffn_norm;
         DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
-        Buffer bq, bk, bv;  // empty without biases
+        Buffer bq, bk, bv;                            // empty without biases
+        Buffer q_norm, k_norm;                        // [head_dim], empty without per-head Q/K norms
+        Buffer post_attention_norm, post_ffw_norm;    // [n_embd], empty without post-norms
+        bool local = false;                           // a sliding-window layer
         Buffer k_cache, v_cache;
     };
     // Per-pass inputs written by the host (host-visible) and activations (device), sized for
@@ -41,7 +44,7 @@ private:
     struct StepBuffers {
         Buffer tokens, positions, slots, table_start, output_rows;  // int32 [max_tokens]
         Buffer tables;                                               // int32 block tables, grown on demand
-        Buffer x, normed, attn_out;                                  // [max_tokens x n_embd]
+        Buffer x, normed, projected;                                 // [max_tokens x n_embd]
         Buffer q, context;                                           // [max_tokens x q_dim]
         Buffer k, v;                                                 // [max_tokens x kv_dim]
         Buffer gate, up;                                             // [max_tokens x n_ff]
@@ -54,7 +57,13 @@ private:
     int fill_inputs(std::span<const BatchToken> tokens, const KvBlockPool& pool);
     void record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out);
     void record_layer(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
-    void record_attention(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void record_qkv(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void record_qk_norms(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void record_attention_block(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    // x += w * input, or with a post-norm x += rms_norm(w * input) * post_norm.
+    void record_residual_product(VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer input, const Buffer& post_norm,
+                                 uint32_t n, const char* product_op, const char* norm_op);
     void run_pass(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits);
     void mark(VkCommandBuffer cmd, const char* op);
     void collect_times();
@@ -65,7 +74,8 @@ private:
     std::vector<Layer> layers_;
     DeviceMatrix token_embd_, output_;
     Buffer output_norm_;
-    Buffer rope_table_;  // [positions x rope_dim/2] (cos, sin)
+    Buffer rope_table_;        // [positions x rope_dim/2] (cos, sin)
+    Buffer rope_table_local_;  // the same for sliding-window layers (their own base); empty without them
     int rope_positions_ = 0;
     KvLayout kv_layout_;
     int max_tokens_ = 0;

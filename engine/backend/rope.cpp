@@ -14,6 +14,13 @@ RopeParams rope_params(const ModelConfig& c, const std::vector<float>& freq_fact
     return rope;
 }
 
+RopeParams local_rope_params(const ModelConfig& c, const std::vector<float>& freq_factors) {
+    RopeParams rope = rope_params(c, freq_factors);
+    rope.freq_base = c.rope_freq_base_local;
+    rope.freq_scale = 1.0f;
+    return rope;
+}
+
 void rope_angles(int32_t pos, const RopeParams& rope, float* cos_out, float* sin_out) {
     // The angle of pair i is built by repeated multiplication in float, as ggml does, so
     // that positions far into the context rotate by the same float angles as llama.cpp.

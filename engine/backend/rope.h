@@ -18,6 +18,9 @@ struct RopeParams {
 
 // The model's parameters; `freq_factors` (empty: none) must outlive the result.
 RopeParams rope_params(const ModelConfig& c, const std::vector<float>& freq_factors);
+// The parameters of sliding-window (local) layers: the model's, with rope_freq_base_local
+// as the base and no frequency scaling.
+RopeParams local_rope_params(const ModelConfig& c, const std::vector<float>& freq_factors);
 
 // cos and sin of each pair's angle at `pos` (rope_dim / 2 of each): pair i turns by
 // freq_scale * pos * base^(-2i/rope_dim) / freq_factors[i]. The same for every head and layer.

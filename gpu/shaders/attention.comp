@@ -1,6 +1,7 @@
 #version 450
 // Causal attention over the paged KV cache, one workgroup per (query head, token): the
-// token attends to positions 0..pos of its own sequence, CHUNK positions at a time, with an
+// token attends to positions 0..pos of its own sequence (window > 0, a sliding-window layer:
+// only pos - window < j <= pos), CHUNK positions at a time, with an
 // online softmax (a running maximum and sum rescale the partial output), so no score
 // vector longer than CHUNK is ever stored. The same kernel serves decode (one token per
 // sequence) and prefill (many tokens, each its own workgroup).
@@ -25,7 +26,8 @@ layout(push_constant) uniform Params {
     uint n_head_kv;
     uint head_dim;
     uint block_tokens;
-    float scale;
+    float scale;   // of q.k
+    uint window;   // 0: the whole context
 } p;
 
 shared float q_sh[MAX_HEAD_DIM];
@@ -65,6 +67,7 @@ void main() {
     const uint kv_dim = p.n_head_kv * p.head_dim;
     const uint block_elements = p.block_tokens * kv_dim;
     const uint n_ctx = uint(pos[t]) + 1;
+    const uint first = p.window != 0 && n_ctx > p.window ? n_ctx - p.window : 0;
     const uint table = uint(table_start[t]);
     const uint q_base = (t * p.n_head + head) * p.head_dim;
     for (uint d = tid; d < p.head_dim; d += CHUNK) q_sh[d] = q[q_base + d];
@@ -73,7 +76,7 @@ void main() {
     float running_sum = 0.0;
     float acc[DIMS_PER_THREAD];
     for (uint k = 0; k < DIMS_PER_THREAD; ++k) acc[k] = 0.0;
-    for (uint start = 0; start < n_ctx; start += CHUNK) {
+    for (uint start = first; start < n_ctx; start += CHUNK) {
         const uint j = start + tid;
         uint k_base = 0;
         if (j < n_ctx) {

@@ -1,6 +1,7 @@
 #version 450
-// Embedding gather: out[t] = dequantized row tokens[t] of the table, for the tokens whose
-// ids fall in the rows [row_begin, row_begin + rows) held by this weight buffer.
+// Embedding gather: out[t] = dequantized row tokens[t] of the table, times `scale` (Gemma
+// scales its embeddings by sqrt(n_embd)), for the tokens whose ids fall in the rows
+// [row_begin, row_begin + rows) held by this weight buffer.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 
@@ -16,6 +17,7 @@ layout(push_constant) uniform Params {
     uint n;
     uint row_begin;
     uint rows;
+    float scale;
 } p;
 
 #include "weights.glsl"
@@ -26,5 +28,6 @@ void main() {
     if (e >= p.cols || t >= p.n) return;
     const uint token = uint(tokens[t]);
     if (token < p.row_begin || token >= p.row_begin + p.rows) return;
-    y[t * p.cols + e] = weight_at((token - p.row_begin) * row_words(p.cols), e);
+    const float value = weight_at((token - p.row_begin) * row_words(p.cols), e);
+    y[t * p.cols + e] = value * p.scale;
 }

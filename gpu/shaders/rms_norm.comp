@@ -1,18 +1,21 @@
 #version 450
 // out[i] = in[src(i)] / sqrt(mean(in[src(i)]^2) + eps) * weight, one workgroup per output
 // row; src(i) = rows[i] when use_map is set (the final norm of the rows that want logits),
-// else i.
+// else i. accumulate: out[i] += the normed row instead (a post-norm added to the residual).
+// in and out may be the same buffer (the per-head Q/K norms run in place): every element
+// is read before it is written, by the thread that writes it.
 layout(local_size_x = 64) in;
 
 layout(set = 0, binding = 0) readonly buffer Input { float x[]; };     // [* x cols]
 layout(set = 0, binding = 1) readonly buffer Weight { float weight[]; };  // [cols]
-layout(set = 0, binding = 2) writeonly buffer Output { float y[]; };   // [n x cols]
+layout(set = 0, binding = 2) buffer Output { float y[]; };             // [n x cols]
 layout(set = 0, binding = 3) readonly buffer RowMap { int rows[]; };   // [n]
 
 layout(push_constant) uniform Params {
     uint cols;
     float eps;
     uint use_map;
+    uint accumulate;
 } p;
 
 shared float partial[64];
@@ -30,5 +33,8 @@ void main() {
         barrier();
     }
     const float scale = 1.0 / sqrt(partial[0] / float(p.cols) + p.eps);
-    for (uint e = tid; e < p.cols; e += 64) y[i * p.cols + e] = (x[src + e] * scale) * weight[e];
+    for (uint e = tid; e < p.cols; e += 64) {
+        const float normed = (x[src + e] * scale) * weight[e];
+        y[i * p.cols + e] = p.accumulate != 0 ? y[i * p.cols + e] + normed : normed;
+    }
 }

@@ -1,5 +1,5 @@
-// inferscope-cli with --backend vulkan end to end: devices, generate equal to the CPU, and
-// bench with a given device bandwidth as its floor.
+// inferscope-cli with --backend vulkan end to end: devices, generate equal to the CPU (also
+// for qwen3 and gemma3), and bench with a given device bandwidth as its floor.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +46,20 @@ TEST_F(GpuCli, GenerateOnVulkanEqualsCpu) {
     ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
     EXPECT_EQ(gpu.out, cpu.out);
     EXPECT_NE(gpu.err.find("Vulkan ("), std::string::npos) << gpu.err;
+}
+
+// Architectures with per-head Q/K norms (qwen3), and with GeGLU, post-norms, embedding
+// scaling and sliding-window layers (gemma3): the same greedy tokens as the CPU.
+TEST_F(GpuCli, GenerateModernArchitecturesOnVulkanEqualsCpu) {
+    for (const char* file : {"modern/qwen3-tiny.gguf", "modern/gemma3-tiny.gguf"}) {
+        INFERSCOPE_REQUIRE_SHARED_FILE(file);
+        const std::string args = "generate -m " + testing::shared_model(file).string() +
+                                 " -p 'The quick brown fox' -n 8 --temp 0 --backend ";
+        const auto cpu = run_cli(args + "cpu");
+        const auto gpu = run_cli(args + "vulkan");
+        ASSERT_EQ(gpu.exit_code, 0) << file << ": " << gpu.err;
+        EXPECT_EQ(gpu.out, cpu.out) << file;
+    }
 }
 
 TEST_F(GpuCli, BenchFloorComesFromTheGivenBandwidth) {

@@ -3,10 +3,16 @@
 // test-backend-ops does). The validation layer is on; any error it reports fails the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/kernels/attention_kernels.h"
+#include "engine/backend/cpu/kv_storage.h"
 #include "engine/backend/cpu/matmul.h"
 #include "engine/backend/cpu/ops.h"
+#include "engine/core/fp16.h"
 #include "engine/core/thread_pool.h"
 #include "engine/formats/quant.h"
 #include "gpu/op_harness.h"
@@ -126,6 +132,16 @@ TEST_F(GpuOps, RmsNorm) {
     EXPECT_LT(nmse(gpu_->rms_norm(x, weight, 1e-5f), expected), 1e-12);
 }
 
+// heads[positions x n_heads x 64] rotated by the CPU with `p`'s angles.
+std::vector<float> cpu_rope(std::vector<float> heads, const std::vector<int32_t>& positions, const RopeParams& p, int n_heads) {
+    std::vector<float> cos(32), sin(32);
+    for (size_t t = 0; t < positions.size(); ++t) {
+        rope_angles(positions[t], p, cos.data(), sin.data());
+        apply_rope(heads.data() + t * n_heads * 64, n_heads, 64, cos.data(), sin.data(), p);
+    }
+    return heads;
+}
+
 TEST_F(GpuOps, RopeNormalAndNeoxAtFarPositions) {
     for (RopeStyle style : {RopeStyle::Normal, RopeStyle::Neox}) {
         ModelConfig c;
@@ -136,16 +152,93 @@ TEST_F(GpuOps, RopeNormalAndNeoxAtFarPositions) {
         const int n_heads = 3;
         const std::vector<int32_t> positions = {0, 1, 17, 4095};
         const std::vector<float> heads = random_floats(positions.size() * n_heads * 64, rng_);
-        std::vector<float> expected = heads;
         const RopeParams p = rope_params(c, {});
-        std::vector<float> cos(32), sin(32);
-        for (size_t t = 0; t < positions.size(); ++t) {
-            rope_angles(positions[t], p, cos.data(), sin.data());
-            apply_rope(expected.data() + t * n_heads * 64, n_heads, 64, cos.data(), sin.data(), p);
-        }
         // Same angle table as the CPU: only the rotation's float rounding may differ.
-        EXPECT_LT(nmse(gpu_->rope(heads, positions, c, n_heads), expected), 1e-12) << (style == RopeStyle::Neox ? "neox" : "normal");
+        EXPECT_LT(nmse(gpu_->rope(heads, positions, p, n_heads, 64), cpu_rope(heads, positions, p, n_heads)), 1e-12)
+            << (style == RopeStyle::Neox ? "neox" : "normal");
     }
+}
+
+TEST_F(GpuOps, RopeOfSlidingWindowLayersUsesTheLocalBaseUnscaled) {
+    ModelConfig c;
+    c.head_dim = 64;
+    c.rope_dim = 64;
+    c.rope_freq_base = 1000000.0f;
+    c.rope_freq_scale = 0.125f;  // global layers only
+    c.rope_freq_base_local = 10000.0f;
+    c.rope_style = RopeStyle::Neox;
+    const int n_heads = 2;
+    const std::vector<int32_t> positions = {0, 3, 40, 1000};
+    const std::vector<float> heads = random_floats(positions.size() * n_heads * 64, rng_);
+    const RopeParams local = local_rope_params(c, {});
+    const std::vector<float> expected = cpu_rope(heads, positions, local, n_heads);
+    EXPECT_LT(nmse(gpu_->rope(heads, positions, local, n_heads, 64), expected), 1e-12);
+    // The local angles are not the global ones: the test would catch a swapped table.
+    EXPECT_GT(nmse(cpu_rope(heads, positions, rope_params(c, {}), n_heads), expected), 1e-3);
+}
+
+TEST_F(GpuOps, HeadNormInPlaceEqualsCpuRowNorm) {
+    // 11 tokens x 4 heads of head_dim 32 (qwen3-tiny's q) and of 256 (Gemma 3's head_dim).
+    for (int64_t head_dim : {32, 256}) {
+        const std::vector<float> heads = random_floats(static_cast<size_t>(44 * head_dim), rng_, 3.0f);
+        const std::vector<float> weight = random_floats(static_cast<size_t>(head_dim), rng_);
+        std::vector<float> expected(heads.size());
+        for (int64_t r = 0; r < 44; ++r) {
+            rms_norm_row(heads.data() + r * head_dim, weight.data(), head_dim, 1e-6f, expected.data() + r * head_dim);
+        }
+        const double e = nmse(gpu_->head_norm(heads, weight, 1e-6f), expected);
+        EXPECT_LT(e, 1e-12) << "head_dim " << head_dim;
+        std::printf("[ measured ] head norm, head_dim %lld: NMSE %.3g\n", static_cast<long long>(head_dim), e);
+    }
+}
+
+TEST_F(GpuOps, EmbeddingScaleMultipliesTheDequantizedRows) {
+    std::vector<uint8_t> bytes;
+    const WeightMatrix w = random_weight(GgmlType::Q8_0, 40, 64, rng_, bytes);
+    const std::vector<int32_t> tokens = {3, 0, 39, 3};
+    const float scale = std::sqrt(64.0f);
+    std::vector<float> expected(tokens.size() * 64);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        dequantize_row(GgmlType::Q8_0, w.row(tokens[i]), expected.data() + i * 64, 64);
+        for (size_t d = 0; d < 64; ++d) expected[i * 64 + d] *= scale;
+    }
+    EXPECT_EQ(gpu_->embed(w, tokens, 0, scale), expected);
+}
+
+// The F16 bits of a value that F16 represents exactly.
+int f16_bits(float x) { return static_cast<int>(fp32_to_fp16(x)); }
+
+TEST_F(GpuOps, GegluEqualsTheCpuF16TableSemantics) {
+    // Gates over the table's whole range and beyond its +-10 cut-offs, ties of F32 -> F16
+    // rounding, F16 subnormals; up = 1 so the outputs are the GELU values themselves.
+    std::vector<float> gate = random_floats(20000, rng_, 12.0f);
+    const std::vector<float> small = random_floats(2000, rng_, 1e-4f);
+    gate.insert(gate.end(), small.begin(), small.end());
+    for (float special : {0.0f, -0.0f, 10.0f, -10.0f, 9.999f, -9.999f, 1.0f + 1.0f / 2048, -3.0f - 3.0f / 2048, 6e-8f}) {
+        gate.push_back(special);
+    }
+    const std::vector<float> ones(gate.size(), 1.0f);
+    std::vector<float> expected = gate;
+    geglu_inplace(expected.data(), ones.data(), static_cast<int64_t>(gate.size()));
+    const std::vector<float> ours = gpu_->gated_activation(gate, ones, FfnActivation::GeluTanh);
+    int differing = 0, worst_steps = 0;
+    float worst = 0;
+    for (size_t i = 0; i < gate.size(); ++i) {
+        if (ours[i] == expected[i]) continue;
+        ++differing;
+        worst = std::max(worst, std::abs(ours[i] - expected[i]));
+        // Below 10 both are F16 values: at most one F16 step apart (tanh's last bit).
+        if (std::abs(gate[i]) < 10.0f) worst_steps = std::max(worst_steps, std::abs(f16_bits(ours[i]) - f16_bits(expected[i])));
+    }
+    EXPECT_LE(worst_steps, 1);
+    EXPECT_LE(differing, static_cast<int>(gate.size() / 1000)) << "values not bit-equal to the CPU's";
+    std::printf("[ measured ] GeGLU: %d of %zu values differ from the CPU, by at most %d F16 step (%.3g)\n", differing,
+                gate.size(), worst_steps, worst);
+
+    const std::vector<float> up = random_floats(gate.size(), rng_);
+    std::vector<float> gated = gate;
+    geglu_inplace(gated.data(), up.data(), static_cast<int64_t>(gate.size()));
+    EXPECT_LT(nmse(gpu_->gated_activation(gate, up, FfnActivation::GeluTanh), gated), 1e-7);
 }
 
 TEST_F(GpuOps, SwigluAndAdd) {
@@ -153,12 +246,98 @@ TEST_F(GpuOps, SwigluAndAdd) {
     const std::vector<float> up = random_floats(1000, rng_);
     std::vector<float> expected = gate;
     swiglu_inplace(expected.data(), up.data(), 1000);
-    EXPECT_LT(nmse(gpu_->swiglu(gate, up), expected), 1e-12);
+    EXPECT_LT(nmse(gpu_->gated_activation(gate, up, FfnActivation::Silu), expected), 1e-12);
 
     const std::vector<float> bias = random_floats(10, rng_);
     std::vector<float> sum = up;
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += bias[i % 10];
     EXPECT_EQ(gpu_->add(up, bias), sum);
+}
+
+// The CPU backend's attention (CpuBackend::attend_one) of one sequence at positions
+// 0..n-1 over a cache filled in the order of shape.block_table.
+std::vector<float> cpu_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                                 const gpu::AttentionShape& shape) {
+    const int kv_dim = shape.n_head_kv * shape.head_dim;
+    const int q_dim = shape.n_head * shape.head_dim;
+    const int n = static_cast<int>(k.size()) / kv_dim;
+    const int bt = shape.block_tokens;
+    KvLayout layout;
+    layout.n_layer = 1;
+    layout.n_head_kv = shape.n_head_kv;
+    layout.head_dim = shape.head_dim;
+    layout.dtype = shape.kv_f16 ? KvDtype::F16 : KvDtype::F32;
+    layout.block_tokens = bt;
+    layout.n_blocks = *std::max_element(shape.block_table.begin(), shape.block_table.end()) + 1;
+    CpuKvStorage kv(layout);
+    for (int i = 0; i < n; ++i) kv.write(0, shape.block_table[static_cast<size_t>(i / bt)], i % bt, &k[static_cast<size_t>(i * kv_dim)], &v[static_cast<size_t>(i * kv_dim)]);
+    const AttentionKernels kernels = attention_kernels(active_cpu_isa());
+    const int group = shape.n_head / shape.n_head_kv;
+    std::vector<float> out(q.size(), 0.0f);
+    for (int pos = 0; pos < n; ++pos) {
+        const int first_visible = shape.window > 0 ? std::max(0, pos + 1 - shape.window) : 0;
+        const int first_block = first_visible / bt;
+        const int hidden = first_visible - first_block * bt;
+        const int n_ctx = pos + 1 - first_block * bt;
+        const int n_blocks = (n_ctx + bt - 1) / bt;
+        for (int h = 0; h < shape.n_head_kv; ++h) {
+            std::vector<const void*> k_parts, v_parts;
+            for (int b = 0; b < n_blocks; ++b) {
+                const int32_t block = shape.block_table[static_cast<size_t>(first_block + b)];
+                k_parts.push_back(kv.k_part(0, block, h));
+                v_parts.push_back(kv.v_part(0, block, h));
+            }
+            const float* qh = &q[static_cast<size_t>(pos * q_dim + h * group * shape.head_dim)];
+            float* oh = &out[static_cast<size_t>(pos * q_dim + h * group * shape.head_dim)];
+            std::vector<float> scores(static_cast<size_t>(group * n_ctx));
+            if (shape.kv_f16) {
+                kernels.scores_f16(qh, group, shape.head_dim, reinterpret_cast<const uint16_t* const*>(k_parts.data()), bt, n_ctx,
+                                   shape.scale, scores.data(), n_ctx);
+            } else {
+                kernels.scores_f32(qh, group, shape.head_dim, reinterpret_cast<const float* const*>(k_parts.data()), bt, n_ctx,
+                                   shape.scale, scores.data(), n_ctx);
+            }
+            for (int g = 0; g < group; ++g) {
+                float* row = scores.data() + static_cast<size_t>(g * n_ctx);
+                kernels.softmax(row + hidden, n_ctx - hidden);
+                std::fill(row, row + hidden, 0.0f);
+            }
+            if (shape.kv_f16) {
+                kernels.accumulate_f16(scores.data(), group, n_ctx, reinterpret_cast<const uint16_t* const*>(v_parts.data()), bt,
+                                       shape.head_dim, n_ctx, shape.head_dim, oh);
+            } else {
+                kernels.accumulate_f32(scores.data(), group, n_ctx, reinterpret_cast<const float* const*>(v_parts.data()), bt,
+                                       shape.head_dim, n_ctx, shape.head_dim, oh);
+            }
+        }
+    }
+    return out;
+}
+
+TEST_F(GpuOps, AttentionWithAndWithoutASlidingWindowMatchesCpu) {
+    // 150 tokens: three chunks of 64 positions; blocks of 16 in a scattered order. Windows:
+    // none, Gemma-like small ones (one starting mid-block), one longer than a chunk, and one
+    // longer than the sequence.
+    gpu::AttentionShape shape;
+    shape.n_head = 4;
+    shape.n_head_kv = 2;
+    shape.head_dim = 32;
+    shape.block_tokens = 16;
+    shape.scale = 0.0625f;  // not 1/sqrt(head_dim): an explicit query scale
+    for (int b = 0; b < 10; ++b) shape.block_table.push_back((b * 7 + 3) % 10);
+    const int n = 150;
+    const std::vector<float> q = random_floats(static_cast<size_t>(n * shape.n_head * shape.head_dim), rng_, 2.0f);
+    const std::vector<float> k = random_floats(static_cast<size_t>(n * shape.n_head_kv * shape.head_dim), rng_, 2.0f);
+    const std::vector<float> v = random_floats(k.size(), rng_);
+    for (bool kv_f16 : {false, true}) {
+        for (int window : {0, 5, 21, 100, 512}) {
+            shape.kv_f16 = kv_f16;
+            shape.window = window;
+            const double e = nmse(gpu_->attention(q, k, v, shape), cpu_attention(q, k, v, shape));
+            EXPECT_LT(e, 1e-10) << "window " << window << (kv_f16 ? " F16" : " F32") << " cache";
+            std::printf("[ measured ] attention, window %d, %s cache: NMSE %.3g\n", window, kv_f16 ? "F16" : "F32", e);
+        }
+    }
 }
 
 }  // namespace

@@ -32,17 +32,6 @@ void CpuBackend::Activations::resize(int64_t n, const ModelConfig& c) {
     rope_sin_local.resize(rope_cos_local.size());
 }
 
-namespace {
-
-RopeParams local_rope_params(const ModelConfig& c, const std::vector<float>& freq_factors) {
-    RopeParams rope = rope_params(c, freq_factors);
-    rope.freq_base = c.rope_freq_base_local;
-    rope.freq_scale = 1.0f;
-    return rope;
-}
-
-}  // namespace
-
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     : model_(std::move(model)), pool_(n_threads), attention_kernels_(attention_kernels(active_cpu_isa())),
       activation_kernels_(activation_kernels(active_cpu_isa())),
