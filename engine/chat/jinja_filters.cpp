@@ -248,8 +248,22 @@ Value float_of(const Value& v, const CallArgs& args) {
     return otherwise;
 }
 
+// Indentation wider than this is refused: a template's numbers come from a model file.
+constexpr int64_t kMaxIndent = 4096;
+
+int64_t checked_indent(const Value& width, const char* filter, int line) {
+    const int64_t value = width.as_int();
+    if (value > kMaxIndent) {
+        throw TemplateError(std::string(filter) + ": indent " + std::to_string(value) + " is wider than " +
+                                std::to_string(kMaxIndent),
+                            line);
+    }
+    return value;
+}
+
 Value indent_text(const Value& v, const CallArgs& args) {
     const Value* width = argument(args, 0, "width");
+    if (width != nullptr && !width->is_string()) checked_indent(*width, "indent", args.line);
     const std::string indentation = width == nullptr ? "    " : (width->is_string() ? width->as_string() : std::string(static_cast<size_t>(std::max<int64_t>(width->as_int(), 0)), ' '));
     const bool blank = flag_argument(args, 2, "blank");
     // jinja2 splits text + "\n" into lines, which is the text split at each newline.
@@ -336,7 +350,8 @@ const std::unordered_map<std::string, FilterFunction>& filters() {
              for (const auto& named : a.named) {
                  if (named.first != "indent") throw TemplateError("tojson: unsupported argument '" + named.first + "' (only indent)", a.line);
              }
-             return Value(python_json_dumps(v, indent && !indent->is_none() ? static_cast<int>(indent->as_int()) : -1, a.line));
+             const bool indented = indent != nullptr && !indent->is_none();
+             return Value(python_json_dumps(v, indented ? static_cast<int>(checked_indent(*indent, "tojson", a.line)) : -1, a.line));
          }},
         {"length", length_of},
         {"count", length_of},

@@ -1,5 +1,7 @@
 #include "engine/chat/jinja_interpreter.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
@@ -37,6 +39,8 @@ Value make_namespace(const CallArgs& args) {
     return Value(std::move(ns));
 }
 
+constexpr int64_t kMaxRangeItems = 10'000'000;
+
 Value make_range(const CallArgs& args) {
     for (const Value& v : args.positional) {
         if (!v.is_integer()) throw TemplateError("range() takes integers", args.line);
@@ -47,6 +51,13 @@ Value make_range(const CallArgs& args) {
     const int64_t stop = n == 1 ? args.positional[0].as_int() : args.positional[1].as_int();
     const int64_t step = n == 3 ? args.positional[2].as_int() : 1;
     if (step == 0) throw TemplateError("range() step must not be zero", args.line);
+    // Counted in double: stop - start can overflow 64 bits.
+    const double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+    if (count > static_cast<double>(kMaxRangeItems)) {
+        throw TemplateError("range() of " + std::to_string(static_cast<int64_t>(count)) + " items is longer than a template may build (" +
+                                std::to_string(kMaxRangeItems) + ")",
+                            args.line);
+    }
     ValueList out;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
     return Value(std::move(out));
@@ -95,12 +106,20 @@ Value loop_object(const ValueList& items, size_t index) {
     return Value(std::move(loop));
 }
 
+// What one rendering may spend, so that a template from a model file cannot hang or exhaust
+// the program: real chat templates take a few thousand steps, a few KiB of output and two or
+// three levels of macro calls.
+constexpr int64_t kMaxRenderSteps = 1'000'000;
+constexpr size_t kMaxRenderedBytes = size_t{64} << 20;
+constexpr int kMaxMacroDepth = 64;
+
 class Renderer {
 public:
     explicit Renderer(const Scope& globals) : globals_(globals) {}
 
     Flow render(const NodeList& nodes, Scope& scope, std::string& out) {
         for (const auto& node : nodes) {
+            spend_step(out, node->line);
             const Flow flow = render_node(*node, scope, out);
             if (flow != Flow::Normal) return flow;
         }
@@ -108,6 +127,15 @@ public:
     }
 
 private:
+    void spend_step(const std::string& out, int line) {
+        if (++steps_ > kMaxRenderSteps) {
+            throw TemplateError("the template takes more than " + std::to_string(kMaxRenderSteps) + " steps to render", line);
+        }
+        if (out.size() > kMaxRenderedBytes) {
+            throw TemplateError("the template renders more than " + std::to_string(kMaxRenderedBytes >> 20) + " MiB", line);
+        }
+    }
+
     Flow render_node(const Node& node, Scope& scope, std::string& out) {
         switch (node.kind) {
             case Node::Kind::Text: out += node.text; return Flow::Normal;
@@ -158,6 +186,7 @@ private:
             items.push_back(std::move(item));
         }
         for (size_t i = 0; i < items.size(); ++i) {
+            spend_step(out, node.line);
             Scope iteration{{}, &scope};
             unpack_into(iteration, node.targets, items[i], node.line);
             iteration.variables["loop"] = loop_object(items, i);
@@ -181,8 +210,20 @@ private:
                 const bool known = std::any_of(node.params.begin(), node.params.end(), [&](const MacroParam& p) { return p.name == named.first; });
                 if (!known) throw TemplateError("macro '" + node.name + "' has no parameter '" + named.first + "'", args.line);
             }
+            if (macro_depth_ >= kMaxMacroDepth) {
+                throw TemplateError("macro '" + node.name + "' calls nest more than " + std::to_string(kMaxMacroDepth) +
+                                        " levels deep",
+                                    args.line);
+            }
+            ++macro_depth_;
             std::string out;
-            render(node.body, call_scope, out);
+            try {
+                render(node.body, call_scope, out);
+            } catch (...) {
+                --macro_depth_;
+                throw;
+            }
+            --macro_depth_;
             return Value(std::move(out));
         }));
     }
@@ -270,6 +311,8 @@ private:
     }
 
     const Scope& globals_;
+    int64_t steps_ = 0;
+    int macro_depth_ = 0;
 };
 
 }  // namespace

@@ -24,7 +24,14 @@ std::string python_type(const Value& v) {
     throw TemplateError("unsupported operand type(s) for " + op + ": '" + python_type(a) + "' and '" + python_type(b) + "'", line);
 }
 
-Value repeat(const Value& sequence, int64_t times) {
+Value repeat(const Value& sequence, int64_t times, int line) {
+    // Bounded like every other allocation a template (from a model file) can ask for.
+    constexpr double kMaxElements = 64.0 * 1024 * 1024;
+    const double length = sequence.is_string() ? static_cast<double>(sequence.as_string().size())
+                                               : static_cast<double>(sequence.as_list().size());
+    if (length * static_cast<double>(std::max<int64_t>(times, 0)) > kMaxElements) {
+        throw TemplateError("repeating a sequence " + std::to_string(times) + " times makes more than 64 Mi elements", line);
+    }
     if (sequence.is_string()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i) out += sequence.as_string();
@@ -35,11 +42,17 @@ Value repeat(const Value& sequence, int64_t times) {
     return Value(std::move(out));
 }
 
+// By squaring, so a huge exponent costs 64 steps; the result wraps at 64 bits (Python's
+// integers would grow instead).
 Value integer_power(int64_t base, int64_t exponent) {
     if (exponent < 0) return Value(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
-    int64_t result = 1;
-    for (int64_t i = 0; i < exponent; ++i) result *= base;
-    return Value(result);
+    uint64_t result = 1;
+    auto factor = static_cast<uint64_t>(base);
+    for (auto e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+        if (e & 1) result *= factor;
+        factor *= factor;
+    }
+    return Value(static_cast<int64_t>(result));
 }
 
 // + - * / // % ** between two numbers; bools count as ints.
@@ -95,8 +108,8 @@ Value binary_operation(const std::string& op, const Value& a, const Value& b, in
         joined.insert(joined.end(), b.as_list().begin(), b.as_list().end());
         return Value(std::move(joined));
     }
-    if (op == "*" && (a.is_string() || a.is_list()) && b.is_integer()) return repeat(a, b.as_int());
-    if (op == "*" && a.is_integer() && (b.is_string() || b.is_list())) return repeat(b, a.as_int());
+    if (op == "*" && (a.is_string() || a.is_list()) && b.is_integer()) return repeat(a, b.as_int(), line);
+    if (op == "*" && a.is_integer() && (b.is_string() || b.is_list())) return repeat(b, a.as_int(), line);
     if (op == "%" && a.is_string()) throw TemplateError("unsupported: printf-style string formatting with %", line);
     unsupported_operands(op, a, b, line);
 }

@@ -9,6 +9,21 @@
 namespace inferscope::chat {
 namespace {
 
+// Parsing, evaluating and freeing a template recurse once per level of nesting, so a
+// template (which comes from a model file) may not nest deeper than this: real chat
+// templates stay under twenty levels.
+constexpr int kMaxNesting = 200;
+
+void add_operand(Expr& parent, ExprPtr child) {
+    if (child) {
+        parent.depth = std::max(parent.depth, child->depth + 1);
+        if (parent.depth > kMaxNesting) {
+            throw TemplateError("expression nested more than " + std::to_string(kMaxNesting) + " levels deep", parent.line);
+        }
+    }
+    parent.operands.push_back(std::move(child));
+}
+
 ExprPtr make_expr(Expr::Kind kind, int line, std::string name = {}) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -19,8 +34,8 @@ ExprPtr make_expr(Expr::Kind kind, int line, std::string name = {}) {
 
 ExprPtr make_binary(std::string op, ExprPtr left, ExprPtr right, int line) {
     ExprPtr e = make_expr(Expr::Kind::Binary, line, std::move(op));
-    e->operands.push_back(std::move(left));
-    e->operands.push_back(std::move(right));
+    add_operand(*e, std::move(left));
+    add_operand(*e, std::move(right));
     return e;
 }
 
@@ -45,6 +60,23 @@ std::string describe(const Token& t) {
 class Parser {
 public:
     explicit Parser(const std::vector<Token>& tokens) : tokens_(tokens) {}
+
+    // Counts the parser's own recursion (parentheses, unary chains, nested tags).
+    class NestingGuard {
+    public:
+        NestingGuard(Parser& parser, int line) : parser_(parser) {
+            if (++parser_.nesting_ > kMaxNesting) {
+                --parser_.nesting_;
+                throw TemplateError("template nested more than " + std::to_string(kMaxNesting) + " levels deep", line);
+            }
+        }
+        ~NestingGuard() { --parser_.nesting_; }
+        NestingGuard(const NestingGuard&) = delete;
+        NestingGuard& operator=(const NestingGuard&) = delete;
+
+    private:
+        Parser& parser_;
+    };
 
     // Nodes up to one of the `terminators` block tags (left unconsumed), or to the end of the
     // template when there are none.
@@ -114,6 +146,7 @@ private:
     }
 
     std::unique_ptr<Node> parse_statement() {
+        const NestingGuard guard(*this, peek().line);
         next();  // {%
         const Token& keyword = peek();
         if (keyword.type != TokenType::Name) fail_unexpected("a statement name");
@@ -227,23 +260,24 @@ private:
         ExprPtr first = allow_conditional ? parse_expression() : parse_or();
         if (!at_op(",")) return first;
         ExprPtr tuple = make_expr(Expr::Kind::Tuple, line);
-        tuple->operands.push_back(std::move(first));
+        add_operand(*tuple, std::move(first));
         while (accept_op(",")) {
             if (peek().type == TokenType::BlockEnd) break;
-            tuple->operands.push_back(allow_conditional ? parse_expression() : parse_or());
+            add_operand(*tuple, allow_conditional ? parse_expression() : parse_or());
         }
         return tuple;
     }
 
 public:
     ExprPtr parse_expression() {
+        const NestingGuard guard(*this, peek().line);
         ExprPtr value = parse_or();
         while (at_name("if")) {
             const int line = next().line;
             ExprPtr e = make_expr(Expr::Kind::Conditional, line);
-            e->operands.push_back(std::move(value));
-            e->operands.push_back(parse_or());
-            e->operands.push_back(accept_name("else") ? parse_expression() : nullptr);
+            add_operand(*e, std::move(value));
+            add_operand(*e, parse_or());
+            add_operand(*e, accept_name("else") ? parse_expression() : nullptr);
             value = std::move(e);
         }
         return value;
@@ -271,7 +305,7 @@ private:
     ExprPtr parse_not() {
         if (!at_name("not")) return parse_compare();
         ExprPtr e = make_expr(Expr::Kind::Unary, next().line, "not");
-        e->operands.push_back(parse_not());
+        add_operand(*e, parse_not());
         return e;
     }
 
@@ -335,11 +369,12 @@ private:
     }
 
     ExprPtr parse_unary(bool with_filters) {
+        const NestingGuard guard(*this, peek().line);
         ExprPtr node;
         if (at_op("-") || at_op("+")) {
             const Token& op = next();
             node = make_expr(Expr::Kind::Unary, op.line, op.text);
-            node->operands.push_back(parse_unary(false));
+            add_operand(*node, parse_unary(false));
         } else {
             node = parse_primary();
         }
@@ -397,10 +432,10 @@ private:
         ExprPtr first = parse_expression();
         if (accept_op(")")) return first;
         ExprPtr tuple = make_expr(Expr::Kind::Tuple, line);
-        tuple->operands.push_back(std::move(first));
+        add_operand(*tuple, std::move(first));
         while (accept_op(",")) {
             if (at_op(")")) break;
-            tuple->operands.push_back(parse_expression());
+            add_operand(*tuple, parse_expression());
         }
         expect_op(")");
         return tuple;
@@ -411,7 +446,7 @@ private:
         while (!accept_op("]")) {
             if (!list->operands.empty()) expect_op(",");
             if (accept_op("]")) break;
-            list->operands.push_back(parse_expression());
+            add_operand(*list, parse_expression());
         }
         return list;
     }
@@ -421,9 +456,9 @@ private:
         while (!accept_op("}")) {
             if (!dict->operands.empty()) expect_op(",");
             if (accept_op("}")) break;
-            dict->operands.push_back(parse_expression());
+            add_operand(*dict, parse_expression());
             expect_op(":");
-            dict->operands.push_back(parse_expression());
+            add_operand(*dict, parse_expression());
         }
         return dict;
     }
@@ -435,9 +470,9 @@ private:
                 const Token& attr = next();
                 if (attr.type != TokenType::Name && attr.type != TokenType::Integer) fail_unexpected("an attribute name");
                 ExprPtr e = make_expr(attr.type == TokenType::Name ? Expr::Kind::Attribute : Expr::Kind::Subscript, line, attr.text);
-                e->operands.push_back(std::move(node));
+                add_operand(*e, std::move(node));
                 if (attr.type == TokenType::Integer) {
-                    e->operands.push_back(make_expr(Expr::Kind::Literal, line));
+                    add_operand(*e, make_expr(Expr::Kind::Literal, line));
                     e->operands.back()->literal = Value(static_cast<int64_t>(std::stoll(attr.text)));
                 }
                 node = std::move(e);
@@ -456,18 +491,18 @@ private:
         ExprPtr start = at_op(":") ? nullptr : parse_expression();
         if (accept_op("]")) {
             ExprPtr e = make_expr(Expr::Kind::Subscript, line);
-            e->operands.push_back(std::move(target));
-            e->operands.push_back(std::move(start));
+            add_operand(*e, std::move(target));
+            add_operand(*e, std::move(start));
             return e;
         }
         ExprPtr e = make_expr(Expr::Kind::Slice, line);
-        e->operands.push_back(std::move(target));
-        e->operands.push_back(std::move(start));
+        add_operand(*e, std::move(target));
+        add_operand(*e, std::move(start));
         expect_op(":");
-        e->operands.push_back(at_op(":") || at_op("]") ? nullptr : parse_expression());
+        add_operand(*e, at_op(":") || at_op("]") ? nullptr : parse_expression());
         ExprPtr step;
         if (accept_op(":") && !at_op("]")) step = parse_expression();
-        e->operands.push_back(std::move(step));
+        add_operand(*e, std::move(step));
         expect_op("]");
         return e;
     }
@@ -484,17 +519,19 @@ private:
             if (peek().type == TokenType::Name && at_op("=", 1)) {
                 std::string name = next().text;
                 next();
-                e.keywords.push_back({std::move(name), parse_expression()});
+                ExprPtr value = parse_expression();
+                e.depth = std::max(e.depth, value->depth + 1);
+                e.keywords.push_back({std::move(name), std::move(value)});
             } else {
                 if (!e.keywords.empty()) throw TemplateError("positional argument after a keyword argument", peek().line);
-                e.operands.push_back(parse_expression());
+                add_operand(e, parse_expression());
             }
         }
     }
 
     ExprPtr parse_call(ExprPtr callee) {
         ExprPtr e = make_expr(Expr::Kind::Call, peek().line);
-        e->operands.push_back(std::move(callee));
+        add_operand(*e, std::move(callee));
         parse_arguments(*e);
         return e;
     }
@@ -505,7 +542,7 @@ private:
                 const int line = next().line;
                 ExprPtr e = make_expr(Expr::Kind::Filter, line, expect_identifier());
                 if (!has_filter(e->name)) throw TemplateError("no filter named '" + e->name + "'", line);
-                e->operands.push_back(std::move(node));
+                add_operand(*e, std::move(node));
                 if (at_op("(")) parse_arguments(*e);
                 node = std::move(e);
             } else if (at_name("is")) {
@@ -526,7 +563,7 @@ private:
         ExprPtr e = make_expr(Expr::Kind::Test, line, name.text);
         if (!has_test(name.text)) throw TemplateError("no test named '" + name.text + "'", name.line);
         e->negated = negated;
-        e->operands.push_back(std::move(subject));
+        add_operand(*e, std::move(subject));
         const Token& t = peek();
         const bool argument_follows = t.type == TokenType::String || t.type == TokenType::Integer || t.type == TokenType::Float ||
                                       at_op("[") || at_op("{") ||
@@ -534,13 +571,14 @@ private:
         if (at_op("(")) {
             parse_arguments(*e);
         } else if (argument_follows) {
-            e->operands.push_back(parse_postfix(parse_primary()));
+            add_operand(*e, parse_postfix(parse_primary()));
         }
         return e;
     }
 
     const std::vector<Token>& tokens_;
     size_t pos_ = 0;
+    int nesting_ = 0;
 };
 
 }  // namespace

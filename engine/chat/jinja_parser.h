@@ -41,6 +41,7 @@ struct Expr {
     std::string name;
     Value literal;
     std::vector<ExprPtr> operands;  // a null entry marks an omitted slice bound
+    int depth = 1;                  // levels of operands below and including this one
     std::vector<KeywordArg> keywords;
     bool negated = false;
 };

@@ -1,4 +1,4 @@
-// Writes seed inputs for fuzz_gguf: small valid models of both architectures and types.
+// Writes seed inputs for fuzz_gguf: small valid models of every architecture and several types.
 #include <cstdio>
 #include <string>
 
@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
     }
     const std::string dir = argv[1];
     int index = 0;
-    for (const char* arch : {"llama", "qwen2"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3"}) {
         for (auto dtype : {inferscope::GgmlType::F32, inferscope::GgmlType::F16, inferscope::GgmlType::Q8_0}) {
             auto spec = inferscope::testing::tiny_spec(arch, dtype);
             spec.n_layer = 1;

@@ -1,0 +1,51 @@
+// A chat template comes from a model file: whatever it says, rendering ends with a result
+// or a TemplateError naming the limit it hit, never a crash, a hang or an exhausted memory.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/chat/chat_template.h"
+#include "engine/core/error.h"
+
+namespace inferscope::chat {
+namespace {
+
+std::string repeated(const std::string& piece, int times) {
+    std::string out;
+    for (int i = 0; i < times; ++i) out += piece;
+    return out;
+}
+
+void expect_refused(const std::string& source, const std::string& message) {
+    try {
+        ChatTemplate(source).render(ChatTemplateInputs{});
+        FAIL() << "expected a TemplateError containing: " << message;
+    } catch (const TemplateError& e) {
+        EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+}
+
+TEST(TemplateLimits, DeepNestingIsRefusedBeforeItExhaustsTheStack) {
+    expect_refused("{{" + repeated("(", 100000) + "1" + repeated(")", 100000) + "}}", "nested more than 200 levels");
+    expect_refused("{{ " + repeated("-", 100000) + "1 }}", "nested more than 200 levels");
+    expect_refused(repeated("{% if true %}", 20000) + "x" + repeated("{% endif %}", 20000), "nested more than 200 levels");
+    expect_refused("{{ x" + repeated("[0]", 100000) + " }}", "expression nested more than 200 levels");
+    expect_refused("{{ 1" + repeated(" + 1", 100000) + " }}", "expression nested more than 200 levels");
+    // Within the limit, deep expressions still work.
+    EXPECT_EQ(ChatTemplate("{{ 1" + repeated(" + 1", 150) + " }}").render(ChatTemplateInputs{}), "151");
+}
+
+TEST(TemplateLimits, RunawayRenderingStops) {
+    expect_refused("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "calls nest more than 64 levels");
+    expect_refused("{{ range(10**12)|length }}", "range() of 1000000000000 items");
+    expect_refused("{{ ('x' * 10**10)|length }}", "makes more than 64 Mi elements");
+    expect_refused("{% for i in range(5000000) %}{% for j in range(5000000) %}{% endfor %}{% endfor %}",
+                   "more than 1000000 steps");
+    expect_refused("{{ 'a'|indent(10**12) }}", "wider than 4096");
+    // A huge exponent is computed by squaring (wrapping at 64 bits), not by 10**18 steps.
+    EXPECT_EQ(ChatTemplate("{{ 3 ** 4 }}").render(ChatTemplateInputs{}), "81");
+    EXPECT_NO_THROW(ChatTemplate("{{ 2 ** 10**18 }}").render(ChatTemplateInputs{}));
+}
+
+}  // namespace
+}  // namespace inferscope::chat
