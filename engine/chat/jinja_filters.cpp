@@ -194,6 +194,7 @@ Value join_items(const Value& subject, const CallArgs& args) {
     for (const Value& item : iterate(subject, args.line)) {
         if (!first && separator) out += separator->str();
         out += (attr ? attribute_path(item, attr->str(), args.line) : item).str();
+        check_template_string_size(out.size(), args.line);
         first = false;
     }
     return Value(std::move(out));

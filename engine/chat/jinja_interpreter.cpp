@@ -39,7 +39,7 @@ Value make_namespace(const CallArgs& args) {
     return Value(std::move(ns));
 }
 
-constexpr int64_t kMaxRangeItems = 10'000'000;
+constexpr auto kMaxRangeItems = static_cast<int64_t>(kMaxTemplateListItems);
 
 Value make_range(const CallArgs& args) {
     for (const Value& v : args.positional) {
@@ -110,7 +110,6 @@ Value loop_object(const ValueList& items, size_t index) {
 // the program: real chat templates take a few thousand steps, a few KiB of output and two or
 // three levels of macro calls.
 constexpr int64_t kMaxRenderSteps = 1'000'000;
-constexpr size_t kMaxRenderedBytes = size_t{64} << 20;
 constexpr int kMaxMacroDepth = 64;
 
 class Renderer {
@@ -131,9 +130,7 @@ private:
         if (++steps_ > kMaxRenderSteps) {
             throw TemplateError("the template takes more than " + std::to_string(kMaxRenderSteps) + " steps to render", line);
         }
-        if (out.size() > kMaxRenderedBytes) {
-            throw TemplateError("the template renders more than " + std::to_string(kMaxRenderedBytes >> 20) + " MiB", line);
-        }
+        check_template_string_size(out.size(), line);
     }
 
     Flow render_node(const Node& node, Scope& scope, std::string& out) {

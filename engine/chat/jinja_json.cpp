@@ -38,6 +38,7 @@ public:
     JsonWriter(int indent, int line) : indent_(indent), line_(line) {}
 
     void write(std::string& out, const Value& value, int depth) const {
+        check_template_string_size(out.size(), line_);
         switch (value.kind()) {
             case Value::Kind::None: out += "null"; return;
             case Value::Kind::Bool: out += value.as_bool() ? "true" : "false"; return;

@@ -25,12 +25,14 @@ std::string python_type(const Value& v) {
 }
 
 Value repeat(const Value& sequence, int64_t times, int line) {
-    // Bounded like every other allocation a template (from a model file) can ask for.
-    constexpr double kMaxElements = 64.0 * 1024 * 1024;
     const double length = sequence.is_string() ? static_cast<double>(sequence.as_string().size())
                                                : static_cast<double>(sequence.as_list().size());
-    if (length * static_cast<double>(std::max<int64_t>(times, 0)) > kMaxElements) {
-        throw TemplateError("repeating a sequence " + std::to_string(times) + " times makes more than 64 Mi elements", line);
+    const double limit = sequence.is_string() ? static_cast<double>(kMaxTemplateStringBytes)
+                                              : static_cast<double>(kMaxTemplateListItems);
+    if (length * static_cast<double>(std::max<int64_t>(times, 0)) > limit) {
+        throw TemplateError("repeating a sequence " + std::to_string(times) + " times makes more than " +
+                                std::to_string(static_cast<size_t>(limit)) + (sequence.is_string() ? " bytes" : " items"),
+                            line);
     }
     if (sequence.is_string()) {
         std::string out;
@@ -90,7 +92,12 @@ void require_defined(const Value& value, int line) {
 }
 
 Value binary_operation(const std::string& op, const Value& a, const Value& b, int line) {
-    if (op == "~") return Value(a.str() + b.str());
+    if (op == "~") {
+        std::string joined = a.str();
+        const std::string right = b.str();
+        check_template_string_size(joined.size() + right.size(), line);
+        return Value(joined + right);
+    }
     if (op == "==") return Value(a.equals(b));
     if (op == "!=") return Value(!a.equals(b));
     if (op == "<") return Value(less_than(a, b, line));
@@ -102,8 +109,14 @@ Value binary_operation(const std::string& op, const Value& a, const Value& b, in
     require_defined(a, line);
     require_defined(b, line);
     if (a.is_number() && b.is_number()) return numeric_operation(op, a, b, line);
-    if (op == "+" && a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+    if (op == "+" && a.is_string() && b.is_string()) {
+        check_template_string_size(a.as_string().size() + b.as_string().size(), line);
+        return Value(a.as_string() + b.as_string());
+    }
     if (op == "+" && a.is_list() && b.is_list()) {
+        if (a.as_list().size() + b.as_list().size() > kMaxTemplateListItems) {
+            throw TemplateError("the template builds a list of more than " + std::to_string(kMaxTemplateListItems) + " items", line);
+        }
         ValueList joined = a.as_list();
         joined.insert(joined.end(), b.as_list().begin(), b.as_list().end());
         return Value(std::move(joined));

@@ -148,12 +148,23 @@ std::string Value::str() const {
     }
 }
 
+void check_template_string_size(size_t bytes, int line) {
+    if (bytes > kMaxTemplateStringBytes) {
+        throw TemplateError("the template builds a string of more than " + std::to_string(kMaxTemplateStringBytes >> 20) +
+                                " MiB",
+                            line);
+    }
+}
+
 std::string Value::repr() const {
     switch (kind()) {
         case Kind::String: return python_string_repr(as_string());
         case Kind::List: {
             std::string out = "[";
-            for (size_t i = 0; i < as_list().size(); ++i) out += (i ? ", " : "") + as_list()[i].repr();
+            for (size_t i = 0; i < as_list().size(); ++i) {
+                out += (i ? ", " : "") + as_list()[i].repr();
+                check_template_string_size(out.size(), 0);
+            }
             return out + "]";
         }
         case Kind::Dict: {
@@ -161,6 +172,7 @@ std::string Value::repr() const {
             bool first = true;
             for (const auto& [key, item] : as_dict().items()) {
                 out += (first ? "" : ", ") + python_string_repr(key) + ": " + item.repr();
+                check_template_string_size(out.size(), 0);
                 first = false;
             }
             return out + "}";

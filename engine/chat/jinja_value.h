@@ -16,6 +16,13 @@ namespace inferscope::chat {
 class Value;
 struct CallArgs;
 
+// The longest string and list a template may build: it comes from a model file, and real
+// chat templates make a few KiB.
+inline constexpr size_t kMaxTemplateStringBytes = size_t{64} << 20;
+inline constexpr size_t kMaxTemplateListItems = size_t{1} << 20;
+// TemplateError (naming `line`) when a string of `bytes` would pass the limit.
+void check_template_string_size(size_t bytes, int line);
+
 using ValueList = std::vector<Value>;
 using Function = std::function<Value(const CallArgs&)>;
 

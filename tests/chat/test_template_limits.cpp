@@ -38,8 +38,13 @@ TEST(TemplateLimits, DeepNestingIsRefusedBeforeItExhaustsTheStack) {
 TEST(TemplateLimits, RunawayRenderingStops) {
     expect_refused("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "calls nest more than 64 levels");
     expect_refused("{{ range(10**12)|length }}", "range() of 1000000000000 items");
-    expect_refused("{{ ('x' * 10**10)|length }}", "makes more than 64 Mi elements");
-    expect_refused("{% for i in range(5000000) %}{% for j in range(5000000) %}{% endfor %}{% endfor %}",
+    expect_refused("{{ [0] * 2000000 }}", "makes more than 1048576 items");
+    expect_refused("{{ [[0] * 1000000] * 1000000 }}", "a string of more than 64 MiB");
+    expect_refused("{{ ([[0] * 1000000] * 1000)|string|length }}", "a string of more than 64 MiB");
+    expect_refused("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                   "a string of more than 64 MiB");
+    expect_refused("{{ ('x' * 10**10)|length }}", "times makes more than 67108864 bytes");
+    expect_refused("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}",
                    "more than 1000000 steps");
     expect_refused("{{ 'a'|indent(10**12) }}", "wider than 4096");
     // A huge exponent is computed by squaring (wrapping at 64 bits), not by 10**18 steps.
