@@ -1,22 +1,12 @@
 #include "app/cli/chat_cli_common.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "app/cli/cli_common.h"
 #include "engine/chat/conversation.h"
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
 
 namespace inferscope::cli {
 namespace {
-
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InvalidArgument(path + ": cannot open for reading");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 nlohmann::ordered_json messages_from_file(const std::string& path) {
     nlohmann::ordered_json document;

@@ -1,7 +1,9 @@
 #include "app/cli/cli_common.h"
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/synth/synthetic_model.h"
@@ -55,6 +57,14 @@ void add_sampling_options(CLI::App& command, SamplingParams& sampling) {
     command.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back (-1: all)")
         ->capture_default_str();
     command.add_option("-s,--seed", sampling.seed, "random seed")->capture_default_str();
+}
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open for reading");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
 }
 
 SessionOptions session_options(const ModelOptions& options) {

@@ -44,6 +44,9 @@ std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text
 
 void print_json(const nlohmann::json& value);
 
+// The whole file at `path`; Error naming it when it cannot be read.
+std::string read_text_file(const std::string& path);
+
 // Each subcommand registers itself on the application.
 void add_info_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);

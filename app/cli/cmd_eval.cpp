@@ -6,10 +6,8 @@
 // variant (the unquantized model, then each scheme) is also run with INT8 activations in
 // its linear layers (engine/backend/activation_precision.h), one row per precision.
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <span>
-#include <sstream>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
@@ -55,14 +53,6 @@ struct EvalInputs {
     std::vector<std::vector<TokenId>> agreement_prompts;
     std::optional<Battery> battery;
 };
-
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the text file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 // Agreement prompts: the battery's prompts when there is a battery, else eight 32-token
 // windows spread over the text (each starting with BOS when the vocabulary adds one).

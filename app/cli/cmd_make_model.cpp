@@ -1,7 +1,5 @@
 // `make-model`: write a synthetic GGUF of any shape (presets or explicit dimensions).
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
@@ -49,11 +47,7 @@ SyntheticModelSpec spec_from(const MakeModelOptions& o) {
     s.seed = o.seed;
     s.vocab_path = o.vocab_file;
     if (o.head_dim > 0) s.head_dim = o.head_dim;
-    if (!o.chat_template_file.empty()) {
-        std::ifstream in(o.chat_template_file, std::ios::binary);
-        if (!in) throw InvalidArgument(o.chat_template_file + ": cannot open for reading");
-        s.chat_template.assign(std::istreambuf_iterator<char>(in), {});
-    }
+    if (!o.chat_template_file.empty()) s.chat_template = read_text_file(o.chat_template_file);
     s.outlier_dims = o.outlier_dims;
     s.outlier_scale = o.outlier_scale;
     s.outliers_reach_linear_inputs = o.outlier_inputs;

@@ -1,7 +1,5 @@
 // `perplexity`: llama-perplexity's method and number on a text file.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
@@ -15,14 +13,6 @@ struct PerplexityCliOptions {
     std::string text_path;
     int n_batch = 512;
 };
-
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the text file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 void run_perplexity(PerplexityCliOptions o) {
     if (o.model.ctx == 0) o.model.ctx = 512;
