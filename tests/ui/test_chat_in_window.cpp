@@ -1,5 +1,6 @@
 // A conversation in the main window: a model with a chat template opens in conversation
-// mode, each turn is rendered by the template, and the next turn reuses the KV cache.
+// mode, each turn is rendered by the template, and the next turn reuses the KV cache; the
+// labs tokenize a rendered conversation as generation does.
 #include <gtest/gtest.h>
 
 #include <QCheckBox>
@@ -7,12 +8,16 @@
 #include <QPlainTextEdit>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
+#include "engine/gguf/gguf_file.h"
 #include "engine/synth/synthetic_model.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
+#include "ui/labs/lab_measurements.h"
 #include "ui/main_window.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/ui_test_support.h"
@@ -99,6 +104,28 @@ TEST(ChatInWindow, AModelWithoutATemplateCompletesRawText) {
     window.open_model(QString());  // the built-in model has no template
     ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
     EXPECT_FALSE(window.generation_panel().chat_mode());
+}
+
+}  // namespace
+}  // namespace inferscope::ui
+
+namespace inferscope::ui {
+namespace {
+
+// A rendered conversation that writes the BOS text itself gets one BOS in the labs too.
+TEST(ChatInLabs, ARenderedBosIsNotDoubled) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("vocab/ggml-vocab-llama-spm.gguf");
+    SyntheticModelSpec spec = synthetic_preset("tiny-qwen3");
+    spec.vocab_path = shared_model("vocab/ggml-vocab-llama-spm.gguf").string();
+    const auto model = Model::from_gguf(GgufFile::from_bytes(build_synthetic_model(spec).to_bytes(), "spm.gguf"));
+    ASSERT_TRUE(model->tokenizer().add_bos());
+    const LabContext context(model, 0, std::make_shared<std::atomic<bool>>(false), [](double, const QString&) {});
+    const TokenId bos = model->tokenizer().bos_id();
+    for (const char* prompt : {"<s>[INST] Hi [/INST]", "[INST] Hi [/INST]"}) {
+        const NextTokenLogits result = measure_next_token_logits(context, prompt);
+        EXPECT_EQ(std::count(result.prompt_ids.begin(), result.prompt_ids.end(), bos), 1) << prompt;
+        EXPECT_EQ(result.prompt_ids.front(), bos) << prompt;
+    }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/chat/conversation.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 #include "engine/quant/model_quantizer.h"
@@ -70,6 +71,14 @@ ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace,
 }
 
 namespace {
+
+// A lab's prompt as the model sees it: a conversation the chat template rendered may already
+// start with the BOS text, which must not be doubled (chat::tokenize_rendered); a plain
+// prompt gets the vocabulary's BOS as llama.cpp's tools give it.
+std::vector<TokenId> lab_prompt_tokens(const Tokenizer& tokenizer, const std::string& prompt) {
+    return chat::tokenize_rendered(tokenizer, prompt);
+}
+
 
 // Passes progress on only when it reaches another percent or stage: a tiny model makes
 // thousands of steps per second, and each report is an event for the UI thread.
@@ -174,7 +183,7 @@ SpeculativeRunResult measure_speculative_decoding(const LabContext& context, con
     const Model& target = context.require_model();
     const std::shared_ptr<const Model> draft = load_draft(context, settings);
     check_same_vocabulary(target, *draft);
-    const std::vector<TokenId> prompt = target.tokenizer().encode(settings.prompt, true, true);
+    const std::vector<TokenId> prompt = lab_prompt_tokens(target.tokenizer(), settings.prompt);
     SessionOptions options;
     options.n_threads = context.threads();
     const int context_limit = std::min(target.config().context_length, draft->config().context_length);
@@ -234,7 +243,7 @@ PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOpti
 
 OutlierReport measure_outliers(const LabContext& context, const std::string& prompt, const OutlierAnalysisOptions& options) {
     const Model& model = context.require_model();
-    const std::vector<TokenId> tokens = model.tokenizer().encode(prompt, true, true);
+    const std::vector<TokenId> tokens = lab_prompt_tokens(model.tokenizer(), prompt);
     context.throw_if_cancelled();
     SessionOptions session_options;
     session_options.n_threads = context.threads();
@@ -263,7 +272,7 @@ std::vector<float> logits_after(const LabContext& context, const std::shared_ptr
 
 NextTokenLogits measure_next_token_logits(const LabContext& context, const std::string& prompt) {
     const Model& model = context.require_model();
-    NextTokenLogits result{context.model(), model.tokenizer().encode(prompt, true, true), {}, {}, {}};
+    NextTokenLogits result{context.model(), lab_prompt_tokens(model.tokenizer(), prompt), {}, {}, {}};
     context.throw_if_cancelled();
     result.logits = logits_after(context, context.model(), result.prompt_ids);
     context.throw_if_cancelled();
