@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_test_helpers.h"
-#include "chat/jinja_unit_cases.h"
 #include "engine/core/error.h"
 
 namespace inferscope {
@@ -70,20 +69,17 @@ void expect_same_outcome(const std::string& template_text, const Json& variables
 
 TEST(JinjaLiveOracle, UnitCasesStillMatchJinja2) {
     REQUIRE_PYTHON_JINJA2();
-    Json cases = Json::array();
-    for (const testing::JinjaUnitCase& c : testing::kJinjaUnitCases) {
-        cases.push_back({{"template", c.template_text}, {"variables", Json::parse(c.variables_json)}});
-    }
+    const Json cases = testing::jinja_unit_cases();
     const Json results = render_with_python(cases);
     ASSERT_EQ(results.size(), cases.size());
     size_t i = 0;
-    for (const testing::JinjaUnitCase& c : testing::kJinjaUnitCases) {
-        SCOPED_TRACE(c.name);
+    for (const Json& c : cases) {
+        SCOPED_TRACE(c["name"].get<std::string>());
         const Json& oracle = results[i++];
         // The stored expectation is what this jinja2 renders, and so is ours.
         ASSERT_TRUE(oracle.contains("text")) << oracle.dump();
-        EXPECT_EQ(oracle["text"].get<std::string>(), c.expected);
-        expect_same_outcome(c.template_text, Json::parse(c.variables_json), oracle);
+        EXPECT_EQ(oracle["text"], c["expected"]);
+        expect_same_outcome(c["template"].get<std::string>(), c["variables"], oracle);
     }
 }
 
