@@ -1,5 +1,7 @@
 #include "ui/engine_worker.h"
 
+#include "ui/chat_messages.h"
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -83,7 +85,7 @@ ModelSummary summarize_file(const GgufFile& file) {
         s.n_ff = c.n_ff;
         s.n_vocab = c.n_vocab;
         s.context_length = c.context_length;
-        for (int layer = 0; layer < c.n_layer; ++layer) s.local_layers += c.is_local_layer(layer) ? 1 : 0;
+        s.local_layers = c.local_layer_count();
         s.sliding_window = s.local_layers > 0 ? c.sliding_window : 0;
     } catch (const Error&) {
         // An unsupported or inconsistent file: the preview shows what the header says and
@@ -232,14 +234,8 @@ std::vector<TokenId> EngineWorker::prompt_tokens(const GenerationRequest& reques
     if (!request_data.chat) return tokenizer.encode(request_data.prompt.toStdString(), true, true);
     const auto chat_template = chat::model_chat_template(model_->file());
     if (!chat_template) throw InvalidArgument("this model has no chat template: use raw completion");
-    chat::check_end_of_turn(*chat_template, tokenizer);
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (const ChatMessageText& m : request_data.history) {
-        messages.push_back({{"role", m.role.toStdString()}, {"content", m.content.toStdString()}});
-    }
-    messages.push_back({{"role", "user"}, {"content", request_data.prompt.toStdString()}});
     const chat::RenderedConversation conversation =
-        chat::render_conversation(chat::ChatTemplate(*chat_template), tokenizer, messages, /*add_generation_prompt=*/true);
+        chat::chat_prompt(*chat_template, tokenizer, chat_messages_json(request_data.history, request_data.prompt));
     rendered = QString::fromStdString(conversation.text);
     return conversation.ids;
 }

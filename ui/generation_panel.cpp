@@ -21,6 +21,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/core/error.h"
+#include "ui/chat_messages.h"
 #include "ui/model_info_widget.h"
 
 namespace inferscope::ui {
@@ -121,7 +122,11 @@ QWidget* GenerationPanel::build_chat_controls() {
 
 void GenerationPanel::set_chat_template(const ModelSummary& model) {
     // The same model again (new threads, another backend): the conversation goes on.
-    if (model.path == chat_model_path_ && model.chat_template == chat_template_ && model.weights == chat_model_weights_) return;
+    if (chat_model_known_ && model.path == chat_model_path_ && model.chat_template == chat_template_ &&
+        model.weights == chat_model_weights_) {
+        return;
+    }
+    chat_model_known_ = true;
     chat_model_path_ = model.path;
     chat_model_weights_ = model.weights;
     chat_template_ = model.chat_template;
@@ -156,13 +161,8 @@ QVector<ChatMessageText> GenerationPanel::request_history() const {
 
 QString GenerationPanel::lab_prompt() const {
     if (!chat_mode()) return prompt_->toPlainText();
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (const ChatMessageText& m : request_history()) {
-        messages.push_back({{"role", m.role.toStdString()}, {"content", m.content.toStdString()}});
-    }
-    messages.push_back({{"role", "user"}, {"content", prompt_->toPlainText().toStdString()}});
     chat::ChatTemplateInputs inputs;
-    inputs.messages = messages;
+    inputs.messages = chat_messages_json(request_history(), prompt_->toPlainText());
     inputs.add_generation_prompt = true;
     inputs.bos_token = bos_text_.toStdString();
     inputs.eos_token = eos_text_.toStdString();

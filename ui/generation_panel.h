@@ -89,7 +89,8 @@ private:
     QPushButton* show_rendered_;
     QLabel* chat_status_;
     QString chat_template_, bos_text_, eos_text_;
-    QString chat_model_path_ = QStringLiteral("\n"), chat_model_weights_;  // what the template came with
+    bool chat_model_known_ = false;               // set_chat_template has been called
+    QString chat_model_path_, chat_model_weights_;  // what the template came with
     QVector<ChatMessageText> history_;  // the turns so far (not the system prompt)
     QString pending_user_message_;
     QString last_rendered_;

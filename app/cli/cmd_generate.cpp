@@ -29,10 +29,8 @@ struct GenerateOptions {
 // The prompt's ids: the text as it is, or (--chat) the conversation rendered by the template.
 std::vector<TokenId> prompt_ids(const GenerateOptions& o, const Model& model, std::string& rendered) {
     if (!o.chat) return tokenize_prompt(model, o.prompt);
-    const std::string text = chat_template_text(o.chat_input, &model.file());
-    chat::check_end_of_turn(text, model.tokenizer());
-    const chat::RenderedConversation conversation = chat::render_conversation(
-        chat::ChatTemplate(text), model.tokenizer(), chat_messages(o.chat_input, o.prompt), /*add_generation_prompt=*/true);
+    const chat::RenderedConversation conversation = chat::chat_prompt(
+        chat_template_text(o.chat_input, &model.file()), model.tokenizer(), chat_messages(o.chat_input, o.prompt));
     rendered = conversation.text;
     return conversation.ids;
 }

@@ -71,6 +71,12 @@ void check_end_of_turn(const std::string& template_text, const Tokenizer& tokeni
     }
 }
 
+RenderedConversation chat_prompt(const std::string& template_text, const Tokenizer& tokenizer,
+                                 const nlohmann::ordered_json& messages) {
+    check_end_of_turn(template_text, tokenizer);
+    return render_conversation(ChatTemplate(template_text), tokenizer, messages, /*add_generation_prompt=*/true);
+}
+
 Conversation::Conversation(InferenceSession& session, std::string template_text, std::string system_prompt)
     : session_(session),
       template_text_(std::move(template_text)),

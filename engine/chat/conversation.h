@@ -41,6 +41,11 @@ RenderedConversation render_conversation(const ChatTemplate& chat_template, cons
                                          const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                          const nlohmann::ordered_json& extra_variables = nlohmann::ordered_json::object());
 
+// The prompt of the assistant's next turn: the end-of-turn check below, then `messages`
+// rendered with the generation prompt and tokenized (render_conversation).
+RenderedConversation chat_prompt(const std::string& template_text, const Tokenizer& tokenizer,
+                                 const nlohmann::ordered_json& messages);
+
 // Checks that the token a template family ends a turn with (<|im_end|>, <|eot_id|>,
 // <end_of_turn>, <|end|>) is an end-of-generation token of the vocabulary, so that a reply
 // stops; InvalidArgument naming the token otherwise. Families without such a token pass.

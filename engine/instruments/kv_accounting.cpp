@@ -78,9 +78,8 @@ std::vector<KvAttentionWhatIf> kv_attention_what_if(const ModelConfig& config, K
 
 KvWindowSplit kv_window_split(const ModelConfig& config, KvDtype dtype, int64_t tokens) {
     KvWindowSplit split;
-    for (int layer = 0; layer < config.n_layer; ++layer) {
-        (config.is_local_layer(layer) ? split.local_layers : split.global_layers) += 1;
-    }
+    split.local_layers = config.local_layer_count();
+    split.global_layers = config.n_layer - split.local_layers;
     split.window = split.local_layers > 0 ? config.sliding_window : 0;
     split.layer_bytes_per_token = formula_kv_bytes_per_token(config, dtype) / config.n_layer;
     split.tokens = tokens;

@@ -51,12 +51,12 @@ struct ModelConfig {
     bool is_local_layer(int layer) const {
         return !local_layers.empty() && local_layers[static_cast<size_t>(layer)] != 0;
     }
-    bool has_local_layers() const {
-        for (uint8_t local : local_layers) {
-            if (local != 0) return true;
-        }
-        return false;
+    int local_layer_count() const {
+        int count = 0;
+        for (uint8_t local : local_layers) count += local != 0 ? 1 : 0;
+        return count;
     }
+    bool has_local_layers() const { return local_layer_count() > 0; }
     float kq_scale() const {
         return attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
     }

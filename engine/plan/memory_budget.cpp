@@ -29,8 +29,7 @@ const BudgetModel& budget_model_preset(const std::string& name) {
 }
 
 BudgetModel budget_model_from_config(const std::string& name, double parameters, const ModelConfig& config) {
-    int local_layers = 0;
-    for (int layer = 0; layer < config.n_layer; ++layer) local_layers += config.is_local_layer(layer) ? 1 : 0;
+    const int local_layers = config.local_layer_count();
     return {name, parameters, config.n_layer, config.n_head_kv, config.head_dim, local_layers,
             local_layers > 0 ? config.sliding_window : 0};
 }

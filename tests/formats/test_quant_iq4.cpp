@@ -271,8 +271,7 @@ TEST(IQ4Encoder, IQ4_NLBlocksWhoseExtremeIsTheLowestLevelReencodeExactly) {
     // element (Outliers: 40 among values of 0.05) has every trial within rounding of that
     // maximum, and ggml's comparison may keep another (3 % of such blocks), so it is left
     // out. Not covered either: blocks whose extreme is at level 15 (113), which no trial
-    // maps exactly, and IQ4_XS, whose 6-bit group scales are re-derived from a new maximum
-    // (measured: 82-100 % of its blocks re-encode exactly, depending on the data).
+    // maps exactly, and IQ4_XS, whose 6-bit group scales are re-derived from a new maximum.
     int covered = 0;
     for (Dist dist : {Dist::Gaussian, Dist::Uniform, Dist::Positive, Dist::ZeroBlocks, Dist::Discrete, Dist::HalfTies}) {
         const auto x = make_row(dist, 8192, 900 + static_cast<uint32_t>(dist));

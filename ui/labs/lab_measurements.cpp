@@ -72,13 +72,6 @@ ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace,
 
 namespace {
 
-// A lab's prompt as the model sees it: a conversation the chat template rendered may already
-// start with the BOS text, which must not be doubled (chat::tokenize_rendered); a plain
-// prompt gets the vocabulary's BOS as llama.cpp's tools give it.
-std::vector<TokenId> lab_prompt_tokens(const Tokenizer& tokenizer, const std::string& prompt) {
-    return chat::tokenize_rendered(tokenizer, prompt);
-}
-
 
 // Passes progress on only when it reaches another percent or stage: a tiny model makes
 // thousands of steps per second, and each report is an event for the UI thread.
@@ -183,7 +176,9 @@ SpeculativeRunResult measure_speculative_decoding(const LabContext& context, con
     const Model& target = context.require_model();
     const std::shared_ptr<const Model> draft = load_draft(context, settings);
     check_same_vocabulary(target, *draft);
-    const std::vector<TokenId> prompt = lab_prompt_tokens(target.tokenizer(), settings.prompt);
+    // A lab's prompt may be a conversation the chat template rendered, BOS text included;
+    // tokenize_rendered adds the vocabulary's BOS only where the text lacks it.
+    const std::vector<TokenId> prompt = chat::tokenize_rendered(target.tokenizer(), settings.prompt);
     SessionOptions options;
     options.n_threads = context.threads();
     const int context_limit = std::min(target.config().context_length, draft->config().context_length);
@@ -243,7 +238,7 @@ PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOpti
 
 OutlierReport measure_outliers(const LabContext& context, const std::string& prompt, const OutlierAnalysisOptions& options) {
     const Model& model = context.require_model();
-    const std::vector<TokenId> tokens = lab_prompt_tokens(model.tokenizer(), prompt);
+    const std::vector<TokenId> tokens = chat::tokenize_rendered(model.tokenizer(), prompt);
     context.throw_if_cancelled();
     SessionOptions session_options;
     session_options.n_threads = context.threads();
@@ -272,7 +267,7 @@ std::vector<float> logits_after(const LabContext& context, const std::shared_ptr
 
 NextTokenLogits measure_next_token_logits(const LabContext& context, const std::string& prompt) {
     const Model& model = context.require_model();
-    NextTokenLogits result{context.model(), lab_prompt_tokens(model.tokenizer(), prompt), {}, {}, {}};
+    NextTokenLogits result{context.model(), chat::tokenize_rendered(model.tokenizer(), prompt), {}, {}, {}};
     context.throw_if_cancelled();
     result.logits = logits_after(context, context.model(), result.prompt_ids);
     context.throw_if_cancelled();
