@@ -106,10 +106,12 @@ void VulkanBackend::allocate_step_buffers() {
     StepBuffers& s = step_;
     s.tokens = int_buffer(*ctx_, n);
     s.positions = int_buffer(*ctx_, n);
-    s.slots = int_buffer(*ctx_, n);
-    s.table_start = int_buffer(*ctx_, n);
     s.output_rows = int_buffer(*ctx_, n);
-    s.tables = int_buffer(*ctx_, 256);
+    for (KvTables* kv : {&s.global_kv, &s.local_kv}) {
+        kv->slots = int_buffer(*ctx_, n);
+        kv->table_start = int_buffer(*ctx_, n);
+        kv->tables = int_buffer(*ctx_, 256);
+    }
     s.x = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
     s.normed = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
     if (c.has_post_norms) s.projected = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
@@ -123,16 +125,17 @@ void VulkanBackend::allocate_step_buffers() {
     s.logits_host = Buffer(*ctx_, n * static_cast<size_t>(c.n_vocab) * sizeof(float), Buffer::Kind::Host);
 }
 
-void VulkanBackend::allocate_kv(const KvLayout& layout) {
-    const ModelConfig& c = model_->config();
-    if (layout.n_layer != c.n_layer || layout.n_head_kv != c.n_head_kv || layout.head_dim != c.head_dim) {
-        throw InvalidArgument("KV layout does not match the model's layers and KV heads");
-    }
-    const uint64_t layer_bytes = layout.pool_bytes() / 2 / static_cast<uint64_t>(layout.n_layer);
-    if (layer_bytes > ctx_->info().max_storage_buffer_range_bytes) {
-        throw CapacityError("KV cache: one layer's K (" + std::to_string(layer_bytes) + " bytes) exceeds the largest " +
-                            "storage binding of the Vulkan device (" +
-                            std::to_string(ctx_->info().max_storage_buffer_range_bytes) + " bytes); lower the context size (-c)");
+void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
+    check_kv_layout(model_->config(), layout);
+    for (const KvLayout* group : {&layout.global, &layout.local}) {
+        if (group->n_layer == 0) continue;
+        const uint64_t layer_bytes = group->pool_bytes() / 2 / static_cast<uint64_t>(group->n_layer);
+        if (layer_bytes > ctx_->info().max_storage_buffer_range_bytes) {
+            throw CapacityError("KV cache: one layer's K (" + std::to_string(layer_bytes) + " bytes) exceeds the largest " +
+                                "storage binding of the Vulkan device (" +
+                                std::to_string(ctx_->info().max_storage_buffer_range_bytes) +
+                                " bytes); lower the context size (-c)");
+        }
     }
     kv_layout_ = layout;
     for (Layer& l : layers_) {
@@ -140,15 +143,21 @@ void VulkanBackend::allocate_kv(const KvLayout& layout) {
         l.v_cache = Buffer();
     }
     kernels_->forget_descriptor_sets();
-    for (Layer& l : layers_) {
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        Layer& l = layers_[il];
+        l.kv_local = layout.layer_group[il] == KvGroup::Local;
+        const KvLayout& group = l.kv_local ? layout.local : layout.global;
+        const uint64_t layer_bytes = group.pool_bytes() / 2 / static_cast<uint64_t>(group.n_layer);
         l.k_cache = Buffer(*ctx_, layer_bytes, Buffer::Kind::Device);
         l.v_cache = Buffer(*ctx_, layer_bytes, Buffer::Kind::Device);
     }
 }
 
-void VulkanBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
+void VulkanBackend::copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) {
     if (copies.empty()) return;
-    const uint64_t block_bytes = kv_layout_.block_bytes() / 2 / static_cast<uint64_t>(kv_layout_.n_layer);
+    const bool local = group == KvGroup::Local;
+    const KvLayout& layout = local ? kv_layout_.local : kv_layout_.global;
+    const uint64_t block_bytes = layout.block_bytes() / 2 / static_cast<uint64_t>(layout.n_layer);
     std::vector<VkBufferCopy> regions;
     for (const BlockCopy& copy : copies) {
         regions.push_back({static_cast<uint64_t>(copy.src) * block_bytes, static_cast<uint64_t>(copy.dst) * block_bytes,
@@ -156,6 +165,7 @@ void VulkanBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
     }
     ctx_->run_now([&](VkCommandBuffer cmd) {
         for (const Layer& l : layers_) {
+            if (l.kv_local != local) continue;
             vkCmdCopyBuffer(cmd, l.k_cache.handle(), l.k_cache.handle(), static_cast<uint32_t>(regions.size()), regions.data());
             vkCmdCopyBuffer(cmd, l.v_cache.handle(), l.v_cache.handle(), static_cast<uint32_t>(regions.size()), regions.data());
         }
@@ -175,55 +185,65 @@ void VulkanBackend::ensure_rope_positions(int n_positions) {
 }
 
 // Writes the pass's host inputs; returns the number of tokens that want logits.
-int VulkanBackend::fill_inputs(std::span<const BatchToken> tokens, const KvBlockPool& pool) {
-    const int block_tokens = kv_layout_.block_tokens;
+int VulkanBackend::fill_inputs(std::span<const BatchToken> tokens, const KvCache& cache) {
+    int max_pos = 0;
+    for (const BatchToken& t : tokens) max_pos = std::max(max_pos, t.pos);
+    ensure_rope_positions(max_pos + 1);
+    fill_kv_tables(tokens, cache.global(), step_.global_kv);
+    if (cache.local() != nullptr) fill_kv_tables(tokens, *cache.local(), step_.local_kv);
+    auto* ids = static_cast<int32_t*>(step_.tokens.mapped());
+    auto* positions = static_cast<int32_t*>(step_.positions.mapped());
+    auto* output_rows = static_cast<int32_t*>(step_.output_rows.mapped());
+    int n_out = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        ids[i] = tokens[i].token;
+        positions[i] = tokens[i].pos;
+        if (tokens[i].output) output_rows[n_out++] = static_cast<int32_t>(i);
+    }
+    return n_out;
+}
+
+// The block tables of the pass's sequences in one group, and each token's slot in them. A
+// local group's released entries (before the window) are copied too; the attention kernel
+// starts at the window and never reads them.
+void VulkanBackend::fill_kv_tables(std::span<const BatchToken> tokens, const KvBlockPool& pool, KvTables& out) {
+    const int block_tokens = pool.layout().block_tokens;
     std::map<SeqId, int32_t> table_of;  // where each sequence's block table starts in `tables`
     std::vector<int32_t> tables;
-    int max_pos = 0;
     for (const BatchToken& t : tokens) {
-        max_pos = std::max(max_pos, t.pos);
         if (table_of.count(t.seq) != 0) continue;
         table_of[t.seq] = static_cast<int32_t>(tables.size());
         const auto table = pool.block_table(t.seq);
         tables.insert(tables.end(), table.begin(), table.end());
     }
-    ensure_rope_positions(max_pos + 1);
-    if (tables.size() * sizeof(int32_t) > step_.tables.size_bytes()) {
-        step_.tables = int_buffer(*ctx_, tables.size() * 2);
+    if (tables.size() * sizeof(int32_t) > out.tables.size_bytes()) {
+        out.tables = int_buffer(*ctx_, tables.size() * 2);
         kernels_->forget_descriptor_sets();
     }
-    std::memcpy(step_.tables.mapped(), tables.data(), tables.size() * sizeof(int32_t));
-    auto* ids = static_cast<int32_t*>(step_.tokens.mapped());
-    auto* positions = static_cast<int32_t*>(step_.positions.mapped());
-    auto* slots = static_cast<int32_t*>(step_.slots.mapped());
-    auto* table_start = static_cast<int32_t*>(step_.table_start.mapped());
-    auto* output_rows = static_cast<int32_t*>(step_.output_rows.mapped());
-    int n_out = 0;
+    std::memcpy(out.tables.mapped(), tables.data(), tables.size() * sizeof(int32_t));
+    auto* slots = static_cast<int32_t*>(out.slots.mapped());
+    auto* table_start = static_cast<int32_t*>(out.table_start.mapped());
     for (size_t i = 0; i < tokens.size(); ++i) {
         const BatchToken& t = tokens[i];
         const int32_t start = table_of[t.seq];
-        ids[i] = t.token;
-        positions[i] = t.pos;
         table_start[i] = start;
         slots[i] = tables[static_cast<size_t>(start + t.pos / block_tokens)] * block_tokens + t.pos % block_tokens;
-        if (t.output) output_rows[n_out++] = static_cast<int32_t>(i);
     }
-    return n_out;
 }
 
-void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
+void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
     const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
     gpu_times_.clear();
     for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(max_tokens_)) {
         const auto pass = tokens.subspan(begin, std::min(tokens.size() - begin, static_cast<size_t>(max_tokens_)));
-        run_pass(pass, pool, logits);
+        run_pass(pass, cache, logits);
         logits += n_vocab * static_cast<size_t>(std::count_if(pass.begin(), pass.end(), [](const BatchToken& t) { return t.output; }));
     }
 }
 
-void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
+void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
     const auto n = static_cast<uint32_t>(tokens.size());
-    const auto n_out = static_cast<uint32_t>(fill_inputs(tokens, pool));
+    const auto n_out = static_cast<uint32_t>(fill_inputs(tokens, cache));
     vk_check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -387,15 +407,16 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
     record_rope(k, cmd, s.k.handle(), s.positions.handle(), table, n,
                 {static_cast<uint32_t>(c.n_head_kv), head_dim, rope_dim, neox});
     mark(cmd, l.local ? "rope_local" : "rope");
-    const bool kv_f16 = kv_layout_.dtype == KvDtype::F16;
-    const auto block_tokens = static_cast<uint32_t>(kv_layout_.block_tokens);
-    record_kv_write(k, cmd, s.k.handle(), s.v.handle(), l.k_cache.handle(), l.v_cache.handle(), s.slots.handle(), n,
+    const bool kv_f16 = kv_layout_.dtype() == KvDtype::F16;
+    const auto block_tokens = static_cast<uint32_t>(kv_layout_.block_tokens());
+    const KvTables& kv = l.kv_local ? s.local_kv : s.global_kv;
+    record_kv_write(k, cmd, s.k.handle(), s.v.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.slots.handle(), n,
                     static_cast<uint32_t>(c.kv_dim()), block_tokens, kv_f16);
     mark(cmd, "kv_write");
     const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
                                  c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
-    record_attention(k, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), s.tables.handle(), s.positions.handle(),
-                     s.table_start.handle(), s.context.handle(), n, params);
+    record_attention(k, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.handle(), s.positions.handle(),
+                     kv.table_start.handle(), s.context.handle(), n, params);
     mark(cmd, l.local ? "attention_local" : "attention");
 }
 

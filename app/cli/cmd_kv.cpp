@@ -2,6 +2,7 @@
 // really running tokens; layouts of users x tokens; the MHA / GQA / MQA what-if.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
@@ -35,6 +36,18 @@ nlohmann::json report_json(const Model& model, const KvAccountingReport& r) {
                            {"ratio_to_model", w.ratio_to_model},
                            {"is_model", w.is_model}});
     }
+    nlohmann::json groups = nlohmann::json::array();
+    for (const KvGroupUsage& g : r.pool_groups) {
+        groups.push_back({{"group", kv_group_name(g.group)},
+                          {"layers", g.layers},
+                          {"window_tokens", g.window_tokens},
+                          {"bytes_per_token", g.bytes_per_token},
+                          {"pool_blocks", g.pool_blocks},
+                          {"pool_bytes", g.pool_bytes},
+                          {"blocks_used", g.blocks_used},
+                          {"bytes_in_use", g.bytes_in_use},
+                          {"bytes_reserved", g.bytes_reserved}});
+    }
     return {{"model", model.config().name},
             {"kv_dtype", kv_dtype_name(r.dtype)},
             {"shape", {{"layers", r.n_layer}, {"heads", r.n_head}, {"kv_heads", r.n_head_kv}, {"head_dim", r.head_dim}}},
@@ -49,6 +62,7 @@ nlohmann::json report_json(const Model& model, const KvAccountingReport& r) {
               {"block_rounding_waste_bytes", r.block_rounding_waste_bytes},
               {"block_tokens", r.block_tokens},
               {"blocks_used", r.blocks_used}}},
+            {"pool_groups", groups},
             {"layouts", layouts},
             {"what_if", what_if},
             {"sliding_window",
@@ -69,7 +83,6 @@ void print_window_split(const ModelConfig& config, const KvAccountingReport& r) 
     std::printf("\nsliding window: %d local layers keep the last %d tokens, %d global layers keep all; %.0f bytes/token "
                 "per layer\n",
                 w.local_layers, w.window, w.global_layers, w.layer_bytes_per_token);
-    std::printf("(this engine's cache still holds every token in every layer: the all-global column)\n");
     std::printf("\n| tokens | global layers MiB | local layers MiB | with the window MiB | all global MiB |\n"
                 "|---:|---:|---:|---:|---:|\n");
     for (int64_t tokens = r.tokens; tokens <= static_cast<int64_t>(config.context_length) * 2; tokens *= 4) {
@@ -92,6 +105,15 @@ void print_report(const KvAccountingReport& r) {
     std::printf("block rounding: %d blocks of %d tokens reserve %llu bytes; %llu bytes of the last block unused\n",
                 r.blocks_used, r.block_tokens, static_cast<unsigned long long>(r.allocator_bytes_reserved),
                 static_cast<unsigned long long>(r.block_rounding_waste_bytes));
+    std::printf("\n| pool | layers | window | bytes/token | pool blocks | pool MiB | blocks used | bytes in use | bytes reserved |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const KvGroupUsage& g : r.pool_groups) {
+        std::printf("| %s | %d | %s | %llu | %d | %.2f | %d | %llu | %llu |\n", kv_group_name(g.group), g.layers,
+                    g.window_tokens > 0 ? std::to_string(g.window_tokens).c_str() : "-",
+                    static_cast<unsigned long long>(g.bytes_per_token), g.pool_blocks, static_cast<double>(g.pool_bytes) / kMiB,
+                    g.blocks_used, static_cast<unsigned long long>(g.bytes_in_use),
+                    static_cast<unsigned long long>(g.bytes_reserved));
+    }
     std::printf("\n| users x tokens | resident tokens | bytes | MiB |\n|---|---:|---:|---:|\n");
     for (const KvLayoutRow& l : r.layouts) {
         std::printf("| %d x %d | %lld | %.0f | %.2f |\n", l.layout.users, l.layout.tokens_per_user,

@@ -11,12 +11,16 @@
 #include "engine/backend/activation_tap.h"
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/runtime/kv_cache.h"
 #include "engine/runtime/step_event.h"
 
 namespace inferscope {
 
 class Model;
+struct ModelConfig;
+
+// InvalidArgument unless `layout` holds every layer of `config` with its KV heads.
+void check_kv_layout(const ModelConfig& config, const KvCacheLayout& layout);
 
 class Backend {
 public:
@@ -24,18 +28,20 @@ public:
 
     virtual std::string name() const = 0;
 
-    // Allocates storage for every block of `layout`; CapacityError when it cannot be met.
-    virtual void allocate_kv(const KvLayout& layout) = 0;
+    // Allocates storage for every block of both groups of `layout` (a layer's K and V live
+    // in its group's blocks); CapacityError when it cannot be met.
+    virtual void allocate_kv(const KvCacheLayout& layout) = 0;
 
     // Runs the model on `tokens`. Each token's K and V are written at its position in its
-    // sequence's blocks (the caller has grown the sequences in `pool` to cover them), and it
-    // attends to positions 0..pos of its own sequence. Writes one row of n_vocab logits per
-    // token with output = true, in batch order, to `logits`.
-    virtual void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) = 0;
+    // sequence's blocks of each layer's group (the caller has grown the sequences in `cache`
+    // to cover them), and it attends to positions 0..pos of its own sequence (a local layer:
+    // the last sliding_window of them). Writes one row of n_vocab logits per token with
+    // output = true, in batch order, to `logits`.
+    virtual void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) = 0;
 
-    // Copies whole blocks (every layer, K and V) from src to dst: the copy-on-write of a
-    // block shared between sequences, before one of them writes into it.
-    virtual void copy_kv_blocks(std::span<const BlockCopy> copies) = 0;
+    // Copies whole blocks of one group (its every layer, K and V) from src to dst: the copy
+    // on write of a block shared between sequences, before one of them writes into it.
+    virtual void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) = 0;
 
     // Observer of named intermediate tensors; nullptr (the default) costs nothing.
     virtual void set_activation_tap(ActivationTap* tap) = 0;

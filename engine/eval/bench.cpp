@@ -10,6 +10,7 @@
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
+#include "engine/instruments/kv_accounting.h"
 #include "engine/model/model.h"
 #include "engine/runtime/session.h"
 
@@ -142,7 +143,7 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
         }
         report.bandwidth = read_bandwidth(*run_probe, kBandwidthPasses);
     }
-    const uint64_t kv_bytes_per_position = session.kv_cache().layout().bytes_per_token();
+    const KvDtype kv_dtype = session.kv_cache().layout().dtype();
     std::mt19937 rng(1234);
     // Round r runs every test once (round 0 is the warm-up), so that a slow minute on a shared
     // machine falls on all the tests alike and their ratios (such as the loss at depth) hold.
@@ -163,9 +164,11 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
     for (BenchResult& t : tests) {
         summarize(t);
         if (t.n_generate > 0) {
-            // The average step reads the weights and the cache at its depth plus half the test.
+            // The average step reads the weights and the cache at its depth plus half the test
+            // (local layers only their window of it).
+            const int64_t depth = t.depth + t.n_generate / 2;
             t.bytes_per_token = report.weight_bytes_per_token +
-                                kv_bytes_per_position * static_cast<uint64_t>(t.depth + t.n_generate / 2);
+                                static_cast<uint64_t>(kv_window_split(session.model().config(), kv_dtype, depth).windowed_bytes());
             set_floor(t, report);
         }
         report.results.push_back(t);

@@ -44,7 +44,7 @@ PathStepCost step_cost(const InferenceSession& session, const StepEvent& e) {
     c.macs = forward_macs(config, n_past, e.n_tokens, 1);
     c.score_bytes_per_head = attention_score_bytes_per_head(e.n_tokens, e.context_length);
     c.peak_bytes =
-        forward_peak_memory(config, n_past, e.n_tokens, 1, kv_dtype_bytes(session.kv_cache().layout().dtype)).total();
+        forward_peak_memory(config, n_past, e.n_tokens, 1, kv_dtype_bytes(session.kv_cache().layout().dtype())).total();
     return c;
 }
 

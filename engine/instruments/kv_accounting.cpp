@@ -99,6 +99,26 @@ std::vector<KvLayoutRow> kv_layout_rows(double bytes_per_token, std::span<const 
     return rows;
 }
 
+std::vector<KvGroupUsage> kv_group_usage(const KvCache& cache) {
+    std::vector<KvGroupUsage> groups;
+    for (const KvGroup group : {KvGroup::Global, KvGroup::Local}) {
+        if (group == KvGroup::Local && cache.local() == nullptr) continue;
+        const KvBlockPool& pool = cache.group(group);
+        KvGroupUsage u;
+        u.group = group;
+        u.layers = pool.layout().n_layer;
+        u.window_tokens = pool.layout().window_tokens;
+        u.bytes_per_token = pool.layout().bytes_per_token();
+        u.pool_blocks = pool.layout().n_blocks;
+        u.pool_bytes = pool.layout().pool_bytes();
+        u.blocks_used = pool.used_block_count();
+        u.bytes_in_use = pool.bytes_in_use();
+        u.bytes_reserved = pool.bytes_reserved();
+        groups.push_back(u);
+    }
+    return groups;
+}
+
 KvAccountingReport measure_kv_accounting(InferenceSession& session, int tokens, std::span<const KvUserLayout> layouts) {
     if (tokens < 1) throw InvalidArgument("the KV measurement needs at least one token (--tokens)");
     if (tokens > session.context_size()) {
@@ -106,9 +126,9 @@ KvAccountingReport measure_kv_accounting(InferenceSession& session, int tokens, 
                             std::to_string(session.context_size()) + " tokens (raise -c or lower --tokens)");
     }
     const ModelConfig& config = session.model().config();
-    const KvBlockPool& pool = session.kv_cache();
+    const KvCache& pool = session.kv_cache();
     KvAccountingReport r;
-    r.dtype = pool.layout().dtype;
+    r.dtype = pool.layout().dtype();
     r.n_layer = config.n_layer;
     r.n_head = config.n_head;
     r.n_head_kv = config.n_head_kv;
@@ -118,16 +138,23 @@ KvAccountingReport measure_kv_accounting(InferenceSession& session, int tokens, 
     r.formula_bytes = tokens * r.formula_bytes_per_token;
     r.layer_tensor_bytes = static_cast<uint64_t>(config.n_head_kv) * static_cast<uint64_t>(tokens) *
                            static_cast<uint64_t>(config.head_dim) * static_cast<uint64_t>(kv_dtype_bytes(r.dtype));
-    r.block_tokens = pool.layout().block_tokens;
+    r.block_tokens = pool.layout().block_tokens();
     const uint64_t in_use_before = pool.bytes_in_use();
     const uint64_t reserved_before = pool.bytes_reserved();
     const int blocks_before = pool.used_block_count();
+    std::vector<KvGroupUsage> groups_before = kv_group_usage(pool);
     {
         ScopedSequence seq(session);
         run_tokens(session, seq.id(), tokens);
         r.allocator_bytes_in_use = pool.bytes_in_use() - in_use_before;
         r.allocator_bytes_reserved = pool.bytes_reserved() - reserved_before;
         r.blocks_used = pool.used_block_count() - blocks_before;
+        r.pool_groups = kv_group_usage(pool);
+        for (size_t g = 0; g < r.pool_groups.size(); ++g) {
+            r.pool_groups[g].bytes_in_use -= groups_before[g].bytes_in_use;
+            r.pool_groups[g].bytes_reserved -= groups_before[g].bytes_reserved;
+            r.pool_groups[g].blocks_used -= groups_before[g].blocks_used;
+        }
     }
     r.block_rounding_waste_bytes = r.allocator_bytes_reserved - r.allocator_bytes_in_use;
     r.layouts = kv_layout_rows(r.formula_bytes_per_token, layouts);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace inferscope {
 
@@ -60,6 +60,20 @@ struct KvWindowSplit {
 };
 KvWindowSplit kv_window_split(const ModelConfig& config, KvDtype dtype, int64_t tokens);
 
+// One group of the session's KV cache (kv_cache.h) as its block pool accounts for it.
+struct KvGroupUsage {
+    KvGroup group = KvGroup::Global;
+    int layers = 0;
+    int window_tokens = 0;        // > 0: its blocks before the window are recycled
+    uint64_t bytes_per_token = 0;  // K and V of one token in the group's layers
+    int pool_blocks = 0;
+    uint64_t pool_bytes = 0;       // what the backend allocated for the group
+    int blocks_used = 0;
+    uint64_t bytes_in_use = 0;
+    uint64_t bytes_reserved = 0;
+};
+std::vector<KvGroupUsage> kv_group_usage(const KvCache& cache);
+
 struct KvAccountingReport {
     KvDtype dtype = KvDtype::F16;
     int n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
@@ -75,6 +89,9 @@ struct KvAccountingReport {
     std::vector<KvLayoutRow> layouts;
     std::vector<KvAttentionWhatIf> what_if;
     KvWindowSplit window;  // at `tokens`; window.local_layers == 0 for models without local layers
+    // Per group, the pool's figures with the run's sequence still held (in use, reserved and
+    // blocks: what the run added).
+    std::vector<KvGroupUsage> pool_groups;
 };
 
 // Runs `tokens` tokens (deterministic ids) through the model in a fresh sequence of the

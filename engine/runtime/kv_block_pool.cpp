@@ -14,12 +14,17 @@ namespace {
 constexpr BlockHash kRootHash = 0x9E3779B97F4A7C15ull;
 }  // namespace
 
+int sliding_window_blocks(int window_tokens, int block_tokens, int batch_tokens) {
+    const int held_tokens = window_tokens + block_tokens + batch_tokens;
+    return (held_tokens + block_tokens - 1) / block_tokens + 1;
+}
+
 const char* kv_dtype_name(KvDtype dtype) { return dtype == KvDtype::F16 ? "f16" : "f32"; }
 int kv_dtype_bytes(KvDtype dtype) { return dtype == KvDtype::F16 ? 2 : 4; }
 
 KvBlockPool::KvBlockPool(const KvLayout& layout) : layout_(layout) {
-    if (layout.block_tokens <= 0 || layout.n_blocks < 0) {
-        throw InvalidArgument("KV pool needs a positive block size and a non-negative block count");
+    if (layout.block_tokens <= 0 || layout.n_blocks < 0 || layout.window_tokens < 0) {
+        throw InvalidArgument("KV pool needs a positive block size and non-negative block count and window");
     }
     blocks_.resize(static_cast<size_t>(layout.n_blocks));
     for (int32_t b = 0; b < layout.n_blocks; ++b) queue_push_back(b);  // a fresh pool hands out 0, 1, 2, ...
@@ -45,7 +50,9 @@ void KvBlockPool::add_sequence(SeqId seq) {
 void KvBlockPool::fork_sequence(SeqId parent, SeqId child) {
     const Sequence copy = sequence(parent);
     if (has_sequence(child)) throw InvalidArgument("sequence " + std::to_string(child) + " already exists in the KV cache");
-    for (int32_t b : copy.blocks) ++blocks_[static_cast<size_t>(b)].ref_count;
+    for (int32_t b : copy.blocks) {
+        if (b != kReleasedBlock) ++blocks_[static_cast<size_t>(b)].ref_count;
+    }
     sequences_.emplace(child, copy);
 }
 
@@ -53,7 +60,9 @@ void KvBlockPool::free_sequence(SeqId seq) {
     Sequence& s = sequence(seq);
     // Last block first: the queue's head is evicted first, and a sequence's tail is less
     // likely to be shared again than its prefix.
-    for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) release_block(*it);
+    for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) {
+        if (*it != kReleasedBlock) release_block(*it);
+    }
     sequences_.erase(seq);
 }
 
@@ -74,9 +83,36 @@ std::optional<int32_t> KvBlockPool::lookup(BlockHash hash, std::span<const Token
     return it->second;
 }
 
+std::vector<BlockHash> KvBlockPool::block_hashes(std::span<const TokenId> tokens, size_t n_blocks) const {
+    const auto block_tokens = static_cast<size_t>(layout_.block_tokens);
+    std::vector<BlockHash> hashes;
+    BlockHash parent = kRootHash;
+    for (size_t b = 0; b < n_blocks; ++b) {
+        parent = hash_block(parent, tokens.subspan(b * block_tokens, block_tokens));
+        hashes.push_back(parent);
+    }
+    return hashes;
+}
+
+// The first block a sliding-window sequence keeps when its next position is
+// `next_position`: the window of that position, widened by `slack_tokens`.
+int KvBlockPool::first_window_block(int next_position, int slack_tokens) const {
+    return std::max(0, next_position + 1 - layout_.window_tokens - slack_tokens) / layout_.block_tokens;
+}
+
+void KvBlockPool::take_cached(int32_t block) {
+    Block& b = blocks_[static_cast<size_t>(block)];
+    if (b.ref_count == 0) {
+        queue_remove(block);
+        --free_count_;
+    }
+    ++b.ref_count;
+}
+
 int KvBlockPool::attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens) {
     Sequence& s = sequence(seq);
     if (!s.tokens.empty()) throw InvalidArgument("a cached prefix can only start an empty sequence");
+    if (layout_.window_tokens > 0) return attach_window(s, tokens);
     const auto block_tokens = static_cast<size_t>(layout_.block_tokens);
     BlockHash parent = kRootHash;
     // Whole blocks only, and the last token is always left to compute (its logits are needed).
@@ -85,17 +121,39 @@ int KvBlockPool::attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens
         const BlockHash hash = hash_block(parent, chunk);
         const std::optional<int32_t> hit = lookup(hash, chunk);
         if (!hit) break;
-        Block& block = blocks_[static_cast<size_t>(*hit)];
-        if (block.ref_count == 0) {
-            queue_remove(*hit);
-            --free_count_;
-        }
-        ++block.ref_count;
+        take_cached(*hit);
         s.blocks.push_back(*hit);
         s.tokens.insert(s.tokens.end(), chunk.begin(), chunk.end());
         parent = hash;
     }
     s.committed_blocks = s.blocks.size();
+    return static_cast<int>(s.tokens.size());
+}
+
+// The longest whole-block prefix whose window (the blocks the next position reads) is
+// cached; the blocks before it are left released.
+int KvBlockPool::attach_window(Sequence& s, std::span<const TokenId> tokens) {
+    const auto block_tokens = static_cast<size_t>(layout_.block_tokens);
+    size_t candidates = 0;
+    while ((candidates + 1) * block_tokens + 1 <= tokens.size()) ++candidates;
+    const std::vector<BlockHash> hashes = block_hashes(tokens, candidates);
+    std::vector<std::optional<int32_t>> hits;
+    for (size_t b = 0; b < candidates; ++b) hits.push_back(lookup(hashes[b], tokens.subspan(b * block_tokens, block_tokens)));
+    for (size_t n = candidates; n > 0; --n) {
+        const auto first = static_cast<size_t>(first_window_block(static_cast<int>(n * block_tokens), 0));
+        const bool window_cached = std::all_of(hits.begin() + static_cast<std::ptrdiff_t>(first),
+                                               hits.begin() + static_cast<std::ptrdiff_t>(n),
+                                               [](const std::optional<int32_t>& hit) { return hit.has_value(); });
+        if (!window_cached) continue;
+        s.blocks.assign(n, kReleasedBlock);
+        for (size_t b = first; b < n; ++b) {
+            take_cached(*hits[b]);
+            s.blocks[b] = *hits[b];
+        }
+        s.tokens.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n * block_tokens));
+        s.committed_blocks = n;
+        break;
+    }
     return static_cast<int>(s.tokens.size());
 }
 
@@ -148,7 +206,7 @@ void KvBlockPool::commit(SeqId seq) {
         const auto chunk = std::span<const TokenId>(s.tokens).subspan(b * block_tokens, block_tokens);
         const BlockHash hash = hash_block(parent, chunk);
         parent = hash;
-        if (b < s.committed_blocks) continue;
+        if (b < s.committed_blocks || s.blocks[b] == kReleasedBlock) continue;
         Block& block = blocks_[static_cast<size_t>(s.blocks[b])];
         // Already findable (the same content in another block, or this one): nothing to add.
         if (!block.hash && !lookup(hash, chunk)) {
@@ -158,16 +216,32 @@ void KvBlockPool::commit(SeqId seq) {
         }
     }
     s.committed_blocks = full_blocks;
+    release_outside_window(s);
+}
+
+void KvBlockPool::release_outside_window(Sequence& s) {
+    if (layout_.window_tokens <= 0) return;
+    const auto first = static_cast<size_t>(first_window_block(static_cast<int>(s.tokens.size()), layout_.block_tokens));
+    for (size_t b = 0; b < first && b < s.blocks.size(); ++b) {
+        if (s.blocks[b] == kReleasedBlock) continue;
+        release_block(s.blocks[b]);
+        s.blocks[b] = kReleasedBlock;
+    }
 }
 
 void KvBlockPool::truncate(SeqId seq, int n_tokens) {
     Sequence& s = sequence(seq);
     if (n_tokens < 0) throw InvalidArgument("cannot truncate a sequence to a negative length");
     if (n_tokens >= static_cast<int>(s.tokens.size())) return;
+    const std::vector<std::pair<size_t, int32_t>> regained = window_to_regain(s, seq, n_tokens);
     const auto kept = static_cast<size_t>(blocks_needed(n_tokens));
     while (s.blocks.size() > kept) {
-        release_block(s.blocks.back());
+        if (s.blocks.back() != kReleasedBlock) release_block(s.blocks.back());
         s.blocks.pop_back();
+    }
+    for (const auto& [index, block] : regained) {
+        take_cached(block);
+        s.blocks[index] = block;
     }
     s.tokens.resize(static_cast<size_t>(n_tokens));
     s.committed_blocks = std::min(s.committed_blocks, static_cast<size_t>(n_tokens / layout_.block_tokens));
@@ -179,6 +253,31 @@ void KvBlockPool::truncate(SeqId seq, int n_tokens) {
             last.filled = in_last;
         }
     }
+}
+
+// The released blocks a sliding-window sequence cut back to `n_tokens` must hold again
+// (table index, cached block); CapacityError when one of them has been recycled.
+std::vector<std::pair<size_t, int32_t>> KvBlockPool::window_to_regain(const Sequence& s, SeqId seq, int n_tokens) const {
+    std::vector<std::pair<size_t, int32_t>> regained;
+    if (layout_.window_tokens <= 0 || n_tokens == 0) return regained;
+    const auto block_tokens = static_cast<size_t>(layout_.block_tokens);
+    const auto first = static_cast<size_t>(first_window_block(n_tokens, 0));
+    const auto end = static_cast<size_t>(blocks_needed(n_tokens));
+    std::vector<BlockHash> hashes;
+    for (size_t b = first; b < end; ++b) {
+        if (s.blocks[b] != kReleasedBlock) continue;
+        if (hashes.empty()) hashes = block_hashes(s.tokens, end);
+        const auto chunk = std::span<const TokenId>(s.tokens).subspan(b * block_tokens, block_tokens);
+        const std::optional<int32_t> hit = lookup(hashes[b], chunk);
+        if (!hit) {
+            throw CapacityError("sequence " + std::to_string(seq) + " cannot be cut back to " + std::to_string(n_tokens) +
+                                " tokens: the sliding-window layers' keys and values for positions " +
+                                std::to_string(b * block_tokens) + ".." + std::to_string((b + 1) * block_tokens - 1) +
+                                " were released and their block reused");
+        }
+        regained.emplace_back(b, *hit);
+    }
+    return regained;
 }
 
 int32_t KvBlockPool::allocate_block() {
@@ -254,7 +353,10 @@ std::vector<SeqId> KvBlockPool::sequence_ids() const {
 
 int64_t KvBlockPool::tokens_in_use() const {
     int64_t total = 0;
-    for (const auto& [id, s] : sequences_) total += static_cast<int64_t>(s.tokens.size());
+    for (const auto& [id, s] : sequences_) {
+        const auto released = std::count(s.blocks.begin(), s.blocks.end(), kReleasedBlock);
+        total += static_cast<int64_t>(s.tokens.size()) - released * layout_.block_tokens;
+    }
     return total;
 }
 

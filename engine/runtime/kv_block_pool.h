@@ -11,11 +11,17 @@
 //    free blocks form a queue and the least recently freed is reused (evicted) first.
 //  - Forking: a child sequence starts with all of its parent's blocks. Writing into a block
 //    that another sequence also uses first copies it (copy on write).
+//
+// A pool may serve sliding-window layers (layout.window_tokens > 0): a query at position p
+// reads only positions p - window + 1 .. p, so once a sequence has moved on, its blocks
+// wholly before the window are released (their table entries become kReleasedBlock) and
+// recycled like a freed sequence's, cached contents included.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -36,6 +42,7 @@ struct KvLayout {
     KvDtype dtype = KvDtype::F16;
     int block_tokens = 16;
     int n_blocks = 0;
+    int window_tokens = 0;  // > 0: the layers attend to this many positions at most
 
     uint64_t bytes_per_token() const {
         return uint64_t{2} * static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_head_kv) *
@@ -44,6 +51,11 @@ struct KvLayout {
     uint64_t block_bytes() const { return bytes_per_token() * static_cast<uint64_t>(block_tokens); }
     uint64_t pool_bytes() const { return block_bytes() * static_cast<uint64_t>(n_blocks); }
 };
+
+// The most blocks one sequence of a sliding-window pool holds while a batch of
+// `batch_tokens` of its tokens is computed: the window, the one block of slack that
+// commit() keeps (see there), the batch, and partial blocks at both ends.
+int sliding_window_blocks(int window_tokens, int block_tokens, int batch_tokens);
 
 // A block the backend must copy (all layers, K and V) before the next forward pass writes
 // into `dst`.
@@ -54,6 +66,9 @@ struct BlockCopy {
 
 class KvBlockPool {
 public:
+    // The table entry of a block a sliding-window sequence no longer holds.
+    static constexpr int32_t kReleasedBlock = -1;
+
     explicit KvBlockPool(const KvLayout& layout);
 
     const KvLayout& layout() const { return layout_; }
@@ -68,7 +83,8 @@ public:
 
     // For an empty sequence about to be given `tokens`: attaches the cached blocks that hold
     // the longest run of whole blocks at the start of `tokens`, leaving at least the last
-    // token to be computed. Returns how many tokens the sequence now holds.
+    // token to be computed. Returns how many tokens the sequence now holds. A sliding-window
+    // pool needs only the blocks inside the window of the next position to be cached.
     int attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens);
 
     // Appends tokens to the sequence, taking blocks from the free queue. Returns the block
@@ -76,9 +92,13 @@ public:
     // nothing: CapacityError (naming the shortfall) leaves the pool unchanged.
     std::vector<BlockCopy> append(SeqId seq, std::span<const TokenId> tokens);
     // Registers the sequence's full blocks in the prefix cache. Call once their K/V are
-    // written (after the forward pass that computed them succeeded).
+    // written (after the forward pass that computed them succeeded). A sliding-window pool
+    // then releases the blocks that lie wholly before the next position's window by more
+    // than one block (the slack lets a speculative step be cut back without recomputing).
     void commit(SeqId seq);
     // Shrinks the sequence to its first `n_tokens` tokens, releasing blocks no longer needed.
+    // A sliding-window sequence cut back past its slack takes the blocks of the new window
+    // back from the prefix cache; CapacityError (sequence unchanged) when one was recycled.
     void truncate(SeqId seq, int n_tokens);
 
     int sequence_length(SeqId seq) const;
@@ -94,7 +114,8 @@ public:
     // Free blocks in the order they will be handed out (the first is evicted first).
     std::vector<int32_t> free_queue() const;
 
-    // Sum of the sequences' lengths (a shared token counts once per sequence).
+    // Sum of the sequences' held tokens (a shared token counts once per sequence; a
+    // sliding-window sequence's released blocks hold none).
     int64_t tokens_in_use() const;
     // Bytes of K and V actually stored: the filled slots of every block in use, a shared
     // block counted once.
@@ -130,6 +151,12 @@ private:
     const Sequence& sequence(SeqId seq) const;
     BlockHash hash_block(BlockHash parent, std::span<const TokenId> tokens) const;
     std::optional<int32_t> lookup(BlockHash hash, std::span<const TokenId> tokens) const;
+    std::vector<BlockHash> block_hashes(std::span<const TokenId> tokens, size_t n_blocks) const;
+    int first_window_block(int next_position, int slack_tokens) const;
+    void take_cached(int32_t block);
+    void release_outside_window(Sequence& s);
+    std::vector<std::pair<size_t, int32_t>> window_to_regain(const Sequence& s, SeqId seq, int n_tokens) const;
+    int attach_window(Sequence& s, std::span<const TokenId> tokens);
     int32_t allocate_block();
     void release_block(int32_t block);
     void uncache(int32_t block);

@@ -31,7 +31,7 @@ int resolve_context(const Model& model, int requested) {
     return requested;
 }
 
-KvLayout make_layout(const ModelConfig& c, const SessionOptions& options, int n_ctx) {
+KvCacheLayout make_layout(const ModelConfig& c, const SessionOptions& options, int n_ctx) {
     if (options.block_tokens <= 0 || options.max_sequences <= 0) {
         throw InvalidArgument("KV block size and sequence count must be positive");
     }
@@ -43,7 +43,14 @@ KvLayout make_layout(const ModelConfig& c, const SessionOptions& options, int n_
     layout.block_tokens = options.block_tokens;
     const int blocks_per_sequence = (n_ctx + options.block_tokens - 1) / options.block_tokens;
     layout.n_blocks = blocks_per_sequence * options.max_sequences;
-    return layout;
+    std::vector<bool> is_local(static_cast<size_t>(c.n_layer), false);
+    const bool windowed = options.recycle_window_blocks && c.has_local_layers() && c.sliding_window < n_ctx;
+    if (!windowed) return split_kv_layout(layout, is_local, 0, 0);
+    for (int il = 0; il < c.n_layer; ++il) is_local[static_cast<size_t>(il)] = c.is_local_layer(il);
+    const int local_per_sequence =
+        std::min(blocks_per_sequence,
+                 sliding_window_blocks(c.sliding_window, options.block_tokens, std::min(kWindowMicroBatchTokens, n_ctx)));
+    return split_kv_layout(layout, is_local, c.sliding_window, local_per_sequence * options.max_sequences);
 }
 
 }  // namespace
@@ -54,29 +61,43 @@ InferenceSession::InferenceSession(std::shared_ptr<const Model> model, const Ses
       n_ctx_(resolve_context(*model_, options.n_ctx)),
       n_threads_(options.n_threads > 0 ? options.n_threads : ThreadPool::default_thread_count()),
       backend_(backend ? std::move(backend) : std::make_unique<CpuBackend>(model_, n_threads_)),
-      pool_(make_layout(model_->config(), options, n_ctx_)) {
+      cache_(make_layout(model_->config(), options, n_ctx_)) {
     backend_->set_activation_precision(options.activation_precision);
-    backend_->allocate_kv(pool_.layout());
+    backend_->allocate_kv(cache_.layout());
 }
 
 SeqId InferenceSession::new_sequence() {
     const SeqId seq = next_seq_++;
-    pool_.add_sequence(seq);
+    cache_.add_sequence(seq);
     return seq;
 }
 
-void InferenceSession::free_sequence(SeqId seq) { pool_.free_sequence(seq); }
+void InferenceSession::free_sequence(SeqId seq) { cache_.free_sequence(seq); }
 
-void InferenceSession::truncate_sequence(SeqId seq, int n_tokens) { pool_.truncate(seq, n_tokens); }
+void InferenceSession::truncate_sequence(SeqId seq, int n_tokens) {
+    try {
+        cache_.truncate(seq, n_tokens);
+    } catch (const CapacityError&) {
+        // The local layers' window of the new end was recycled: start the sequence again
+        // from what the prefix cache still holds and recompute the rest.
+        const auto held = cache_.sequence_tokens(seq);
+        const std::vector<TokenId> kept(held.begin(), held.begin() + n_tokens);
+        cache_.truncate(seq, 0);
+        const int cached = cache_.attach_cached_prefix(seq, kept);
+        Batch rest;
+        for (int pos = cached; pos < n_tokens; ++pos) rest.push_back({kept[static_cast<size_t>(pos)], seq, pos, false});
+        if (!rest.empty()) decode(rest);
+    }
+}
 
 SeqId InferenceSession::fork_sequence(SeqId parent) {
     const SeqId child = next_seq_++;
-    pool_.fork_sequence(parent, child);
+    cache_.fork_sequence(parent, child);
     return child;
 }
 
 int InferenceSession::attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens) {
-    return pool_.attach_cached_prefix(seq, tokens);
+    return cache_.attach_cached_prefix(seq, tokens);
 }
 
 std::map<SeqId, int> InferenceSession::validate(std::span<const BatchToken> batch) const {
@@ -88,8 +109,8 @@ std::map<SeqId, int> InferenceSession::validate(std::span<const BatchToken> batc
             throw InvalidArgument("token id " + std::to_string(t.token) + " is outside the vocabulary [0, " +
                                   std::to_string(n_vocab) + ")");
         }
-        if (!pool_.has_sequence(t.seq)) throw InvalidArgument("sequence " + std::to_string(t.seq) + " does not exist");
-        auto [it, inserted] = new_length.try_emplace(t.seq, pool_.sequence_length(t.seq));
+        if (!cache_.has_sequence(t.seq)) throw InvalidArgument("sequence " + std::to_string(t.seq) + " does not exist");
+        auto [it, inserted] = new_length.try_emplace(t.seq, cache_.sequence_length(t.seq));
         if (t.pos != it->second) {
             throw InvalidArgument("sequence " + std::to_string(t.seq) + ": token at position " + std::to_string(t.pos) +
                                   " does not continue the sequence (next position is " + std::to_string(it->second) +
@@ -112,37 +133,58 @@ StepPhase InferenceSession::infer_phase(const std::map<SeqId, int>& tokens_per_s
     return any_multi ? StepPhase::Prefill : StepPhase::Decode;
 }
 
+// Grows the part's sequences, runs it and registers what it computed; a sliding-window pool
+// then recycles the blocks its sequences have left behind.
+void InferenceSession::run_part(std::span<const BatchToken> part, float* logits) {
+    std::map<SeqId, std::vector<TokenId>> appended;  // per sequence, in batch order
+    for (const BatchToken& t : part) appended[t.seq].push_back(t.token);
+    for (const auto& [seq, tokens] : appended) {
+        // Copied at once, so that a later sequence's failure can roll this one back to
+        // blocks that hold what they claim to.
+        const KvBlockCopies copies = cache_.append(seq, tokens);
+        if (!copies.global.empty()) backend_->copy_kv_blocks(KvGroup::Global, copies.global);
+        if (!copies.local.empty()) backend_->copy_kv_blocks(KvGroup::Local, copies.local);
+    }
+    backend_->forward(part, cache_, logits);
+    for (const auto& [seq, tokens] : appended) cache_.commit(seq);
+}
+
+void InferenceSession::roll_back(const std::map<SeqId, int>& old_length) {
+    for (const auto& [seq, length] : old_length) {
+        try {
+            cache_.truncate(seq, length);
+        } catch (const CapacityError&) {
+            cache_.truncate(seq, 0);
+        }
+    }
+}
+
 std::span<const float> InferenceSession::decode(std::span<const BatchToken> batch, std::optional<StepPhase> phase) {
     const std::map<SeqId, int> new_length = validate(batch);
-    std::map<SeqId, std::vector<TokenId>> appended;  // per sequence, in batch order
-    for (const BatchToken& t : batch) appended[t.seq].push_back(t.token);
     std::map<SeqId, int> old_length;
     std::map<SeqId, int> tokens_per_sequence;
-    for (const auto& [seq, tokens] : appended) {
-        old_length[seq] = pool_.sequence_length(seq);
-        tokens_per_sequence[seq] = static_cast<int>(tokens.size());
+    for (const BatchToken& t : batch) {
+        old_length.try_emplace(t.seq, cache_.sequence_length(t.seq));
+        ++tokens_per_sequence[t.seq];
     }
-    const auto roll_back = [&] {
-        for (const auto& [seq, length] : old_length) pool_.truncate(seq, length);
-    };
+    const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
     const auto n_outputs = std::count_if(batch.begin(), batch.end(), [](const BatchToken& t) { return t.output; });
-    logits_.resize(static_cast<size_t>(n_outputs) * static_cast<size_t>(model_->config().n_vocab));
+    logits_.resize(static_cast<size_t>(n_outputs) * n_vocab);
+    const size_t part_tokens = cache_.local() != nullptr ? static_cast<size_t>(kWindowMicroBatchTokens) : batch.size();
 
     const auto start = std::chrono::steady_clock::now();
     try {
-        for (const auto& [seq, tokens] : appended) {
-            // Copied at once, so that a later sequence's failure can roll this one back to
-            // blocks that hold what they claim to.
-            const std::vector<BlockCopy> copies = pool_.append(seq, tokens);
-            if (!copies.empty()) backend_->copy_kv_blocks(copies);
+        size_t rows_done = 0;
+        for (size_t begin = 0; begin < batch.size(); begin += part_tokens) {
+            const auto part = batch.subspan(begin, std::min(part_tokens, batch.size() - begin));
+            run_part(part, logits_.data() + rows_done * n_vocab);
+            rows_done += static_cast<size_t>(std::count_if(part.begin(), part.end(), [](const BatchToken& t) { return t.output; }));
         }
-        backend_->forward(batch, pool_, logits_.data());
     } catch (...) {
-        roll_back();
+        roll_back(old_length);
         throw;
     }
     const auto elapsed = std::chrono::steady_clock::now() - start;
-    for (const auto& [seq, tokens] : appended) pool_.commit(seq);
 
     StepEvent event;
     event.step = step_++;
@@ -151,8 +193,8 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
     event.n_sequences = static_cast<int>(new_length.size());
     for (const auto& [seq, length] : new_length) event.context_length = std::max(event.context_length, length);
     event.wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
-    event.kv_bytes_in_use = pool_.bytes_in_use();
-    event.kv_bytes_reserved = pool_.bytes_reserved();
+    event.kv_bytes_in_use = cache_.bytes_in_use();
+    event.kv_bytes_reserved = cache_.bytes_reserved();
     event.gpu_ops = backend_->last_forward_gpu_times();
     for (const OpTime& op : event.gpu_ops) event.gpu_ns += op.gpu_ns;
     for (const auto& [id, observer] : observers_) observer(event);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/runtime/kv_cache.h"
 #include "engine/runtime/step_event.h"
 
 namespace inferscope {
@@ -25,7 +25,15 @@ struct SessionOptions {
     int block_tokens = 16;  // tokens per KV block
     int max_sequences = 1;  // sequences that can be resident at full context at once
     ActivationPrecision activation_precision;  // inputs of the linear layers (backend/activation_precision.h)
+    // Sliding-window layers keep only their window's blocks (a pool of their own). false:
+    // every layer keeps every block, as a cache without the window would.
+    bool recycle_window_blocks = true;
 };
+
+// With sliding-window layers kept apart, a batch runs in parts of at most this many tokens,
+// so that their pool need only hold the window and one part per sequence (llama.cpp's
+// default micro-batch).
+constexpr int kWindowMicroBatchTokens = 512;
 
 class InferenceSession {
 public:
@@ -38,24 +46,29 @@ public:
     const std::shared_ptr<const Model>& model_ptr() const { return model_; }
     Backend& backend() { return *backend_; }
     const Backend& backend() const { return *backend_; }
-    const KvBlockPool& kv_cache() const { return pool_; }
+    const KvCache& kv_cache() const { return cache_; }
     int context_size() const { return n_ctx_; }
     int thread_count() const { return n_threads_; }
 
     SeqId new_sequence();
     void free_sequence(SeqId seq);
+    // Keeps the sequence's first n_tokens tokens. Where sliding-window layers have recycled
+    // the window of the new end, the kept tokens past the cached prefix are recomputed (one
+    // more step for the observers).
     void truncate_sequence(SeqId seq, int n_tokens);
     // A new sequence sharing all of `parent`'s tokens and blocks (copied on first write).
     SeqId fork_sequence(SeqId parent);
     // Starts an empty sequence with the cached blocks of the longest whole-block prefix of
     // `tokens` (prefix caching); returns how many tokens need no computing.
     int attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens);
-    int sequence_length(SeqId seq) const { return pool_.sequence_length(seq); }
+    int sequence_length(SeqId seq) const { return cache_.sequence_length(seq); }
 
     // Runs one forward pass. Each sequence's tokens must continue it: positions
     // length, length+1, ... in batch order. Returns logits [n_outputs x n_vocab] (valid
     // until the next call). Throws InvalidArgument for malformed batches and CapacityError
-    // when a sequence would exceed the context or the pool; the cache is then unchanged.
+    // when a sequence would exceed the context or the pool; the cache is then unchanged
+    // (with a sliding-window pool, a sequence whose old window was recycled while a later
+    // part of the batch ran is emptied instead).
     std::span<const float> decode(std::span<const BatchToken> batch, std::optional<StepPhase> phase = std::nullopt);
 
     using StepObserver = std::function<void(const StepEvent&)>;
@@ -65,12 +78,14 @@ public:
 private:
     std::map<SeqId, int> validate(std::span<const BatchToken> batch) const;
     static StepPhase infer_phase(const std::map<SeqId, int>& tokens_per_sequence);
+    void run_part(std::span<const BatchToken> part, float* logits);
+    void roll_back(const std::map<SeqId, int>& old_length);
 
     std::shared_ptr<const Model> model_;
     int n_ctx_;
     int n_threads_;
     std::unique_ptr<Backend> backend_;
-    KvBlockPool pool_;
+    KvCache cache_;
     std::vector<float> logits_;
     SeqId next_seq_ = 0;
     int64_t step_ = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <random>
 
 #include "engine/core/error.h"
 #include "engine/runtime/kv_block_pool.h"
@@ -254,6 +255,135 @@ TEST(KvBlockPool, UnknownOrDuplicateSequencesAreErrors) {
     EXPECT_THROW((void)pool.block_table(4), InvalidArgument);
     EXPECT_THROW(pool.truncate(3, -1), InvalidArgument);
     EXPECT_THROW(pool.fork_sequence(3, 3), InvalidArgument);
+}
+
+// Sliding-window pools: 4-token blocks and a 6-token window, so a query at position p reads
+// p - 5 .. p, and commit() keeps one block more than that.
+KvBlockPool window_pool(int n_blocks) {
+    KvLayout l = tiny_layout(n_blocks);
+    l.window_tokens = 6;
+    return KvBlockPool(l);
+}
+
+constexpr int32_t kReleased = KvBlockPool::kReleasedBlock;
+
+// Appends `count` tokens of the sequence 100, 101, ... and commits them, as a forward pass would.
+void grow(KvBlockPool& pool, SeqId seq, int count) {
+    pool.append(seq, tokens(count, 100 + pool.sequence_length(seq)));
+    pool.commit(seq);
+}
+
+TEST(KvBlockPoolWindow, CommitReleasesTheBlocksBehindTheWindowAndItsSlack) {
+    KvBlockPool pool = window_pool(8);
+    pool.add_sequence(0);
+    grow(pool, 0, 12);
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 2}));  // position 12 reads 7..12; the slack keeps 3..6
+    pool.append(0, tokens(4, 112));
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 2, 3}));  // nothing goes before the pass has run
+    pool.commit(0);
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{kReleased, 1, 2, 3}));
+    EXPECT_EQ(pool.ref_count(0), 0);
+    EXPECT_TRUE(pool.block_hash(0).has_value());  // still findable until reused
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{4, 5, 6, 7, 0}));
+    EXPECT_EQ(pool.tokens_in_use(), 12);
+    EXPECT_EQ(pool.bytes_in_use(), 12 * pool.layout().bytes_per_token());
+    grow(pool, 0, 4);
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{kReleased, kReleased, 2, 3, 4}));
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{5, 6, 7, 0, 1}));
+    EXPECT_EQ(pool.sequence_length(0), 20);
+}
+
+TEST(KvBlockPoolWindow, EveryPassFindsItsWindowAndTheBlockCountStaysBounded) {
+    KvBlockPool pool = window_pool(6);
+    pool.add_sequence(0);
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> chunk(1, 8);
+    while (pool.sequence_length(0) < 300) {
+        const int first = pool.sequence_length(0);
+        const int n = chunk(rng);
+        pool.append(0, tokens(n, 100 + first));
+        const auto held = pool.block_table(0);
+        for (int pos = std::max(0, first + 1 - 6); pos < first + n; ++pos) {
+            ASSERT_NE(held[static_cast<size_t>(pos / 4)], kReleased) << "position " << pos << " in the pass from " << first;
+        }
+        EXPECT_LE(pool.used_block_count(), sliding_window_blocks(6, 4, 8));
+        pool.commit(0);
+    }
+    // Six blocks served 300 tokens: 75 blocks' worth went round the free queue.
+    EXPECT_EQ(pool.layout().n_blocks, 6);
+}
+
+TEST(KvBlockPoolWindow, CuttingBackPastTheSlackTakesTheWindowBackFromTheCache) {
+    KvBlockPool pool = window_pool(8);
+    pool.add_sequence(0);
+    grow(pool, 0, 20);  // {released, released, 2, 3, 4}; the queue is 5, 6, 7, 0, 1
+    pool.truncate(0, 9);  // position 9 reads 4..9: block 1 again
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{kReleased, 1, 2}));
+    EXPECT_EQ(pool.ref_count(1), 1);
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{5, 6, 7, 0, 4, 3}));
+    EXPECT_EQ(pool.sequence_length(0), 9);
+    EXPECT_EQ(pool.bytes_in_use(), 5 * pool.layout().bytes_per_token());
+    EXPECT_FALSE(pool.block_hash(2).has_value());  // partial now
+}
+
+TEST(KvBlockPoolWindow, CuttingBackIntoARecycledBlockIsRefusedAndChangesNothing) {
+    KvBlockPool pool = window_pool(8);
+    pool.add_sequence(0);
+    pool.add_sequence(1);
+    grow(pool, 0, 20);
+    pool.append(1, tokens(20, 900));  // takes 5, 6, 7, 0 and 1: the released blocks are reused
+    try {
+        pool.truncate(0, 9);
+        FAIL();
+    } catch (const CapacityError& e) {
+        EXPECT_NE(std::string(e.what()).find("positions 4..7"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(pool.sequence_length(0), 20);
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{kReleased, kReleased, 2, 3, 4}));
+    pool.truncate(0, 17);  // within the slack: nothing to take back
+    EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{kReleased, kReleased, 2, 3, 4}));
+    pool.truncate(0, 0);
+    EXPECT_TRUE(table(pool, 0).empty());
+}
+
+TEST(KvBlockPoolWindow, APrefixHitNeedsOnlyItsWindowCached) {
+    KvBlockPool pool = window_pool(8);
+    pool.add_sequence(0);
+    grow(pool, 0, 20);
+    pool.free_sequence(0);  // queue: 5, 6, 7, 0, 1, 4, 3, 2, all five cached
+    pool.add_sequence(1);
+    EXPECT_EQ(pool.attach_cached_prefix(1, tokens(21)), 20);  // position 20 reads 15..20: blocks 3 and 4
+    EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{kReleased, kReleased, kReleased, 3, 4}));
+    EXPECT_EQ(pool.ref_count(3), 1);
+    EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{5, 6, 7, 0, 1, 2}));
+    EXPECT_EQ(pool.tokens_in_use(), 8);
+}
+
+TEST(KvBlockPoolWindow, APrefixWhoseWindowWasEvictedFallsBackToAShorterOne) {
+    KvBlockPool pool = window_pool(8);
+    pool.add_sequence(0);
+    grow(pool, 0, 20);
+    pool.free_sequence(0);
+    pool.add_sequence(2);
+    pool.append(2, tokens(24, 900));  // takes 5, 6, 7, 0, 1 and 4
+    pool.add_sequence(1);
+    EXPECT_EQ(pool.attach_cached_prefix(1, tokens(21)), 16);  // position 16 reads 11..16: blocks 2 and 3
+    EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{kReleased, kReleased, 2, 3}));
+}
+
+TEST(KvBlockPoolWindow, ForksShareTheHeldBlocksOnly) {
+    KvBlockPool pool = window_pool(8);
+    pool.add_sequence(0);
+    grow(pool, 0, 18);  // {released, released, 2, 3, 4}, block 4 half full
+    pool.fork_sequence(0, 1);
+    EXPECT_EQ(pool.ref_count(2), 2);
+    EXPECT_EQ(pool.ref_count(4), 2);
+    const std::vector<BlockCopy> copies = pool.append(1, tokens(1, 700));
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(copies[0].src, 4);
+    pool.free_sequence(0);
+    pool.free_sequence(1);
+    EXPECT_EQ(pool.used_block_count(), 0);
 }
 
 }  // namespace

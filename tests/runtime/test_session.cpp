@@ -85,7 +85,7 @@ TEST(Session, ObserversSeeEveryStepWithPhaseAndKvBytes) {
     // 10 prompt tokens in chunks of 4 -> 3 prefill steps, then one decode step per token
     ASSERT_EQ(events.size(), 8u);
     const uint64_t bpt = session.kv_cache().layout().bytes_per_token();
-    const uint64_t block_bytes = session.kv_cache().layout().block_bytes();
+    const uint64_t block_bytes = session.kv_cache().layout().global.block_bytes();  // no local layers: one group
     const int expected_tokens[] = {4, 4, 2, 1, 1, 1, 1, 1};
     const int expected_ctx[] = {4, 8, 10, 11, 12, 13, 14, 15};
     for (size_t i = 0; i < events.size(); ++i) {

@@ -53,19 +53,27 @@ std::string CpuBackend::name() const {
            std::string(cpu_isa_name(isa)) + prefetch + ")";
 }
 
-void CpuBackend::allocate_kv(const KvLayout& layout) {
-    const ModelConfig& c = model_->config();
-    if (layout.n_layer != c.n_layer || layout.n_head_kv != c.n_head_kv || layout.head_dim != c.head_dim) {
-        throw InvalidArgument("KV layout does not match the model's layers and KV heads");
-    }
-    kv_ = CpuKvStorage(layout);
+void CpuBackend::allocate_kv(const KvCacheLayout& layout) {
+    check_kv_layout(model_->config(), layout);
+    kv_global_ = CpuKvStorage();
+    kv_local_ = CpuKvStorage();
+    kv_global_ = CpuKvStorage(layout.global);
+    if (layout.has_local()) kv_local_ = CpuKvStorage(layout.local);
 }
 
-void CpuBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
-    for (const BlockCopy& copy : copies) kv_.copy_block(copy.src, copy.dst);
+void CpuBackend::copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) {
+    CpuKvStorage& storage = group == KvGroup::Local ? kv_local_ : kv_global_;
+    for (const BlockCopy& copy : copies) storage.copy_block(copy.src, copy.dst);
 }
 
-void CpuBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) {
+CpuBackend::LayerKv CpuBackend::layer_kv(int layer, const KvCache& cache) {
+    const KvCacheLayout& layout = cache.layout();
+    const auto l = static_cast<size_t>(layer);
+    return {cache.pool_for_layer(layer), layout.layer_group[l] == KvGroup::Local ? kv_local_ : kv_global_,
+            layout.index_in_group[l]};
+}
+
+void CpuBackend::forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
     const ModelConfig& c = model_->config();
     act_.resize(static_cast<int64_t>(tokens.size()), c);
     const int half = c.rope_dim / 2;
@@ -78,7 +86,7 @@ void CpuBackend::forward(std::span<const BatchToken> tokens, const KvBlockPool& 
     }
     embed(tokens);
     for (int layer = 0; layer < c.n_layer; ++layer) {
-        attention_block(layer, tokens, pool);
+        attention_block(layer, tokens, cache);
         ffn_block(layer, tokens);
     }
     output_logits(tokens, logits);
@@ -125,7 +133,7 @@ void CpuBackend::add_residual(int64_t n) {
     });
 }
 
-void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
+void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, const KvCache& cache) {
     const ModelConfig& c = model_->config();
     const LayerWeights& w = model_->layers()[static_cast<size_t>(layer)];
     const auto n = static_cast<int64_t>(tokens.size());
@@ -137,8 +145,9 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     publish("k", layer, act_.k, c.kv_dim(), tokens);
     publish("v", layer, act_.v, c.kv_dim(), tokens);
 
-    store_kv(layer, tokens, pool);
-    attend(layer, tokens, pool);
+    const LayerKv kv = layer_kv(layer, cache);
+    store_kv(tokens, kv);
+    attend(layer, tokens, kv);
     publish("attn_ctx", layer, act_.context, c.q_dim(), tokens);
 
     matmul(w.wo, linear_input(act_.context, n, c.q_dim()), n, act_.projected.data(), pool_, scratch_);
@@ -189,15 +198,15 @@ void CpuBackend::post_norm(const std::vector<float>& weight, int64_t n, const ch
     publish(tap_name, layer, act_.projected, model_->config().n_embd, tokens);
 }
 
-void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
+void CpuBackend::store_kv(std::span<const BatchToken> tokens, const LayerKv& kv) {
     const int kv_dim = model_->config().kv_dim();
-    const int block_tokens = pool.layout().block_tokens;
+    const int block_tokens = kv.pool.layout().block_tokens;
     // Each token writes its own slot (tokens of one block share cache lines, not bytes).
     over_token_rows(static_cast<int64_t>(tokens.size()), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             const BatchToken& token = tokens[static_cast<size_t>(i)];
-            const auto table = pool.block_table(token.seq);
-            kv_.write(layer, table[static_cast<size_t>(token.pos / block_tokens)], token.pos % block_tokens,
+            const auto table = kv.pool.block_table(token.seq);
+            kv.storage.write(kv.index, table[static_cast<size_t>(token.pos / block_tokens)], token.pos % block_tokens,
                       act_.k.data() + i * kv_dim, act_.v.data() + i * kv_dim);
         }
     });
@@ -206,7 +215,7 @@ void CpuBackend::store_kv(int layer, std::span<const BatchToken> tokens, const K
 // Each (token, KV head) pair attends over positions 0..pos of its own sequence, block by
 // block through the sequence's block table; the query heads that share the KV head (GQA)
 // are served by one pass over its keys and values.
-void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool) {
+void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const LayerKv& kv) {
     const ModelConfig& c = model_->config();
     attention_scratch_.resize(static_cast<size_t>(pool_.size()));
     const int64_t n_pairs = static_cast<int64_t>(tokens.size()) * c.n_head_kv;
@@ -217,7 +226,7 @@ void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const KvB
             // of items then holds as much early (cheap) as late (costly) work.
             const int64_t pair = item % 2 == 0 ? item / 2 : n_pairs - 1 - item / 2;
             const int64_t i = pair / c.n_head_kv;
-            attend_one(layer, tokens[static_cast<size_t>(i)], i, static_cast<int>(pair % c.n_head_kv), pool,
+            attend_one(layer, tokens[static_cast<size_t>(i)], i, static_cast<int>(pair % c.n_head_kv), kv,
                        attention_scratch_[static_cast<size_t>(thread)]);
         }
     });
@@ -239,10 +248,10 @@ void head_parts(const CpuKvStorage& kv, bool keys, int layer, std::span<const in
 
 }  // namespace
 
-void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const KvBlockPool& pool,
+void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const LayerKv& kv,
                             AttentionScratch& scratch) {
     const ModelConfig& c = model_->config();
-    const int block_tokens = pool.layout().block_tokens;
+    const int block_tokens = kv.pool.layout().block_tokens;
     const int group = c.n_head / c.n_head_kv;
     const float scale = c.kq_scale();
     // A local layer's query sees the last sliding_window positions. The kernels walk whole
@@ -251,7 +260,7 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
     const int first_visible = c.is_local_layer(layer) ? std::max(0, token.pos + 1 - c.sliding_window) : 0;
     const int first_block = first_visible / block_tokens;
     const int hidden = first_visible - first_block * block_tokens;
-    const auto table = pool.block_table(token.seq).subspan(static_cast<size_t>(first_block));
+    const auto table = kv.pool.block_table(token.seq).subspan(static_cast<size_t>(first_block));
     const int n_ctx = token.pos + 1 - first_block * block_tokens;
     const int n_blocks = (n_ctx + block_tokens - 1) / block_tokens;
     const int64_t first_q = token_index * c.q_dim() + static_cast<int64_t>(kv_head) * group * c.head_dim;
@@ -260,11 +269,11 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
     scratch.scores.resize(static_cast<size_t>(group) * static_cast<size_t>(n_ctx));  // [group x n_ctx]
     float* scores = scratch.scores.data();
 
-    if (pool.layout().dtype == KvDtype::F16) {
-        head_parts(kv_, true, layer, table, n_blocks, kv_head, scratch.k16);
+    if (kv.pool.layout().dtype == KvDtype::F16) {
+        head_parts(kv.storage, true, kv.index, table, n_blocks, kv_head, scratch.k16);
         attention_kernels_.scores_f16(q, group, c.head_dim, scratch.k16.data(), block_tokens, n_ctx, scale, scores, n_ctx);
     } else {
-        head_parts(kv_, true, layer, table, n_blocks, kv_head, scratch.k32);
+        head_parts(kv.storage, true, kv.index, table, n_blocks, kv_head, scratch.k32);
         attention_kernels_.scores_f32(q, group, c.head_dim, scratch.k32.data(), block_tokens, n_ctx, scale, scores, n_ctx);
     }
     for (int g = 0; g < group; ++g) {
@@ -273,12 +282,12 @@ void CpuBackend::attend_one(int layer, const BatchToken& token, int64_t token_in
         std::fill(row, row + hidden, 0.0f);
     }
     std::memset(out, 0, sizeof(float) * static_cast<size_t>(group) * static_cast<size_t>(c.head_dim));
-    if (pool.layout().dtype == KvDtype::F16) {
-        head_parts(kv_, false, layer, table, n_blocks, kv_head, scratch.v16);
+    if (kv.pool.layout().dtype == KvDtype::F16) {
+        head_parts(kv.storage, false, kv.index, table, n_blocks, kv_head, scratch.v16);
         attention_kernels_.accumulate_f16(scores, group, n_ctx, scratch.v16.data(), block_tokens, c.head_dim, n_ctx, c.head_dim,
                                           out);
     } else {
-        head_parts(kv_, false, layer, table, n_blocks, kv_head, scratch.v32);
+        head_parts(kv.storage, false, kv.index, table, n_blocks, kv_head, scratch.v32);
         attention_kernels_.accumulate_f32(scores, group, n_ctx, scratch.v32.data(), block_tokens, c.head_dim, n_ctx, c.head_dim,
                                           out);
     }

@@ -23,9 +23,9 @@ public:
     CpuBackend(std::shared_ptr<const Model> model, int n_threads);
 
     std::string name() const override;
-    void allocate_kv(const KvLayout& layout) override;
-    void forward(std::span<const BatchToken> tokens, const KvBlockPool& pool, float* logits) override;
-    void copy_kv_blocks(std::span<const BlockCopy> copies) override;
+    void allocate_kv(const KvCacheLayout& layout) override;
+    void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) override;
+    void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override;
     void set_activation_tap(ActivationTap* tap) override { tap_ = tap; }
     // Applies to the inputs of q/k/v/o and gate/up/down in every block, not to the output
     // head (as LLM.int8() leaves lm_head in high precision).
@@ -52,17 +52,25 @@ private:
         void resize(int64_t n, const ModelConfig& c);
     };
 
+    // Where one layer's K and V live: its group's block tables and storage, and its index there.
+    struct LayerKv {
+        const KvBlockPool& pool;
+        CpuKvStorage& storage;
+        int index;
+    };
+    LayerKv layer_kv(int layer, const KvCache& cache);
+
     void embed(std::span<const BatchToken> tokens);
-    void attention_block(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
-    void store_kv(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
-    void attend(int layer, std::span<const BatchToken> tokens, const KvBlockPool& pool);
+    void attention_block(int layer, std::span<const BatchToken> tokens, const KvCache& cache);
+    void store_kv(std::span<const BatchToken> tokens, const LayerKv& kv);
+    void attend(int layer, std::span<const BatchToken> tokens, const LayerKv& kv);
     // One thread's working memory for attend_one.
     struct AttentionScratch {
         std::vector<float> scores;                 // [heads per KV head x context]
         std::vector<const uint16_t*> k16, v16;     // the KV head's part of each block (F16 cache)
         std::vector<const float*> k32, v32;        // the same for an F32 cache
     };
-    void attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const KvBlockPool& pool,
+    void attend_one(int layer, const BatchToken& token, int64_t token_index, int kv_head, const LayerKv& kv,
                     AttentionScratch& scratch);
     void ffn_block(int layer, std::span<const BatchToken> tokens);
     void output_logits(std::span<const BatchToken> tokens, float* logits);
@@ -84,7 +92,8 @@ private:
 
     std::shared_ptr<const Model> model_;
     ThreadPool pool_;
-    CpuKvStorage kv_;
+    CpuKvStorage kv_global_;
+    CpuKvStorage kv_local_;  // sliding-window layers kept apart; empty otherwise
     MatmulScratch scratch_;
     Activations act_;
     std::vector<float> output_rows_;  // [n_outputs x n_embd] final hidden states of output tokens
