@@ -160,6 +160,34 @@ protected:
     std::vector<TokenId> prompt_;
 };
 
+// Gemma 3's sliding-window layers recycle their blocks (a 5-token window in 4-token blocks):
+// a rejected proposal cuts the target back further than the pool's one block of slack, so
+// the window's blocks come back from the prefix cache.
+TEST(SpeculativeWithSlidingWindow, GreedyOutputIsTheTargetsGreedyOutput) {
+    SyntheticModelSpec spec = testing::tiny_spec("gemma3");
+    spec.tied_output = false;  // tied, the random model repeats its input token
+    const auto target_model = testing::tiny_model(spec);
+    SessionOptions options = one_thread_session();
+    options.block_tokens = 4;
+    InferenceSession target(target_model, options);
+    const std::vector<TokenId> prompt = {5, 40, 77, 120, 9, 200, 31, 64, 150, 12, 99};
+    GenerationOptions g;
+    g.n_predict = 40;
+    g.sampling.temperature = 0.0f;
+    g.reuse_cached_prefix = false;
+    g.stop_at_end_of_generation = false;
+    const std::vector<TokenId> expected = generate(target, prompt, g).generated;
+    InferenceSession draft(quantized(target_model, "int2:tensor"), options);
+    SpeculativeOptions o;
+    o.n_predict = 40;
+    o.gamma = 8;
+    o.stop_at_end_of_generation = false;
+    const SpeculativeResult r = speculative_generate(target, draft, prompt, o);
+    EXPECT_EQ(r.generated, expected);
+    EXPECT_LT(r.stats.acceptance(), 1.0);  // some proposals were cut back
+    EXPECT_TRUE(target.kv_cache().sequence_ids().empty());
+}
+
 TEST_F(SpeculativeOnStories, GreedyOutputIsTheTargetsGreedyOutput) {
     constexpr int kTokens = 48;
     const std::vector<TokenId> expected = plain_greedy(kTokens);

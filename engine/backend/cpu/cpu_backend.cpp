@@ -55,6 +55,7 @@ std::string CpuBackend::name() const {
 
 void CpuBackend::allocate_kv(const KvCacheLayout& layout) {
     check_kv_layout(model_->config(), layout);
+    // The old storage goes first, so that the old and the new never need memory at once.
     kv_global_ = CpuKvStorage();
     kv_local_ = CpuKvStorage();
     kv_global_ = CpuKvStorage(layout.global);
