@@ -157,21 +157,36 @@ int KvBlockPool::attach_window(Sequence& s, std::span<const TokenId> tokens) {
     return static_cast<int>(s.tokens.size());
 }
 
+// Blocks appending `n_tokens` takes from the free queue: the new ones, and the copy of a
+// shared last block that the first of them is written into.
+int KvBlockPool::blocks_to_append(const Sequence& s, int n_tokens) const {
+    const int old_length = static_cast<int>(s.tokens.size());
+    const auto written_block = static_cast<size_t>(old_length / layout_.block_tokens);
+    const bool copy_on_write =
+        written_block < s.blocks.size() && blocks_[static_cast<size_t>(s.blocks[written_block])].ref_count > 1;
+    return blocks_needed(old_length + n_tokens) - static_cast<int>(s.blocks.size()) + (copy_on_write ? 1 : 0);
+}
+
+void KvBlockPool::check_append(SeqId seq, int n_tokens) const {
+    const Sequence& s = sequence(seq);
+    const int extra = blocks_to_append(s, n_tokens);
+    if (extra <= free_count_) return;
+    throw CapacityError("KV cache is full: sequence " + std::to_string(seq) + " needs " + std::to_string(extra) +
+                        " more blocks of " + std::to_string(layout_.block_tokens) + " tokens to reach " +
+                        std::to_string(s.tokens.size() + static_cast<size_t>(n_tokens)) + " tokens, but only " +
+                        std::to_string(free_count_) + " of " + std::to_string(layout_.n_blocks) + " blocks are free" +
+                        (layout_.window_tokens > 0 ? " (sliding-window layers)" : ""));
+}
+
 std::vector<BlockCopy> KvBlockPool::append(SeqId seq, std::span<const TokenId> tokens) {
     Sequence& s = sequence(seq);
     if (tokens.empty()) return {};
+    check_append(seq, static_cast<int>(tokens.size()));
     const int old_length = static_cast<int>(s.tokens.size());
     const int new_length = old_length + static_cast<int>(tokens.size());
     const size_t written_block = static_cast<size_t>(old_length / layout_.block_tokens);
     const bool writes_into_existing = written_block < s.blocks.size();
     const bool copy_on_write = writes_into_existing && blocks_[static_cast<size_t>(s.blocks[written_block])].ref_count > 1;
-    const int extra = blocks_needed(new_length) - static_cast<int>(s.blocks.size()) + (copy_on_write ? 1 : 0);
-    if (extra > free_count_) {
-        throw CapacityError("KV cache is full: sequence " + std::to_string(seq) + " needs " + std::to_string(extra) +
-                            " more blocks of " + std::to_string(layout_.block_tokens) + " tokens to reach " +
-                            std::to_string(new_length) + " tokens, but only " + std::to_string(free_count_) + " of " +
-                            std::to_string(layout_.n_blocks) + " blocks are free");
-    }
     std::vector<BlockCopy> copies;
     if (copy_on_write) {
         const int32_t shared = s.blocks[written_block];

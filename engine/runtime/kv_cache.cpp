@@ -58,16 +58,12 @@ int KvCache::attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens) {
 }
 
 KvBlockCopies KvCache::append(SeqId seq, std::span<const TokenId> tokens) {
-    const int old_length = sequence_length(seq);
+    // Checked before the global pool changes: its append may already evict cached blocks
+    // and copy a shared one.
+    if (local_) local_->check_append(seq, static_cast<int>(tokens.size()));
     KvBlockCopies copies;
     copies.global = global_.append(seq, tokens);
-    if (!local_) return copies;
-    try {
-        copies.local = local_->append(seq, tokens);
-    } catch (...) {
-        global_.truncate(seq, old_length);
-        throw;
-    }
+    if (local_) copies.local = local_->append(seq, tokens);
     return copies;
 }
 

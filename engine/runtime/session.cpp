@@ -86,7 +86,12 @@ void InferenceSession::truncate_sequence(SeqId seq, int n_tokens) {
         const int cached = cache_.attach_cached_prefix(seq, kept);
         Batch rest;
         for (int pos = cached; pos < n_tokens; ++pos) rest.push_back({kept[static_cast<size_t>(pos)], seq, pos, false});
-        if (!rest.empty()) decode(rest);
+        try {
+            if (!rest.empty()) decode(rest);
+        } catch (...) {
+            cache_.truncate(seq, 0);
+            throw;
+        }
     }
 }
 

@@ -23,7 +23,10 @@ struct SessionOptions {
     int n_ctx = 0;          // tokens per sequence; 0: the model's context length, at most 4096
     KvDtype kv_dtype = KvDtype::F16;
     int block_tokens = 16;  // tokens per KV block
-    int max_sequences = 1;  // sequences that can be resident at full context at once
+    // Sequences that can be resident at full context at once; the sliding-window layers'
+    // pool holds the window and one pass for this many (more, shorter ones share the global
+    // pool but may find the local one full first).
+    int max_sequences = 1;
     ActivationPrecision activation_precision;  // inputs of the linear layers (backend/activation_precision.h)
     // Sliding-window layers keep only their window's blocks (a pool of their own). false:
     // every layer keeps every block, as a cache without the window would.
@@ -54,7 +57,8 @@ public:
     void free_sequence(SeqId seq);
     // Keeps the sequence's first n_tokens tokens. Where sliding-window layers have recycled
     // the window of the new end, the kept tokens past the cached prefix are recomputed (one
-    // more step for the observers).
+    // more step for the observers); when that does not fit, the sequence is left empty and
+    // the CapacityError passed on.
     void truncate_sequence(SeqId seq, int n_tokens);
     // A new sequence sharing all of `parent`'s tokens and blocks (copied on first write).
     SeqId fork_sequence(SeqId parent);

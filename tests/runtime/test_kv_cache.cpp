@@ -73,6 +73,19 @@ TEST(KvCache, AFailedAppendLeavesBothPoolsAsTheyWere) {
     EXPECT_EQ(cache.used_block_count(), 4);
 }
 
+TEST(KvCache, AnAppendTheLocalPoolCannotHoldTouchesNeitherPool) {
+    KvCache cache(split_kv_layout(all_layers(2, 16), {true, false}, 6, 2));
+    cache.add_sequence(0);
+    cache.append(0, tokens(6));  // both pools: blocks 0 and 1, the second half full
+    cache.fork_sequence(0, 1);
+    const std::vector<int32_t> free_before = cache.global().free_queue();
+    // Writing into the shared block 1 would copy it in both pools; the local one has no block left.
+    EXPECT_THROW(cache.append(1, tokens(1, 106)), CapacityError);
+    EXPECT_EQ(cache.global().ref_count(1), 2);
+    EXPECT_EQ(cache.global().free_queue(), free_before);
+    EXPECT_EQ(cache.sequence_length(1), 6);
+}
+
 // Gemma 3's pattern on the tiny test model: layer 0 local (window 5), layer 1 global.
 std::shared_ptr<const Model> tiny_gemma3() { return testing::tiny_model(testing::tiny_spec("gemma3")); }
 
