@@ -1,6 +1,7 @@
 #include "engine/chat/jinja_parser.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 
 #include "engine/chat/jinja_builtins.h"
@@ -404,7 +405,8 @@ private:
             }
             case TokenType::Float: {
                 ExprPtr e = make_expr(Expr::Kind::Literal, t.line);
-                e->literal = Value(std::stod(next().text));
+                // strtod, not stod: out of range saturates to inf or 0 as Python's float() does.
+                e->literal = Value(std::strtod(next().text.c_str(), nullptr));
                 return e;
             }
             default: break;
