@@ -26,7 +26,7 @@ void add_model_options(CLI::App& command, ModelOptions& options, bool with_runti
     command.add_option("--kv-type", options.kv_type, "KV cache element type")
         ->check(CLI::IsMember({"f16", "f32"}))
         ->capture_default_str();
-    command.add_flag("--kv-full-cache", options.kv_keep_window,
+    command.add_flag("--kv-full-cache", options.kv_full_cache,
                      "sliding-window layers keep every position's K and V instead of recycling the blocks behind "
                      "their window");
     command.add_option("--backend", options.backend, "compute backend (vulkan: the GPU, see `devices`)")
@@ -75,7 +75,7 @@ SessionOptions session_options(const ModelOptions& options) {
     s.n_threads = options.threads;
     s.n_ctx = options.ctx;
     s.kv_dtype = options.kv_type == "f32" ? KvDtype::F32 : KvDtype::F16;
-    s.recycle_window_blocks = !options.kv_keep_window;
+    s.recycle_window_blocks = !options.kv_full_cache;
     return s;
 }
 

@@ -18,7 +18,7 @@ struct ModelOptions {
     int ctx = 0;
     std::string kv_type = "f16";
     std::string backend = "cpu";  // "cpu" or "vulkan"
-    bool kv_keep_window = false;  // sliding-window layers keep every block (the full cache)
+    bool kv_full_cache = false;  // sliding-window layers keep every block (the full cache)
     bool json = false;
 };
 

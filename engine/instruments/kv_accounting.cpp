@@ -100,22 +100,19 @@ std::vector<KvLayoutRow> kv_layout_rows(double bytes_per_token, std::span<const 
 }
 
 std::vector<KvGroupUsage> kv_group_usage(const KvCache& cache) {
-    std::vector<KvGroupUsage> groups;
-    for (const KvGroup group : {KvGroup::Global, KvGroup::Local}) {
-        if (group == KvGroup::Local && cache.local() == nullptr) continue;
-        const KvBlockPool& pool = cache.group(group);
-        KvGroupUsage u;
-        u.group = group;
-        u.layers = pool.layout().n_layer;
-        u.window_tokens = pool.layout().window_tokens;
-        u.bytes_per_token = pool.layout().bytes_per_token();
-        u.pool_blocks = pool.layout().n_blocks;
-        u.pool_bytes = pool.layout().pool_bytes();
-        u.blocks_used = pool.used_block_count();
-        u.bytes_in_use = pool.bytes_in_use();
-        u.bytes_reserved = pool.bytes_reserved();
-        groups.push_back(u);
-    }
+    const auto usage = [](KvGroup group, const KvBlockPool& pool) {
+        return KvGroupUsage{group,
+                            pool.layout().n_layer,
+                            pool.layout().window_tokens,
+                            pool.layout().bytes_per_token(),
+                            pool.layout().n_blocks,
+                            pool.layout().pool_bytes(),
+                            pool.used_block_count(),
+                            pool.bytes_in_use(),
+                            pool.bytes_reserved()};
+    };
+    std::vector<KvGroupUsage> groups = {usage(KvGroup::Global, cache.global())};
+    if (cache.local() != nullptr) groups.push_back(usage(KvGroup::Local, *cache.local()));
     return groups;
 }
 
@@ -139,22 +136,20 @@ KvAccountingReport measure_kv_accounting(InferenceSession& session, int tokens, 
     r.layer_tensor_bytes = static_cast<uint64_t>(config.n_head_kv) * static_cast<uint64_t>(tokens) *
                            static_cast<uint64_t>(config.head_dim) * static_cast<uint64_t>(kv_dtype_bytes(r.dtype));
     r.block_tokens = pool.layout().block_tokens();
-    const uint64_t in_use_before = pool.bytes_in_use();
-    const uint64_t reserved_before = pool.bytes_reserved();
-    const int blocks_before = pool.used_block_count();
-    std::vector<KvGroupUsage> groups_before = kv_group_usage(pool);
+    const std::vector<KvGroupUsage> before = kv_group_usage(pool);
     {
         ScopedSequence seq(session);
         run_tokens(session, seq.id(), tokens);
-        r.allocator_bytes_in_use = pool.bytes_in_use() - in_use_before;
-        r.allocator_bytes_reserved = pool.bytes_reserved() - reserved_before;
-        r.blocks_used = pool.used_block_count() - blocks_before;
         r.pool_groups = kv_group_usage(pool);
-        for (size_t g = 0; g < r.pool_groups.size(); ++g) {
-            r.pool_groups[g].bytes_in_use -= groups_before[g].bytes_in_use;
-            r.pool_groups[g].bytes_reserved -= groups_before[g].bytes_reserved;
-            r.pool_groups[g].blocks_used -= groups_before[g].blocks_used;
-        }
+    }
+    for (size_t g = 0; g < r.pool_groups.size(); ++g) {
+        KvGroupUsage& u = r.pool_groups[g];
+        u.bytes_in_use -= before[g].bytes_in_use;
+        u.bytes_reserved -= before[g].bytes_reserved;
+        u.blocks_used -= before[g].blocks_used;
+        r.allocator_bytes_in_use += u.bytes_in_use;
+        r.allocator_bytes_reserved += u.bytes_reserved;
+        r.blocks_used += u.blocks_used;
     }
     r.block_rounding_waste_bytes = r.allocator_bytes_reserved - r.allocator_bytes_in_use;
     r.layouts = kv_layout_rows(r.formula_bytes_per_token, layouts);

@@ -81,8 +81,8 @@ struct KvAccountingReport {
     int tokens = 0;                      // tokens really run through the model
     double formula_bytes = 0;            // tokens x formula bytes/token
     uint64_t layer_tensor_bytes = 0;     // one layer's K (or V) tensor: kv_heads x tokens x head_dim x bytes
-    uint64_t allocator_bytes_in_use = 0;    // KvBlockPool::bytes_in_use gained by the run
-    uint64_t allocator_bytes_reserved = 0;  // KvBlockPool::bytes_reserved gained (whole blocks)
+    uint64_t allocator_bytes_in_use = 0;    // bytes in use the run added, both pools (pool_groups)
+    uint64_t allocator_bytes_reserved = 0;  // bytes reserved the run added (whole blocks)
     uint64_t block_rounding_waste_bytes = 0;  // reserved - in use: the last block's empty slots
     int block_tokens = 0;
     int blocks_used = 0;

@@ -157,14 +157,18 @@ int KvBlockPool::attach_window(Sequence& s, std::span<const TokenId> tokens) {
     return static_cast<int>(s.tokens.size());
 }
 
+// Whether the sequence's next token goes into a block it shares with another sequence
+// (which must then be copied first).
+bool KvBlockPool::next_write_is_shared(const Sequence& s) const {
+    const auto written_block = s.tokens.size() / static_cast<size_t>(layout_.block_tokens);
+    return written_block < s.blocks.size() && blocks_[static_cast<size_t>(s.blocks[written_block])].ref_count > 1;
+}
+
 // Blocks appending `n_tokens` takes from the free queue: the new ones, and the copy of a
-// shared last block that the first of them is written into.
+// shared last block.
 int KvBlockPool::blocks_to_append(const Sequence& s, int n_tokens) const {
-    const int old_length = static_cast<int>(s.tokens.size());
-    const auto written_block = static_cast<size_t>(old_length / layout_.block_tokens);
-    const bool copy_on_write =
-        written_block < s.blocks.size() && blocks_[static_cast<size_t>(s.blocks[written_block])].ref_count > 1;
-    return blocks_needed(old_length + n_tokens) - static_cast<int>(s.blocks.size()) + (copy_on_write ? 1 : 0);
+    const int new_length = static_cast<int>(s.tokens.size()) + n_tokens;
+    return blocks_needed(new_length) - static_cast<int>(s.blocks.size()) + (next_write_is_shared(s) ? 1 : 0);
 }
 
 void KvBlockPool::check_append(SeqId seq, int n_tokens) const {
@@ -186,9 +190,8 @@ std::vector<BlockCopy> KvBlockPool::append(SeqId seq, std::span<const TokenId> t
     const int new_length = old_length + static_cast<int>(tokens.size());
     const size_t written_block = static_cast<size_t>(old_length / layout_.block_tokens);
     const bool writes_into_existing = written_block < s.blocks.size();
-    const bool copy_on_write = writes_into_existing && blocks_[static_cast<size_t>(s.blocks[written_block])].ref_count > 1;
     std::vector<BlockCopy> copies;
-    if (copy_on_write) {
+    if (next_write_is_shared(s)) {
         const int32_t shared = s.blocks[written_block];
         const int32_t copy = allocate_block();
         blocks_[static_cast<size_t>(copy)].filled = old_length % layout_.block_tokens;

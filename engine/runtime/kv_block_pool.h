@@ -93,6 +93,8 @@ public:
     std::vector<BlockCopy> append(SeqId seq, std::span<const TokenId> tokens);
     // The CapacityError append() would throw for `n_tokens` more tokens, without changing anything.
     void check_append(SeqId seq, int n_tokens) const;
+    // Blocks append() would take from the free queue for `n_tokens` more tokens.
+    int blocks_to_append(SeqId seq, int n_tokens) const { return blocks_to_append(sequence(seq), n_tokens); }
     // Registers the sequence's full blocks in the prefix cache. Call once their K/V are
     // written (after the forward pass that computed them succeeded). A sliding-window pool
     // then releases the blocks that lie wholly before the next position's window by more
@@ -155,6 +157,7 @@ private:
     std::optional<int32_t> lookup(BlockHash hash, std::span<const TokenId> tokens) const;
     std::vector<BlockHash> block_hashes(std::span<const TokenId> tokens, size_t n_blocks) const;
     int first_window_block(int next_position, int slack_tokens) const;
+    bool next_write_is_shared(const Sequence& s) const;
     int blocks_to_append(const Sequence& s, int n_tokens) const;
     void take_cached(int32_t block);
     void release_outside_window(Sequence& s);

@@ -67,6 +67,16 @@ KvBlockCopies KvCache::append(SeqId seq, std::span<const TokenId> tokens) {
     return copies;
 }
 
+void KvCache::check_batch(const std::map<SeqId, int>& tokens_per_sequence) const {
+    int needed = 0;
+    for (const auto& [seq, count] : tokens_per_sequence) needed += global_.blocks_to_append(seq, count);
+    if (needed <= global_.free_block_count()) return;
+    throw CapacityError("KV cache is full: the batch needs " + std::to_string(needed) + " more blocks of " +
+                        std::to_string(global_.layout().block_tokens) + " tokens, but only " +
+                        std::to_string(global_.free_block_count()) + " of " + std::to_string(global_.layout().n_blocks) +
+                        " blocks are free");
+}
+
 void KvCache::commit(SeqId seq) {
     global_.commit(seq);
     if (local_) local_->commit(seq);

@@ -5,6 +5,7 @@
 // recycle the rest (KvBlockPool with window_tokens > 0). Both pools see the same sequences
 // and tokens, so a sequence's length, forks and cached prefixes agree between them.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -61,6 +62,10 @@ public:
     int attach_cached_prefix(SeqId seq, std::span<const TokenId> tokens);
     // All or nothing across both pools: CapacityError leaves the cache unchanged.
     KvBlockCopies append(SeqId seq, std::span<const TokenId> tokens);
+    // CapacityError when the global pool cannot hold a batch adding these token counts to
+    // these sequences. Exact before a batch runs in parts (the global pool releases nothing
+    // in between); the local pool, which does, is checked by each part's append.
+    void check_batch(const std::map<SeqId, int>& tokens_per_sequence) const;
     void commit(SeqId seq);
     // CapacityError (cache unchanged) when the local pool cannot hold the new window again.
     void truncate(SeqId seq, int n_tokens);

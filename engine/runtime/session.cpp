@@ -176,6 +176,7 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
     const auto n_outputs = std::count_if(batch.begin(), batch.end(), [](const BatchToken& t) { return t.output; });
     logits_.resize(static_cast<size_t>(n_outputs) * n_vocab);
     const size_t part_tokens = cache_.local() != nullptr ? static_cast<size_t>(kWindowMicroBatchTokens) : batch.size();
+    if (part_tokens < batch.size()) cache_.check_batch(tokens_per_sequence);
 
     const auto start = std::chrono::steady_clock::now();
     try {

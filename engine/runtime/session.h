@@ -70,9 +70,10 @@ public:
     // Runs one forward pass. Each sequence's tokens must continue it: positions
     // length, length+1, ... in batch order. Returns logits [n_outputs x n_vocab] (valid
     // until the next call). Throws InvalidArgument for malformed batches and CapacityError
-    // when a sequence would exceed the context or the pool; the cache is then unchanged
-    // (with a sliding-window pool, a sequence whose old window was recycled while a later
-    // part of the batch ran is emptied instead).
+    // when a sequence would exceed the context or the pool; the cache is then unchanged. A
+    // batch that runs in parts is checked against the global pool as a whole first; should a
+    // later part still fail (the local pool full, the backend), a sequence whose old window
+    // was recycled meanwhile is emptied instead.
     std::span<const float> decode(std::span<const BatchToken> batch, std::optional<StepPhase> phase = std::nullopt);
 
     using StepObserver = std::function<void(const StepEvent&)>;

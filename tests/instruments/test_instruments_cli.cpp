@@ -81,5 +81,22 @@ TEST_F(InstrumentsCliTest, KvJson) {
     expect_failure(run_cli("kv -m " + model_ + " --tokens 300"), "300 tokens do not fit");
 }
 
+TEST_F(InstrumentsCliTest, KvReportsOnePoolPerKindOfLayerUnlessTheFullCacheIsAsked) {
+    const std::string gemma3 = (dir_ / "tiny-gemma3.gguf").string();
+    build_synthetic_model(testing::tiny_spec("gemma3")).write_file(gemma3);
+    const auto windowed = run_cli("kv -m " + gemma3 + " --tokens 60 --json");
+    ASSERT_EQ(windowed.exit_code, 0) << windowed.err;
+    const auto j = nlohmann::json::parse(windowed.out);
+    ASSERT_EQ(j["pool_groups"].size(), 2u);
+    EXPECT_EQ(j["pool_groups"][1]["group"], "local");
+    EXPECT_EQ(j["pool_groups"][1]["window_tokens"].get<int>(), 5);
+    EXPECT_LT(j["allocator"]["bytes_in_use"].get<double>(), j["formula_bytes"].get<double>());
+    const auto full = run_cli("kv -m " + gemma3 + " --tokens 60 --kv-full-cache --json");
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    const auto f = nlohmann::json::parse(full.out);
+    ASSERT_EQ(f["pool_groups"].size(), 1u);
+    EXPECT_EQ(f["allocator"]["bytes_in_use"].get<double>(), f["formula_bytes"].get<double>());
+}
+
 }  // namespace
 }  // namespace inferscope

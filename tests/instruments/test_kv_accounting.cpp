@@ -161,5 +161,33 @@ TEST(KvWindowSplit, TheReportOfARealRunCarriesIt) {
     EXPECT_EQ(r.window.global_bytes, r.window.layer_bytes_per_token * 20);
 }
 
+TEST(KvWindowSplit, ThePoolsOfARealRunHoldTheGlobalContextAndTheLocalWindow) {
+    const auto model = testing::tiny_model(testing::tiny_spec("gemma3"));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F32));
+    const KvAccountingReport r = measure_kv_accounting(session, 60, {});
+    ASSERT_EQ(r.pool_groups.size(), 2u);
+    const KvGroupUsage& global = r.pool_groups[0];
+    const KvGroupUsage& local = r.pool_groups[1];
+    const auto layer_bytes = static_cast<uint64_t>(r.window.layer_bytes_per_token);
+    EXPECT_EQ(global.group, KvGroup::Global);
+    EXPECT_EQ(global.blocks_used, 4);  // 60 tokens in blocks of 16
+    EXPECT_EQ(global.bytes_in_use, 60 * layer_bytes);
+    EXPECT_EQ(local.group, KvGroup::Local);
+    EXPECT_EQ(local.window_tokens, 5);
+    // Position 60 reads 56..60; with one block of slack the local layer keeps blocks 2 and 3.
+    EXPECT_EQ(local.blocks_used, 2);
+    EXPECT_EQ(local.bytes_in_use, (60 - 32) * layer_bytes);
+    EXPECT_EQ(r.allocator_bytes_in_use, global.bytes_in_use + local.bytes_in_use);
+    EXPECT_EQ(r.blocks_used, 6);
+
+    SessionOptions full = testing::test_session_options(KvDtype::F32);
+    full.recycle_window_blocks = false;
+    InferenceSession keeping(model, full);
+    const KvAccountingReport all = measure_kv_accounting(keeping, 60, {});
+    ASSERT_EQ(all.pool_groups.size(), 1u);
+    EXPECT_EQ(all.pool_groups[0].layers, 2);
+    EXPECT_EQ(all.allocator_bytes_in_use, 2 * 60 * layer_bytes);
+}
+
 }  // namespace
 }  // namespace inferscope

@@ -209,5 +209,41 @@ TEST(SlidingWindowCache, CuttingBackIntoARecycledWindowRecomputesIt) {
     EXPECT_LE(worst, 1e-4f);
 }
 
+// A batch in parts whose last part would find the global pool full is refused before the
+// first part runs (which would recycle the local window of a sequence's old end): the
+// sequences keep their lengths and the next token sees what it would have seen without it.
+TEST(SlidingWindowCache, ABatchTheGlobalPoolCannotHoldIsRefusedBeforeAnyPartRuns) {
+    const auto model = tiny_gemma3();
+    InferenceSession session(model, window_session(true, 1024));
+    const std::vector<TokenId> prompt = tokens(100, 20);
+    ScopedSequence a(session);
+    ScopedSequence b(session);
+    Batch batch;
+    for (int pos = 0; pos < 100; ++pos) batch.push_back({prompt[static_cast<size_t>(pos)], a.id(), pos, false});
+    session.decode(batch);
+    // a: 600 more tokens, b: 500; the global pool holds 1024 / 4 = 256 blocks, 25 + 275 are needed.
+    batch.clear();
+    for (int pos = 100; pos < 700; ++pos) batch.push_back({7, a.id(), pos, false});
+    for (int pos = 0; pos < 500; ++pos) batch.push_back({9, b.id(), pos, false});
+    try {
+        session.decode(batch);
+        FAIL();
+    } catch (const CapacityError& e) {
+        EXPECT_NE(std::string(e.what()).find("the batch needs"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(session.sequence_length(a.id()), 100);
+    EXPECT_EQ(session.sequence_length(b.id()), 0);
+
+    const Batch next = {{prompt[99] + 1, a.id(), 100, true}};
+    const std::span<const float> logits = session.decode(next);
+    std::vector<TokenId> expected_input = prompt;
+    expected_input.push_back(prompt[99] + 1);
+    InferenceSession keeping(model, window_session(false, 1024));
+    const auto expected = testing::teacher_forced_logits(keeping, expected_input);
+    float worst = 0;
+    for (size_t v = 0; v < expected.back().size(); ++v) worst = std::max(worst, std::abs(logits[v] - expected.back()[v]));
+    EXPECT_LE(worst, 1e-4f);
+}
+
 }  // namespace
 }  // namespace inferscope
