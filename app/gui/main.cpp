@@ -21,7 +21,8 @@ void use_offscreen_platform_when_headless(int argc, char** argv) {
         screenshots |= std::strcmp(argv[i], "--screenshots") == 0;
     }
     const bool headless = quit && !screenshots;
-    const bool has_display = qEnvironmentVariableIsSet("DISPLAY") || qEnvironmentVariableIsSet("WAYLAND_DISPLAY");
+    // An empty DISPLAY names no display, as scripts/run also reads it.
+    const bool has_display = !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
     if (headless && !has_display && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) {
         qputenv("QT_QPA_PLATFORM", "offscreen");
     }
