@@ -82,7 +82,9 @@ Value attribute_path(const Value& item, const std::string& path, int line) {
         const size_t dot = path.find('.', start);
         const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-        current = numeric ? get_item(current, Value(static_cast<int64_t>(std::stoll(part))), line) : get_item(current, Value(part), line);
+        // A number past int64 indexes nothing, so it is looked up (and missed) as a name.
+        const std::optional<int64_t> index = numeric ? parse_decimal_int64(part) : std::nullopt;
+        current = index ? get_item(current, Value(*index), line) : get_item(current, Value(part), line);
         if (dot == std::string::npos) return current;
         start = dot + 1;
     }

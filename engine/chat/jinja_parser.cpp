@@ -396,11 +396,7 @@ private:
             }
             case TokenType::Integer: {
                 ExprPtr e = make_expr(Expr::Kind::Literal, t.line);
-                try {
-                    e->literal = Value(static_cast<int64_t>(std::stoll(next().text)));
-                } catch (const std::out_of_range&) {
-                    throw TemplateError("integer literal too large", t.line);
-                }
+                e->literal = integer_literal(next());
                 return e;
             }
             case TokenType::Float: {
@@ -465,6 +461,12 @@ private:
         return dict;
     }
 
+    static Value integer_literal(const Token& digits) {
+        const std::optional<int64_t> value = parse_decimal_int64(digits.text);
+        if (!value) throw TemplateError("integer literal too large: " + digits.text.substr(0, 40), digits.line);
+        return Value(*value);
+    }
+
     ExprPtr parse_postfix(ExprPtr node) {
         while (true) {
             if (at_op(".")) {
@@ -475,7 +477,7 @@ private:
                 add_operand(*e, std::move(node));
                 if (attr.type == TokenType::Integer) {
                     add_operand(*e, make_expr(Expr::Kind::Literal, line));
-                    e->operands.back()->literal = Value(static_cast<int64_t>(std::stoll(attr.text)));
+                    e->operands.back()->literal = integer_literal(attr);
                 }
                 node = std::move(e);
             } else if (at_op("[")) {

@@ -239,6 +239,13 @@ const Value* CallArgs::get(size_t position, const std::string& name) const {
     return nullptr;
 }
 
+std::optional<int64_t> parse_decimal_int64(const std::string& digits) {
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 10);
+    if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+    return value;
+}
+
 std::vector<std::string> utf8_characters(const std::string& text) {
     std::vector<std::string> characters;
     for (size_t i = 0; i < text.size();) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -129,6 +130,10 @@ std::string python_float_repr(double value);
 // json.dumps(value, ensure_ascii=False, indent=indent) with Python's separators; indent < 0 is
 // None (one line, ", " and ": "), indent >= 0 puts each item on its own line.
 std::string python_json_dumps(const Value& value, int indent, int line);
+
+// A run of decimal digits as an int64, or nullopt when it does not fit (Python's ints do not
+// overflow, so each caller says what a number past int64 means for it).
+std::optional<int64_t> parse_decimal_int64(const std::string& digits);
 
 // Unicode code points of UTF-8 text, and back, for Python's str indexing and len().
 std::vector<std::string> utf8_characters(const std::string& text);

@@ -52,5 +52,16 @@ TEST(TemplateLimits, RunawayRenderingStops) {
     EXPECT_NO_THROW(ChatTemplate("{{ 2 ** 10**18 }}").render(ChatTemplateInputs{}));
 }
 
+TEST(TemplateLimits, IntegersPastInt64AreErrorsOrMisses) {
+    expect_refused("{{ 99999999999999999999 }}", "integer literal too large: 99999999999999999999");
+    expect_refused("{{ x.99999999999999999999 }}", "integer literal too large");
+    // An attribute path with a number past int64 finds no element, as in jinja2.
+    ChatTemplateInputs inputs;
+    inputs.messages = nlohmann::ordered_json::parse(R"([{"role":"user","content":"Hi"}])");
+    EXPECT_EQ(ChatTemplate("{{ messages|map(attribute='99999999999999999999')|list|length }}").render(inputs), "1");
+    EXPECT_EQ(ChatTemplate("{{ [[5]]|map(attribute='0.99999999999999999999')|select|list }}").render(inputs), "[]");
+    EXPECT_EQ(ChatTemplate("{% set x = [1] %}{{ x.9223372036854775807 is defined }}").render(inputs), "False");
+}
+
 }  // namespace
 }  // namespace inferscope::chat
