@@ -9,6 +9,8 @@
 #include <QSaveFile>
 #include <QSvgGenerator>
 
+#include "engine/core/atomic_file.h"
+#include "engine/core/error.h"
 #include "ui/panels/chart_panel.h"
 
 namespace inferscope::ui {
@@ -36,17 +38,6 @@ void render_chart(const ChartPanel& panel, QPainter& painter, const QRectF& targ
     view->render(&painter, target, QRect(QPoint(0, 0), size));
 }
 
-QString write_atomically(const QString& path, const std::function<bool(QSaveFile&)>& write) {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) return QObject::tr("%1: cannot open for writing: %2").arg(path, file.errorString());
-    if (!write(file)) {
-        file.cancelWriting();
-        return QObject::tr("%1: writing failed").arg(path);
-    }
-    if (!file.commit()) return QObject::tr("%1: cannot save: %2").arg(path, file.errorString());
-    return {};
-}
-
 QString csv_field(const QString& text) {
     if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"')) && !text.contains(QLatin1Char('\n'))) return text;
     QString quoted = text;
@@ -55,6 +46,25 @@ QString csv_field(const QString& text) {
 }
 
 }  // namespace
+
+QString save_file_atomically(const QString& path, const std::function<bool(QSaveFile&)>& write) {
+    try {
+        require_regular_file_target(path.toStdString());
+    } catch (const Error& e) {
+        return QString::fromStdString(e.what());
+    }
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) return QObject::tr("%1: cannot open for writing: %2").arg(path, file.errorString());
+    // QSaveFile::commit() renames even when its buffered bytes met a full disk on the way out,
+    // so the buffer is flushed and the device's error checked first.
+    if (!write(file) || !file.flush() || file.error() != QFileDevice::NoError) {
+        const QString reason = file.errorString();
+        file.cancelWriting();
+        return QObject::tr("%1: writing failed: %2").arg(path, reason);
+    }
+    if (!file.commit()) return QObject::tr("%1: cannot save: %2").arg(path, file.errorString());
+    return {};
+}
 
 QString export_format_suffix(ExportFormat format) {
     switch (format) {
@@ -100,7 +110,7 @@ QByteArray plot_data_to_json(const PlotData& data) {
 QString export_chart(const ChartPanel& panel, const QString& path, ExportFormat format) {
     switch (format) {
         case ExportFormat::Png:
-            return write_atomically(path, [&](QSaveFile& file) {
+            return save_file_atomically(path, [&](QSaveFile& file) {
                 const QSize size = render_size(panel);
                 QImage image(size * kPngScale, QImage::Format_ARGB32_Premultiplied);
                 image.setDevicePixelRatio(kPngScale);
@@ -112,7 +122,7 @@ QString export_chart(const ChartPanel& panel, const QString& path, ExportFormat 
                 return image.save(&file, "PNG");
             });
         case ExportFormat::Svg:
-            return write_atomically(path, [&](QSaveFile& file) {
+            return save_file_atomically(path, [&](QSaveFile& file) {
                 const QSize size = render_size(panel);
                 QSvgGenerator generator;
                 generator.setOutputDevice(&file);
@@ -124,11 +134,11 @@ QString export_chart(const ChartPanel& panel, const QString& path, ExportFormat 
                 return painter.end();
             });
         case ExportFormat::Csv:
-            return write_atomically(path, [&](QSaveFile& file) {
+            return save_file_atomically(path, [&](QSaveFile& file) {
                 return file.write(plot_data_to_csv(panel.plot_data())) >= 0;
             });
         case ExportFormat::Json:
-            return write_atomically(path, [&](QSaveFile& file) {
+            return save_file_atomically(path, [&](QSaveFile& file) {
                 return file.write(plot_data_to_json(panel.plot_data())) >= 0;
             });
     }

@@ -294,10 +294,8 @@ QStringList MainWindow::save_screenshots(const QString& dir) {
     const auto save = [&](QWidget* widget, const QString& name) {
         QCoreApplication::processEvents();
         const QString path = QDir(dir).filePath(name);
-        QSaveFile file(path);
-        if (!file.open(QIODevice::WriteOnly) || !widget->grab().save(&file, "PNG") || !file.commit()) {
-            errors << tr("%1: cannot save the screenshot").arg(path);
-        }
+        const QString error = save_file_atomically(path, [&](QSaveFile& file) { return widget->grab().save(&file, "PNG"); });
+        if (!error.isEmpty()) errors << error;
     };
     const int current = charts_->currentIndex();
     save(this, QStringLiteral("main-window.png"));

@@ -1,11 +1,12 @@
 // `generate`: prompt -> tokens, streamed, with timings and (optionally) every step event.
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <iostream>
 
 #include "app/cli/chat_cli_common.h"
 #include "app/cli/cli_common.h"
 #include "engine/chat/conversation.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/runtime/generator.h"
 
@@ -60,11 +61,11 @@ void run_generate(const GenerateOptions& o) {
     std::string rendered;
     const std::vector<TokenId> prompt = prompt_ids(o, *model, rendered);
 
-    std::ofstream steps;
+    // The steps file appears whole when the run ends, and a failed run leaves the old one.
+    std::optional<AtomicFileWriter> steps;
     if (!o.steps_path.empty()) {
-        steps.open(o.steps_path, std::ios::trunc);
-        if (!steps) throw Error(o.steps_path + ": cannot open for writing");
-        session.add_step_observer([&steps](const StepEvent& e) { steps << step_json(e).dump() << '\n' << std::flush; });
+        steps.emplace(o.steps_path);
+        session.add_step_observer([&steps](const StepEvent& e) { steps->write(step_json(e).dump() + '\n'); });
     }
 
     GenerationOptions g;
@@ -85,6 +86,7 @@ void run_generate(const GenerateOptions& o) {
         if (!o.model.json) std::cout << piece << std::flush;
         return true;
     });
+    if (steps) steps->commit();
     const GenerationTimings& t = result.timings;
     if (o.model.json) {
         print_json({{"prompt_ids", prompt},

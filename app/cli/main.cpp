@@ -1,11 +1,30 @@
 // inferscope-cli: the engine's command-line front end.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <new>
 
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
+
+namespace {
+
+// Output that never reached its destination (a full disk, a closed pipe) is a failure, not
+// a success with nothing to show.
+void require_output_written() {
+    errno = 0;
+    std::cout.flush();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+        const int error_number = errno;
+        throw inferscope::Error(std::string("cannot write the standard output: ") +
+                                (error_number != 0 ? std::strerror(error_number) : "write error"));
+    }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"InferScope: measure what LLM inference costs, step by step"};
@@ -37,6 +56,7 @@ int main(int argc, char** argv) {
     inferscope::cli::add_devices_command(app);
     try {
         app.parse(argc, argv);
+        require_output_written();
     } catch (const CLI::ParseError& e) {
         const int code = app.exit(e);
         return code == 0 ? 0 : 1;

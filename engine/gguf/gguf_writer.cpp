@@ -1,9 +1,8 @@
 #include "engine/gguf/gguf_writer.h"
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
 
@@ -135,30 +134,15 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write_file(const std::string& path) const {
-    const std::string temp = path + ".partial";
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        if (!out) throw Error(path + ": cannot create file for writing");
-        const auto write = [&](const uint8_t* data, uint64_t size) {
-            out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-        };
-        const std::vector<uint8_t> header = header_bytes();
-        write(header.data(), header.size());
-        const std::vector<uint8_t> zeros(alignment_, 0);
-        for (const auto& t : tensors_) {
-            write(t.data.data(), t.data.size());
-            write(zeros.data(), padded(t.data.size()) - t.data.size());
-        }
-        out.flush();
-        if (!out) {
-            std::remove(temp.c_str());
-            throw Error(path + ": write failed (disk full?)");
-        }
+    AtomicFileWriter out(path);
+    const std::vector<uint8_t> header = header_bytes();
+    out.write(header.data(), header.size());
+    const std::vector<uint8_t> zeros(alignment_, 0);
+    for (const auto& t : tensors_) {
+        out.write(t.data.data(), t.data.size());
+        out.write(zeros.data(), padded(t.data.size()) - t.data.size());
     }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        std::remove(temp.c_str());
-        throw Error(path + ": cannot move the written file into place");
-    }
+    out.commit();
 }
 
 }  // namespace inferscope

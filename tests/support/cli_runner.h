@@ -19,12 +19,14 @@ struct CliRunResult {
     std::string err;  // stderr
 };
 
-inline CliRunResult run_cli(const std::string& args) {
+// Runs a shell command line (program, arguments, any redirections of stdout) with stderr
+// captured.
+inline CliRunResult run_command(const std::string& command_line) {
     namespace fs = std::filesystem;
     static int counter = 0;
     const fs::path err_file = fs::temp_directory_path() / ("inferscope-cli-test-" + std::to_string(::getpid()) + "-" +
                                                            std::to_string(counter++) + ".err");
-    const std::string command = std::string(INFERSCOPE_CLI_PATH) + " " + args + " 2>" + err_file.string();
+    const std::string command = command_line + " 2>" + err_file.string();
     CliRunResult r;
     FILE* pipe = ::popen(command.c_str(), "r");
     if (pipe == nullptr) return r;
@@ -39,5 +41,7 @@ inline CliRunResult run_cli(const std::string& args) {
     fs::remove(err_file);
     return r;
 }
+
+inline CliRunResult run_cli(const std::string& args) { return run_command(std::string(INFERSCOPE_CLI_PATH) + " " + args); }
 
 }  // namespace inferscope::testing
