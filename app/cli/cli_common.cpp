@@ -1,11 +1,10 @@
 #include "app/cli/cli_common.h"
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 #include "engine/synth/synthetic_model.h"
 #ifdef INFERSCOPE_HAS_VULKAN
 #include "gpu/vulkan_backend_factory.h"
@@ -62,13 +61,7 @@ void add_sampling_options(CLI::App& command, SamplingParams& sampling) {
     command.add_option("-s,--seed", sampling.seed, "random seed")->capture_default_str();
 }
 
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open for reading");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
+std::string read_text_file(const std::string& path) { return read_regular_file(path, "a text file", kMaxTextFileBytes); }
 
 SessionOptions session_options(const ModelOptions& options) {
     SessionOptions s;

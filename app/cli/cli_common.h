@@ -2,6 +2,7 @@
 // Options and helpers shared by the inferscope-cli subcommands.
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -45,7 +46,10 @@ std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text
 
 void print_json(const nlohmann::json& value);
 
-// The whole file at `path`; Error naming it when it cannot be read.
+// Texts for perplexity, prompts, templates and messages; beyond this a run would take hours.
+inline constexpr uint64_t kMaxTextFileBytes = uint64_t{256} << 20;
+
+// The whole regular file at `path` (at most kMaxTextFileBytes); Error naming it otherwise.
 std::string read_text_file(const std::string& path);
 
 // Each subcommand registers itself on the application.

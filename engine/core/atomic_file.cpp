@@ -11,20 +11,12 @@
 #include <random>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace inferscope {
 namespace {
 
 std::string system_reason(int error_number) { return std::strerror(error_number); }
-
-const char* kind_of_special_file(mode_t mode) {
-    if (S_ISLNK(mode)) return "a symbolic link";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
 
 std::string directory_of(const std::string& path) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -56,7 +48,7 @@ void require_regular_file_target(const std::string& path) {
         throw Error(path + ": cannot inspect the output path: " + system_reason(errno));
     }
     if (!S_ISREG(info.st_mode)) {
-        throw Error(path + ": is " + kind_of_special_file(info.st_mode) +
+        throw Error(path + ": is " + special_file_kind(info.st_mode) +
                     ", not a regular file; outputs are written only to regular files");
     }
 }

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 #include "engine/model/model.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/session.h"
@@ -126,11 +125,7 @@ Battery parse_battery(std::string_view text, const std::string& source) {
 }
 
 Battery load_battery(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the battery file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_battery(text.str(), path);
+    return parse_battery(read_regular_file(path, "a battery file", kMaxBatteryFileBytes), path);
 }
 
 bool answer_matches(std::string_view generated, std::span<const std::string> answers) {

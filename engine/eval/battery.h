@@ -36,6 +36,9 @@ struct Battery {
 // InvalidArgument naming the source and line for malformed text (an A: without a Q:, a Q:
 // without answers, an unknown directive, no items at all).
 Battery parse_battery(std::string_view text, const std::string& source);
+// A battery is a hand-written list of questions; a file past this is not one.
+inline constexpr uint64_t kMaxBatteryFileBytes = uint64_t{16} << 20;
+
 Battery load_battery(const std::string& path);  // Error when the file cannot be read
 
 bool answer_matches(std::string_view generated, std::span<const std::string> answers);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace inferscope {
 namespace {
@@ -78,17 +79,10 @@ FileBytes::FileBytes(const std::string& path) : path_(path) { load(std::nullopt)
 FileBytes::FileBytes(const std::string& path, FileHolding holding) : path_(path) { load(holding); }
 
 void FileBytes::load(std::optional<FileHolding> requested) {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const int err = errno;
-        if (err == ENOENT) throw Error(path_ + ": no such file");
-        fail_errno(path_, "cannot open", err);
-    }
+    const int fd = open_regular_file(path_, "a model file");
     try {
         struct stat st {};
         if (::fstat(fd, &st) != 0) fail_errno(path_, "cannot stat", errno);
-        if (S_ISDIR(st.st_mode)) throw Error(path_ + ": is a directory, not a model file");
-        if (!S_ISREG(st.st_mode)) throw Error(path_ + ": is not a regular file");
         size_ = static_cast<size_t>(st.st_size);
         if (size_ > 0) {
             const FileHolding wanted = requested.has_value() ? *requested : holding_for_this_machine(size_);

@@ -1,6 +1,7 @@
 // inferscope-cli end to end: JSON outputs, and bad input that must end with a clear
 // message and exit code 1.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -49,6 +50,17 @@ TEST_F(CliTest, MissingFileDirectoryAndTruncatedFile) {
     const std::string model = write_tiny("full.gguf");
     fs::resize_file(model, fs::file_size(model) / 2);
     expect_failure(run_cli("generate -m " + model + " -n 2"), "truncated");
+}
+
+TEST_F(CliTest, FifosDevicesAndDirectoriesAreRefusedByNameWithoutWaiting) {
+    const std::string fifo = path("model.fifo");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    // Opening a FIFO for reading would block until a writer came; the run must end instead.
+    expect_failure(run_cli("info -m " + fifo), fifo + ": is a FIFO, not a model file");
+    const std::string model = write_tiny("tiny.gguf");
+    expect_failure(run_cli("perplexity -m " + model + " -f " + dir_.string()), dir_.string() + ": is a directory, not a text file");
+    expect_failure(run_cli("perplexity -m " + model + " -f /dev/zero"), "/dev/zero: is a device, not a text file");
+    expect_failure(run_cli("perplexity -m " + model + " -f " + fifo), "is a FIFO, not a text file");
 }
 
 TEST_F(CliTest, UnsupportedArchitectureListsTheSupportedOnes) {
