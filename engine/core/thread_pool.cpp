@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "engine/core/error.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define INFERSCOPE_CPU_RELAX() _mm_pause()
@@ -71,7 +73,8 @@ int64_t end_of(uint64_t left) { return static_cast<int64_t>(left & 0xffffffffu);
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads), shares_(static_cast<size_t>(n_threads_)) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(checked_thread_count(n_threads)), shares_(static_cast<size_t>(n_threads_)) {
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -230,6 +233,19 @@ void ThreadPool::worker_loop(int worker_index) {
         if (state_.load(std::memory_order_seq_cst) == seen_generation * 2 + 1) run_share(worker_index);
         active_.fetch_sub(1, std::memory_order_release);
     }
+}
+
+int ThreadPool::max_thread_count() {
+    const unsigned logical = std::thread::hardware_concurrency();
+    return kMaxThreadsPerLogicalCpu * static_cast<int>(logical == 0 ? 1 : logical);
+}
+
+int ThreadPool::checked_thread_count(int n_threads) {
+    if (n_threads > max_thread_count()) {
+        throw InvalidArgument(std::to_string(n_threads) + " threads: at most " + std::to_string(max_thread_count()) + " (" +
+                              std::to_string(kMaxThreadsPerLogicalCpu) + " per logical CPU of this machine); more only wait for each other");
+    }
+    return n_threads < 1 ? 1 : n_threads;
 }
 
 int ThreadPool::default_thread_count() {

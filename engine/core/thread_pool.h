@@ -56,8 +56,13 @@ public:
 
     // Physical cores of this machine (logical CPUs when that cannot be determined).
     static int default_thread_count();
+    // The most threads a pool takes; the constructor throws InvalidArgument above it (a
+    // thread per requested count would exhaust the process ids long before helping).
+    static int max_thread_count();
+    static constexpr int kMaxThreadsPerLogicalCpu = 4;
 
 private:
+    static int checked_thread_count(int n_threads);
     void worker_loop(int worker_index);
     void run_share(int index) noexcept;
     bool claim_piece(int index, int64_t& begin, int64_t& end);

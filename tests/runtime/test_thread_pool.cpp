@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,7 +13,10 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <string>
 #include <vector>
+
+#include "engine/core/error.h"
 
 namespace inferscope {
 namespace {
@@ -197,6 +202,19 @@ TEST(ThreadPool, RethrowsAnExceptionAndStaysUsable) {
     std::atomic<int64_t> count{0};
     pool.parallel_for(10, [&](int64_t begin, int64_t end) { count += end - begin; });
     EXPECT_EQ(count.load(), 10);
+}
+
+TEST(ThreadPool, RefusesMoreThreadsThanTheMachineCanUse) {
+    const int most = ThreadPool::max_thread_count();
+    EXPECT_EQ(most, ThreadPool::kMaxThreadsPerLogicalCpu * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    try {
+        ThreadPool pool(100000);
+        FAIL() << "a pool of 100000 threads was started";
+    } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("100000 threads: at most " + std::to_string(most)), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ThreadPool(most).size(), most);
+    EXPECT_EQ(ThreadPool(0).size(), 1);
 }
 
 }  // namespace
