@@ -1,3 +1,4 @@
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 
 #include <cstdio>
@@ -17,10 +18,10 @@ void add_model_options(CLI::App& command, ModelOptions& options, bool with_runti
     command.add_flag("--json", options.json, "machine-readable JSON on stdout");
     if (!with_runtime) return;
     command.add_option("-t,--threads", options.threads, "worker threads (default: physical cores)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     if (with_context) {
         command.add_option("-c,--ctx-size", options.ctx, "context size in tokens (default: the model's, at most 4096)")
-            ->check(CLI::NonNegativeNumber);
+            ->check(non_negative());
     }
     command.add_option("--kv-type", options.kv_type, "KV cache element type")
         ->check(CLI::IsMember({"f16", "f32"}))
@@ -52,10 +53,10 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
 void add_sampling_options(CLI::App& command, SamplingParams& sampling) {
     command.add_option("--temp", sampling.temperature, "temperature (0: greedy)")->capture_default_str();
     command.add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
-    command.add_option("--top-p", sampling.top_p, "top-p (1: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-    command.add_option("--min-p", sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+    command.add_option("--top-p", sampling.top_p, "top-p (1: off)")->check(within(0.0, 1.0))->capture_default_str();
+    command.add_option("--min-p", sampling.min_p, "min-p (0: off)")->check(within(0.0, 1.0))->capture_default_str();
     command.add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty (1: off)")
-        ->check(CLI::PositiveNumber)->capture_default_str();
+        ->check(positive())->capture_default_str();
     command.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back (-1: all)")
         ->capture_default_str();
     command.add_option("-s,--seed", sampling.seed, "random seed")->capture_default_str();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/eval/batch_bench.h"
 
@@ -66,9 +67,9 @@ void add_batch_bench_command(CLI::App& app) {
     add_model_options(*cmd, o->model, true, /*with_context=*/false);
     cmd->add_option("-B,--batch-sizes", o->batch_sizes, "batch sizes")->delimiter(',')->capture_default_str();
     cmd->add_option("-c,--cache-tokens", o->prompt_tokens, "tokens in each sequence's cache before decoding (PP)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
-    cmd->add_option("-n,--n-gen", o->generate_tokens, "decode steps (TG)")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-n,--n-gen", o->generate_tokens, "decode steps (TG)")->check(positive())->capture_default_str();
     cmd->add_option("-o,--output", o->output, "output format")->check(CLI::IsMember({"md", "csv", "json"}))->capture_default_str();
     cmd->callback([o] {
         ModelOptions model_options = o->model;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #include "engine/eval/bench.h"
@@ -140,13 +141,13 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-p,--n-prompt", o->prompt_lengths, "prefill tests: prompt lengths (0: none)")->delimiter(',')->capture_default_str();
     cmd->add_option("-n,--n-gen", o->generate_lengths, "decode tests: tokens to generate (0: none)")->delimiter(',')->capture_default_str();
     cmd->add_option("-d,--n-depth", o->depths, "run the tests after filling the cache to these depths")->delimiter(',')->capture_default_str();
-    cmd->add_option("-r,--repetitions", o->repetitions, "timed runs per test (after one warm-up)")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--ubatch", o->ubatch, "prompt tokens per forward step")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-r,--repetitions", o->repetitions, "timed runs per test (after one warm-up)")->check(positive())->capture_default_str();
+    cmd->add_option("--ubatch", o->ubatch, "prompt tokens per forward step")->check(positive())->capture_default_str();
     cmd->add_option("-o,--output", o->output, "output format")->check(CLI::IsMember({"md", "csv", "json", "jsonl"}))->capture_default_str();
     cmd->add_flag("--membw", o->membw, "also report the measured memory read bandwidth");
     cmd->add_option("--membw-gbs", o->membw_gbs,
                     "bandwidth floor from this memory bandwidth in GB/s instead of measuring host RAM (a GPU's, with --backend vulkan)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     cmd->callback([o] {
         // "-p 0" or "-n 0" turn a kind of test off, as in llama-bench.
         std::erase(o->prompt_lengths, 0);

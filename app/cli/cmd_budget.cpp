@@ -2,6 +2,7 @@
 // weight format, and how many per user.
 #include <cstdio>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #include "engine/plan/memory_budget.h"
@@ -94,14 +95,14 @@ void add_budget_command(CLI::App& app) {
     // -m without --model: here --model names presets, as the chapter's table does.
     cmd->add_option("-m", o->model.model_path, "GGUF model file, the 'loaded' preset");
     cmd->add_flag("--json", o->model.json, "machine-readable JSON on stdout");
-    cmd->add_option("--gpu-gib", o->memory_gib, "device memory sizes in GiB")->delimiter(',')->capture_default_str();
+    cmd->add_option("--gpu-gib", o->memory_gib, "device memory sizes in GiB")->check(positive())->delimiter(',')->capture_default_str();
     cmd->add_option("--model", o->models, "presets 0.5b, 7b, 13b, 70b, or loaded (the -m file)")
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--weights", o->weights, "weight formats: fp16, int8, int4 (4.125 bits)")->delimiter(',')->capture_default_str();
     cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache element type")->check(CLI::IsMember({"f16", "q8_0"}))->capture_default_str();
-    cmd->add_option("--reserve-gib", o->reserve_gib, "runtime reserve in GiB")->capture_default_str();
-    cmd->add_option("--users", o->users, "users sharing the resident tokens")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--reserve-gib", o->reserve_gib, "runtime reserve in GiB")->check(non_negative())->capture_default_str();
+    cmd->add_option("--users", o->users, "users sharing the resident tokens")->check(positive())->capture_default_str();
     cmd->callback([o] { run_budget(*o); });
 }
 

@@ -3,6 +3,7 @@
 // the equivalence check, and totals with fitted exponents.
 #include <cstdio>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/instruments/cache_vs_recompute.h"
 
@@ -139,7 +140,7 @@ void add_cache_vs_recompute_command(CLI::App& app) {
                                        "greedy generation with and without the KV cache: time, MACs, memory, equivalence");
     add_model_options(*cmd, o->model, true);
     cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
-    cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(positive())->capture_default_str();
     cmd->callback([o] { run(*o); });
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/cli/chat_cli_common.h"
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/chat/conversation.h"
 #include "engine/core/error.h"
@@ -121,7 +122,7 @@ void add_chat_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("chat", "an interactive conversation through the model's chat template");
     add_model_options(*cmd, o->model, true);
     add_chat_input_options(*cmd, o->input, /*with_turns=*/true);
-    cmd->add_option("-n,--n-predict", o->n_predict, "tokens per reply at most")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-n,--n-predict", o->n_predict, "tokens per reply at most")->check(positive())->capture_default_str();
     add_sampling_options(*cmd, o->sampling);
     cmd->callback([o] { run_chat(*o); });
 }

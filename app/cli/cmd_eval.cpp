@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
 #include "engine/backend/activation_precision.h"
@@ -280,14 +281,14 @@ void add_eval_command(CLI::App& app) {
                     "activations of the linear layers for extra rows (unquantized weights and each scheme): "
                     "int8:tensor, int8:token, llm.int8[:<threshold>] (default threshold 6.0), f32; repeatable");
     cmd->add_option("-f,--file", o->text_path, "text file for perplexity and KL")->required();
-    cmd->add_option("-b,--batch-size", o->n_batch, "tokens per forward step")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-b,--batch-size", o->n_batch, "tokens per forward step")->check(positive())->capture_default_str();
     cmd->add_option("--agreement", o->agreement_positions,
                     "greedy positions per prompt for teacher-forced agreement (prompts: the battery's, else 8 "
                     "windows of the text); 0: off")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     cmd->add_option("--battery", o->battery_path, "prompt battery (format: resources/quality/battery-default.txt)");
     cmd->add_option("--repeat-penalty", o->repeat_penalty, "penalty for the battery's second run")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     cmd->add_flag("--embeddings", o->include_embeddings, "also quantize token_embd and output");
     cmd->callback([o] { run_eval(*o); });

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/cli/chat_cli_common.h"
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/chat/conversation.h"
 #include "engine/core/atomic_file.h"
@@ -118,8 +119,8 @@ void add_generate_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("generate", "generate text from a prompt");
     add_model_options(*cmd, o->model, true);
     cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
-    cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("-b,--batch-size", o->n_batch, "prompt tokens per prefill step")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(positive())->capture_default_str();
+    cmd->add_option("-b,--batch-size", o->n_batch, "prompt tokens per prefill step")->check(positive())->capture_default_str();
     add_sampling_options(*cmd, o->sampling);
     cmd->add_flag("--no-cache", o->no_cache, "recompute the whole sequence at every step (no KV cache)");
     cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating after an end-of-generation token");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #include "engine/instruments/kv_accounting.h"
@@ -150,7 +151,7 @@ void add_kv_command(CLI::App& app) {
     auto o = std::make_shared<KvCliOptions>();
     CLI::App* cmd = app.add_subcommand("kv", "KV cache bytes: the formula against the paged pool, layouts, MHA/GQA/MQA");
     add_model_options(*cmd, o->model, true);
-    cmd->add_option("--tokens", o->tokens, "tokens to run through the model")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--tokens", o->tokens, "tokens to run through the model")->check(positive())->capture_default_str();
     cmd->add_option("--layout", o->layouts, "users x tokens per user, comma-separated")->capture_default_str();
     cmd->callback([o] { run(*o); });
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 
@@ -71,7 +72,7 @@ void add_logits_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("logits", "teacher-forced top-K logits at every prompt position");
     add_model_options(*cmd, o->model, true);
     cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
-    cmd->add_option("--top", o->top_k, "logits to report per position")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--top", o->top_k, "logits to report per position")->check(positive())->capture_default_str();
     cmd->callback([o] { run_logits(*o); });
 }
 

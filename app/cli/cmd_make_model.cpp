@@ -1,6 +1,7 @@
 // `make-model`: write a synthetic GGUF of any shape (presets or explicit dimensions).
 #include <cstdio>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #include "engine/synth/synthetic_model.h"
@@ -86,7 +87,7 @@ void add_make_model_command(CLI::App& app) {
     cmd->add_option("--weight-std", o->weight_std,
                     "standard deviation of the 2-D weights (default: the preset's, 0.02); larger values make "
                     "sharper next-token distributions")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     cmd->add_flag("--outlier-inputs", o->outlier_inputs,
                   "let the outliers through the block norms into the linear layers' inputs (default: the norms "
                   "scale them down)");

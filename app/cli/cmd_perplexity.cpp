@@ -1,6 +1,7 @@
 // `perplexity`: llama-perplexity's method and number on a text file.
 #include <cstdio>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #include "engine/eval/perplexity.h"
@@ -51,7 +52,7 @@ void add_perplexity_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("perplexity", "perplexity of a text, computed as llama-perplexity does");
     add_model_options(*cmd, o->model, true);
     cmd->add_option("-f,--file", o->text_path, "text file")->required();
-    cmd->add_option("-b,--batch-size", o->n_batch, "tokens per forward step")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-b,--batch-size", o->n_batch, "tokens per forward step")->check(positive())->capture_default_str();
     cmd->callback([o] { run_perplexity(*o); });
 }
 

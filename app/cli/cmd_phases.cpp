@@ -2,6 +2,7 @@
 // length, with the time to first token and tokens/s a user sees.
 #include <cstdio>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/instruments/prefill_decode.h"
 
@@ -69,12 +70,12 @@ void add_phases_command(CLI::App& app) {
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--decode-steps", o->phases.decode_steps, "decode steps averaged at each cache length")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     cmd->add_option("-r,--repetitions", o->phases.repetitions, "timed runs per length (after one warm-up)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
-    cmd->add_option("--ubatch", o->phases.ubatch, "prompt tokens per forward pass")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--ubatch", o->phases.ubatch, "prompt tokens per forward pass")->check(positive())->capture_default_str();
     cmd->callback([o] { run(*o); });
 }
 

@@ -3,6 +3,7 @@
 // written; the model file is only read.
 #include <cstdio>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
 #include "engine/core/error.h"
@@ -155,10 +156,10 @@ void add_quant_command(CLI::App& app) {
         "quant", "per-matrix quantization error, outlier statistics, bits/weight and model size for each scheme");
     add_model_options(*cmd, o->model, /*with_runtime=*/false);
     cmd->add_option("-t,--threads", o->model.threads, "worker threads (default: physical cores)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     cmd->add_option("-s,--scheme", o->schemes, kSchemeHelp)->required();
     cmd->add_option("--ksigma", o->k_sigma, "outlier threshold in standard deviations")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     cmd->add_flag("--csv", o->csv, "one CSV row per matrix and scheme on stdout");
     cmd->add_flag("--summary", o->summary_only, "only the per-scheme summary (no per-matrix table)");

@@ -3,6 +3,7 @@
 // quantized are copied unchanged.
 #include <cstdio>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
 #include "engine/core/error.h"
@@ -57,7 +58,7 @@ void add_quantize_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("quantize", "write the model quantized with q8_0, q4_0, q4_k, q6_k, iq4_nl or iq4_xs as a GGUF file");
     add_model_options(*cmd, o->model, /*with_runtime=*/false);
     cmd->add_option("-t,--threads", o->model.threads, "worker threads (default: physical cores)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     cmd->add_option("-s,--scheme", o->scheme, "q8_0, q4_0, q4_k, q6_k, iq4_nl or iq4_xs")->required();
     cmd->add_option("-o,--output", o->output, "output .gguf path")->required();
     cmd->add_flag("--embeddings", o->include_embeddings, "also quantize token_embd and output");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #include "engine/runtime/serving_sim.h"
@@ -132,14 +133,14 @@ void add_serve_sim_command(CLI::App& app) {
     cmd->add_option("--policy", o->policy, "static, continuous or both")
         ->check(CLI::IsMember({"static", "continuous", "both"}))
         ->capture_default_str();
-    cmd->add_option("--requests", o->trace.requests, "requests in the trace")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--median", o->trace.median_output_tokens, "median output tokens")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--max", o->trace.max_output_tokens, "largest output")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--prompt", o->trace.prompt_tokens, "prompt tokens per request")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--requests", o->trace.requests, "requests in the trace")->check(positive())->capture_default_str();
+    cmd->add_option("--median", o->trace.median_output_tokens, "median output tokens")->check(positive())->capture_default_str();
+    cmd->add_option("--max", o->trace.max_output_tokens, "largest output")->check(positive())->capture_default_str();
+    cmd->add_option("--prompt", o->trace.prompt_tokens, "prompt tokens per request")->check(positive())->capture_default_str();
     cmd->add_option("--arrival", o->arrival, "all (at t = 0) or poisson")->capture_default_str();
-    cmd->add_option("--rate", o->trace.arrivals_per_s, "Poisson arrivals per second")->capture_default_str();
+    cmd->add_option("--rate", o->trace.arrivals_per_s, "Poisson arrivals per second")->check(positive())->capture_default_str();
     cmd->add_option("--seed", o->trace.seed, "trace seed")->capture_default_str();
-    cmd->add_option("--slots", o->slots, "sequences decoded together")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--slots", o->slots, "sequences decoded together")->check(positive())->capture_default_str();
     cmd->add_flag("--real", o->real, "also run the trace on the engine (slow) and show it beside the simulation");
     cmd->callback([o] { run_serve_sim(*o); });
 }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
 #include "engine/eval/soft_labels.h"
@@ -92,7 +93,7 @@ void add_softlabels_command(CLI::App& app) {
         "softlabels", "distillation soft labels: the teacher's next-token distribution per temperature, KL to a student");
     add_model_options(*cmd, o->model, /*with_runtime=*/true);
     cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
-    cmd->add_option("--top", o->top_k, "tokens to list per temperature")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--top", o->top_k, "tokens to list per temperature")->check(positive())->capture_default_str();
     cmd->add_option("--temp", o->temperatures, "temperatures (> 0)")->delimiter(',')->capture_default_str();
     cmd->add_option("--student", o->student_path, "student GGUF with the teacher's vocabulary");
     cmd->add_option("--student-scheme", o->student_scheme, "student = the teacher under this quantization scheme");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
 #include "engine/core/error.h"
@@ -110,10 +111,10 @@ void add_spec_command(CLI::App& app) {
     cmd->add_option("--draft", o->draft_path, "draft GGUF with the target's vocabulary");
     cmd->add_option("--draft-scheme", o->draft_scheme, "draft = the target under this quantization scheme (e.g. q4_0, int4:g32)");
     cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
-    cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--gamma", o->gamma, "draft tokens per verify pass")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(positive())->capture_default_str();
+    cmd->add_option("--gamma", o->gamma, "draft tokens per verify pass")->check(positive())->capture_default_str();
     cmd->add_option("--temp", o->temperature, "temperature; 0: greedy (sampling uses no top-k/top-p/min-p)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(non_negative())
         ->capture_default_str();
     cmd->add_option("-s,--seed", o->seed, "sampling seed")->capture_default_str();
     cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating after an end-of-generation token");

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <new>
 
+#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 
@@ -54,12 +55,14 @@ int main(int argc, char** argv) {
     inferscope::cli::add_spec_table_command(app);
     inferscope::cli::add_softlabels_command(app);
     inferscope::cli::add_devices_command(app);
+    inferscope::cli::require_finite_floats(app);
     try {
         app.parse(argc, argv);
         require_output_written();
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e);
-        return code == 0 ? 0 : 1;
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        std::fprintf(stderr, "error: %s\n(%s --help lists the options)\n", e.what(), argv[0]);
+        return 1;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "error: out of memory\n");
         return 1;

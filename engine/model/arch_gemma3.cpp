@@ -48,10 +48,7 @@ ModelConfig read_gemma3_config(const GgufFile& file) {
     }
     config.sliding_window = static_cast<int>(window);
     config.local_layers = gemma3_local_layers(file, config.n_layer);
-    config.rope_freq_base_local = static_cast<float>(file.get_f64("gemma3.rope.freq_base_swa", 10000.0));
-    if (!(config.rope_freq_base_local > 0.0f)) {
-        throw GgufError(file.path(), file.metadata_offset("gemma3.rope.freq_base_swa"), "RoPE base of local layers must be positive");
-    }
+    config.rope_freq_base_local = positive_finite_float(file, "gemma3.rope.freq_base_swa", 10000.0);
     return config;
 }
 

@@ -1,6 +1,8 @@
 #include "engine/model/architecture.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "engine/core/error.h"
@@ -29,11 +31,7 @@ void read_rope_scaling(const GgufFile& file, const std::string& arch, ModelConfi
     if (type != "linear") {
         throw UnsupportedError(file.path() + ": RoPE scaling \"" + type + "\" is not supported (supported: none, linear)");
     }
-    const double factor = file.get_f64(arch + ".rope.scaling.factor", 1.0);
-    if (!(factor > 0.0)) {
-        throw GgufError(file.path(), file.metadata_offset(arch + ".rope.scaling.factor"), "RoPE scaling factor must be positive");
-    }
-    config.rope_freq_scale = static_cast<float>(1.0 / factor);
+    config.rope_freq_scale = 1.0f / positive_finite_float(file, arch + ".rope.scaling.factor", 1.0);
 }
 
 }  // namespace
@@ -54,6 +52,18 @@ const Architecture& architecture_for(const GgufFile& file) {
     throw UnsupportedError(file.path() + ": unsupported architecture \"" + name + "\" (supported: " + supported + ")");
 }
 
+float positive_finite_float(const GgufFile& file, const std::string& key, double fallback) {
+    const double value = file.get_f64(key, fallback);
+    const auto as_float = static_cast<float>(value);
+    if (!(value > 0.0) || !std::isfinite(as_float) || !(as_float > 0.0f)) {
+        char shown[32];
+        std::snprintf(shown, sizeof shown, "%g", value);
+        throw GgufError(file.path(), file.metadata_offset(key),
+                        "metadata key \"" + key + "\" has value " + shown + " (must be a positive, finite float)");
+    }
+    return as_float;
+}
+
 ModelConfig read_common_config(const GgufFile& file, std::string_view arch_name) {
     const std::string arch(arch_name);
     const auto key = [&](const char* suffix) { return arch + "." + suffix; };
@@ -70,8 +80,8 @@ ModelConfig read_common_config(const GgufFile& file, std::string_view arch_name)
                                     4096);
     config.n_ff = positive_int(file, key("feed_forward_length"), file.get_u64(key("feed_forward_length")), kMaxDim * 8);
     config.context_length = positive_int(file, key("context_length"), file.get_u64(key("context_length")), 1u << 24);
-    config.rms_norm_eps = static_cast<float>(file.get_f64(key("attention.layer_norm_rms_epsilon"), 1e-5));
-    config.rope_freq_base = static_cast<float>(file.get_f64(key("rope.freq_base"), 10000.0));
+    config.rms_norm_eps = positive_finite_float(file, key("attention.layer_norm_rms_epsilon"), 1e-5);
+    config.rope_freq_base = positive_finite_float(file, key("rope.freq_base"), 10000.0);
 
     if (!file.has(key("attention.key_length")) && config.n_embd % config.n_head != 0) {
         throw GgufError(file.path(), file.metadata_offset(key("attention.head_count")),
@@ -98,10 +108,6 @@ ModelConfig read_common_config(const GgufFile& file, std::string_view arch_name)
         throw GgufError(file.path(), file.metadata_offset(key("rope.dimension_count")),
                         "rope dimension count " + std::to_string(config.rope_dim) + " is odd");
     }
-    if (!(config.rms_norm_eps > 0.0f) || !(config.rope_freq_base > 0.0f)) {
-        throw GgufError(file.path(), 24, "RMS-norm epsilon and RoPE base must be positive");
-    }
-
     const GgufTensorInfo* embd = file.find_tensor("token_embd.weight");
     if (embd == nullptr) throw GgufError(file.path(), file.data_offset(), "required tensor \"token_embd.weight\" is missing");
     if (embd->dims.size() != 2 || embd->dims[0] != static_cast<uint64_t>(config.n_embd) || embd->dims[1] > (1u << 24)) {

@@ -33,4 +33,8 @@ std::vector<std::string_view> supported_architecture_names();
 // under "{arch}.*", validated (positive, divisible, consistent with the tensors).
 ModelConfig read_common_config(const GgufFile& file, std::string_view arch);
 
+// A float hyperparameter (`fallback` when the key is absent) that must be positive and finite
+// as a float: an infinite or NaN RoPE base or epsilon would silently turn every logit to NaN.
+float positive_finite_float(const GgufFile& file, const std::string& key, double fallback);
+
 }  // namespace inferscope

@@ -53,10 +53,22 @@ std::vector<double> softmax_at_temperature(std::span<const float> logits, double
     return p;
 }
 
+void require_finite_logits(std::span<const float> logits) {
+    const auto bad = std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
+    if (bad == logits.end()) return;
+    throw Error("the model produced a non-finite logit (" + std::string(std::isnan(*bad) ? "nan" : "inf") +
+                ") for token id " + std::to_string(bad - logits.begin()) +
+                "; its weights or hyperparameters hold values the arithmetic cannot carry (NaN, Inf or overflow)");
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
-    if (!(params.repeat_penalty > 0.0f)) throw InvalidArgument("repeat penalty must be positive");
-    if (params.top_p < 0.0f || params.min_p < 0.0f || params.min_p > 1.0f) {
-        throw InvalidArgument("top-p must be >= 0 and min-p within [0, 1]");
+    if (!std::isfinite(params.temperature)) throw InvalidArgument("temperature must be a finite number (0: greedy)");
+    if (params.top_k < 0) throw InvalidArgument("top-k must be >= 0 (0: off), got " + std::to_string(params.top_k));
+    if (!(params.repeat_penalty > 0.0f) || !std::isfinite(params.repeat_penalty)) {
+        throw InvalidArgument("repeat penalty must be positive and finite (1: off)");
+    }
+    if (!(params.top_p >= 0.0f && params.top_p <= 1.0f) || !(params.min_p >= 0.0f && params.min_p <= 1.0f)) {
+        throw InvalidArgument("top-p and min-p must be within [0, 1]");
     }
 }
 
@@ -125,6 +137,7 @@ void Sampler::truncate(std::vector<Candidate>& candidates) const {
 
 TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {
     if (logits.empty()) throw InvalidArgument("cannot sample from an empty distribution");
+    require_finite_logits(logits);
     const std::span<const float> scores = penalized(logits, history);
     if (params_.temperature <= 0.0f) return argmax(scores);
     gather_candidates(scores);

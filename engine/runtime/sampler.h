@@ -21,6 +21,10 @@ struct SamplingParams {
     uint64_t seed = 42;
 };
 
+// Throws Error naming the first NaN or infinite logit: sampling from it would pick token 0
+// (or any) forever without a word.
+void require_finite_logits(std::span<const float> logits);
+
 class Sampler {
 public:
     explicit Sampler(const SamplingParams& params);

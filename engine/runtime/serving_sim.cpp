@@ -159,6 +159,9 @@ std::vector<ServingRequest> generate_trace(const TraceOptions& o) {
         o.vocab_size < 1) {
         throw InvalidArgument("trace: requests, prompt and output lengths must be positive and max >= median");
     }
+    if (o.arrival == ArrivalPattern::Poisson && !(o.arrivals_per_s > 0 && std::isfinite(o.arrivals_per_s))) {
+        throw InvalidArgument("trace: a Poisson arrival rate must be a positive, finite number of requests per second");
+    }
     std::mt19937_64 rng(o.seed);
     std::normal_distribution<double> normal(0.0, 1.0);
     std::vector<double> z(static_cast<size_t>(o.requests));
@@ -167,7 +170,7 @@ std::vector<ServingRequest> generate_trace(const TraceOptions& o) {
     // exp(mu + sigma z) with mu = ln(median) and sigma chosen so the largest draw is the maximum.
     const double sigma = z_max > 0 ? std::log(o.max_output_tokens / o.median_output_tokens) / z_max : 0.0;
     std::uniform_int_distribution<TokenId> token(0, o.vocab_size - 1);
-    std::exponential_distribution<double> gap(o.arrivals_per_s > 0 ? o.arrivals_per_s : 1.0);
+    std::exponential_distribution<double> gap(o.arrival == ArrivalPattern::Poisson ? o.arrivals_per_s : 1.0);
     std::vector<ServingRequest> trace;
     double t = 0;
     for (int i = 0; i < o.requests; ++i) {

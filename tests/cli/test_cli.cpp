@@ -63,6 +63,21 @@ TEST_F(CliTest, FifosDevicesAndDirectoriesAreRefusedByNameWithoutWaiting) {
     expect_failure(run_cli("perplexity -m " + model + " -f " + fifo), "is a FIFO, not a text file");
 }
 
+TEST_F(CliTest, NonFiniteAndOutOfRangeArgumentsAreRefusedByName) {
+    const std::string model = write_tiny("tiny.gguf");
+    const std::string generate = "generate -m " + model + " -n 2 ";
+    expect_failure(run_cli(generate + "--temp nan"), "--temp: nan is not a finite number");
+    expect_failure(run_cli(generate + "--temp inf"), "--temp: inf is not a finite number");
+    expect_failure(run_cli(generate + "--top-p nan"), "--top-p: nan is not a finite number");
+    expect_failure(run_cli(generate + "--top-p 2"), "--top-p: 2 is outside [0, 1]");
+    expect_failure(run_cli(generate + "--top-k -5"), "top-k must be >= 0");
+    expect_failure(run_cli(generate + "-t -5"), "--threads: -5 is negative; must be >= 0");
+    expect_failure(run_cli(generate + "-t 100000"), "100000 threads: at most");
+    expect_failure(run_cli(generate + "--bogus"), "The following argument was not expected: --bogus");
+    expect_failure(run_cli("budget --gpu-gib 8,nan"), "--gpu-gib: nan is not a finite number");
+    expect_failure(run_cli("serve-sim --arrival poisson --rate 0"), "--rate: 0 must be > 0");
+}
+
 TEST_F(CliTest, UnsupportedArchitectureListsTheSupportedOnes) {
     GgufWriter w;
     w.set("general.architecture", GgufValue::string("mamba"));

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <string>
 
 #include "engine/core/error.h"
 #include "engine/runtime/sampler.h"
@@ -152,6 +153,36 @@ TEST(Sampler, InvalidParametersAreRejected) {
     EXPECT_THROW(Sampler{p}, InvalidArgument);
     Sampler ok{SamplingParams{}};
     EXPECT_THROW(ok.sample(std::vector<float>{}, {}), InvalidArgument);
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (float bad : {nan, inf}) {
+        p = SamplingParams{};
+        p.temperature = bad;
+        EXPECT_THROW(Sampler{p}, InvalidArgument) << bad;
+        p = SamplingParams{};
+        p.top_p = bad;
+        EXPECT_THROW(Sampler{p}, InvalidArgument) << bad;
+        p = SamplingParams{};
+        p.repeat_penalty = bad;
+        EXPECT_THROW(Sampler{p}, InvalidArgument) << bad;
+    }
+    p = SamplingParams{};
+    p.top_k = -5;
+    EXPECT_THROW(Sampler{p}, InvalidArgument);
+}
+
+TEST(Sampler, NonFiniteLogitsStopWithTheTokenNamed) {
+    for (const SamplingParams& p : {greedy(), untruncated(0.8f)}) {
+        Sampler s(p);
+        std::vector<float> logits = {0.5f, 1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f};
+        try {
+            s.sample(logits, {});
+            FAIL() << "a NaN logit was sampled from";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("non-finite logit (nan) for token id 2"), std::string::npos) << e.what();
+        }
+        logits[2] = -std::numeric_limits<float>::infinity();
+        EXPECT_THROW(s.sample(logits, {}), Error);
+    }
 }
 
 }  // namespace
