@@ -54,8 +54,19 @@ std::vector<double> softmax_at_temperature(std::span<const float> logits, double
 }
 
 void require_finite_logits(std::span<const float> logits) {
+    // x * 0 is 0 for every finite x and NaN for NaN and +-inf: eight independent sums that the
+    // compiler turns into vector code, where a search for the first bad value would stay scalar.
+    constexpr size_t kLanes = 8;
+    float poison[kLanes] = {};
+    size_t i = 0;
+    for (; i + kLanes <= logits.size(); i += kLanes) {
+        for (size_t lane = 0; lane < kLanes; ++lane) poison[lane] += logits[i + lane] * 0.0f;
+    }
+    for (; i < logits.size(); ++i) poison[0] += logits[i] * 0.0f;
+    float total = 0.0f;
+    for (float lane : poison) total += lane;
+    if (total == 0.0f) return;
     const auto bad = std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
-    if (bad == logits.end()) return;
     throw Error("the model produced a non-finite logit (" + std::string(std::isnan(*bad) ? "nan" : "inf") +
                 ") for token id " + std::to_string(bad - logits.begin()) +
                 "; its weights or hyperparameters hold values the arithmetic cannot carry (NaN, Inf or overflow)");

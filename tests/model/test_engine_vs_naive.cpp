@@ -128,6 +128,40 @@ TEST(RaggedBatch, TwoSequencesInOneStepEqualEachAlone) {
     }
 }
 
+// A step with one token per sequence stores each token's K and V inside the attention loop
+// (no token reads another's); it must give what each sequence gives alone.
+TEST(RaggedBatch, ADecodeStepOfSeveralSequencesEqualsEachAlone) {
+    const auto model = testing::tiny_model(tiny_spec("qwen3"));
+    InferenceSession session(model, [] {
+        auto o = test_session_options(KvDtype::F16);
+        o.max_sequences = 3;
+        return o;
+    }());
+    const std::vector<std::vector<TokenId>> texts = {{1, 2, 3, 4, 5, 6}, {9, 8}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57}};
+    std::vector<std::vector<float>> alone_last;
+    for (const auto& text : texts) alone_last.push_back(teacher_forced_logits(session, text).back());
+
+    std::vector<SeqId> ids;
+    for (const auto& text : texts) {
+        const SeqId id = session.new_sequence();
+        ids.push_back(id);
+        Batch prompt;
+        for (size_t i = 0; i + 1 < text.size(); ++i) prompt.push_back({text[i], id, static_cast<int32_t>(i), false});
+        session.decode(prompt);
+    }
+    Batch step;
+    for (size_t s = 0; s < texts.size(); ++s) {
+        step.push_back({texts[s].back(), ids[s], static_cast<int32_t>(texts[s].size() - 1), true});
+    }
+    const auto flat = session.decode(step);
+    const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
+    for (size_t s = 0; s < texts.size(); ++s) {
+        const std::vector<float> got(flat.begin() + static_cast<std::ptrdiff_t>(s * n_vocab),
+                                     flat.begin() + static_cast<std::ptrdiff_t>((s + 1) * n_vocab));
+        EXPECT_LT(testing::relative_row_error(got, alone_last[s]), 1e-5) << "sequence " << s;
+    }
+}
+
 }  // namespace
 }  // namespace inferscope
 

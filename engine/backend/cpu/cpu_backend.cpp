@@ -134,6 +134,23 @@ void CpuBackend::add_residual(int64_t n) {
     });
 }
 
+namespace {
+
+// True when no token of the step sees another's K and V. Batches past kMaxDecodeBatch are
+// prompts (or mixes) and take the separate store without the quadratic check.
+bool one_token_per_sequence(std::span<const BatchToken> tokens) {
+    constexpr size_t kMaxDecodeBatch = 256;
+    if (tokens.size() > kMaxDecodeBatch) return false;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        for (size_t j = 0; j < i; ++j) {
+            if (tokens[j].seq == tokens[i].seq) return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
 void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, const KvCache& cache) {
     const ModelConfig& c = model_->config();
     const LayerWeights& w = model_->layers()[static_cast<size_t>(layer)];
@@ -147,8 +164,9 @@ void CpuBackend::attention_block(int layer, std::span<const BatchToken> tokens, 
     publish("v", layer, act_.v, c.kv_dim(), tokens);
 
     const LayerKv kv = layer_kv(layer, cache);
-    store_kv(tokens, kv);
-    attend(layer, tokens, kv);
+    const bool store_in_attention = one_token_per_sequence(tokens);
+    if (!store_in_attention) store_kv(tokens, kv);
+    attend(layer, tokens, kv, store_in_attention);
     publish("attn_ctx", layer, act_.context, c.q_dim(), tokens);
 
     matmul(w.wo, linear_input(act_.context, n, c.q_dim()), n, act_.projected.data(), pool_, scratch_);
@@ -216,8 +234,9 @@ void CpuBackend::store_kv(std::span<const BatchToken> tokens, const LayerKv& kv)
 // Each (token, KV head) pair attends over positions 0..pos of its own sequence, block by
 // block through the sequence's block table; the query heads that share the KV head (GQA)
 // are served by one pass over its keys and values.
-void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const LayerKv& kv) {
+void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const LayerKv& kv, bool store_own_kv) {
     const ModelConfig& c = model_->config();
+    const int block_tokens = kv.pool.layout().block_tokens;
     attention_scratch_.resize(static_cast<size_t>(pool_.size()));
     const int64_t n_pairs = static_cast<int64_t>(tokens.size()) * c.n_head_kv;
     pool_.parallel_for_indexed(n_pairs, [&](int thread, int64_t begin, int64_t end) {
@@ -227,8 +246,15 @@ void CpuBackend::attend(int layer, std::span<const BatchToken> tokens, const Lay
             // of items then holds as much early (cheap) as late (costly) work.
             const int64_t pair = item % 2 == 0 ? item / 2 : n_pairs - 1 - item / 2;
             const int64_t i = pair / c.n_head_kv;
-            attend_one(layer, tokens[static_cast<size_t>(i)], i, static_cast<int>(pair % c.n_head_kv), kv,
-                       attention_scratch_[static_cast<size_t>(thread)]);
+            const BatchToken& token = tokens[static_cast<size_t>(i)];
+            const int kv_head = static_cast<int>(pair % c.n_head_kv);
+            if (store_own_kv) {
+                const int64_t first = i * c.kv_dim() + static_cast<int64_t>(kv_head) * c.head_dim;
+                const int32_t block = kv.pool.block_table(token.seq)[static_cast<size_t>(token.pos / block_tokens)];
+                kv.storage.write_head(kv.index, block, token.pos % block_tokens, kv_head, act_.k.data() + first,
+                                      act_.v.data() + first);
+            }
+            attend_one(layer, token, i, kv_head, kv, attention_scratch_[static_cast<size_t>(thread)]);
         }
     });
 }

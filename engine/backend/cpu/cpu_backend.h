@@ -63,7 +63,9 @@ private:
     void embed(std::span<const BatchToken> tokens);
     void attention_block(int layer, std::span<const BatchToken> tokens, const KvCache& cache);
     void store_kv(std::span<const BatchToken> tokens, const LayerKv& kv);
-    void attend(int layer, std::span<const BatchToken> tokens, const LayerKv& kv);
+    // With store_own_kv each (token, KV head) item first stores its own K and V: only when no
+    // token reads another's, that is one token per sequence (a decode step).
+    void attend(int layer, std::span<const BatchToken> tokens, const LayerKv& kv, bool store_own_kv);
     // One thread's working memory for attend_one.
     struct AttentionScratch {
         std::vector<float> scores;                 // [heads per KV head x context]

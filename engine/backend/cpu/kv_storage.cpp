@@ -44,15 +44,18 @@ void store_token(const KvLayout& layout, T* k_part, T* v_part, int offset, const
 
 void CpuKvStorage::write(int layer, int32_t block, int offset, const float* k, const float* v) {
     for (int head = 0; head < layout_.n_head_kv; ++head) {
-        uint8_t* k_dst = part(Side::keys, layer, block, head);
-        uint8_t* v_dst = part(Side::values, layer, block, head);
         const int64_t first = static_cast<int64_t>(head) * layout_.head_dim;  // of this head in k and v
-        if (layout_.dtype == KvDtype::F32) {
-            store_token(layout_, reinterpret_cast<float*>(k_dst), reinterpret_cast<float*>(v_dst), offset, k + first, v + first);
-        } else {
-            store_token(layout_, reinterpret_cast<uint16_t*>(k_dst), reinterpret_cast<uint16_t*>(v_dst), offset, k + first,
-                        v + first);
-        }
+        write_head(layer, block, offset, head, k + first, v + first);
+    }
+}
+
+void CpuKvStorage::write_head(int layer, int32_t block, int offset, int head, const float* k, const float* v) {
+    uint8_t* k_dst = part(Side::keys, layer, block, head);
+    uint8_t* v_dst = part(Side::values, layer, block, head);
+    if (layout_.dtype == KvDtype::F32) {
+        store_token(layout_, reinterpret_cast<float*>(k_dst), reinterpret_cast<float*>(v_dst), offset, k, v);
+    } else {
+        store_token(layout_, reinterpret_cast<uint16_t*>(k_dst), reinterpret_cast<uint16_t*>(v_dst), offset, k, v);
     }
 }
 

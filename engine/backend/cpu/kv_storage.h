@@ -32,6 +32,8 @@ public:
     // Stores one token's K and V (kv_dim floats each) for `layer` at position `offset` of
     // physical block `block`.
     void write(int layer, int32_t block, int offset, const float* k, const float* v);
+    // The same for one KV head: k and v point at that head's head_dim floats.
+    void write_head(int layer, int32_t block, int offset, int head, const float* k, const float* v);
     // Copies block `src` to block `dst` in every layer, K and V.
     void copy_block(int32_t src, int32_t dst);
     // One KV head's part of a block of K or V in the layouts above (F16 bits or F32, as the
