@@ -96,13 +96,36 @@ void FileBytes::load(std::optional<FileHolding> requested) {
 }
 
 FileBytes::~FileBytes() {
+    guard_.reset();
     if (data_ != nullptr && copy_.data() == nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 void FileBytes::map(int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) fail_errno(path_, "cannot stat", errno);
     void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     if (mapping == MAP_FAILED) fail_errno(path_, "cannot map " + std::to_string(size_) + " bytes", errno);
     data_ = static_cast<const uint8_t*>(mapping);
+    try {
+        guard_ = std::make_unique<MappedRangeGuard>(mapping, size_);
+    } catch (...) {
+        ::munmap(mapping, size_);
+        data_ = nullptr;
+        throw;
+    }
+    device_ = static_cast<uint64_t>(st.st_dev);
+    inode_ = static_cast<uint64_t>(st.st_ino);
+    mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+bool FileBytes::changed_on_disk() const {
+    if (!guard_) return false;
+    if (guard_->faulted()) return true;
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return false;  // deleted: the mapping keeps the old file
+    if (static_cast<uint64_t>(st.st_dev) != device_ || static_cast<uint64_t>(st.st_ino) != inode_) return false;
+    const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    return static_cast<size_t>(st.st_size) != size_ || mtime_ns != mtime_ns_;
 }
 
 // False when the memory cannot be reserved (the caller maps the file instead).

@@ -14,11 +14,13 @@
 // mapping.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 
 #include "engine/core/huge_page_buffer.h"
+#include "engine/core/mapped_file_guard.h"
 
 namespace inferscope {
 
@@ -53,6 +55,10 @@ public:
     // What was done: a requested copy falls back to the mapping when the memory for it
     // cannot be allocated.
     FileHolding holding() const { return copy_.data() != nullptr ? FileHolding::HugePageCopy : FileHolding::Mapped; }
+    // For a mapping: true when the file was truncated under it (a read faulted, see
+    // mapped_file_guard.h) or its size or modification time differ from when it was mapped
+    // (rewritten in place). A copy, or a file replaced by rename or deleted, is unaffected.
+    bool changed_on_disk() const;
 
 private:
     void load(std::optional<FileHolding> requested);  // nullopt: choose for this machine
@@ -63,6 +69,10 @@ private:
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
     HugePageBuffer copy_;  // empty when mapped
+    std::unique_ptr<MappedRangeGuard> guard_;  // set when mapped
+    // The mapped file's identity and state when mapped.
+    uint64_t device_ = 0, inode_ = 0;
+    int64_t mtime_ns_ = 0;
 };
 
 }  // namespace inferscope

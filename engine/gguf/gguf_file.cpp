@@ -214,6 +214,8 @@ GgufFile GgufFile::open(const std::string& path) {
     return file;
 }
 
+bool GgufFile::changed_on_disk() const { return held_ != nullptr && held_->changed_on_disk(); }
+
 std::string GgufFile::holding_name() const {
     return held_ != nullptr ? file_holding_name(held_->holding()) : "in memory";
 }

@@ -59,6 +59,8 @@ public:
     // How an opened file's bytes are held ("mapped", "copied to 2 MiB pages"); "in memory"
     // for a buffer given to from_bytes.
     std::string holding_name() const;
+    // True when the mapped file changed under us (see FileBytes::changed_on_disk).
+    bool changed_on_disk() const;
     uint64_t data_offset() const { return data_offset_; }
 
     const std::vector<GgufKeyValue>& metadata() const { return metadata_; }

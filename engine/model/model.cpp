@@ -163,6 +163,12 @@ std::shared_ptr<const Model> Model::with_replaced_weights(const std::shared_ptr<
     return derived;
 }
 
+void Model::require_file_unchanged() const {
+    if (file_->changed_on_disk()) {
+        throw Error(file_->path() + ": the model file changed on disk while in use (truncated or rewritten); open it again");
+    }
+}
+
 uint64_t Model::parameter_count() const {
     uint64_t total = 0;
     for (const auto& t : file_->tensors()) total += t.element_count;

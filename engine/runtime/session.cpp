@@ -151,6 +151,7 @@ void InferenceSession::run_part(std::span<const BatchToken> part, float* logits)
         if (!copies.local.empty()) backend_->copy_kv_blocks(KvGroup::Local, copies.local);
     }
     backend_->forward(part, cache_, logits);
+    model_->require_file_unchanged();
     for (const auto& [seq, tokens] : appended) cache_.commit(seq);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <algorithm>
 #include <filesystem>
@@ -90,6 +91,37 @@ TEST_F(FileBytesTest, BothHoldingsGiveTheFileByteForByte) {
             EXPECT_EQ(file.path(), path.string());
         }
     }
+}
+
+TEST_F(FileBytesTest, AMappedFileTruncatedUnderUsReadsZerosAndSaysItChanged) {
+    const size_t size = 64 * 1024;
+    const fs::path path = write_file("truncated", size);
+    const FileBytes mapped(path.string(), FileHolding::Mapped);
+    const FileBytes copied(path.string(), FileHolding::HugePageCopy);
+    EXPECT_FALSE(mapped.changed_on_disk());
+    fs::resize_file(path, 4096);
+    // Without the guard this read ends the process with SIGBUS.
+    const volatile uint8_t* past_the_end = mapped.bytes().data() + size - 1;
+    EXPECT_EQ(*past_the_end, 0);
+    EXPECT_TRUE(mapped.changed_on_disk());
+    EXPECT_EQ(mapped.bytes()[100], static_cast<uint8_t>(contents(path)[100])) << "pages still in the file are kept";
+    EXPECT_FALSE(copied.changed_on_disk()) << "a copy does not depend on the file";
+    EXPECT_TRUE(std::equal(copied.bytes().begin(), copied.bytes().end(), reinterpret_cast<const uint8_t*>(contents(path).data())));
+}
+
+TEST_F(FileBytesTest, AMappedFileRewrittenInPlaceSaysItChangedAndAReplacedOneDoesNot) {
+    const fs::path path = write_file("rewritten", 8192);
+    {
+        const FileBytes mapped(path.string(), FileHolding::Mapped);
+        const fs::path replacement = write_file("replacement", 8192);
+        fs::rename(replacement, path);  // a new file under the old name: the mapping keeps the old one
+        EXPECT_FALSE(mapped.changed_on_disk());
+    }
+    const FileBytes mapped(path.string(), FileHolding::Mapped);
+    std::ofstream(path, std::ios::binary | std::ios::in | std::ios::out).write("changed", 7);
+    const auto later = fs::last_write_time(path) + std::chrono::seconds(1);
+    fs::last_write_time(path, later);  // a coarse clock may not have moved since the mapping
+    EXPECT_TRUE(mapped.changed_on_disk());
 }
 
 TEST_F(FileBytesTest, AnEmptyFileHasNoBytesEitherWay) {

@@ -1,9 +1,15 @@
 // Session rules: batches must continue their sequences, limits give clear errors and
 // leave the cache unchanged, and every step reaches the observers.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/runtime/generator.h"
+#include "engine/synth/synthetic_model.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
 
@@ -117,6 +123,29 @@ TEST(Session, InferredPhases) {
     session.decode(Batch{{3, a, 2, true}, {4, b, 0, false}, {5, b, 1, true}});
     session.decode(Batch{{3, a, 3, true}, {4, b, 2, true}});
     EXPECT_EQ(phases, (std::vector<StepPhase>{StepPhase::Prefill, StepPhase::Mixed, StepPhase::Decode}));
+}
+
+// A model whose mapped file is truncated while it runs: the step ends in a clear error (not
+// SIGBUS), and the session's sequences are left as they were.
+TEST(Session, AModelFileTruncatedWhileInUseEndsTheStepWithAClearError) {
+    namespace fs = std::filesystem;
+    const fs::path path = fs::temp_directory_path() / ("inferscope-truncated-" + std::to_string(::getpid()) + ".gguf");
+    build_synthetic_model(testing::tiny_spec("llama")).write_file(path.string());
+    const auto model = Model::load(path.string());
+    ASSERT_EQ(model->file().holding_name(), "mapped") << "files under 2 MiB are mapped";
+    InferenceSession session(model, testing::test_session_options(KvDtype::F32));
+    const SeqId seq = session.new_sequence();
+    session.decode(std::vector<BatchToken>{{1, seq, 0, true}});
+    fs::resize_file(path, 4096);
+    try {
+        session.decode(std::vector<BatchToken>{{2, seq, 1, true}});
+        FAIL() << "a step on a truncated model file returned logits";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(path.string() + ": the model file changed on disk while in use"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(session.kv_cache().sequence_length(seq), 1);
+    fs::remove(path);
 }
 
 }  // namespace
