@@ -161,7 +161,12 @@ GgufTensorInfo read_tensor_info(Cursor& cur, uint64_t index, uint32_t alignment)
         cur.fail_at(type_at, label + " row length " + std::to_string(info.dims[0]) + " is not a multiple of the " +
                                  std::string(traits->name) + " block size " + std::to_string(traits->block_elements));
     }
-    info.byte_count = info.element_count / traits->block_elements * traits->block_bytes;
+    const uint64_t blocks = info.element_count / traits->block_elements;
+    if (blocks > kMaxDimension / traits->block_bytes) {
+        cur.fail_at(type_at, label + " byte count overflows (" + std::to_string(info.element_count) + " " +
+                                 std::string(traits->name) + " elements)");
+    }
+    info.byte_count = blocks * traits->block_bytes;
     const uint64_t offset_at = cur.offset();
     info.offset = cur.read<uint64_t>("a tensor data offset");
     if (info.offset % alignment != 0) {

@@ -112,6 +112,9 @@ TEST(GgufValidation, TensorInfoProblems) {
     expect_error(RawGguf().header(1, 0).tensor("w", {4, 0}, 0, 0).pad().zeros(32).bytes(), "dimension 1 is 0", 45);
     expect_error(RawGguf().header(1, 0).tensor("w", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, 0).pad().zeros(32).bytes(),
                  "overflows", 45);
+    // 2^62 F32 elements are 2^64 bytes: the byte count wrapped to 0 and the tensor was accepted.
+    expect_error(RawGguf().header(1, 0).tensor("w", {uint64_t{1} << 62}, 0, 0).pad().zeros(32).bytes(),
+                 "byte count overflows (4611686018427387904 F32 elements)", 45);
     expect_error(RawGguf().header(1, 0).tensor("w", {4}, 4, 0).pad().zeros(32).bytes(), "unknown tensor type id 4", 45);
     expect_error(RawGguf().header(1, 0).tensor("w", {4}, 1000, 0).pad().zeros(32).bytes(), "unknown tensor type id 1000", 45);
     expect_error(RawGguf().header(1, 0).tensor("w", {48}, 8, 0).pad().zeros(64).bytes(), "not a multiple of the Q8_0 block size 32",
