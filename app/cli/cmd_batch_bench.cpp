@@ -75,6 +75,11 @@ void add_batch_bench_command(CLI::App& app) {
         ModelOptions model_options = o->model;
         model_options.ctx = o->prompt_tokens + o->generate_tokens;
         const auto model = load_model(model_options);
+        if (model_options.ctx > model->config().context_length) {
+            throw InvalidArgument("-c " + std::to_string(o->prompt_tokens) + " plus -n " + std::to_string(o->generate_tokens) +
+                                  " tokens exceed the model's context of " + std::to_string(model->config().context_length) +
+                                  " tokens");
+        }
         SessionOptions so = session_options(model_options);
         so.max_sequences = *std::max_element(o->batch_sizes.begin(), o->batch_sizes.end());
         InferenceSession session(model, so, make_backend(model_options, model, /*op_timestamps=*/false));

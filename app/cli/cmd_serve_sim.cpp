@@ -80,8 +80,15 @@ void run_serve_sim(ServeSimOptions o) {
     ModelOptions mo = o.model;
     // Room for the longest request, and for the cost model's largest prompt chunk after it.
     constexpr int kLargestChunk = 128;
-    mo.ctx = o.trace.prompt_tokens + o.trace.max_output_tokens + 1 + kLargestChunk;
+    const int64_t context = int64_t{o.trace.prompt_tokens} + o.trace.max_output_tokens + 1 + kLargestChunk;
     const auto model = load_model(mo);
+    if (context > model->config().context_length) {
+        throw InvalidArgument("--prompt " + std::to_string(o.trace.prompt_tokens) + " plus --max " +
+                              std::to_string(o.trace.max_output_tokens) + " tokens (and " + std::to_string(kLargestChunk + 1) +
+                              " for measuring step costs) exceed the model's context of " +
+                              std::to_string(model->config().context_length) + " tokens");
+    }
+    mo.ctx = static_cast<int>(context);
     o.trace.vocab_size = model->config().n_vocab;
     SessionOptions so = session_options(mo);
     so.max_sequences = o.slots;

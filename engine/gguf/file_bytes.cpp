@@ -11,10 +11,10 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
+#include "engine/core/system_memory.h"
 
 namespace inferscope {
 namespace {
@@ -34,22 +34,9 @@ std::string selected_thp_mode() {
     return line.substr(open + 1, close - open - 1);
 }
 
-uint64_t mem_available_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("MemAvailable:", 0) != 0) continue;
-        std::istringstream fields(line.substr(13));
-        uint64_t kib = 0;
-        fields >> kib;
-        return kib * 1024;
-    }
-    return 0;
-}
-
 FileHolding holding_for_this_machine(uint64_t file_bytes) {
     const char* requested = std::getenv("INFERSCOPE_WEIGHTS");
-    return choose_file_holding({requested != nullptr ? requested : "", selected_thp_mode(), mem_available_bytes(), file_bytes});
+    return choose_file_holding({requested != nullptr ? requested : "", selected_thp_mode(), available_memory_bytes(), file_bytes});
 }
 
 [[noreturn]] void fail_errno(const std::string& path, const std::string& what, int err) {

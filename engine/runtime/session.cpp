@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <string>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
+#include "engine/core/system_memory.h"
 #include "engine/core/thread_pool.h"
 #include "engine/model/model.h"
 
@@ -24,16 +26,44 @@ namespace {
 
 constexpr int kDefaultMaxContext = 4096;
 
+// The largest context a model file may declare (the loader's bound) is also the most a
+// session may ask for.
+constexpr int kMaxContextTokens = 1 << 24;
+// Sequences one session decodes together; far past where batching stops paying.
+constexpr int kMaxSequences = 4096;
+// Block tables, reference counts, hashes and queue links per KV block, roughly.
+constexpr uint64_t kBookkeepingBytesPerBlock = 64;
+
 int resolve_context(const Model& model, int requested) {
     const int model_ctx = model.config().context_length;
     if (requested < 0) throw InvalidArgument("context size must be positive, got " + std::to_string(requested));
+    if (requested > kMaxContextTokens) {
+        throw InvalidArgument("context size " + std::to_string(requested) + ": at most " + std::to_string(kMaxContextTokens) +
+                              " tokens (the model was trained for " + std::to_string(model_ctx) + ")");
+    }
     if (requested == 0) return std::min(model_ctx, kDefaultMaxContext);
     return requested;
+}
+
+// Refused before anything is allocated: a pool that could never be filled would otherwise
+// take seconds of bookkeeping and gigabytes before the first allocation failed.
+void require_memory_for(const KvCacheLayout& layout, int n_ctx, int max_sequences) {
+    const uint64_t blocks = static_cast<uint64_t>(layout.global.n_blocks) + static_cast<uint64_t>(layout.local.n_blocks);
+    const uint64_t needed = layout.pool_bytes() + blocks * kBookkeepingBytesPerBlock;
+    const uint64_t available = available_memory_bytes();
+    if (available == 0 || needed <= available) return;
+    throw CapacityError("the KV cache for " + std::to_string(n_ctx) + " tokens x " + std::to_string(max_sequences) +
+                        " sequences needs " + format_bytes(needed) + " and this machine has " + format_bytes(available) +
+                        " available; lower the context size (-c) or the number of sequences");
 }
 
 KvCacheLayout make_layout(const ModelConfig& c, const SessionOptions& options, int n_ctx) {
     if (options.block_tokens <= 0 || options.max_sequences <= 0) {
         throw InvalidArgument("KV block size and sequence count must be positive");
+    }
+    if (options.max_sequences > kMaxSequences) {
+        throw InvalidArgument(std::to_string(options.max_sequences) + " sequences: at most " + std::to_string(kMaxSequences) +
+                              " decode together");
     }
     KvLayout layout;
     layout.n_layer = c.n_layer;
@@ -42,7 +72,12 @@ KvCacheLayout make_layout(const ModelConfig& c, const SessionOptions& options, i
     layout.dtype = options.kv_dtype;
     layout.block_tokens = options.block_tokens;
     const int blocks_per_sequence = (n_ctx + options.block_tokens - 1) / options.block_tokens;
-    layout.n_blocks = blocks_per_sequence * options.max_sequences;
+    const int64_t n_blocks = static_cast<int64_t>(blocks_per_sequence) * options.max_sequences;
+    if (n_blocks > std::numeric_limits<int32_t>::max()) {
+        throw CapacityError("a KV cache of " + std::to_string(n_ctx) + " tokens x " + std::to_string(options.max_sequences) +
+                            " sequences has more blocks than a block id can number; lower the context size or the sequences");
+    }
+    layout.n_blocks = static_cast<int>(n_blocks);
     std::vector<bool> is_local(static_cast<size_t>(c.n_layer), false);
     const bool windowed = options.recycle_window_blocks && c.has_local_layers() && c.sliding_window < n_ctx;
     if (!windowed) return split_kv_layout(layout, is_local, 0, 0);
@@ -53,6 +88,25 @@ KvCacheLayout make_layout(const ModelConfig& c, const SessionOptions& options, i
     return split_kv_layout(layout, is_local, c.sliding_window, local_per_sequence * options.max_sequences);
 }
 
+// A batch's activations (every token's rows through a layer) and its logits, refused before
+// they are allocated when the machine cannot hold them.
+void require_memory_for_batch(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs) {
+    const auto floats_per_token = static_cast<uint64_t>(3 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff + 2 * c.rope_dim);
+    const uint64_t needed = sizeof(float) * (static_cast<uint64_t>(n_tokens) * floats_per_token +
+                                             static_cast<uint64_t>(n_outputs) * static_cast<uint64_t>(c.n_vocab));
+    const uint64_t available = available_memory_bytes();
+    if (available == 0 || needed <= available) return;
+    throw CapacityError("a batch of " + std::to_string(n_tokens) + " tokens (" + std::to_string(n_outputs) +
+                        " with logits) needs " + format_bytes(needed) + " of activations and logits and this machine has " +
+                        format_bytes(available) + " available; decode it in smaller batches");
+}
+
+KvCacheLayout checked_layout(const ModelConfig& c, const SessionOptions& options, int n_ctx) {
+    KvCacheLayout layout = make_layout(c, options, n_ctx);
+    require_memory_for(layout, n_ctx, options.max_sequences);
+    return layout;
+}
+
 }  // namespace
 
 InferenceSession::InferenceSession(std::shared_ptr<const Model> model, const SessionOptions& options,
@@ -61,7 +115,7 @@ InferenceSession::InferenceSession(std::shared_ptr<const Model> model, const Ses
       n_ctx_(resolve_context(*model_, options.n_ctx)),
       n_threads_(options.n_threads > 0 ? options.n_threads : ThreadPool::default_thread_count()),
       backend_(backend ? std::move(backend) : std::make_unique<CpuBackend>(model_, n_threads_)),
-      cache_(make_layout(model_->config(), options, n_ctx_)) {
+      cache_(checked_layout(model_->config(), options, n_ctx_)) {
     backend_->set_activation_precision(options.activation_precision);
     backend_->allocate_kv(cache_.layout());
 }
@@ -175,6 +229,7 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
     }
     const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
     const auto n_outputs = std::count_if(batch.begin(), batch.end(), [](const BatchToken& t) { return t.output; });
+    require_memory_for_batch(model_->config(), static_cast<int64_t>(batch.size()), n_outputs);
     logits_.resize(static_cast<size_t>(n_outputs) * n_vocab);
     const size_t part_tokens = cache_.local() != nullptr ? static_cast<size_t>(kWindowMicroBatchTokens) : batch.size();
     if (part_tokens < batch.size()) cache_.check_batch(tokens_per_sequence);

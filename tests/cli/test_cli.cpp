@@ -78,6 +78,14 @@ TEST_F(CliTest, NonFiniteAndOutOfRangeArgumentsAreRefusedByName) {
     expect_failure(run_cli("serve-sim --arrival poisson --rate 0"), "--rate: 0 must be > 0");
 }
 
+TEST_F(CliTest, SizesAreCheckedBeforeAnythingIsAllocated) {
+    const std::string model = write_tiny("tiny.gguf");
+    expect_failure(run_cli("generate -m " + model + " -n 2 -c 1000000000"), "context size 1000000000: at most 16777216 tokens");
+    expect_failure(run_cli("batch-bench -m " + model + " -B 100000"), "100000 sequences: at most 4096 decode together");
+    expect_failure(run_cli("batch-bench -m " + model + " -c 100000"), "-c 100000 plus -n 32 tokens exceed the model's context of");
+    expect_failure(run_cli("serve-sim --max 1000000000"), "--prompt 16 plus --max 1000000000 tokens");
+}
+
 TEST_F(CliTest, UnsupportedArchitectureListsTheSupportedOnes) {
     GgufWriter w;
     w.set("general.architecture", GgufValue::string("mamba"));
