@@ -50,6 +50,15 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
     return Tokenizer::from_gguf(GgufFile::open(options.model_path));
 }
 
+void add_prompt_options(CLI::App& command, std::string& prompt, const std::string& description, bool required) {
+    CLI::Option_group* group = command.add_option_group("prompt", "the prompt as text or as a file");
+    CLI::Option* text = group->add_option("-p,--prompt", prompt, description);
+    if (!required) text->capture_default_str();
+    group->add_option_function<std::string>(
+        "-f,--file", [&prompt](const std::string& path) { prompt = read_text_file(path); }, "read the prompt from this file");
+    group->require_option(required ? 1 : 0, 1);
+}
+
 void add_sampling_options(CLI::App& command, SamplingParams& sampling) {
     command.add_option("--temp", sampling.temperature, "temperature (0: greedy)")->capture_default_str();
     command.add_option("--top-k", sampling.top_k, "top-k (0: off)")->capture_default_str();
@@ -60,6 +69,28 @@ void add_sampling_options(CLI::App& command, SamplingParams& sampling) {
     command.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back (-1: all)")
         ->capture_default_str();
     command.add_option("-s,--seed", sampling.seed, "random seed")->capture_default_str();
+}
+
+std::string terminal_safe(std::string_view text, bool keep_line_breaks) {
+    std::string out;
+    out.reserve(text.size());
+    char escaped[8];
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        const bool line_break = byte == '\n' || byte == '\t' || byte == '\r';
+        if ((byte < 0x20 && !(keep_line_breaks && line_break)) || byte == 0x7f) {
+            std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+            out += escaped;
+        } else if (byte == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                   static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(text[i + 1]));
+            out += escaped;
+            ++i;
+        } else {
+            out += static_cast<char>(byte);
+        }
+    }
+    return out;
 }
 
 std::string read_text_file(const std::string& path) { return read_regular_file(path, "a text file", kMaxTextFileBytes); }

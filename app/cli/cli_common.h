@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "engine/model/model.h"
 #include "engine/runtime/sampler.h"
@@ -33,6 +34,9 @@ std::shared_ptr<const Model> load_model(const ModelOptions& options);
 // built-in model when -m is absent.
 std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options);
 SessionOptions session_options(const ModelOptions& options);
+// -p/--prompt TEXT, or -f/--file PATH for a prompt too long for the command line (the
+// file's whole text becomes the prompt). `required`: one of the two must be given.
+void add_prompt_options(CLI::App& command, std::string& prompt, const std::string& description, bool required);
 // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, -s/--seed.
 void add_sampling_options(CLI::App& command, SamplingParams& sampling);
 // The backend --backend names for `model`: null for the CPU (the session's default), the
@@ -45,6 +49,11 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::sh
 std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special = true);
 
 void print_json(const nlohmann::json& value);
+
+// Text from a file (a model's name, tensor names, a message quoting them) as the terminal
+// may show it: C0 and C1 control characters become \xNN / \u00NN, so an escape sequence in
+// general.name cannot reach the terminal. Line breaks and tabs are kept when asked.
+std::string terminal_safe(std::string_view text, bool keep_line_breaks = false);
 
 // Texts for perplexity, prompts, templates and messages; beyond this a run would take hours.
 inline constexpr uint64_t kMaxTextFileBytes = uint64_t{256} << 20;

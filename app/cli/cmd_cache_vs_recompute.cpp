@@ -139,7 +139,7 @@ void add_cache_vs_recompute_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("cache-vs-recompute",
                                        "greedy generation with and without the KV cache: time, MACs, memory, equivalence");
     add_model_options(*cmd, o->model, true);
-    cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
+    add_prompt_options(*cmd, o->prompt, "prompt text", false);
     cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(positive())->capture_default_str();
     cmd->callback([o] { run(*o); });
 }

@@ -118,7 +118,7 @@ void add_generate_command(CLI::App& app) {
     auto o = std::make_shared<GenerateOptions>();
     CLI::App* cmd = app.add_subcommand("generate", "generate text from a prompt");
     add_model_options(*cmd, o->model, true);
-    cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
+    add_prompt_options(*cmd, o->prompt, "prompt text", false);
     cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(positive())->capture_default_str();
     cmd->add_option("-b,--batch-size", o->n_batch, "prompt tokens per prefill step")->check(positive())->capture_default_str();
     add_sampling_options(*cmd, o->sampling);

@@ -68,11 +68,11 @@ nlohmann::json info_json(const Model& model) {
 }
 
 void print_info_text(const nlohmann::json& j) {
-    std::printf("file:            %s (%llu bytes)%s\n", j["file"].get<std::string>().c_str(),
+    std::printf("file:            %s (%llu bytes)%s\n", terminal_safe(j["file"].get<std::string>()).c_str(),
                 static_cast<unsigned long long>(j["file_bytes"].get<uint64_t>()),
                 j["synthetic"].get<bool>() ? "  [synthetic: random weights]" : "");
     std::printf("held:            %s (INFERSCOPE_WEIGHTS=map|copy to choose)\n", j["file_held"].get<std::string>().c_str());
-    std::printf("name:            %s\n", j["name"].get<std::string>().c_str());
+    std::printf("name:            %s\n", terminal_safe(j["name"].get<std::string>()).c_str());
     std::printf("architecture:    %s\n", j["architecture"].get<std::string>().c_str());
     std::printf("parameters:      %llu\n", static_cast<unsigned long long>(j["parameters"].get<uint64_t>()));
     std::printf("layers:          %d, n_embd %d, heads %d (KV %d, head dim %d), ffn %d\n", j["n_layer"].get<int>(),
@@ -82,7 +82,7 @@ void print_info_text(const nlohmann::json& j) {
                 j["tokenizer"]["kind"].get<std::string>().c_str(),
                 j["tokenizer"]["pre"].get<std::string>().empty()
                     ? ""
-                    : (" (pre-tokenizer " + j["tokenizer"]["pre"].get<std::string>() + ")").c_str());
+                    : (" (pre-tokenizer " + terminal_safe(j["tokenizer"]["pre"].get<std::string>()) + ")").c_str());
     std::printf("context length:  %d tokens, RoPE %s base %g\n", j["context_length"].get<int>(),
                 j["rope_style"].get<std::string>().c_str(), j["rope_freq_base"].get<double>());
     std::printf("blocks:          %s FFN%s%s%s\n", j["ffn_activation"].get<std::string>().c_str(),
@@ -108,7 +108,7 @@ void print_info_text(const nlohmann::json& j) {
         std::string shape = "[";
         for (size_t i = 0; i < t["shape"].size(); ++i) shape += (i ? ", " : "") + std::to_string(t["shape"][i].get<uint64_t>());
         shape += "]";
-        std::printf("%-32s %-6s %-22s %14llu\n", t["name"].get<std::string>().c_str(), t["type"].get<std::string>().c_str(),
+        std::printf("%-32s %-6s %-22s %14llu\n", terminal_safe(t["name"].get<std::string>()).c_str(), t["type"].get<std::string>().c_str(),
                     shape.c_str(), static_cast<unsigned long long>(t["bytes"].get<uint64_t>()));
     }
 }

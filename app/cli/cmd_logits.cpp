@@ -71,7 +71,7 @@ void add_logits_command(CLI::App& app) {
     auto o = std::make_shared<LogitsOptions>();
     CLI::App* cmd = app.add_subcommand("logits", "teacher-forced top-K logits at every prompt position");
     add_model_options(*cmd, o->model, true);
-    cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
+    add_prompt_options(*cmd, o->prompt, "prompt text", true);
     cmd->add_option("--top", o->top_k, "logits to report per position")->check(positive())->capture_default_str();
     cmd->callback([o] { run_logits(*o); });
 }

@@ -209,7 +209,7 @@ void add_outliers_command(CLI::App& app) {
     auto o = std::make_shared<OutliersOptions>();
     CLI::App* cmd = app.add_subcommand("outliers", "per-dimension activation outliers per layer and their INT8 cost");
     add_model_options(*cmd, o->model, true);
-    cmd->add_option("-p,--prompt", o->prompt, "prompt text")->required();
+    add_prompt_options(*cmd, o->prompt, "prompt text", true);
     cmd->add_option("--layer", o->layer, "layer for the INT8 analysis (default: the middle layer)");
     cmd->add_option("--top", o->top_k, "outlier dimensions per layer (also kept in float in the INT8 analysis)")
         ->capture_default_str();

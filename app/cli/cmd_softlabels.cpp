@@ -92,7 +92,7 @@ void add_softlabels_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "softlabels", "distillation soft labels: the teacher's next-token distribution per temperature, KL to a student");
     add_model_options(*cmd, o->model, /*with_runtime=*/true);
-    cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
+    add_prompt_options(*cmd, o->prompt, "prompt text", false);
     cmd->add_option("--top", o->top_k, "tokens to list per temperature")->check(positive())->capture_default_str();
     cmd->add_option("--temp", o->temperatures, "temperatures (> 0)")->delimiter(',')->capture_default_str();
     cmd->add_option("--student", o->student_path, "student GGUF with the teacher's vocabulary");

@@ -110,7 +110,7 @@ void add_spec_command(CLI::App& app) {
     add_model_options(*cmd, o->model, /*with_runtime=*/true);
     cmd->add_option("--draft", o->draft_path, "draft GGUF with the target's vocabulary");
     cmd->add_option("--draft-scheme", o->draft_scheme, "draft = the target under this quantization scheme (e.g. q4_0, int4:g32)");
-    cmd->add_option("-p,--prompt", o->prompt, "prompt text")->capture_default_str();
+    add_prompt_options(*cmd, o->prompt, "prompt text", false);
     cmd->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->check(positive())->capture_default_str();
     cmd->add_option("--gamma", o->gamma, "draft tokens per verify pass")->check(positive())->capture_default_str();
     cmd->add_option("--temp", o->temperature, "temperature; 0: greedy (sampling uses no top-k/top-p/min-p)")

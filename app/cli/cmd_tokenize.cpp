@@ -16,7 +16,7 @@ void add_tokenize_command(CLI::App& app) {
     auto options = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("tokenize", "token ids of a text");
     add_model_options(*cmd, options->model, false);
-    cmd->add_option("-p,--prompt", options->prompt, "text to tokenize")->required();
+    add_prompt_options(*cmd, options->prompt, "text to tokenize", true);
     cmd->add_flag("--no-bos", options->no_bos, "do not add BOS/EOS even if the vocabulary asks for them");
     cmd->add_flag("--no-parse-special", options->no_parse_special, "treat special-token text as plain text");
     cmd->callback([options] {

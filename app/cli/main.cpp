@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "error: out of memory\n");
         return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        std::fprintf(stderr, "error: %s\n", inferscope::cli::terminal_safe(e.what(), /*keep_line_breaks=*/true).c_str());
         return 1;
     }
     return 0;

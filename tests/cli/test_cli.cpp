@@ -78,6 +78,34 @@ TEST_F(CliTest, NonFiniteAndOutOfRangeArgumentsAreRefusedByName) {
     expect_failure(run_cli("serve-sim --arrival poisson --rate 0"), "--rate: 0 must be > 0");
 }
 
+TEST_F(CliTest, ControlCharactersFromTheFileNeverReachTheTerminal) {
+    GgufWriter w = build_synthetic_model(testing::tiny_spec("llama"));
+    w.set("general.name", GgufValue::string("evil\x1b]0;title\x07\x1b[2J name\xc2\x9b"));
+    w.write_file(path("evil.gguf"));
+    const RunResult r = run_cli("info -m " + path("evil.gguf"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos);
+    EXPECT_NE(r.out.find("name:            evil\\x1b]0;title\\x07\\x1b[2J name\\u009b"), std::string::npos) << r.out;
+    const RunResult json = run_cli("info --json -m " + path("evil.gguf"));
+    EXPECT_EQ(nlohmann::json::parse(json.out)["name"], "evil\x1b]0;title\x07\x1b[2J name\xc2\x9b") << "JSON keeps the exact text";
+}
+
+TEST_F(CliTest, APromptFromAFileIsThePromptAndNotBothAtOnce) {
+    const std::string model = write_tiny("tiny.gguf");
+    std::ofstream(path("prompt.txt"), std::ios::binary) << "hello world, once more";
+    const RunResult from_text = run_cli("tokenize --json -m " + model + " -p 'hello world, once more'");
+    const RunResult from_file = run_cli("tokenize --json -m " + model + " -f " + path("prompt.txt"));
+    ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+    EXPECT_EQ(nlohmann::json::parse(from_file.out)["ids"], nlohmann::json::parse(from_text.out)["ids"]);
+    const RunResult generated = run_cli("generate --json -m " + model + " -f " + path("prompt.txt") + " -n 1 --temp 0");
+    ASSERT_EQ(generated.exit_code, 0) << generated.err;
+    EXPECT_EQ(nlohmann::json::parse(generated.out)["prompt_ids"], nlohmann::json::parse(from_file.out)["ids"]);
+    expect_failure(run_cli("tokenize -m " + model + " -p hi -f " + path("prompt.txt")), "2 were given");
+    expect_failure(run_cli("tokenize -m " + model), "Exactly 1 option from [-p,--prompt,-f,--file] is required");
+    expect_failure(run_cli("generate -m " + model + " -f " + dir_.string()), "is a directory, not a text file");
+}
+
 TEST_F(CliTest, SizesAreCheckedBeforeAnythingIsAllocated) {
     const std::string model = write_tiny("tiny.gguf");
     expect_failure(run_cli("generate -m " + model + " -n 2 -c 1000000000"), "context size 1000000000: at most 16777216 tokens");
