@@ -35,6 +35,7 @@ struct ModelSummary {
     QString chat_template;      // tokenizer.chat_template; empty when the file has none
     QString chat_family;        // "chatml", "llama3", "gemma", ...; empty without a template
     QString bos_text, eos_text; // the vocabulary's BOS and EOS texts, as templates see them
+    QStringList load_warnings;  // what the file said that could not be used (filled once loaded)
 
     // KV-cache bytes per token at 2 bytes per element for `kv_heads` KV heads.
     qint64 kv_bytes_per_token(int kv_heads, int element_bytes = 2) const {

@@ -174,6 +174,7 @@ ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& 
     summary.tokenizer = QString::fromUtf8(tokenizer.data(), static_cast<qsizetype>(tokenizer.size()));
     summary.backend = QString::fromStdString(session.backend().name());
     summary.context_size = session.context_size();
+    for (const std::string& warning : model.tokenizer().load_warnings()) summary.load_warnings << QString::fromStdString(warning);
     if (const auto chat_template = chat::model_chat_template(model.file())) {
         summary.chat_template = QString::fromStdString(*chat_template);
         summary.chat_family = QString::fromUtf8(chat::chat_template_family_name(chat::chat_template_family(*chat_template)));

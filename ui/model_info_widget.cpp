@@ -30,6 +30,7 @@ void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
     const QLocale locale;
     const auto add = [this](const QString& label, const QString& value) {
         auto* field = new QLabel(value);
+        field->setTextFormat(Qt::PlainText);  // names come from the file: never rendered as HTML
         field->setTextInteractionFlags(Qt::TextSelectableByMouse);
         field->setWordWrap(true);
         form_->addRow(label, field);
@@ -58,6 +59,7 @@ void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
         add(tr("Chat template:"), s.chat_template.isEmpty() ? tr("none (raw completion)") : tr("%1 family").arg(s.chat_family));
         add(tr("Backend:"), s.backend);
         if (!s.weights.isEmpty()) add(tr("Weights:"), s.weights);
+        if (!s.load_warnings.isEmpty()) add(tr("Warnings:"), s.load_warnings.join(QLatin1Char('\n')));
     }
 }
 

@@ -34,12 +34,24 @@ void add_model_options(CLI::App& command, ModelOptions& options, bool with_runti
         ->capture_default_str();
 }
 
+namespace {
+
+void print_load_warnings(const Tokenizer& tokenizer) {
+    for (const std::string& warning : tokenizer.load_warnings()) {
+        std::fprintf(stderr, "warning: %s\n", terminal_safe(warning).c_str());
+    }
+}
+
+}  // namespace
+
 std::shared_ptr<const Model> load_model(const ModelOptions& options) {
     if (options.model_path.empty()) {
         std::fprintf(stderr, "note: no model given (-m); using the %s\n", std::string(kBuiltinModelLabel).c_str());
         return load_builtin_default_model();
     }
-    return Model::load(options.model_path);
+    auto model = Model::load(options.model_path);
+    print_load_warnings(model->tokenizer());
+    return model;
 }
 
 std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
@@ -47,7 +59,9 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
         const auto model = load_model(options);
         return std::shared_ptr<const Tokenizer>(model, &model->tokenizer());
     }
-    return Tokenizer::from_gguf(GgufFile::open(options.model_path));
+    auto tokenizer = Tokenizer::from_gguf(GgufFile::open(options.model_path));
+    print_load_warnings(*tokenizer);
+    return tokenizer;
 }
 
 void add_prompt_options(CLI::App& command, std::string& prompt, const std::string& description, bool required) {

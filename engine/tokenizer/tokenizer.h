@@ -71,6 +71,9 @@ public:
     bool add_space_prefix() const { return add_space_prefix_; }
     // End of generation: EOS, EOT and the other end-of-generation tokens the vocabulary marks.
     bool is_end_of_generation(TokenId id) const;
+    // What the file said that the tokenizer could not use (a special token id outside the
+    // vocabulary), one line each; shown once when the model is opened.
+    const std::vector<std::string>& load_warnings() const { return load_warnings_; }
 
 protected:
     // Filled once by the constructor of the concrete tokenizer and never modified afterwards
@@ -84,6 +87,7 @@ protected:
     TokenId eot_id_ = -1;
     TokenId eom_id_ = -1;
     std::vector<TokenId> end_of_generation_ids_;  // sorted
+    std::vector<std::string> load_warnings_;
     bool add_bos_ = false;
     bool add_eos_ = false;
     bool add_space_prefix_ = false;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 
 #include "engine/core/error.h"
@@ -99,17 +100,26 @@ void read_tokens(const GgufFile& file, Vocabulary& vocab) {
 
 // One tokenizer.ggml.*_token_id key: a value outside the vocabulary (4294967295 is the usual
 // "unset" marker) is ignored like llama.cpp's "bad special token", keeping the default.
-void read_special_id(const GgufFile& file, const std::string& key, size_t n_tokens, TokenId& id) {
+// Such a value says so in a warning (the marker itself does not).
+void read_special_id(const GgufFile& file, const std::string& key, size_t n_tokens, TokenId& id,
+                     std::vector<std::string>& warnings) {
     if (id >= 0 && static_cast<size_t>(id) >= n_tokens) id = kNoToken;  // a default out of range
     const GgufValue* value = file.find(key);
     if (!value || !value->is_integer()) return;
+    constexpr int64_t kUnsetMarker = 4294967295;
     int64_t stored = -1;
     try {
         stored = value->as_i64();
     } catch (const InvalidArgument&) {
-        return;  // a uint64 beyond int64: certainly out of range
+        stored = std::numeric_limits<int64_t>::max();  // a uint64 beyond int64: certainly out of range
     }
-    if (stored >= 0 && static_cast<uint64_t>(stored) < n_tokens) id = static_cast<TokenId>(stored);
+    if (stored >= 0 && static_cast<uint64_t>(stored) < n_tokens) {
+        id = static_cast<TokenId>(stored);
+    } else if (stored != kUnsetMarker && stored != -1) {
+        warnings.push_back(key + " = " + std::to_string(stored) + " is outside the vocabulary of " + std::to_string(n_tokens) +
+                           " tokens; ignored (as llama.cpp does), " +
+                           (id == kNoToken ? std::string("no such token") : "token " + std::to_string(id) + " is used"));
+    }
 }
 
 void read_special_ids(const GgufFile& file, const VocabularyDefaults& defaults, Vocabulary& vocab) {
@@ -127,7 +137,7 @@ void read_special_ids(const GgufFile& file, const VocabularyDefaults& defaults, 
         {"tokenizer.ggml.prefix_token_id", &ids.fim_pre},  {"tokenizer.ggml.suffix_token_id", &ids.fim_suf},
         {"tokenizer.ggml.middle_token_id", &ids.fim_mid},
     };
-    for (const auto& [key, id] : keys) read_special_id(file, key, n, *id);
+    for (const auto& [key, id] : keys) read_special_id(file, key, n, *id, vocab.warnings);
 }
 
 void read_add_flags(const GgufFile& file, const VocabularyDefaults& defaults, Vocabulary& vocab) {

@@ -59,6 +59,7 @@ struct Vocabulary {
     SpecialTokenIds ids;
     bool add_bos = false, add_eos = false, add_space_prefix = false;
     std::vector<TokenId> end_of_generation;  // sorted, unique
+    std::vector<std::string> warnings;        // what was read but not used, one line each
 };
 
 Vocabulary load_vocabulary(const GgufFile& file, const VocabularyDefaults& defaults);

@@ -19,6 +19,7 @@ VocabularyTokenizer::VocabularyTokenizer(Vocabulary&& vocab) {
     eot_id_ = vocab.ids.eot;
     eom_id_ = vocab.ids.eom;
     end_of_generation_ids_ = std::move(vocab.end_of_generation);
+    load_warnings_ = std::move(vocab.warnings);
     add_bos_ = vocab.add_bos;
     add_eos_ = vocab.add_eos;
     add_space_prefix_ = vocab.add_space_prefix;

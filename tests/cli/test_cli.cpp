@@ -106,6 +106,20 @@ TEST_F(CliTest, APromptFromAFileIsThePromptAndNotBothAtOnce) {
     expect_failure(run_cli("generate -m " + model + " -f " + dir_.string()), "is a directory, not a text file");
 }
 
+TEST_F(CliTest, ASpecialTokenIdOutsideTheVocabularyIsIgnoredWithAWarning) {
+    GgufWriter w = build_synthetic_model(testing::tiny_spec("llama"));
+    w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(70000));
+    w.set("tokenizer.ggml.eot_token_id", GgufValue::u32(4294967295u));  // the usual "unset" marker: no warning
+    w.write_file(path("bad-eos.gguf"));
+    const RunResult r = run_cli("info -m " + path("bad-eos.gguf"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: tokenizer.ggml.eos_token_id = 70000 is outside the vocabulary of"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("eot_token_id"), std::string::npos) << r.err;
+    size_t warnings = 0;
+    for (size_t at = r.err.find("warning:"); at != std::string::npos; at = r.err.find("warning:", at + 1)) ++warnings;
+    EXPECT_EQ(warnings, 1u) << "once";
+}
+
 TEST_F(CliTest, SizesAreCheckedBeforeAnythingIsAllocated) {
     const std::string model = write_tiny("tiny.gguf");
     expect_failure(run_cli("generate -m " + model + " -n 2 -c 1000000000"), "context size 1000000000: at most 16777216 tokens");
