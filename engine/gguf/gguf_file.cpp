@@ -51,6 +51,17 @@ public:
         return s;
     }
 
+    std::vector<uint8_t> read_bytes(uint64_t count, const char* what) {
+        if (count > remaining()) {
+            fail("file ends inside " + std::string(what) + " (needs " + std::to_string(count) + " bytes, " +
+                 std::to_string(remaining()) + " left): the file is truncated");
+        }
+        std::vector<uint8_t> out(bytes_.begin() + static_cast<std::ptrdiff_t>(offset_),
+                                 bytes_.begin() + static_cast<std::ptrdiff_t>(offset_ + count));
+        offset_ += count;
+        return out;
+    }
+
     // Checks that `count` items of at least `min_item_bytes` each can still fit in the file
     // before anything is allocated for them.
     void require_items(uint64_t count, uint64_t min_item_bytes, const std::string& what) const {
@@ -87,6 +98,33 @@ GgufType read_type(Cursor& cur, const char* what) {
     return static_cast<GgufType>(id);
 }
 
+GgufValue read_value(Cursor& cur, GgufType type, uint32_t depth);
+
+// Scalars are taken as stored (bools checked to be 0 or 1), so an array holds what it
+// occupies in the file; strings and nested arrays one by one.
+GgufArray read_array_elements(Cursor& cur, GgufType element_type, uint64_t count, uint32_t depth) {
+    if (element_type == GgufType::STRING) {
+        std::vector<std::string> strings;
+        strings.reserve(count);
+        for (uint64_t i = 0; i < count; ++i) strings.push_back(cur.read_string("a string array element"));
+        return GgufArray::of_strings(std::move(strings));
+    }
+    if (element_type == GgufType::ARRAY) {
+        std::vector<GgufValue> arrays;
+        arrays.reserve(count);
+        for (uint64_t i = 0; i < count; ++i) arrays.push_back(read_value(cur, element_type, depth + 1));
+        return GgufArray::of_arrays(std::move(arrays));
+    }
+    const uint64_t at = cur.offset();
+    std::vector<uint8_t> bytes = cur.read_bytes(count * gguf_scalar_bytes(element_type), "an array's elements");
+    if (element_type == GgufType::BOOL) {
+        for (size_t i = 0; i < bytes.size(); ++i) {
+            if (bytes[i] > 1) cur.fail_at(at + i, "bool value " + std::to_string(bytes[i]) + " is neither 0 nor 1");
+        }
+    }
+    return GgufArray::of_scalar_bytes(element_type, std::move(bytes));
+}
+
 GgufValue read_value(Cursor& cur, GgufType type, uint32_t depth) {
     switch (type) {
         case GgufType::UINT8: return GgufValue::u8(cur.read<uint8_t>("a uint8 value"));
@@ -110,13 +148,10 @@ GgufValue read_value(Cursor& cur, GgufType type, uint32_t depth) {
             if (depth >= kMaxArrayNesting) {
                 cur.fail("arrays nested deeper than " + std::to_string(kMaxArrayNesting) + " levels");
             }
-            GgufArray array;
-            array.element_type = read_type(cur, "array element type");
+            const GgufType element_type = read_type(cur, "array element type");
             const auto count = cur.read<uint64_t>("an array length");
-            cur.require_items(count, min_encoded_size(array.element_type), "array element");
-            array.items.reserve(count);
-            for (uint64_t i = 0; i < count; ++i) array.items.push_back(read_value(cur, array.element_type, depth + 1));
-            return GgufValue::array(std::move(array));
+            cur.require_items(count, min_encoded_size(element_type), "array element");
+            return GgufValue::array(read_array_elements(cur, element_type, count, depth));
         }
     }
     cur.fail("unreachable value type");

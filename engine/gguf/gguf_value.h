@@ -19,9 +19,33 @@ bool gguf_type_is_valid(uint32_t type_id);
 
 class GgufValue;
 
-struct GgufArray {
-    GgufType element_type = GgufType::UINT8;
-    std::vector<GgufValue> items;
+// Bytes one stored element of a scalar type takes (0 for STRING and ARRAY).
+size_t gguf_scalar_bytes(GgufType type);
+
+// The elements of one GGUF array, held as compactly as the file holds them: scalars as their
+// stored little-endian bytes (a million-entry uint8 array is a megabyte, not 48), strings as
+// strings, nested arrays as values.
+class GgufArray {
+public:
+    GgufArray() = default;
+    // From values that all have element_type; InvalidArgument otherwise.
+    GgufArray(GgufType element_type, const std::vector<GgufValue>& items);
+    static GgufArray of_scalar_bytes(GgufType element_type, std::vector<uint8_t> bytes);
+    static GgufArray of_strings(std::vector<std::string> strings);
+    static GgufArray of_arrays(std::vector<GgufValue> arrays);
+
+    GgufType element_type() const { return element_type_; }
+    size_t size() const;
+    bool empty() const { return size() == 0; }
+    GgufValue at(size_t index) const;
+    // Element `index` of a STRING array without a copy; InvalidArgument for another type.
+    const std::string& string_at(size_t index) const;
+
+private:
+    GgufType element_type_ = GgufType::UINT8;
+    std::vector<uint8_t> scalar_bytes_;
+    std::vector<std::string> strings_;
+    std::vector<GgufValue> arrays_;
 };
 
 class GgufValue {

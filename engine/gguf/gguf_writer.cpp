@@ -45,9 +45,9 @@ void put_value(ByteSink& sink, const GgufValue& value) {
         case GgufType::STRING: sink.put_string(value.as_string()); break;
         case GgufType::ARRAY: {
             const auto& array = value.as_array();
-            sink.put<uint32_t>(static_cast<uint32_t>(array.element_type));
-            sink.put<uint64_t>(array.items.size());
-            for (const auto& item : array.items) put_value(sink, item);
+            sink.put<uint32_t>(static_cast<uint32_t>(array.element_type()));
+            sink.put<uint64_t>(array.size());
+            for (size_t i = 0; i < array.size(); ++i) put_value(sink, array.at(i));
             break;
         }
     }

@@ -106,7 +106,7 @@ int copy_tokenizer(GgufWriter& writer, const std::string& vocab_path) {
     for (const auto& kv : vocab.metadata()) {
         if (kv.key.rfind("tokenizer.", 0) == 0) writer.set(kv.key, kv.value);
     }
-    return static_cast<int>(vocab.get_array("tokenizer.ggml.tokens").items.size());
+    return static_cast<int>(vocab.get_array("tokenizer.ggml.tokens").size());
 }
 
 SyntheticModelSpec with_shape(SyntheticModelSpec s, int n_layer, int n_embd, int n_head, int n_head_kv, int head_dim,

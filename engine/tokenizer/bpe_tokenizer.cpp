@@ -112,10 +112,10 @@ BpeMerges BpeMerges::read(const GgufFile& file, const TokenIndex& index, size_t 
     if (!value) fail_metadata(file, key, "required for tokenizer.ggml.model \"gpt2\" but missing");
     BpeMerges merges;
     try {
-        const auto& items = value->as_array().items;
+        const GgufArray& items = value->as_array();
         merges.ranks_.reserve(items.size());
         for (size_t i = 0; i < items.size(); ++i) {
-            const std::string_view merge = items[i].as_string();
+            const std::string_view merge = items.string_at(i);
             const size_t space = merge.size() < 2 ? std::string_view::npos : merge.find(' ', 1);
             // Without a space (or with an empty half) an entry can never match two symbols.
             if (space == std::string_view::npos || space + 1 == merge.size()) continue;

@@ -48,10 +48,10 @@ TEST(GgufRoundTrip, EveryMetadataTypeSurvives) {
     EXPECT_TRUE(f.get_bool("t.bool", false));
     EXPECT_EQ(f.get_string("t.string"), "h\xC3\xA9llo");
     const GgufArray& nested = f.get_array("t.nested");
-    ASSERT_EQ(nested.element_type, GgufType::ARRAY);
-    ASSERT_EQ(nested.items.size(), 2u);
-    EXPECT_EQ(nested.items[0].as_i32_vector(), (std::vector<int32_t>{1, 2}));
-    EXPECT_TRUE(nested.items[1].as_array().items.empty());
+    ASSERT_EQ(nested.element_type(), GgufType::ARRAY);
+    ASSERT_EQ(nested.size(), 2u);
+    EXPECT_EQ(nested.at(0).as_i32_vector(), (std::vector<int32_t>{1, 2}));
+    EXPECT_TRUE(nested.at(1).as_array().empty());
     EXPECT_EQ(f.find("t.strings")->as_string_vector(), (std::vector<std::string>{"a", "", "ccc"}));
     // insertion order is kept
     EXPECT_EQ(f.metadata().front().key, "t.u8");
