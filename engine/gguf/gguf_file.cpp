@@ -80,15 +80,9 @@ private:
 };
 
 uint64_t min_encoded_size(GgufType type) {
-    switch (type) {
-        case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
-        case GgufType::UINT16: case GgufType::INT16: return 2;
-        case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
-        case GgufType::UINT64: case GgufType::INT64: case GgufType::FLOAT64: return 8;
-        case GgufType::STRING: return 8;
-        case GgufType::ARRAY: return 12;
-    }
-    return 1;
+    if (type == GgufType::STRING) return 8;   // the length alone
+    if (type == GgufType::ARRAY) return 12;   // element type and length
+    return gguf_scalar_bytes(type);
 }
 
 GgufType read_type(Cursor& cur, const char* what) {
