@@ -31,7 +31,10 @@ int create_temporary(const std::string& path, std::string& temp_path) {
     for (int attempt = 0; attempt < 64; ++attempt) {
         char tag[17];
         std::snprintf(tag, sizeof tag, "%08x%08x", entropy(), entropy());
-        temp_path = (target.parent_path() / ("." + target.filename().string() + "." + tag + ".partial")).string();
+        // A name near the file system's 255-byte limit gets a short temporary name instead.
+        const std::string name = target.filename().string();
+        const std::string temp_name = name.size() + 26 <= 255 ? "." + name + "." + tag + ".partial" : ".partial." + std::string(tag);
+        temp_path = (target.parent_path() / temp_name).string();
         const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST) return fd;
     }

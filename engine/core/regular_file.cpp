@@ -60,7 +60,13 @@ std::string read_regular_file(const std::string& path, const std::string& what, 
         throw Error(path + ": is " + std::to_string(size) + " bytes; " + what + " may have at most " +
                     std::to_string(max_bytes));
     }
-    std::string text(static_cast<size_t>(size), '\0');
+    std::string text;
+    try {
+        text.resize(static_cast<size_t>(size));
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
     size_t done = 0;
     while (done < text.size()) {
         const ssize_t got = ::read(fd, text.data() + done, text.size() - done);

@@ -105,7 +105,8 @@ GgufArray read_array_elements(Cursor& cur, GgufType element_type, uint64_t count
     }
     if (element_type == GgufType::ARRAY) {
         std::vector<GgufValue> arrays;
-        arrays.reserve(count);
+        // An element value is far larger than the 12 bytes it may take in the file: grow as read.
+        arrays.reserve(std::min<uint64_t>(count, 1024));
         for (uint64_t i = 0; i < count; ++i) arrays.push_back(read_value(cur, element_type, depth + 1));
         return GgufArray::of_arrays(std::move(arrays));
     }

@@ -134,17 +134,24 @@ size_t GgufArray::size() const {
     return scalar_bytes_.size() / gguf_scalar_bytes(element_type_);
 }
 
+void GgufArray::require_index(size_t index) const {
+    if (index >= size()) {
+        throw InvalidArgument("array index " + std::to_string(index) + " past its " + std::to_string(size()) + " elements");
+    }
+}
+
 const std::string& GgufArray::string_at(size_t index) const {
     if (element_type_ != GgufType::STRING) {
         throw InvalidArgument("an array of " + std::string(gguf_type_name(element_type_)) + " read as strings");
     }
-    return strings_.at(index);
+    require_index(index);
+    return strings_[index];
 }
 
 GgufValue GgufArray::at(size_t index) const {
-    if (element_type_ == GgufType::STRING) return GgufValue::string(strings_.at(index));
-    if (element_type_ == GgufType::ARRAY) return arrays_.at(index);
-    if (index >= size()) throw InvalidArgument("array index " + std::to_string(index) + " past its " + std::to_string(size()) + " elements");
+    require_index(index);
+    if (element_type_ == GgufType::STRING) return GgufValue::string(strings_[index]);
+    if (element_type_ == GgufType::ARRAY) return arrays_[index];
     const uint8_t* at = scalar_bytes_.data() + index * gguf_scalar_bytes(element_type_);
     switch (element_type_) {
         case GgufType::UINT8: return GgufValue::u8(load<uint8_t>(at));

@@ -42,6 +42,8 @@ public:
     const std::string& string_at(size_t index) const;
 
 private:
+    void require_index(size_t index) const;  // InvalidArgument past the end
+
     GgufType element_type_ = GgufType::UINT8;
     std::vector<uint8_t> scalar_bytes_;
     std::vector<std::string> strings_;

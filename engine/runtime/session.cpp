@@ -46,15 +46,17 @@ int resolve_context(const Model& model, int requested) {
 }
 
 // Refused before anything is allocated: a pool that could never be filled would otherwise
-// take seconds of bookkeeping and gigabytes before the first allocation failed.
+// take seconds of bookkeeping and gigabytes before the first allocation failed. The pool's
+// pages are touched only as tokens arrive, so the bound is all the memory there is, not what
+// is free now.
 void require_memory_for(const KvCacheLayout& layout, int n_ctx, int max_sequences) {
     const uint64_t blocks = static_cast<uint64_t>(layout.global.n_blocks) + static_cast<uint64_t>(layout.local.n_blocks);
     const uint64_t needed = layout.pool_bytes() + blocks * kBookkeepingBytesPerBlock;
-    const uint64_t available = available_memory_bytes();
-    if (available == 0 || needed <= available) return;
+    const uint64_t total = total_memory_bytes();
+    if (total == 0 || needed <= total) return;
     throw CapacityError("the KV cache for " + std::to_string(n_ctx) + " tokens x " + std::to_string(max_sequences) +
-                        " sequences needs " + format_bytes(needed) + " and this machine has " + format_bytes(available) +
-                        " available; lower the context size (-c) or the number of sequences");
+                        " sequences needs " + format_bytes(needed) + " and this machine has " + format_bytes(total) +
+                        " of memory and swap in all; lower the context size (-c) or the number of sequences");
 }
 
 KvCacheLayout make_layout(const ModelConfig& c, const SessionOptions& options, int n_ctx) {
@@ -229,7 +231,13 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
     }
     const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
     const auto n_outputs = std::count_if(batch.begin(), batch.end(), [](const BatchToken& t) { return t.output; });
-    require_memory_for_batch(model_->config(), static_cast<int64_t>(batch.size()), n_outputs);
+    // Checked when a batch is larger than any before: reading /proc/meminfo each decode step
+    // would cost more than some steps.
+    if (static_cast<int64_t>(batch.size()) > largest_checked_batch_ || n_outputs > largest_checked_outputs_) {
+        require_memory_for_batch(model_->config(), static_cast<int64_t>(batch.size()), n_outputs);
+        largest_checked_batch_ = std::max<int64_t>(largest_checked_batch_, static_cast<int64_t>(batch.size()));
+        largest_checked_outputs_ = std::max<int64_t>(largest_checked_outputs_, n_outputs);
+    }
     logits_.resize(static_cast<size_t>(n_outputs) * n_vocab);
     const size_t part_tokens = cache_.local() != nullptr ? static_cast<size_t>(kWindowMicroBatchTokens) : batch.size();
     if (part_tokens < batch.size()) cache_.check_batch(tokens_per_sequence);

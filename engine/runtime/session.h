@@ -89,6 +89,8 @@ private:
     std::shared_ptr<const Model> model_;
     int n_ctx_;
     int n_threads_;
+    int64_t largest_checked_batch_ = 0;    // tokens of the largest batch checked against memory
+    int64_t largest_checked_outputs_ = 0;  // and its rows of logits
     std::unique_ptr<Backend> backend_;
     KvCache cache_;
     std::vector<float> logits_;

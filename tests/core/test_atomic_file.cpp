@@ -99,6 +99,13 @@ TEST_F(AtomicFile, TargetsThatAreNotRegularFilesAreRefusedAndUntouched) {
     EXPECT_EQ(entries(), 4u) << "nothing was created";
 }
 
+TEST_F(AtomicFile, ANameNearTheFileSystemsLimitStillGetsATemporary) {
+    const fs::path path = dir_ / (std::string(250, 'n') + ".gguf");
+    write_file_atomically(path.string(), "long");
+    EXPECT_EQ(read(path), "long");
+    EXPECT_EQ(entries(), 1u);
+}
+
 TEST_F(AtomicFile, AMissingFolderIsAClearError) {
     const fs::path path = dir_ / "absent" / "out.csv";
     try {

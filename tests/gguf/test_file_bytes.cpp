@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
+
 #include <chrono>
 #include <cstdint>
 #include <algorithm>
@@ -107,6 +110,18 @@ TEST_F(FileBytesTest, AMappedFileTruncatedUnderUsReadsZerosAndSaysItChanged) {
     EXPECT_EQ(mapped.bytes()[100], static_cast<uint8_t>(contents(path)[100])) << "pages still in the file are kept";
     EXPECT_FALSE(copied.changed_on_disk()) << "a copy does not depend on the file";
     EXPECT_TRUE(std::equal(copied.bytes().begin(), copied.bytes().end(), reinterpret_cast<const uint8_t*>(contents(path).data())));
+}
+
+// The guard takes only faults inside its ranges: a SIGBUS sent to the process still ends it.
+TEST_F(FileBytesTest, ASentSigbusIsNotSwallowedByTheMappingGuard) {
+    const fs::path path = write_file("guarded", 8192);
+    EXPECT_EXIT(
+        {
+            const FileBytes mapped(path.string(), FileHolding::Mapped);
+            std::raise(SIGBUS);
+            std::exit(0);
+        },
+        ::testing::KilledBySignal(SIGBUS), "");
 }
 
 TEST_F(FileBytesTest, AMappedFileRewrittenInPlaceSaysItChangedAndAReplacedOneDoesNot) {
