@@ -51,15 +51,24 @@ Value make_range(const CallArgs& args) {
     const int64_t stop = n == 1 ? args.positional[0].as_int() : args.positional[1].as_int();
     const int64_t step = n == 3 ? args.positional[2].as_int() : 1;
     if (step == 0) throw TemplateError("range() step must not be zero", args.line);
-    // Counted in double: stop - start can overflow 64 bits.
-    const double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-    if (count > static_cast<double>(kMaxRangeItems)) {
-        throw TemplateError("range() of " + std::to_string(static_cast<int64_t>(count)) + " items is longer than a template may build (" +
+    // Counted in unsigned arithmetic: stop - start can overflow 64 bits.
+    uint64_t count = 0;
+    if (step > 0 && start < stop) {
+        count = (static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) - 1) / static_cast<uint64_t>(step) + 1;
+    } else if (step < 0 && start > stop) {
+        count = (static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) - 1) / (uint64_t{0} - static_cast<uint64_t>(step)) + 1;
+    }
+    if (count > static_cast<uint64_t>(kMaxRangeItems)) {
+        throw TemplateError("range() of " + std::to_string(count) + " items is longer than a template may build (" +
                                 std::to_string(kMaxRangeItems) + ")",
                             args.line);
     }
     ValueList out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
+    // Element k is start + k * step, formed in unsigned arithmetic: it lies between start and
+    // stop, but `i += step` past the last one could overflow.
+    for (uint64_t k = 0; k < count; ++k) {
+        out.emplace_back(static_cast<int64_t>(static_cast<uint64_t>(start) + k * static_cast<uint64_t>(step)));
+    }
     return Value(std::move(out));
 }
 

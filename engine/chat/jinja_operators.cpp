@@ -1,5 +1,6 @@
 // Python's arithmetic, comparison and membership, as jinja2 evaluates them.
 #include <cmath>
+#include <limits>
 
 #include "engine/chat/jinja_builtins.h"
 #include "engine/core/error.h"
@@ -66,10 +67,25 @@ Value numeric_operation(const std::string& op, const Value& a, const Value& b, i
     if (op == "/") return Value(a.as_double() / b.as_double());
     if (integers) {
         const int64_t x = a.as_int(), y = b.as_int();
-        if (op == "+") return Value(x + y);
-        if (op == "-") return Value(x - y);
-        if (op == "*") return Value(x * y);
+        // Python's integers grow without bound; ours are 64 bits, and a result past them is an
+        // error rather than a wrapped (or undefined) value.
+        int64_t result = 0;
+        const auto checked = [&](bool overflowed) {
+            if (overflowed) {
+                throw TemplateError("integer overflow: " + std::to_string(x) + " " + op + " " + std::to_string(y) +
+                                        " does not fit in 64 bits",
+                                    line);
+            }
+            return Value(result);
+        };
+        if (op == "+") return checked(__builtin_add_overflow(x, y, &result));
+        if (op == "-") return checked(__builtin_sub_overflow(x, y, &result));
+        if (op == "*") return checked(__builtin_mul_overflow(x, y, &result));
         if (op == "**") return integer_power(x, y);
+        if (x == std::numeric_limits<int64_t>::min() && y == -1) {
+            if (op == "%") return Value(int64_t{0});
+            return checked(true);
+        }
         int64_t quotient = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) --quotient;  // Python floors
         return op == "//" ? Value(quotient) : Value(x - quotient * y);
@@ -130,7 +146,12 @@ Value binary_operation(const std::string& op, const Value& a, const Value& b, in
 Value unary_minus(const Value& operand, int line) {
     require_defined(operand, line);
     if (operand.kind() == Value::Kind::Float) return Value(-operand.as_double());
-    if (operand.is_integer()) return Value(-operand.as_int());
+    if (operand.is_integer()) {
+        if (operand.as_int() == std::numeric_limits<int64_t>::min()) {
+            throw TemplateError("integer overflow: -(" + std::to_string(operand.as_int()) + ") does not fit in 64 bits", line);
+        }
+        return Value(-operand.as_int());
+    }
     throw TemplateError("bad operand type for unary -: '" + python_type(operand) + "'", line);
 }
 

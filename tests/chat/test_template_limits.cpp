@@ -63,5 +63,24 @@ TEST(TemplateLimits, IntegersPastInt64AreErrorsOrMisses) {
     EXPECT_EQ(ChatTemplate("{% set x = [1] %}{{ x.9223372036854775807 is defined }}").render(inputs), "False");
 }
 
+TEST(TemplateLimits, IntegerArithmeticPast64BitsIsAnErrorNotAWrap) {
+    // Found by fuzz_chat_template (UBSan: signed overflow in *).
+    expect_refused("{{ 5555555447 * 5545450908 }}", "integer overflow: 5555555447 * 5545450908 does not fit in 64 bits");
+    expect_refused("{{ 9223372036854775807 + 1 }}", "integer overflow");
+    expect_refused("{{ -9223372036854775807 - 2 }}", "integer overflow");
+    expect_refused("{{ (-9223372036854775807 - 1) // -1 }}", "integer overflow");
+    expect_refused("{{ -(-9223372036854775807 - 1) }}", "integer overflow");
+    expect_refused("{{ [9223372036854775807, 1]|sum }}", "integer overflow");
+    const ChatTemplateInputs none;
+    EXPECT_EQ(ChatTemplate("{{ -9223372036854775807 - 1 }}").render(none), "-9223372036854775808");
+    EXPECT_EQ(ChatTemplate("{{ (-9223372036854775807 - 1) % -1 }}").render(none), "0");
+    // range() near the ends of int64 steps without overflowing (the same lists as jinja2's).
+    EXPECT_EQ(ChatTemplate("{{ range(9223372036854775806, 9223372036854775807, 5)|list }}").render(none),
+              "[9223372036854775806]");
+    EXPECT_EQ(ChatTemplate("{{ range(-9223372036854775807, 9223372036854775807, 9223372036854775807)|list }}").render(none),
+              "[-9223372036854775807, 0]");
+    EXPECT_EQ(ChatTemplate("{{ range(10, 0, -3)|list }}").render(none), "[10, 7, 4, 1]");
+}
+
 }  // namespace
 }  // namespace inferscope::chat
