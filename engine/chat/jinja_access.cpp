@@ -34,7 +34,14 @@ std::vector<size_t> slice_positions(int64_t length, std::optional<int64_t> start
     const int64_t first = clamp(start, step > 0 ? lower : upper);
     const int64_t end = clamp(stop, step > 0 ? upper : lower);
     std::vector<size_t> positions;
-    for (int64_t i = first; step > 0 ? i < end : i > end; i += step) positions.push_back(static_cast<size_t>(i));
+    // The distance left is compared with the step before stepping: a step near the ends of
+    // int64 would overflow `i += step`.
+    const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+    for (int64_t i = first; step > 0 ? i < end : i > end; i += step) {
+        positions.push_back(static_cast<size_t>(i));
+        const auto left = static_cast<uint64_t>(step > 0 ? end - i : i - end);
+        if (left <= stride) break;
+    }
     return positions;
 }
 

@@ -218,11 +218,22 @@ Value round_number(const Value& v, const CallArgs& args) {
     return Value(precision >= 0 ? std::strtod(text, nullptr) : std::nearbyint(v.as_double() * scale) / scale);
 }
 
+// int() of a finite float: truncated toward zero, as Python's; past int64 an error (Python's
+// integers would hold it).
+Value truncated_int(double value, int line) {
+    constexpr double kTwoTo63 = 9223372036854775808.0;
+    const double truncated = std::trunc(value);
+    if (truncated >= kTwoTo63 || truncated < -kTwoTo63) {
+        throw TemplateError("integer overflow: int(" + python_float_repr(value) + ") does not fit in 64 bits", line);
+    }
+    return Value(static_cast<int64_t>(truncated));
+}
+
 Value int_of(const Value& v, const CallArgs& args) {
     const Value* fallback = argument(args, 0, "default");
     const Value otherwise = fallback ? *fallback : Value(int64_t{0});
     if (v.is_integer()) return Value(v.as_int());
-    if (v.kind() == Value::Kind::Float) return std::isfinite(v.as_double()) ? Value(static_cast<int64_t>(v.as_double())) : otherwise;
+    if (v.kind() == Value::Kind::Float) return std::isfinite(v.as_double()) ? truncated_int(v.as_double(), args.line) : otherwise;
     if (!v.is_string()) return otherwise;
     const std::string text = strip_chars(v.as_string(), nullptr, true, true);
     try {
@@ -230,8 +241,9 @@ Value int_of(const Value& v, const CallArgs& args) {
         const int64_t parsed = std::stoll(text, &used, 10);
         if (used == text.size()) return Value(parsed);
         const double d = std::stod(text, &used);
-        if (used == text.size() && std::isfinite(d)) return Value(static_cast<int64_t>(d));
-    } catch (const std::exception&) {
+        if (used == text.size() && std::isfinite(d)) return truncated_int(d, args.line);
+    } catch (const std::invalid_argument&) {
+    } catch (const std::out_of_range&) {
     }
     return otherwise;
 }
@@ -389,7 +401,7 @@ const std::unordered_map<std::string, FilterFunction>& filters() {
          }},
         {"abs", [](const Value& v, const CallArgs& a) {
              if (v.kind() == Value::Kind::Float) return Value(std::fabs(v.as_double()));
-             if (v.is_integer()) return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+             if (v.is_integer()) return v.as_int() < 0 ? unary_minus(v, a.line) : Value(v.as_int());
              throw TemplateError("abs: needs a number", a.line);
          }},
         {"round", round_number},

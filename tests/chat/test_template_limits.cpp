@@ -80,6 +80,12 @@ TEST(TemplateLimits, IntegerArithmeticPast64BitsIsAnErrorNotAWrap) {
     EXPECT_EQ(ChatTemplate("{{ range(-9223372036854775807, 9223372036854775807, 9223372036854775807)|list }}").render(none),
               "[-9223372036854775807, 0]");
     EXPECT_EQ(ChatTemplate("{{ range(10, 0, -3)|list }}").render(none), "[10, 7, 4, 1]");
+    // Floats past int64 and abs() of its smallest value (UBSan: float-cast-overflow, llabs).
+    expect_refused("{{ 1e300|int }}", "integer overflow: int(1e+300) does not fit in 64 bits");
+    expect_refused("{{ '1e300'|int }}", "integer overflow");
+    expect_refused("{{ (-9223372036854775807 - 1)|abs }}", "integer overflow");
+    EXPECT_EQ(ChatTemplate("{{ (-2.5)|int }}|{{ -7|abs }}|{{ 7|abs }}|{{ [1, 2, 3][1::9223372036854775807] }}").render(none),
+              "-2|7|7|[2]");
 }
 
 }  // namespace
