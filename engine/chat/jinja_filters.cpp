@@ -206,9 +206,13 @@ Value join_items(const Value& subject, const CallArgs& args) {
 Value round_number(const Value& v, const CallArgs& args) {
     if (!v.is_number()) throw TemplateError("round: needs a number", args.line);
     const Value* precision_value = argument(args, 0, "precision");
-    const int precision = precision_value ? static_cast<int>(precision_value->as_int()) : 0;
+    // Past 400 digits either way a double is kept or rounds to 0, so the precision is clamped
+    // there (a precision of 10**9 made printf build a billion digits).
+    const int precision = precision_value ? static_cast<int>(std::clamp<int64_t>(precision_value->as_int(), -400, 400)) : 0;
     const Value* method_value = argument(args, 1, "method");
     const std::string method = method_value ? method_value->str() : "common";
+    // 10**precision is 0 as a double below -308: every value rounds to a zero of its sign.
+    if (precision < -308) return Value(std::copysign(0.0, v.as_double()));
     const double scale = std::pow(10.0, precision);
     if (method == "ceil") return Value(std::ceil(v.as_double() * scale) / scale);
     if (method == "floor") return Value(std::floor(v.as_double() * scale) / scale);

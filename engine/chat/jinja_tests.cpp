@@ -22,7 +22,8 @@ int64_t integer_subject(const Value& v, const CallArgs& args, const char* test) 
     return v.as_int();
 }
 
-bool python_mod_zero(int64_t value, int64_t divisor) { return divisor != 0 && value % divisor == 0; }
+// -1 divides everything; asked with %, the smallest int64 would overflow.
+bool python_mod_zero(int64_t value, int64_t divisor) { return divisor == -1 || (divisor != 0 && value % divisor == 0); }
 
 bool all_cased(const std::string& s, bool upper) {
     bool any_letter = false;

@@ -86,6 +86,11 @@ TEST(TemplateLimits, IntegerArithmeticPast64BitsIsAnErrorNotAWrap) {
     expect_refused("{{ (-9223372036854775807 - 1)|abs }}", "integer overflow");
     EXPECT_EQ(ChatTemplate("{{ (-2.5)|int }}|{{ -7|abs }}|{{ 7|abs }}|{{ [1, 2, 3][1::9223372036854775807] }}").render(none),
               "-2|7|7|[2]");
+    // The same results as jinja2's, without a billion-digit printf or INT64_MIN % -1.
+    EXPECT_EQ(ChatTemplate("{{ 2.5|round(1000000000) }}|{{ 1234.5|round(-1000) }}|{{ (-1234.5)|round(-1000) }}|"
+                           "{{ (-9223372036854775807 - 1) is divisibleby(-1) }}|{{ 7 is divisibleby(-1) }}")
+                  .render(none),
+              "2.5|0.0|-0.0|True|True");
 }
 
 }  // namespace
