@@ -73,7 +73,7 @@ void FileBytes::load(std::optional<FileHolding> requested) {
         size_ = static_cast<size_t>(st.st_size);
         if (size_ > 0) {
             const FileHolding wanted = requested.has_value() ? *requested : holding_for_this_machine(size_);
-            if (wanted != FileHolding::HugePageCopy || !copy(fd)) map(fd);
+            if (wanted != FileHolding::HugePageCopy || !copy(fd)) map(fd, st);
         }
     } catch (...) {
         ::close(fd);
@@ -87,9 +87,7 @@ FileBytes::~FileBytes() {
     if (data_ != nullptr && copy_.data() == nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void FileBytes::map(int fd) {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) fail_errno(path_, "cannot stat", errno);
+void FileBytes::map(int fd, const struct stat& st) {
     void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     if (mapping == MAP_FAILED) fail_errno(path_, "cannot map " + std::to_string(size_) + " bytes", errno);
     data_ = static_cast<const uint8_t*>(mapping);

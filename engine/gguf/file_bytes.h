@@ -22,6 +22,8 @@
 #include "engine/core/huge_page_buffer.h"
 #include "engine/core/mapped_file_guard.h"
 
+struct stat;
+
 namespace inferscope {
 
 enum class FileHolding { Mapped, HugePageCopy };
@@ -62,7 +64,7 @@ public:
 
 private:
     void load(std::optional<FileHolding> requested);  // nullopt: choose for this machine
-    void map(int fd);
+    void map(int fd, const struct stat& st);  // st: the file's fstat, for changed_on_disk
     bool copy(int fd);
 
     std::string path_;

@@ -76,6 +76,15 @@ ssize_t allowed_bytes(int fd, size_t count) {
     return static_cast<ssize_t>(count);
 }
 
+// fsync and fdatasync fail alike when asked.
+int sync_or_fail(int fd, int (*real)(int)) {
+    if (flag("INFERSCOPE_FAULT_FSYNC") && is_regular_file(fd)) {
+        errno = fault_errno();
+        return -1;
+    }
+    return real(fd);
+}
+
 }  // namespace
 
 extern "C" {
@@ -101,20 +110,12 @@ ssize_t writev(int fd, const struct iovec* parts, int n_parts) {
 
 int fsync(int fd) {
     static const auto real = next_symbol<int (*)(int)>("fsync");
-    if (flag("INFERSCOPE_FAULT_FSYNC") && is_regular_file(fd)) {
-        errno = fault_errno();
-        return -1;
-    }
-    return real(fd);
+    return sync_or_fail(fd, real);
 }
 
 int fdatasync(int fd) {
     static const auto real = next_symbol<int (*)(int)>("fdatasync");
-    if (flag("INFERSCOPE_FAULT_FSYNC") && is_regular_file(fd)) {
-        errno = fault_errno();
-        return -1;
-    }
-    return real(fd);
+    return sync_or_fail(fd, real);
 }
 
 int rename(const char* from, const char* to) {
