@@ -49,7 +49,11 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
 
 int64_t Value::as_int() const {
     if (kind() == Kind::Bool) return as_bool() ? 1 : 0;
-    return std::get<int64_t>(data_);
+    return held<int64_t>("an integer");
+}
+
+void Value::throw_wrong_kind(const char* expected) const {
+    throw TemplateError(std::string("expected ") + expected + ", got " + type_name());
 }
 
 double Value::as_double() const {

@@ -70,15 +70,17 @@ public:
     bool is_integer() const { return kind() == Kind::Int || kind() == Kind::Bool; }
     bool is_number() const { return is_integer() || kind() == Kind::Float; }
 
-    bool as_bool() const { return std::get<bool>(data_); }
+    // Each accessor throws TemplateError when the value holds another kind, so a template
+    // that passes the wrong type to a filter or test fails cleanly instead of aborting.
+    bool as_bool() const { return held<bool>("a boolean"); }
     int64_t as_int() const;  // an Int or a Bool
     double as_double() const;  // any number
-    const std::string& as_string() const { return std::get<std::string>(data_); }
-    ValueList& as_list() const { return *std::get<std::shared_ptr<ValueList>>(data_); }
-    ValueDict& as_dict() const { return *std::get<std::shared_ptr<ValueDict>>(data_); }
-    const Function& as_function() const { return *std::get<std::shared_ptr<Function>>(data_); }
-    Namespace& as_namespace() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
-    const std::string& undefined_what() const { return std::get<Undefined>(data_).what; }
+    const std::string& as_string() const { return held<std::string>("a string"); }
+    ValueList& as_list() const { return *held<std::shared_ptr<ValueList>>("a list"); }
+    ValueDict& as_dict() const { return *held<std::shared_ptr<ValueDict>>("a dict"); }
+    const Function& as_function() const { return *held<std::shared_ptr<Function>>("a callable"); }
+    Namespace& as_namespace() const { return *held<std::shared_ptr<Namespace>>("a namespace"); }
+    const std::string& undefined_what() const { return held<Undefined>("undefined").what; }
 
     bool truthy() const;
     // Python's str(): what {{ value }} prints (Undefined prints as nothing).
@@ -91,6 +93,13 @@ public:
     std::string type_name() const;
 
 private:
+    template <typename T>
+    const T& held(const char* expected) const {
+        if (const T* value = std::get_if<T>(&data_)) return *value;
+        throw_wrong_kind(expected);
+    }
+    [[noreturn]] void throw_wrong_kind(const char* expected) const;
+
     std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<ValueList>,
                  std::shared_ptr<ValueDict>, std::shared_ptr<Function>, std::shared_ptr<Namespace>>
         data_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "engine/chat/chat_template.h"
 #include "engine/core/error.h"
@@ -91,6 +92,55 @@ TEST(TemplateLimits, IntegerArithmeticPast64BitsIsAnErrorNotAWrap) {
                            "{{ (-9223372036854775807 - 1) is divisibleby(-1) }}|{{ 7 is divisibleby(-1) }}")
                   .render(none),
               "2.5|0.0|-0.0|True|True");
+}
+
+// Every filter, test, method and global called with every kind of value as its subject and
+// arguments renders or fails with a TemplateError; no other exception escapes (a float where an
+// integer belongs once reached std::get and aborted the process).
+TEST(TemplateLimits, EveryCallableTakesEveryKindOfArgumentWithoutCrashing) {
+    const std::vector<std::string> values = {"'ab'", "2.5", "-3", "true", "none", "[1, 'x']", "{'a': 1}", "undefined_name", "range"};
+    const std::vector<std::string> filters = {
+        "trim", "upper", "lower", "title", "capitalize", "escape", "safe", "string", "replace", "tojson", "length",
+        "count", "join", "first", "last", "default", "list", "items", "selectattr", "rejectattr", "select", "reject",
+        "map", "unique", "sort", "reverse", "abs", "round", "int", "float", "indent", "min", "max", "sum", "attr"};
+    const std::vector<std::string> tests = {"defined", "none", "string", "number", "integer", "mapping", "iterable",
+                                            "sequence", "callable", "odd", "even", "divisibleby", "in", "sameas",
+                                            "equalto", "le", "lower", "upper"};
+    const std::vector<std::string> methods = {
+        "capitalize", "count", "endswith", "find", "format", "get", "isalnum", "isdigit", "items", "join", "keys", "lower",
+        "lstrip", "removeprefix", "removesuffix", "replace", "rfind", "rstrip", "split", "splitlines", "startswith",
+        "strip", "title", "upper", "values"};
+    const std::vector<std::string> globals = {"range", "namespace", "dict", "raise_exception", "strftime_now"};
+    std::vector<std::string> sources;
+    for (const std::string& subject : values) {
+        for (const std::string& arg : values) {
+            for (const std::string& f : filters) {
+                sources.push_back("{{ " + subject + "|" + f + "(" + arg + ") }}");
+                sources.push_back("{{ " + subject + "|" + f + "(" + arg + ", " + subject + ") }}");
+            }
+            for (const std::string& t : tests) sources.push_back("{{ " + subject + " is " + t + "(" + arg + ") }}");
+            for (const std::string& m : methods) {
+                sources.push_back("{{ " + subject + "." + m + "(" + arg + ") }}");
+                sources.push_back("{{ " + subject + "." + m + "(" + arg + ", " + subject + ") }}");
+            }
+        }
+        for (const std::string& g : globals) sources.push_back("{{ " + g + "(" + subject + ", " + subject + ") }}");
+    }
+    size_t rendered = 0;
+    size_t refused = 0;
+    for (const std::string& source : sources) {
+        try {
+            ChatTemplate(source).render(ChatTemplateInputs{});
+            ++rendered;
+        } catch (const TemplateError&) {
+            ++refused;
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << source << " threw something other than a TemplateError: " << e.what();
+        }
+    }
+    // Both outcomes occur, so the sweep exercises real calls and real refusals.
+    EXPECT_GT(rendered, 1000u);
+    EXPECT_GT(refused, 1000u);
 }
 
 }  // namespace
