@@ -27,7 +27,7 @@ nlohmann::json info_json(const Model& model) {
     const ModelConfig& c = model.config();
     nlohmann::json tensors = nlohmann::json::array();
     for (const auto& t : model.file().tensors()) {
-        tensors.push_back({{"name", t.name}, {"type", ggml_type_name(t.type)}, {"shape", t.dims}, {"bytes", t.byte_count}});
+        tensors.push_back({{"name", t.name}, {"type", ggml_type_name(t.type)}, {"shape", t.dims.to_vector()}, {"bytes", t.byte_count}});
     }
     return {
         {"file", model.file().path()},

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/gguf/file_bytes.h"
@@ -160,6 +163,7 @@ uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment - 1) /
 GgufTensorInfo read_tensor_info(Cursor& cur, uint64_t index, uint32_t alignment) {
     const uint64_t at = cur.offset();
     GgufTensorInfo info;
+    info.entry_offset = at;
     info.name = cur.read_string("a tensor name");
     if (info.name.empty()) cur.fail_at(at, "tensor #" + std::to_string(index) + " has an empty name");
     const std::string label = "tensor \"" + info.name + "\"";
@@ -219,7 +223,38 @@ void check_no_overlap(const Cursor& cur, const std::vector<GgufTensorInfo>& tens
     }
 }
 
+// Positions of `items` sorted by their `name` member (ties in file order), and the first
+// position in file order whose name an earlier item already has.
+template <typename Item>
+std::optional<size_t> index_by_name(const std::vector<Item>& items, std::string Item::*name, std::vector<uint32_t>& positions) {
+    positions.resize(items.size());
+    for (size_t i = 0; i < items.size(); ++i) positions[i] = static_cast<uint32_t>(i);
+    std::stable_sort(positions.begin(), positions.end(), [&](uint32_t a, uint32_t b) { return items[a].*name < items[b].*name; });
+    std::optional<size_t> duplicate;
+    for (size_t i = 1; i < positions.size(); ++i) {
+        if (items[positions[i]].*name == items[positions[i - 1]].*name && (!duplicate || positions[i] < *duplicate)) {
+            duplicate = positions[i];
+        }
+    }
+    return duplicate;
+}
+
+template <typename Item>
+const Item* find_by_name(const std::vector<Item>& items, std::string Item::*name, const std::vector<uint32_t>& positions,
+                         std::string_view wanted) {
+    const auto it = std::lower_bound(positions.begin(), positions.end(), wanted,
+                                     [&](uint32_t position, std::string_view w) { return items[position].*name < w; });
+    return it == positions.end() || items[*it].*name != wanted ? nullptr : &items[*it];
+}
+
 }  // namespace
+
+void TensorDims::push_back(uint64_t extent) {
+    if (count_ == kGgufMaxDims) throw std::length_error("a tensor has at most " + std::to_string(kGgufMaxDims) + " dimensions");
+    extents_[count_++] = extent;
+}
+
+bool TensorDims::operator==(const TensorDims& other) const { return std::equal(begin(), end(), other.begin(), other.end()); }
 
 uint64_t GgufTensorInfo::rows() const {
     uint64_t r = 1;
@@ -286,6 +321,12 @@ void GgufFile::parse() {
     // least 8 (name length) + 4 (dims) + 8 (one dim) + 4 (type) + 8 (offset).
     cur.require_items(kv_count, 13, "metadata");
     cur.require_items(tensor_count, 32, "tensor");
+    // Entries are indexed by 32-bit positions.
+    for (const auto& [count, what] : {std::pair{kv_count, "metadata"}, std::pair{tensor_count, "tensor"}}) {
+        if (count > std::numeric_limits<uint32_t>::max()) {
+            cur.fail(std::string(what) + " count " + std::to_string(count) + " is past the 4294967295 entries supported");
+        }
+    }
 
     metadata_.reserve(kv_count);
     for (uint64_t i = 0; i < kv_count; ++i) {
@@ -294,10 +335,10 @@ void GgufFile::parse() {
         if (key.empty()) cur.fail_at(at, "metadata key #" + std::to_string(i) + " is empty");
         const GgufType type = read_type(cur, "metadata value type");
         GgufValue value = read_value(cur, type, 0);
-        if (!metadata_index_.emplace(key, metadata_.size()).second) {
-            cur.fail_at(at, "duplicate metadata key \"" + key + "\"");
-        }
         metadata_.push_back({std::move(key), std::move(value), at});
+    }
+    if (const auto duplicate = index_by_name(metadata_, &GgufKeyValue::key, metadata_by_key_)) {
+        cur.fail_at(metadata_[*duplicate].offset, "duplicate metadata key \"" + metadata_[*duplicate].key + "\"");
     }
 
     if (const GgufValue* alignment = find("general.alignment")) {
@@ -309,13 +350,9 @@ void GgufFile::parse() {
     }
 
     tensors_.reserve(tensor_count);
-    for (uint64_t i = 0; i < tensor_count; ++i) {
-        const uint64_t at = cur.offset();
-        GgufTensorInfo info = read_tensor_info(cur, i, alignment_);
-        if (!tensor_index_.emplace(info.name, tensors_.size()).second) {
-            cur.fail_at(at, "duplicate tensor name \"" + info.name + "\"");
-        }
-        tensors_.push_back(std::move(info));
+    for (uint64_t i = 0; i < tensor_count; ++i) tensors_.push_back(read_tensor_info(cur, i, alignment_));
+    if (const auto duplicate = index_by_name(tensors_, &GgufTensorInfo::name, tensors_by_name_)) {
+        cur.fail_at(tensors_[*duplicate].entry_offset, "duplicate tensor name \"" + tensors_[*duplicate].name + "\"");
     }
 
     data_offset_ = align_up(cur.offset(), alignment_);
@@ -338,19 +375,18 @@ void GgufFile::parse() {
 }
 
 const GgufValue* GgufFile::find(const std::string& key) const {
-    const auto it = metadata_index_.find(key);
-    return it == metadata_index_.end() ? nullptr : &metadata_[it->second].value;
+    const GgufKeyValue* pair = find_by_name(metadata_, &GgufKeyValue::key, metadata_by_key_, key);
+    return pair ? &pair->value : nullptr;
 }
 
 uint64_t GgufFile::metadata_offset(const std::string& key) const {
-    const auto it = metadata_index_.find(key);
+    const GgufKeyValue* pair = find_by_name(metadata_, &GgufKeyValue::key, metadata_by_key_, key);
     // A missing key is reported at the start of the metadata section, after the 24-byte header.
-    return it == metadata_index_.end() ? 24 : metadata_[it->second].offset;
+    return pair ? pair->offset : 24;
 }
 
 const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
-    const auto it = tensor_index_.find(name);
-    return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+    return find_by_name(tensors_, &GgufTensorInfo::name, tensors_by_name_, name);
 }
 
 void GgufFile::fail_key(const std::string& key, const std::string& problem) const {

@@ -1,8 +1,8 @@
 #pragma once
 // Reader for GGUF files (versions 2 and 3). The whole header is parsed and validated at
 // open time; tensor data stays where the file is held (file_bytes.h) and is exposed as spans.
+#include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,14 +20,34 @@ inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as little-end
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
 inline constexpr uint32_t kGgufMaxDims = 4;
 
+// A tensor's extents, held inline (GGUF allows at most kGgufMaxDims): a header with a million
+// tensor entries costs no allocation per entry.
+class TensorDims {
+public:
+    TensorDims() = default;
+    void push_back(uint64_t extent);  // std::length_error past kGgufMaxDims
+    size_t size() const { return count_; }
+    bool empty() const { return count_ == 0; }
+    uint64_t operator[](size_t i) const { return extents_[i]; }
+    const uint64_t* begin() const { return extents_.data(); }
+    const uint64_t* end() const { return extents_.data() + count_; }
+    std::vector<uint64_t> to_vector() const { return {begin(), end()}; }
+    bool operator==(const TensorDims& other) const;
+
+private:
+    std::array<uint64_t, kGgufMaxDims> extents_{};
+    uint32_t count_ = 0;
+};
+
 struct GgufTensorInfo {
     std::string name;
-    std::vector<uint64_t> dims;  // dims[0] is the contiguous (row) dimension, as in ggml
+    TensorDims dims;  // dims[0] is the contiguous (row) dimension, as in ggml
     GgmlType type = GgmlType::F32;
     uint64_t offset = 0;         // from the start of the data section
     uint64_t element_count = 0;
     uint64_t byte_count = 0;
     std::span<const uint8_t> data;  // inside the held file
+    uint64_t entry_offset = 0;      // where the tensor's entry starts in the header
 
     uint64_t rows() const;      // product of dims[1..]
     uint64_t row_length() const { return dims.empty() ? 0 : dims[0]; }
@@ -94,10 +114,12 @@ private:
     uint32_t version_ = 0;
     uint32_t alignment_ = kGgufDefaultAlignment;
     uint64_t data_offset_ = 0;
+    // Positions sorted by name, searched by bisection: 4 bytes per entry where a std::map
+    // node costs about 100, so a header of a million entries stays within a few times its size.
     std::vector<GgufKeyValue> metadata_;
-    std::map<std::string, size_t, std::less<>> metadata_index_;
+    std::vector<uint32_t> metadata_by_key_;
     std::vector<GgufTensorInfo> tensors_;
-    std::map<std::string, size_t, std::less<>> tensor_index_;
+    std::vector<uint32_t> tensors_by_name_;
 };
 
 }  // namespace inferscope

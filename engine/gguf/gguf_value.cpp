@@ -220,7 +220,7 @@ const std::string& GgufValue::as_string() const {
 }
 
 const GgufArray& GgufValue::as_array() const {
-    if (const auto* a = std::get_if<GgufArray>(&payload_)) return *a;
+    if (const auto* a = std::get_if<std::shared_ptr<const GgufArray>>(&payload_)) return **a;
     wrong_type(type_, "an array");
 }
 

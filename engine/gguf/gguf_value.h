@@ -2,6 +2,7 @@
 // A GGUF metadata value: one of the format's scalar types, a string, or an array
 // (arrays may nest). The exact stored type is kept so files round-trip through the writer.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -65,7 +66,7 @@ public:
     static GgufValue f64(double v) { return {GgufType::FLOAT64, v}; }
     static GgufValue boolean(bool v) { return {GgufType::BOOL, v}; }
     static GgufValue string(std::string v) { return {GgufType::STRING, std::move(v)}; }
-    static GgufValue array(GgufArray v) { return {GgufType::ARRAY, std::move(v)}; }
+    static GgufValue array(GgufArray v) { return {GgufType::ARRAY, std::make_shared<const GgufArray>(std::move(v))}; }
     static GgufValue string_array(const std::vector<std::string>& values);
     static GgufValue f32_array(const std::vector<float>& values);
     static GgufValue i32_array(const std::vector<int32_t>& values);
@@ -91,7 +92,9 @@ public:
     std::string to_display_string(size_t max_items = 8) const;
 
 private:
-    using Payload = std::variant<uint64_t, int64_t, double, bool, std::string, GgufArray>;
+    // An array is held by pointer so that a scalar pair stays small (a header of a million
+    // pairs costs a few times its bytes); arrays are immutable once read, so copies share it.
+    using Payload = std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<const GgufArray>>;
     GgufValue(GgufType type, Payload payload) : type_(type), payload_(std::move(payload)) {}
 
     GgufType type_ = GgufType::UINT8;

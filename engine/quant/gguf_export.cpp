@@ -40,14 +40,14 @@ GgufWriter export_quantized_gguf(const Model& model, const QuantScheme& scheme) 
     for (const GgufTensorInfo& tensor : file.tensors()) {
         const WeightMatrix* m = replaced_matrix(model, tensor);
         if (m == nullptr) {
-            writer.add_tensor(tensor.name, tensor.dims, tensor.type, {tensor.data.begin(), tensor.data.end()});
+            writer.add_tensor(tensor.name, tensor.dims.to_vector(), tensor.type, {tensor.data.begin(), tensor.data.end()});
             continue;
         }
         if (m->type != scheme.gguf_type) {
             throw InvalidArgument("cannot write \"" + tensor.name + "\" as " + scheme.name() + ": the model holds it as " +
                                   std::string(ggml_type_name(m->type)));
         }
-        writer.add_tensor(tensor.name, tensor.dims, m->type, {m->data, m->data + m->bytes()});
+        writer.add_tensor(tensor.name, tensor.dims.to_vector(), m->type, {m->data, m->data + m->bytes()});
     }
     return writer;
 }

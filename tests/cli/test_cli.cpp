@@ -146,7 +146,7 @@ TEST_F(CliTest, UnsupportedTensorTypeListsTheSupportedOnes) {
         if (t.name == "blk.0.attn_q.weight") {
             patched.add_tensor(t.name, {256, 16}, GgmlType::IQ2_XXS, std::vector<uint8_t>(66 * 16));
         } else {
-            patched.add_tensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data.begin(), t.data.end()));
+            patched.add_tensor(t.name, t.dims.to_vector(), t.type, std::vector<uint8_t>(t.data.begin(), t.data.end()));
         }
     }
     patched.write_file(path("iq2.gguf"));

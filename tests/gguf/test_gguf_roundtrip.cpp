@@ -71,7 +71,7 @@ TEST(GgufRoundTrip, TensorsAreAlignedAndExact) {
         ASSERT_EQ(f.tensors().size(), 3u);
         const GgufTensorInfo* ta = f.find_tensor("a");
         ASSERT_NE(ta, nullptr);
-        EXPECT_EQ(ta->dims, (std::vector<uint64_t>{3, 2}));
+        EXPECT_EQ(ta->dims.to_vector(), (std::vector<uint64_t>{3, 2}));
         EXPECT_EQ(ta->rows(), 2u);
         EXPECT_EQ(ta->byte_count, 24u);
         EXPECT_EQ(std::memcmp(ta->data.data(), a.data(), 24), 0);

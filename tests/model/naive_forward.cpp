@@ -61,8 +61,8 @@ Vec load_tensor(const GgufFile& file, const std::string& name, const std::vector
         if (optional) return {};
         fail("tensor " + name + " is missing");
     }
-    if (tensor->dims != dims) {
-        fail("tensor " + name + " has dims " + dims_string(tensor->dims) + ", expected " + dims_string(dims));
+    if (tensor->dims.to_vector() != dims) {
+        fail("tensor " + name + " has dims " + dims_string(tensor->dims.to_vector()) + ", expected " + dims_string(dims));
     }
     return naive_tensor_to_double(*tensor);
 }

@@ -1,0 +1,92 @@
+// libFuzzer entry point for the small text grammars a user types or a file holds: quantization
+// schemes, question batteries and KV user layouts. The first byte picks the parser. Each must
+// return a result or throw a typed Error; what parses must hold its invariants (a scheme's
+// canonical name parses back to the same scheme, its storage is finite and positive; a
+// battery has items with answers; a layout has positive sizes).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "engine/core/error.h"
+#include "engine/eval/battery.h"
+#include "engine/instruments/kv_accounting.h"
+#include "engine/quant/scheme.h"
+
+namespace inferscope {
+namespace {
+
+[[noreturn]] void finding(const std::string& what) {
+    std::fprintf(stderr, "fuzz_text_parsers finding: %s\n", what.c_str());
+    std::abort();
+}
+
+void check_scheme(std::string_view text) {
+    QuantScheme scheme;
+    try {
+        scheme = parse_quant_scheme(text);
+    } catch (const Error&) {
+        return;
+    }
+    const std::string name = scheme.name();
+    QuantScheme again;
+    try {
+        again = parse_quant_scheme(name);
+    } catch (const Error& e) {
+        finding("the canonical name \"" + name + "\" does not parse: " + e.what());
+    }
+    if (again.name() != name || again.family != scheme.family || again.bits != scheme.bits ||
+        again.granularity != scheme.granularity || again.block != scheme.block ||
+        again.scale_format != scheme.scale_format || again.gguf_type != scheme.gguf_type) {
+        finding("\"" + name + "\" parses to another scheme");
+    }
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 32}, {7, 256}, {896, 4864}}) {
+        try {
+            scheme.check_shape(rows, cols, "w");
+        } catch (const Error&) {
+            continue;
+        }
+        const double bits = scheme.bits_per_weight(rows, cols);
+        if (!std::isfinite(bits) || bits <= 0 || scheme.storage_bytes(rows, cols) == 0 || scheme.scale_count(rows, cols) < 0) {
+            finding("\"" + name + "\" gives a storage cost that is not positive and finite");
+        }
+    }
+}
+
+void check_battery(std::string_view text) {
+    try {
+        const Battery battery = parse_battery(text, "fuzz.battery");
+        if (battery.items.empty() || battery.max_tokens <= 0) finding("a battery without items or tokens parsed");
+        for (const auto& item : battery.items) {
+            if (item.answers.empty()) finding("a battery item without answers parsed");
+            (void)answer_matches(item.prompt, item.answers);
+        }
+    } catch (const Error&) {
+    }
+}
+
+void check_layouts(std::string_view text) {
+    try {
+        for (const auto& layout : parse_kv_user_layouts(std::string(text))) {
+            if (layout.users <= 0 || layout.tokens_per_user <= 0) finding("a KV layout with a size that is not positive parsed");
+        }
+    } catch (const Error&) {
+    }
+}
+
+}  // namespace
+}  // namespace inferscope
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size == 0) return 0;
+    const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+    switch (data[0] % 3) {
+        case 0: inferscope::check_scheme(text); break;
+        case 1: inferscope::check_battery(text); break;
+        default: inferscope::check_layouts(text); break;
+    }
+    return 0;
+}
