@@ -9,7 +9,7 @@ namespace {
 constexpr int kEngineNiceValue = 5;
 }  // namespace
 
-EngineController::EngineController(QObject* parent) : QObject(parent), worker_(new EngineWorker(latest_request_)) {
+EngineController::EngineController(QObject* parent) : QObject(parent), worker_(new EngineWorker(latest_request_, engine_calls_)) {
     qRegisterMetaType<ModelSummary>();
     qRegisterMetaType<GenerationRequest>();
     qRegisterMetaType<StepRecord>();

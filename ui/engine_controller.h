@@ -54,6 +54,8 @@ public:
     void cancel_lab_job(const QString& kind);
     bool lab_job_running(const QString& kind) const { return lab_jobs_.contains(kind); }
 
+    const EngineCallCounts& engine_calls() const { return engine_calls_; }
+
     bool busy() const { return busy_; }
     bool has_model() const { return has_model_; }
     const ModelSummary& model() const { return model_; }
@@ -92,6 +94,7 @@ private:
     };
 
     static constexpr int kFlushIntervalMs = 30;
+    EngineCallCounts engine_calls_;
     QThread thread_;
     EngineWorker* worker_;  // owned by thread_ (deleted when it finishes)
     std::atomic<quint64> latest_request_{0};

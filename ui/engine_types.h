@@ -5,8 +5,16 @@
 #include <QString>
 #include <QStringList>
 #include <QVector>
+#include <atomic>
 
 namespace inferscope::ui {
+
+// The engine calls the worker made, and how many of them ran on the UI thread (none may:
+// a test drives every panel and checks).
+struct EngineCallCounts {
+    std::atomic<quint64> total{0};
+    std::atomic<quint64> on_ui_thread{0};
+};
 
 // What the app shows about a model; the preview part is read from the GGUF header alone.
 struct ModelSummary {

@@ -2,6 +2,8 @@
 
 #include "ui/chat_messages.h"
 
+#include <QCoreApplication>
+#include <QThread>
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -94,7 +96,13 @@ ModelSummary summarize_file(const GgufFile& file) {
     return s;
 }
 
-EngineWorker::EngineWorker(const std::atomic<quint64>& latest_request) : latest_request_(latest_request) {}
+EngineWorker::EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls)
+    : latest_request_(latest_request), calls_(calls) {}
+
+void EngineWorker::count_engine_call() {
+    calls_.total.fetch_add(1);
+    if (QThread::currentThread() == QCoreApplication::instance()->thread()) calls_.on_ui_thread.fetch_add(1);
+}
 
 EngineWorker::~EngineWorker() = default;
 
@@ -121,6 +129,7 @@ bool EngineWorker::page_in_weights(quint64 request, const Model& model) {
 }
 
 void EngineWorker::load(quint64 request, const QString& path) {
+    count_engine_call();
     load_model(request, path);
     emit request_finished(request);
 }
@@ -189,11 +198,13 @@ ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& 
 }
 
 void EngineWorker::set_threads(quint64 request, int threads) {
+    count_engine_call();
     threads_ = threads;
     rebuild_session(request);
 }
 
 void EngineWorker::set_vulkan(quint64 request, bool vulkan) {
+    count_engine_call();
     vulkan_ = vulkan;
     rebuild_session(request);
 }
@@ -214,6 +225,7 @@ void EngineWorker::rebuild_session(quint64 request) {
 }
 
 void EngineWorker::use_weights(quint64 request, std::shared_ptr<const Model> weights, const QString& description) {
+    count_engine_call();
     if (!model_) {
         if (!is_stale(request)) emit load_failed(request, summary_.path, tr("No model is loaded."));
         emit request_finished(request);
@@ -300,6 +312,7 @@ GenerationReport EngineWorker::run_generation(quint64 request, const GenerationR
 }
 
 void EngineWorker::generate(quint64 request, const GenerationRequest& request_data) {
+    count_engine_call();
     if (!is_stale(request) && !session_) emit generation_failed(request, tr("No model is loaded."));
     if (!is_stale(request) && session_) {
         try {
@@ -315,6 +328,7 @@ void EngineWorker::generate(quint64 request, const GenerationRequest& request_da
 }
 
 void EngineWorker::run_lab_job(quint64 job, const LabJob& lab_job, std::shared_ptr<const std::atomic<bool>> cancelled) {
+    count_engine_call();
     const QString kind = lab_job.kind;
     // A job replaced while it waited in the queue never starts.
     if (cancelled->load()) {

@@ -22,7 +22,7 @@ namespace inferscope::ui {
 class EngineWorker : public QObject {
     Q_OBJECT
 public:
-    explicit EngineWorker(const std::atomic<quint64>& latest_request);
+    EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls);
     ~EngineWorker() override;
 
     // Rebuilds the session on `threads` CPU threads (0: one per physical core); the model
@@ -64,6 +64,7 @@ signals:
 
 private:
     bool is_stale(quint64 request) const { return request != latest_request_.load(); }
+    void count_engine_call();  // at the top of every entry point
     void load_model(quint64 request, const QString& path);
     // A new session for the loaded model after a change of threads or backend.
     void rebuild_session(quint64 request);
@@ -75,6 +76,7 @@ private:
     GenerationReport run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache);
 
     const std::atomic<quint64>& latest_request_;
+    EngineCallCounts& calls_;
     int threads_ = 0;
     bool vulkan_ = false;
     std::shared_ptr<const Model> model_;

@@ -1,13 +1,22 @@
 // The programs under a failing disk (tests/faults/fault_io.cpp preloaded): every writer
 // reports the failure, exits 1, and leaves each file whole (old or new) with no temporaries.
+// And the app killed in the middle of an export: each file whole or absent.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/cli_runner.h"
 
@@ -28,6 +37,50 @@ std::map<std::string, std::string> folder_contents(const fs::path& dir) {
     std::map<std::string, std::string> files;
     for (const auto& entry : fs::directory_iterator(dir)) files[entry.path().filename().string()] = read(entry.path());
     return files;
+}
+
+// A file as its format ends when written to the end.
+void expect_whole(const std::string& name, const std::string& bytes) {
+    ASSERT_FALSE(bytes.empty()) << name;
+    if (name.ends_with(".png")) {
+        EXPECT_NE(bytes.find("IEND"), std::string::npos) << name;
+    } else if (name.ends_with(".svg")) {
+        EXPECT_NE(bytes.find("</svg>"), std::string::npos) << name;
+    } else if (name.ends_with(".json") || name.ends_with(".csv")) {
+        EXPECT_EQ(bytes.back(), '\n') << name;
+    }
+}
+
+// Runs the app headlessly with `args` and `out_dir` last; with a delay, sends SIGKILL after
+// it (unless the app ended first). Returns the exit status, or -1 when killed.
+int run_app_killed_after(const std::vector<std::string>& args, const fs::path& out_dir,
+                         std::optional<std::chrono::milliseconds> delay) {
+    std::vector<std::string> argv_strings = {"env", "QT_QPA_PLATFORM=offscreen", INFERSCOPE_APP_PATH};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    argv_strings.push_back(out_dir.string());
+    argv_strings.push_back("--quit");
+    std::vector<char*> argv;
+    for (auto& arg : argv_strings) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid = -1;
+    const int spawned = posix_spawnp(&pid, "env", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) return -2;
+    int status = 0;
+    if (delay) {
+        const auto deadline = std::chrono::steady_clock::now() + *delay;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        kill(pid, SIGKILL);
+    }
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 std::string with_faults(const std::string& settings) {
@@ -106,15 +159,35 @@ TEST_F(FaultyDisk, TheAppsExportLeavesEveryFileWholeOrAbsent) {
     int replaced = 0;
     for (const auto& [name, bytes] : after) {
         ASSERT_TRUE(before.count(name)) << name;
-        // A file written again in this run is whole: it ends as its format ends.
         if (bytes == before.at(name)) continue;
         ++replaced;
-        if (name.ends_with(".png")) EXPECT_NE(bytes.find("IEND"), std::string::npos) << name;
-        if (name.ends_with(".svg")) EXPECT_NE(bytes.find("</svg>"), std::string::npos) << name;
-        if (name.ends_with(".json")) EXPECT_EQ(bytes.back(), '\n') << name;
-        EXPECT_FALSE(bytes.empty()) << name;
+        expect_whole(name, bytes);
     }
     EXPECT_LT(replaced, static_cast<int>(after.size())) << "the disk filled up before the end of the export";
+}
+
+// SIGKILL at points spread over an export: whatever was written is whole, nothing else is there.
+TEST_F(FaultyDisk, AnExportKilledAtAnyPointLeavesEveryFileWholeOrAbsent) {
+    if (std::string(INFERSCOPE_APP_PATH).empty()) GTEST_SKIP() << "the desktop app is not built (INFERSCOPE_ENGINE_ONLY)";
+    const fs::path reference = dir_ / "reference";
+    const std::vector<std::string> args = {"--model", model_, "--generate", "4", "--export-all"};
+    const auto started = std::chrono::steady_clock::now();
+    ASSERT_EQ(run_app_killed_after(args, reference, std::nullopt), 0);
+    const auto full_run = std::chrono::steady_clock::now() - started;
+    const std::map<std::string, std::string> complete = folder_contents(reference);
+    ASSERT_GE(complete.size(), 8u);
+
+    // Exporting fills most of the run, so the kills are spread over all of it.
+    for (const double fraction : {0.3, 0.5, 0.7, 0.85, 0.92, 0.97}) {
+        const fs::path exports = dir_ / ("killed-at-" + std::to_string(static_cast<int>(fraction * 100)));
+        const auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(full_run * fraction);
+        run_app_killed_after(args, exports, delay);
+        if (!fs::exists(exports)) continue;
+        for (const auto& [name, bytes] : folder_contents(exports)) {
+            EXPECT_TRUE(complete.count(name)) << name << " is not an export (a temporary left behind?) at " << fraction;
+            expect_whole(name, bytes);
+        }
+    }
 }
 
 TEST_F(FaultyDisk, LostStandardOutputAndSpecialTargetsAreFailures) {
