@@ -28,14 +28,23 @@ QSize render_size(const ChartPanel& panel) {
 void render_chart(const ChartPanel& panel, QPainter& painter, const QRectF& target) {
     QChartView* view = panel.chart_view();
     const QSize size = render_size(panel);
-    if (!view->isVisible()) {
-        // A view that is not on screen gets no resize events, so its chart keeps whatever
-        // geometry it had; lay it out at the export size before rendering.
-        view->resize(size);
-        panel.chart()->setGeometry(QRectF(QPointF(0, 0), size));
-        view->scene()->setSceneRect(QRectF(QPointF(0, 0), size));
+    if (view->isVisible()) {
+        view->render(&painter, target, QRect(QPoint(0, 0), size));
+        return;
     }
+    // A view that is not on screen gets no resize events, so its chart keeps whatever
+    // geometry it had: lay it out at the export size to render, then put it back as it was,
+    // so that the live view is not left at the export size.
+    const QSize live_size = view->size();
+    const QRectF live_chart = panel.chart()->geometry();
+    const QRectF live_scene = view->scene()->sceneRect();
+    view->resize(size);
+    panel.chart()->setGeometry(QRectF(QPointF(0, 0), size));
+    view->scene()->setSceneRect(QRectF(QPointF(0, 0), size));
     view->render(&painter, target, QRect(QPoint(0, 0), size));
+    view->resize(live_size);
+    panel.chart()->setGeometry(live_chart);
+    view->scene()->setSceneRect(live_scene);
 }
 
 QString csv_field(const QString& text) {

@@ -2,6 +2,7 @@
 // The InferScope main window: model loading (File > Open, Recent Files, drag and drop),
 // the generation panel, and the chart panels, all driven by one EngineController.
 #include <QMainWindow>
+#include <QRect>
 #include <QStringList>
 
 #include "ui/engine_types.h"
@@ -15,6 +16,10 @@ class QSpinBox;
 class QTabWidget;
 
 namespace inferscope::ui {
+
+// `window` moved and shrunk (not below `minimum`) to lie within `available`, the screen's
+// free area: a saved geometry from a larger or another screen must not open off-screen.
+QRect fit_window_into(const QRect& window, const QSize& minimum, const QRect& available);
 
 class BatchingLab;
 class ChartPanel;
