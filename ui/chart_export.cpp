@@ -1,6 +1,7 @@
 #include "ui/chart_export.h"
 
 #include <QDir>
+#include <QScopeGuard>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -38,13 +39,15 @@ void render_chart(const ChartPanel& panel, QPainter& painter, const QRectF& targ
     const QSize live_size = view->size();
     const QRectF live_chart = panel.chart()->geometry();
     const QRectF live_scene = view->scene()->sceneRect();
+    const auto restore = qScopeGuard([&] {
+        view->resize(live_size);
+        panel.chart()->setGeometry(live_chart);
+        view->scene()->setSceneRect(live_scene);
+    });
     view->resize(size);
     panel.chart()->setGeometry(QRectF(QPointF(0, 0), size));
     view->scene()->setSceneRect(QRectF(QPointF(0, 0), size));
     view->render(&painter, target, QRect(QPoint(0, 0), size));
-    view->resize(live_size);
-    panel.chart()->setGeometry(live_chart);
-    view->scene()->setSceneRect(live_scene);
 }
 
 QString csv_field(const QString& text) {

@@ -9,7 +9,7 @@
 
 namespace inferscope::ui {
 
-// The engine calls the worker made, and how many of them ran on the UI thread (none may:
+// Calls to the worker's entry points, and how many of them ran on the UI thread (none may:
 // a test drives every panel and checks).
 struct EngineCallCounts {
     std::atomic<quint64> total{0};

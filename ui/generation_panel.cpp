@@ -23,6 +23,7 @@
 #include "engine/core/error.h"
 #include "ui/chat_messages.h"
 #include "ui/model_info_widget.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {
@@ -104,7 +105,7 @@ QWidget* GenerationPanel::build_chat_controls() {
     system_prompt_->setToolTip(tr("Sent first in every turn of the conversation"));
     new_chat_->setToolTip(tr("Forget the turns so far"));
     show_rendered_->setToolTip(tr("The exact text and token count the model was fed in the last turn"));
-    chat_status_->setWordWrap(true);
+    wrap_within_column(chat_status_);
     grid->addWidget(chat_, 0, 0);
     grid->addWidget(new_chat_, 0, 1);
     grid->addWidget(show_rendered_, 0, 2);
@@ -242,7 +243,7 @@ QWidget* GenerationPanel::build_stats() {
     speed_ = new QLabel();
     context_ = new QLabel();
     kv_bytes_ = new QLabel();
-    for (QLabel* label : {ttft_, speed_, context_, kv_bytes_}) label->setWordWrap(true);
+    for (QLabel* label : {ttft_, speed_, context_, kv_bytes_}) wrap_within_column(label);
     form->addRow(tr("Time to first token:"), ttft_);
     form->addRow(tr("Decode speed:"), speed_);
     form->addRow(tr("Context length:"), context_);

@@ -55,19 +55,6 @@ bool is_gguf(const QUrl& url) { return url.isLocalFile() && url.toLocalFile().en
 
 }  // namespace
 
-namespace {
-
-// A word-wrapped label's minimum width is its longest unbreakable run, so a model's output
-// without spaces would widen the window past the screen. These labels may shrink to any
-// width instead: their text still wraps at spaces, and a longer run is clipped.
-void let_wrapped_labels_shrink(QWidget* root) {
-    for (QLabel* label : root->findChildren<QLabel*>()) {
-        if (label->wordWrap()) label->setMinimumWidth(1);
-    }
-}
-
-}  // namespace
-
 QRect fit_window_into(const QRect& window, const QSize& minimum, const QRect& available) {
     const QSize size = window.size().boundedTo(available.size()).expandedTo(minimum);
     const int x = std::clamp(window.x(), available.left(), std::max(available.left(), available.right() + 1 - size.width()));
@@ -130,7 +117,6 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
         soft_labels_->set_prompt(text);
         speculative_->set_generation_prompt(text);
     });
-    let_wrapped_labels_shrink(this);
     restore_settings();
     speculative_->set_generation_prompt(generation_->prompt_edit()->toPlainText());
     apply_chart_theme();
@@ -410,8 +396,10 @@ void MainWindow::show_about() {
 
 void MainWindow::restore_settings() {
     QSettings settings;
-    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) resize(1440, 880);
-    if (const QScreen* current = screen()) {
+    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
+        resize(1440, 880);
+    } else if (const QScreen* current = screen()) {
+        // Saved on a larger or another screen: brought onto this one.
         setGeometry(fit_window_into(geometry(), minimumSizeHint(), current->availableGeometry()));
     }
     recent_files_ = settings.value(QStringLiteral("models/recent")).toStringList();

@@ -1,4 +1,5 @@
 #include "ui/model_info_widget.h"
+#include "ui/wrapping_label.h"
 
 #include <QFileInfo>
 #include <QFormLayout>
@@ -32,7 +33,7 @@ void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
         auto* field = new QLabel(value);
         field->setTextFormat(Qt::PlainText);  // names come from the file: never rendered as HTML
         field->setTextInteractionFlags(Qt::TextSelectableByMouse);
-        field->setWordWrap(true);
+        wrap_within_column(field);
         form_->addRow(label, field);
     };
     QString name = s.name.isEmpty() ? QFileInfo(s.path).fileName() : s.name;

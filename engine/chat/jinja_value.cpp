@@ -53,7 +53,7 @@ int64_t Value::as_int() const {
 }
 
 void Value::throw_wrong_kind(const char* expected) const {
-    throw TemplateError(std::string("expected ") + expected + ", got " + type_name());
+    throw ValueKindError(std::string("expected ") + expected + ", got " + type_name());
 }
 
 double Value::as_double() const {

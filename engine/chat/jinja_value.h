@@ -12,10 +12,19 @@
 #include <variant>
 #include <vector>
 
+#include "engine/core/error.h"
+
 namespace inferscope::chat {
 
 class Value;
 struct CallArgs;
+
+// A value of one kind used where another belongs (Value's accessors throw it; the call that
+// met it adds its line and name).
+class ValueKindError : public TemplateError {
+public:
+    using TemplateError::TemplateError;
+};
 
 // The longest string and list a template may build: it comes from a model file, and real
 // chat templates make a few KiB.

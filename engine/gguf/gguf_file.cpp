@@ -226,7 +226,7 @@ void check_no_overlap(const Cursor& cur, const std::vector<GgufTensorInfo>& tens
 // Positions of `items` sorted by their `name` member (ties in file order), and the first
 // position in file order whose name an earlier item already has.
 template <typename Item>
-std::optional<size_t> index_by_name(const std::vector<Item>& items, std::string Item::*name, std::vector<uint32_t>& positions) {
+std::optional<size_t> sort_by_name_finding_duplicate(const std::vector<Item>& items, std::string Item::*name, std::vector<uint32_t>& positions) {
     positions.resize(items.size());
     for (size_t i = 0; i < items.size(); ++i) positions[i] = static_cast<uint32_t>(i);
     std::stable_sort(positions.begin(), positions.end(), [&](uint32_t a, uint32_t b) { return items[a].*name < items[b].*name; });
@@ -324,7 +324,8 @@ void GgufFile::parse() {
     // Entries are indexed by 32-bit positions.
     for (const auto& [count, what] : {std::pair{kv_count, "metadata"}, std::pair{tensor_count, "tensor"}}) {
         if (count > std::numeric_limits<uint32_t>::max()) {
-            cur.fail(std::string(what) + " count " + std::to_string(count) + " is past the 4294967295 entries supported");
+            cur.fail(std::string(what) + " count " + std::to_string(count) + " is past the " +
+                     std::to_string(std::numeric_limits<uint32_t>::max()) + " entries supported");
         }
     }
 
@@ -337,7 +338,7 @@ void GgufFile::parse() {
         GgufValue value = read_value(cur, type, 0);
         metadata_.push_back({std::move(key), std::move(value), at});
     }
-    if (const auto duplicate = index_by_name(metadata_, &GgufKeyValue::key, metadata_by_key_)) {
+    if (const auto duplicate = sort_by_name_finding_duplicate(metadata_, &GgufKeyValue::key, metadata_by_key_)) {
         cur.fail_at(metadata_[*duplicate].offset, "duplicate metadata key \"" + metadata_[*duplicate].key + "\"");
     }
 
@@ -351,7 +352,7 @@ void GgufFile::parse() {
 
     tensors_.reserve(tensor_count);
     for (uint64_t i = 0; i < tensor_count; ++i) tensors_.push_back(read_tensor_info(cur, i, alignment_));
-    if (const auto duplicate = index_by_name(tensors_, &GgufTensorInfo::name, tensors_by_name_)) {
+    if (const auto duplicate = sort_by_name_finding_duplicate(tensors_, &GgufTensorInfo::name, tensors_by_name_)) {
         cur.fail_at(tensors_[*duplicate].entry_offset, "duplicate tensor name \"" + tensors_[*duplicate].name + "\"");
     }
 

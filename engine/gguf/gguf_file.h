@@ -114,8 +114,8 @@ private:
     uint32_t version_ = 0;
     uint32_t alignment_ = kGgufDefaultAlignment;
     uint64_t data_offset_ = 0;
-    // Positions sorted by name, searched by bisection: 4 bytes per entry where a std::map
-    // node costs about 100, so a header of a million entries stays within a few times its size.
+    // Positions sorted by name, searched by bisection: an index costs 4 bytes per entry, so
+    // a header of a million entries stays within a few times its size.
     std::vector<GgufKeyValue> metadata_;
     std::vector<uint32_t> metadata_by_key_;
     std::vector<GgufTensorInfo> tensors_;

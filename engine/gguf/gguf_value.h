@@ -92,8 +92,8 @@ public:
     std::string to_display_string(size_t max_items = 8) const;
 
 private:
-    // An array is held by pointer so that a scalar pair stays small (a header of a million
-    // pairs costs a few times its bytes); arrays are immutable once read, so copies share it.
+    // An array is held by pointer so that a scalar pair stays small; arrays are immutable
+    // once read, so copies share it.
     using Payload = std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<const GgufArray>>;
     GgufValue(GgufType type, Payload payload) : type_(type), payload_(std::move(payload)) {}
 

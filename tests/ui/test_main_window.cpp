@@ -12,6 +12,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "engine/gguf/gguf_value.h"
+#include "engine/synth/synthetic_model.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
@@ -192,8 +194,7 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
     }
 }
 
-// A model's output without spaces (qwen2-tiny's on the Speculative tab) once widened the
-// window to 2,600 px on a 1,600 px screen, and the width was saved for the next launch.
+// Neither a label's text nor a model's name without spaces may widen the window.
 TEST(MainWindow, LongTextNeverWidensTheWindow) {
     MainWindow window;
     window.show();
@@ -208,6 +209,17 @@ TEST(MainWindow, LongTextNeverWidensTheWindow) {
     window.layout()->activate();
     QCoreApplication::processEvents();
     EXPECT_GT(wrapped, 10);
+    EXPECT_EQ(window.minimumSizeHint().width(), minimum_before);
+
+    // The model panel's fields are made anew for each model.
+    QTemporaryDir dir;
+    GgufWriter model = build_synthetic_model(synthetic_preset("tiny-qwen2"));
+    model.set("general.name", GgufValue::string(std::string(4000, 'n')));
+    const QString path = dir.filePath(QStringLiteral("long-name.gguf"));
+    model.write_file(path.toStdString());
+    ASSERT_TRUE(open_and_wait(window, path));
+    window.layout()->activate();
+    QCoreApplication::processEvents();
     EXPECT_EQ(window.minimumSizeHint().width(), minimum_before);
 }
 

@@ -1,5 +1,5 @@
 // The UI thread never waits on inference: while a model loads and generates and the panels
-// measure, every engine call runs on the worker thread (asserted). A 5 ms timer on the UI
+// measure, every call into the engine worker runs on its thread (asserted). A 5 ms timer on the UI
 // thread measures the largest gap between two ticks, the event-loop latency a user would
 // feel; it is reported, not asserted, since it depends on the machine's load.
 #include <gtest/gtest.h>

@@ -13,6 +13,7 @@
 #include "ui/labs/lab_progress.h"
 #include "ui/panels/batch_curve_panel.h"
 #include "ui/panels/serving_replay_panel.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {
@@ -81,7 +82,7 @@ QWidget* BatchingLab::build_controls() {
     row->addWidget(progress_);
     layout->addLayout(row);
     knee_label_ = new QLabel(tr("Move the slider or sweep to measure the curve."));
-    knee_label_->setWordWrap(true);
+    wrap_within_column(knee_label_);
     status_ = new QLabel();
     layout->addWidget(knee_label_);
     layout->addWidget(status_);

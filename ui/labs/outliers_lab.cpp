@@ -11,6 +11,7 @@
 #include "ui/labs/lab_measurements.h"
 #include "ui/labs/prompt_follower.h"
 #include "ui/panels/outlier_panels.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {
@@ -39,8 +40,8 @@ OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
                                     }})) {
     setObjectName(QStringLiteral("activation-outliers"));
     layer_slider_->setRange(0, 0);
-    status_->setWordWrap(true);
-    int8_summary_->setWordWrap(true);
+    wrap_within_column(status_);
+    wrap_within_column(int8_summary_);
     int8_table_->setColumnCount(4);
     int8_table_->setHorizontalHeaderLabels(
         {tr("INT8 scheme"), tr("relative error (%)"), tr("max |error|"), tr("median levels used (of 255)")});

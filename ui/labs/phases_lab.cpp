@@ -13,6 +13,7 @@
 #include "ui/labs/lab_progress.h"
 #include "ui/labs/lab_measurements.h"
 #include "ui/panels/phases_chart_panel.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 
@@ -28,7 +29,7 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
     setObjectName(QStringLiteral("prefill-vs-decode"));
     progress_->setRange(0, 1000);
     progress_->hide();
-    status_->setWordWrap(true);
+    wrap_within_column(status_);
     table_->setColumnCount(5);
     table_->setHorizontalHeaderLabels({tr("tokens"), tr("prefill total (ms)"), tr("prefill (ms/token)"),
                                        tr("decode step (ms)"), tr("decode (tokens/s)")});

@@ -15,6 +15,7 @@
 #include "ui/engine_controller.h"
 #include "ui/labs/lab_progress.h"
 #include "ui/panels/quant_panels.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {
@@ -57,7 +58,7 @@ QuantizationLab::QuantizationLab(EngineController& controller, QWidget* parent)
     quality_settings_.text_name = "scoring-text.txt";
     quality_settings_.text = read_resource(kScoringText).toStdString();
     quality_settings_.battery = parse_battery(read_resource(kBattery).toStdString(), "battery-default.txt");
-    status_->setWordWrap(true);
+    wrap_within_column(status_);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(build_scheme_controls());
     layout->addWidget(status_);
@@ -139,7 +140,7 @@ QWidget* QuantizationLab::build_quality_controls() {
                                 .arg(QString::fromStdString(quality_settings_.text_name))
                                 .arg(quality_settings_.max_chunks)
                                 .arg(quality_settings_.n_ctx));
-    text_note_->setWordWrap(true);
+    wrap_within_column(text_note_);
     table_->setHorizontalHeaderLabels({tr("scheme"), tr("bits/weight"), tr("size (MiB)"), tr("PPL"), tr("ΔPPL"),
                                        tr("KL (nats/token)"), tr("top-1 agreement"), tr("battery (unquantized)")});
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);

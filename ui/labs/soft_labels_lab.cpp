@@ -12,6 +12,7 @@
 #include "ui/engine_controller.h"
 #include "ui/labs/prompt_follower.h"
 #include "ui/panels/soft_labels_panel.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {
@@ -46,9 +47,9 @@ SoftLabelsLab::SoftLabelsLab(EngineController& controller, QWidget* parent)
     temperature_label_->setText(QStringLiteral("T = %1").arg(temperature(), 0, 'f', 2));
     top_k_box_->setRange(1, 50);
     top_k_box_->setValue(kDefaultTopK);
-    status_->setWordWrap(true);
-    ratio_line_->setWordWrap(true);
-    kl_line_->setWordWrap(true);
+    wrap_within_column(status_);
+    wrap_within_column(ratio_line_);
+    wrap_within_column(kl_line_);
     student_box_->addItem(tr("none"), QString());
     for (const QString& scheme : kStudentSchemes) student_box_->addItem(scheme, scheme);
     build_layout();

@@ -16,6 +16,7 @@
 #include "ui/engine_controller.h"
 #include "ui/labs/lab_progress.h"
 #include "ui/panels/speculative_panel.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {
@@ -58,8 +59,8 @@ SpeculativeLab::SpeculativeLab(EngineController& controller, QWidget* parent)
     layout->addWidget(build_controls());
     layout->addWidget(status_);
     layout->addWidget(results_);
-    status_->setWordWrap(true);
-    results_->setWordWrap(true);
+    wrap_within_column(status_);
+    wrap_within_column(results_);
     results_->setTextFormat(Qt::PlainText);  // model output is not markup
     results_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     connect_controller();

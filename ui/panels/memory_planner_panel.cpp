@@ -1,4 +1,5 @@
 #include "ui/panels/memory_planner_panel.h"
+#include "ui/wrapping_label.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -103,8 +104,8 @@ MemoryPlannerPanel::MemoryPlannerPanel(QWidget* parent)
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     box->addWidget(build_controls());
-    lesson_->setWordWrap(true);
-    status_->setWordWrap(true);
+    wrap_within_column(lesson_);
+    wrap_within_column(status_);
     box->addWidget(lesson_);
     box->addWidget(splitter, 1);
     box->addWidget(status_);

@@ -1,4 +1,5 @@
 #include "ui/panels/quant_panels.h"
+#include "ui/wrapping_label.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -59,7 +60,7 @@ QuantErrorPanel::QuantErrorPanel(QWidget* parent)
                                      .arg(bar.bits_per_weight, 0, 'f', 3));
     });
     style_series(false);
-    summary_->setWordWrap(true);
+    wrap_within_column(summary_);
     layout()->addWidget(summary_);
 }
 

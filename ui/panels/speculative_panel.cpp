@@ -1,4 +1,5 @@
 #include "ui/panels/speculative_panel.h"
+#include "ui/wrapping_label.h"
 
 #include <QGridLayout>
 #include <QLabel>
@@ -68,8 +69,8 @@ SpeculativePanel::SpeculativePanel(QWidget* parent)
     set_axes(x, y);
     auto* box = qobject_cast<QVBoxLayout*>(layout());
     box->insertWidget(0, build_controls());
-    readout_->setWordWrap(true);
-    lesson_->setWordWrap(true);
+    wrap_within_column(readout_);
+    wrap_within_column(lesson_);
     box->addWidget(readout_);
     box->addWidget(lesson_);
     lesson_->setText(
