@@ -47,15 +47,21 @@ Value repeat(const Value& sequence, int64_t times, int line) {
 
 // By squaring, so a huge exponent costs 64 steps; the result wraps at 64 bits (Python's
 // integers would grow instead).
-Value integer_power(int64_t base, int64_t exponent) {
+// base ** exponent by squaring; a result past 64 bits is an error, as for + - *.
+Value integer_power(int64_t base, int64_t exponent, int line) {
     if (exponent < 0) return Value(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
-    uint64_t result = 1;
-    auto factor = static_cast<uint64_t>(base);
-    for (auto e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
-        if (e & 1) result *= factor;
-        factor *= factor;
+    int64_t result = 1;
+    int64_t factor = base;
+    for (int64_t e = exponent; e != 0; e >>= 1) {
+        const bool overflowed = ((e & 1) && __builtin_mul_overflow(result, factor, &result)) ||
+                                (e > 1 && __builtin_mul_overflow(factor, factor, &factor));
+        if (overflowed) {
+            throw TemplateError("integer overflow: " + std::to_string(base) + " ** " + std::to_string(exponent) +
+                                    " does not fit in 64 bits",
+                                line);
+        }
     }
-    return Value(static_cast<int64_t>(result));
+    return Value(result);
 }
 
 // + - * / // % ** between two numbers; bools count as ints.
@@ -81,14 +87,16 @@ Value numeric_operation(const std::string& op, const Value& a, const Value& b, i
         if (op == "+") return checked(__builtin_add_overflow(x, y, &result));
         if (op == "-") return checked(__builtin_sub_overflow(x, y, &result));
         if (op == "*") return checked(__builtin_mul_overflow(x, y, &result));
-        if (op == "**") return integer_power(x, y);
+        if (op == "**") return integer_power(x, y, line);
         if (x == std::numeric_limits<int64_t>::min() && y == -1) {
             if (op == "%") return Value(int64_t{0});
             return checked(true);
         }
-        int64_t quotient = x / y;
-        if ((x % y != 0) && ((x < 0) != (y < 0))) --quotient;  // Python floors
-        return op == "//" ? Value(quotient) : Value(x - quotient * y);
+        // Python floors the quotient and gives the remainder the divisor's sign; the remainder
+        // is adjusted directly, since quotient * y can pass 64 bits where x - quotient * y does not.
+        const bool inexact_with_signs_apart = (x % y != 0) && ((x < 0) != (y < 0));
+        if (op == "//") return Value(x / y - (inexact_with_signs_apart ? 1 : 0));
+        return Value(x % y + (inexact_with_signs_apart ? y : 0));
     }
     const double x = a.as_double(), y = b.as_double();
     if (op == "+") return Value(x + y);

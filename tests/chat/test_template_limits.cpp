@@ -48,9 +48,9 @@ TEST(TemplateLimits, RunawayRenderingStops) {
     expect_refused("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}",
                    "more than 1000000 steps");
     expect_refused("{{ 'a'|indent(10**12) }}", "wider than 4096");
-    // A huge exponent is computed by squaring (wrapping at 64 bits), not by 10**18 steps.
+    // A huge exponent is computed by squaring, not by 10**18 steps, and overflows at once.
     EXPECT_EQ(ChatTemplate("{{ 3 ** 4 }}").render(ChatTemplateInputs{}), "81");
-    EXPECT_NO_THROW(ChatTemplate("{{ 2 ** 10**18 }}").render(ChatTemplateInputs{}));
+    expect_refused("{{ 2 ** 10**18 }}", "integer overflow");
 }
 
 TEST(TemplateLimits, IntegersPastInt64AreErrorsOrMisses) {
@@ -146,6 +146,25 @@ TEST(TemplateLimits, EveryCallableTakesEveryKindOfArgumentWithoutCrashing) {
     // Both outcomes occur, so the sweep exercises real calls and real refusals.
     EXPECT_GT(rendered, 1000u);
     EXPECT_GT(refused, 1000u);
+}
+
+// Floor division and modulo near the ends of int64 are exact (checked against jinja2), where
+// the remainder computed as x - quotient * y overflowed.
+TEST(TemplateLimits, FloorDivisionAndModuloNearInt64LimitsAreExact) {
+    EXPECT_EQ(ChatTemplate("{{ 9223372036854775807 % -5013134498661299007 }}|{{ -9223372036854775807 % 5013134498661299007 }}|"
+                           "{{ 7 % -2 }}|{{ -7 % 2 }}|{{ -7 // 2 }}|{{ 9223372036854775807 // -5013134498661299007 }}")
+                  .render(ChatTemplateInputs{}),
+              "-802896960467822207|802896960467822207|-1|1|-4|-2");
+}
+
+// Powers are exact up to int64 (checked against jinja2) and an error past it, as + - * are.
+TEST(TemplateLimits, IntegerPowersAreExactOrAnOverflowError) {
+    EXPECT_EQ(ChatTemplate("{{ 2 ** 62 }}|{{ (-2) ** 63 }}|{{ 3 ** 39 }}|{{ 1 ** 9223372036854775807 }}|"
+                           "{{ (-1) ** 9223372036854775807 }}|{{ 0 ** 0 }}")
+                  .render(ChatTemplateInputs{}),
+              "4611686018427387904|-9223372036854775808|4052555153018976267|1|-1|1");
+    expect_refused("{{ 2 ** 63 }}", "integer overflow: 2 ** 63 does not fit in 64 bits");
+    expect_refused("{{ 3 ** 40 }}", "integer overflow: 3 ** 40");
 }
 
 // A value of the wrong kind met inside a filter is reported at the filter's line, by name.
