@@ -1,13 +1,13 @@
 #include "ui/chart_export.h"
 
 #include <QDir>
-#include <QScopeGuard>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPainter>
 #include <QSaveFile>
+#include <QScopeGuard>
 #include <QSvgGenerator>
 
 #include "engine/core/atomic_file.h"

@@ -15,7 +15,6 @@
 #include <QFileInfo>
 #include <QKeySequence>
 #include <QLabel>
-#include <QScreen>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -23,6 +22,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>

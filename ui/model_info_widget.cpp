@@ -1,10 +1,11 @@
 #include "ui/model_info_widget.h"
-#include "ui/wrapping_label.h"
 
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLocale>
+
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 

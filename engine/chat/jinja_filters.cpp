@@ -206,11 +206,8 @@ Value join_items(const Value& subject, const CallArgs& args) {
 Value round_number(const Value& v, const CallArgs& args) {
     if (!v.is_number()) throw TemplateError("round: needs a number", args.line);
     const Value* precision_value = argument(args, 0, "precision");
-    if (precision_value && !precision_value->is_integer()) {
-        throw TemplateError("round: precision must be an integer, got " + precision_value->type_name(), args.line);
-    }
     // Past 400 digits either way a double is kept or rounds to 0, so the precision is clamped
-    // there (a precision of 10**9 made printf build a billion digits).
+    // there and printf never builds more digits than that.
     const int precision = precision_value ? static_cast<int>(std::clamp<int64_t>(precision_value->as_int(), -400, 400)) : 0;
     const Value* method_value = argument(args, 1, "method");
     const std::string method = method_value ? method_value->str() : "common";

@@ -250,14 +250,14 @@ private:
     }
 
     // A value of the wrong kind met inside a callable is reported at the call's line, with
-    // the callable's name.
+    // the callable's name (`kind` "filter", "test" or "call"), built only then.
     template <typename Call>
-    static Value located(const std::string& callable, int line, Call&& call) {
+    static Value located(const char* kind, const std::string& name, int line, Call&& call) {
         try {
             return call();
         } catch (const ValueKindError& error) {
             if (error.line() > 0) throw;
-            throw ValueKindError(callable + ": " + error.what(), line);
+            throw ValueKindError(std::string(kind) + (name.empty() ? "" : " " + name) + ": " + error.what(), line);
         }
     }
 
@@ -265,10 +265,8 @@ private:
         const Value callee = eval(*e.operands[0], scope);
         require_defined(callee, e.line);
         if (callee.kind() != Value::Kind::Function) throw TemplateError("'" + callee.type_name() + "' is not callable", e.line);
-        const Expr& target = *e.operands[0];
-        const bool named = target.kind == Expr::Kind::Name || target.kind == Expr::Kind::Attribute;
-        CallArgs args = eval_arguments(e, 1, scope);
-        return located(named ? target.name + "()" : std::string("call"), e.line, [&] { return callee.as_function()(args); });
+        const CallArgs args = eval_arguments(e, 1, scope);
+        return located("call", e.operands[0]->name, e.line, [&] { return callee.as_function()(args); });
     }
 
     Value eval_binary(const Expr& e, Scope& scope) {
@@ -317,12 +315,12 @@ private:
             case Expr::Kind::Filter: {
                 const Value subject = eval(*e.operands[0], scope);
                 const CallArgs args = eval_arguments(e, 1, scope);
-                return located("filter " + e.name, e.line, [&] { return apply_filter(e.name, subject, args); });
+                return located("filter", e.name, e.line, [&] { return apply_filter(e.name, subject, args); });
             }
             case Expr::Kind::Test: {
                 const Value subject = eval(*e.operands[0], scope);
                 const CallArgs args = eval_arguments(e, 1, scope);
-                return located("test " + e.name, e.line, [&] { return Value(apply_test(e.name, subject, args) != e.negated); });
+                return located("test", e.name, e.line, [&] { return Value(apply_test(e.name, subject, args) != e.negated); });
             }
             case Expr::Kind::Unary: return eval_unary(e, scope);
             case Expr::Kind::Binary: return eval_binary(e, scope);

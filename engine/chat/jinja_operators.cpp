@@ -45,9 +45,8 @@ Value repeat(const Value& sequence, int64_t times, int line) {
     return Value(std::move(out));
 }
 
-// By squaring, so a huge exponent costs 64 steps; the result wraps at 64 bits (Python's
-// integers would grow instead).
-// base ** exponent by squaring; a result past 64 bits is an error, as for + - *.
+// base ** exponent by squaring, so a huge exponent costs 64 steps; a result past 64 bits is
+// an error, as for + - *.
 Value integer_power(int64_t base, int64_t exponent, int line) {
     if (exponent < 0) return Value(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
     int64_t result = 1;

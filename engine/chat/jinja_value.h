@@ -79,7 +79,7 @@ public:
     bool is_integer() const { return kind() == Kind::Int || kind() == Kind::Bool; }
     bool is_number() const { return is_integer() || kind() == Kind::Float; }
 
-    // Each accessor throws TemplateError when the value holds another kind, so a template
+    // Each accessor throws ValueKindError when the value holds another kind, so a template
     // that passes the wrong type to a filter or test fails cleanly instead of aborting.
     bool as_bool() const { return held<bool>("a boolean"); }
     int64_t as_int() const;  // an Int or a Bool

@@ -83,11 +83,9 @@ GgufWriter writer_for(const GgufFile& file) {
     return writer;
 }
 
-// What the writer makes of a parsed file reads back to the same keys and tensors, and
-// writing that again gives the same bytes.
+// What the writer makes of a parsed file reads back to the same keys and tensors.
 void require_round_trip(const GgufFile& file) {
-    const std::vector<uint8_t> written = writer_for(file).to_bytes();
-    const GgufFile again = GgufFile::from_bytes(written, "round-trip.gguf");
+    const GgufFile again = GgufFile::from_bytes(writer_for(file).to_bytes(), "round-trip.gguf");
     if (again.metadata().size() != file.metadata().size() || again.tensors().size() != file.tensors().size()) {
         finding("the round trip changed the number of keys or tensors");
     }
@@ -111,7 +109,6 @@ void require_round_trip(const GgufFile& file) {
             finding("the round trip changed tensor \"" + a.name + "\"");
         }
     }
-    if (writer_for(again).to_bytes() != written) finding("writing a written file again gave other bytes");
 }
 
 void run_tiny_forward(const std::shared_ptr<const Model>& model) {

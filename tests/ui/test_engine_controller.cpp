@@ -4,11 +4,23 @@
 #include <gtest/gtest.h>
 
 #include "ui/engine_controller.h"
+#include "ui/engine_worker.h"
 #include "support/test_paths.h"
 #include "ui/ui_test_support.h"
 
 namespace inferscope::ui {
 namespace {
+
+// The count the responsiveness tests rely on sees a worker entry point entered on the UI
+// thread, as a direct call instead of a queued one would be.
+TEST(EngineWorker, CountsEntryPointsEnteredOnTheUiThread) {
+    const std::atomic<quint64> latest_request{1};
+    EngineCallCounts calls;
+    EngineWorker worker(latest_request, calls);
+    worker.set_threads(1, 1);
+    EXPECT_EQ(calls.total.load(), 1u);
+    EXPECT_EQ(calls.on_ui_thread.load(), 1u);
+}
 
 using inferscope::testing::wait_until;
 

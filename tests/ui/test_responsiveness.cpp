@@ -36,9 +36,12 @@ using inferscope::testing::wait_until;
 constexpr int kTickMs = 5;
 constexpr int kTimeoutMs = 300000;
 
+// Watches the UI thread while engine work runs: the largest gap between ticks of a timer,
+// and the calls into the engine worker made meanwhile.
 class GapMeter {
 public:
-    GapMeter() {
+    explicit GapMeter(const EngineController& controller)
+        : controller_(controller), calls_before_(controller.engine_calls().total.load()) {
         timer_.setInterval(kTickMs);
         QObject::connect(&timer_, &QTimer::timeout, [this] {
             const qint64 now = clock_.elapsed();
@@ -50,21 +53,23 @@ public:
         timer_.start();
     }
     qint64 max_gap_ms() const { return max_gap_; }
-    int ticks() const { return ticks_; }
+
+    // The event loop ran, engine work happened, and none of it on the UI thread.
+    void expect_work_off_the_ui_thread() const {
+        EXPECT_GT(ticks_, 10);
+        EXPECT_GT(controller_.engine_calls().total.load(), calls_before_);
+        EXPECT_EQ(controller_.engine_calls().on_ui_thread.load(), 0u);
+    }
 
 private:
+    const EngineController& controller_;
+    const quint64 calls_before_;
     QTimer timer_;
     QElapsedTimer clock_;
     qint64 last_ = 0;
     qint64 max_gap_ = 0;
     int ticks_ = 0;
 };
-
-// Engine work happened during the test and none of it on the UI thread.
-void expect_engine_work_off_the_ui_thread(const EngineController& controller, quint64 calls_before) {
-    EXPECT_GT(controller.engine_calls().total.load(), calls_before);
-    EXPECT_EQ(controller.engine_calls().on_ui_thread.load(), 0u);
-}
 
 // Loads `path` and generates `tokens` tokens with the window on screen, measuring the
 // largest event-loop gap over the whole run.
@@ -78,16 +83,14 @@ qint64 max_gap_while_loading_and_generating(const QString& path, int tokens) {
     bool loaded = false, finished = false;
     QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
     QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
-    const quint64 calls_before = window.controller().engine_calls().total.load();
-    GapMeter meter;
+    GapMeter meter(window.controller());
     window.open_model(path);
     EXPECT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
     std::printf("[ measured ] largest gap while loading: %lld ms\n", static_cast<long long>(meter.max_gap_ms()));
     window.generation_panel().set_n_predict(tokens);
     window.start_generation();
     EXPECT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
-    EXPECT_GT(meter.ticks(), 10);
-    expect_engine_work_off_the_ui_thread(window.controller(), calls_before);
+    meter.expect_work_off_the_ui_thread();
     return meter.max_gap_ms();
 }
 
@@ -137,8 +140,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileLabPanelsMeasure) {
     window.show_tab(&lab);
     lab.set_run_settings(8, 4, {1, 2, 4, 8, 16});
     QTest::qWait(200);
-    const quint64 calls_before = window.controller().engine_calls().total.load();
-    GapMeter meter;
+    GapMeter meter(window.controller());
     for (int batch = 2; batch <= 16; ++batch) {
         lab.batch_slider().setValue(batch);
         QTest::qWait(10);
@@ -155,8 +157,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileLabPanelsMeasure) {
     ASSERT_TRUE(wait_until([&] { return outliers.analysed_prompt() == QStringLiteral("Outliers appear as you type"); }, kTimeoutMs));
     std::printf("[ measured ] batch slider drag, sweep and typing: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
-    EXPECT_GT(meter.ticks(), 10);
-    expect_engine_work_off_the_ui_thread(window.controller(), calls_before);
+    meter.expect_work_off_the_ui_thread();
 }
 
 // Measuring speculative decoding and serving the replay's trace for real report progress
@@ -175,8 +176,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSpeculativeRunsAndRealReplaysMeasure
     speculative.prompt_edit().setText(QStringLiteral("Once upon a time"));
     speculative.tokens_box().setValue(200);
     QTest::qWait(200);
-    const quint64 calls_before = window.controller().engine_calls().total.load();
-    GapMeter meter;
+    GapMeter meter(window.controller());
     speculative.measure_button().click();
     ASSERT_TRUE(wait_until([&] { return speculative.result().has_value(); }, kTimeoutMs));
     BatchingLab& batching = window.batching_lab();
@@ -187,8 +187,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSpeculativeRunsAndRealReplaysMeasure
     EXPECT_FALSE(batching.replay_panel().plot_data().series[2].points.isEmpty());
     std::printf("[ measured ] speculative measurement and real replay: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
-    EXPECT_GT(meter.ticks(), 10);
-    expect_engine_work_off_the_ui_thread(window.controller(), calls_before);
+    meter.expect_work_off_the_ui_thread();
 }
 
 // Typing runs the soft labels' forward pass on the worker; dragging the temperature slider
@@ -200,8 +199,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSoftLabelsFollowThePromptAndTemperat
     SoftLabelsLab& lab = window.soft_labels_lab();
     window.show_tab(&lab);
     QTest::qWait(200);
-    const quint64 calls_before = window.controller().engine_calls().total.load();
-    GapMeter meter;
+    GapMeter meter(window.controller());
     const QString prompt = QStringLiteral("Soft labels follow the prompt");
     window.generation_panel().prompt_edit()->clear();
     QTest::keyClicks(window.generation_panel().prompt_edit(), prompt, Qt::NoModifier, 20);
@@ -213,8 +211,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSoftLabelsFollowThePromptAndTemperat
     EXPECT_EQ(lab.labels()->temperature, SoftLabelsLab::kMaxTemperatureStep / static_cast<double>(SoftLabelsLab::kTemperatureSteps));
     std::printf("[ measured ] soft labels typing and temperature drag: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
-    EXPECT_GT(meter.ticks(), 10);
-    expect_engine_work_off_the_ui_thread(window.controller(), calls_before);
+    meter.expect_work_off_the_ui_thread();
 }
 
 // Dragging the bit-width slider re-quantizes on the worker (debounced, stale runs cancelled);
@@ -227,8 +224,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileTheBitWidthSliderMoves) {
     window.show_tab(&lab);
     ASSERT_TRUE(wait_until([&] { return lab.report().has_value(); }, kTimeoutMs));
     QTest::qWait(200);
-    const quint64 calls_before = window.controller().engine_calls().total.load();
-    GapMeter meter;
+    GapMeter meter(window.controller());
     for (int bits = 2; bits <= 8; ++bits) {
         lab.bits_slider().setValue(bits);
         QTest::qWait(100);
@@ -237,8 +233,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileTheBitWidthSliderMoves) {
                            kTimeoutMs));
     std::printf("[ measured ] bit-width slider drag: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
-    EXPECT_GT(meter.ticks(), 10);
-    expect_engine_work_off_the_ui_thread(window.controller(), calls_before);
+    meter.expect_work_off_the_ui_thread();
 }
 
 }  // namespace

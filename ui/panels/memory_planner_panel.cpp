@@ -1,5 +1,4 @@
 #include "ui/panels/memory_planner_panel.h"
-#include "ui/wrapping_label.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -21,6 +20,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {

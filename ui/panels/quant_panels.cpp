@@ -1,5 +1,4 @@
 #include "ui/panels/quant_panels.h"
-#include "ui/wrapping_label.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -9,6 +8,8 @@
 #include <QValueAxis>
 #include <algorithm>
 #include <numeric>
+
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {

@@ -1,5 +1,4 @@
 #include "ui/panels/speculative_panel.h"
-#include "ui/wrapping_label.h"
 
 #include <QGridLayout>
 #include <QLabel>
@@ -14,6 +13,7 @@
 #include <initializer_list>
 
 #include "engine/speculative/spec_table.h"
+#include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
 namespace {
