@@ -69,8 +69,7 @@ bool expected(CpuIsa isa, GgmlType type) {
     if (!cpu_supports(isa)) return false;
     const CpuFeatures& f = cpu_features();
     if (isa == CpuIsa::Avx2) {
-        return type == GgmlType::F16 || type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q5_0 ||
-               type == GgmlType::IQ4_NL;
+        return type != GgmlType::BF16 && type != GgmlType::Q4_1 && type != GgmlType::Q5_1;
     }
     if (type == GgmlType::F16) return true;
     if (type == GgmlType::BF16) return f.avx512bf16;

@@ -14,6 +14,9 @@
 //       -128 * sum(w) per block (from packing) corrects the i32 sum.
 //   Q8_0, IQ4_NL (2 x 3): |w| packed as the unsigned operand and the activation bytes given
 //       w's signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
+//   K-quants, IQ4_XS (1 x 4; Q4_K, Q5_K 2 x 3; IQ4_XS 1 x 6; one super-block): unsigned values against Q8_K's signed bytes,
+//       the offset (Q6_K: 32, Q3_K: 4) through the bsums and the mins as one FMA per group;
+//       IQ4_XS with the sign trick. Group sums in float, scaled by the activation's d once.
 // Scratch: one fixed-size object on the stack per call (at most 52 KiB: Q8_0, 32 KiB of it
 // the activation scales of up to 512 activation rows).
 #include <immintrin.h>
@@ -23,7 +26,7 @@
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
-#include "engine/formats/iq4_levels.h"
+#include "engine/backend/cpu/kernels/super_block_unpack.h"
 
 namespace inferscope::simd {
 namespace {
@@ -362,13 +365,7 @@ struct DecIQ4_NL {  // Q4_0's layout; the nibbles index the IQ4 levels (|w| <= 1
     static constexpr int kBytes = 18;
     static constexpr int kFlush = 1;
     static constexpr bool kSignTrick = true;
-    static __m256i values(const uint8_t* b) {
-        const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues));
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        return _mm256_set_m128i(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), m)),
-                                _mm_shuffle_epi8(levels, _mm_and_si128(q, m)));
-    }
+    static __m256i values(const uint8_t* b) { return iq4_group(b + 2, iq4_levels<0>()); }
 };
 
 template <class Dec, int MZ_, int RN_, int KB_ = 16>
@@ -533,6 +530,184 @@ struct LegacyKind {
     }
 };
 
+// ================================================================== K-quants, IQ4_XS
+
+// One super-block per k chunk, unpacked by the decoders of super_block_unpack.h. Unsigned
+// values go into VPMADDUBSW as they are, their offset through Q8_K's bsums as each group's
+// starting sum; int16 pair sums (<= 2 * kMaxValue * 127) are added for kFlush dwords before
+// widening. IQ4_XS's levels + 128 would saturate the int16 pair sums, so they are packed as
+// signed levels and multiplied with the sign trick (Q8_K's bytes lie in [-127, 127]).
+template <class Dec, int MZ_, int RN_>
+struct KQuantKind {
+    static constexpr int kMZ = MZ_;
+    static constexpr int kChunk = 256;
+    static constexpr int kTileN = RN_;
+    static constexpr int kMaxN = 512;  // activation rows whose block data are prepared at once
+    static constexpr int kPanelsPerBlock = 8;
+    static constexpr int kGroups = 256 / Dec::kGroup;
+    static constexpr int kGroupDwords = Dec::kGroup / 4;
+    static constexpr bool kSignTrick = Dec::kOffset == 128;
+    static constexpr int kOffset = kSignTrick ? 0 : Dec::kOffset;
+    static constexpr int kPairMax = 2 * 127 * (kSignTrick ? 127 : Dec::kMaxValue);
+    static constexpr int kFlush = 32767 / kPairMax >= 8 ? 8 : 32767 / kPairMax >= 4 ? 4 : 32767 / kPairMax >= 2 ? 2 : 1;
+    static constexpr int kFlushDwords = kFlush < kGroupDwords ? kFlush : kGroupDwords;
+    static_assert(kGroupDwords % kFlushDwords == 0);
+    static constexpr int kActBytes = 292;  // Q8_K: d (f32), qs[256], bsums[16] (i16)
+    static int act_bytes(int kc) { return kc / 256 * kActBytes; }
+    static int64_t weight_offset(int64_t k0) { return k0 / 256 * Dec::kBytes; }
+    static int weight_bytes(int kc) { return kc / 256 * Dec::kBytes; }
+    struct Scratch {
+        alignas(32) uint8_t w[64][kMZ][32];                    // [dword][8-row vector][lanes]
+        alignas(32) uint8_t aw[kSignTrick ? 64 : 1][kMZ][32];  // |values| (sign trick)
+        alignas(32) float scale[kGroups][kMZ][8];
+        alignas(32) float min[Dec::kHasMin ? kGroups : 1][kMZ][8];
+        alignas(32) float dx[kMaxN];
+        alignas(32) int32_t binit[kOffset != 0 ? kMaxN : 1][kGroups];  // -offset * group sum of x
+        alignas(32) float bsum[Dec::kHasMin ? kMaxN : 1][kGroups];     // -group sum of x (mins)
+        const uint8_t* x0;  // the first prepared activation row, at the chunk's super-block
+        uint64_t stride;
+    };
+
+    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int, Scratch& s) {
+        const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+        for (int m = 0; m * 8 < nr; ++m) {
+            const int rows = imin(8, nr - 8 * m);
+            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 8 * m) * a.weight_row_bytes + weight_offset(k0);
+            alignas(32) uint8_t values[8][256];
+            alignas(32) float scale[8][kGroups];
+            alignas(32) float min[8][kGroups];
+            for (int t = 0; t < 8; ++t) {
+                if (t < rows) {
+                    Dec::decode(base + static_cast<uint64_t>(t) * a.weight_row_bytes, values[t], scale[t], min[t]);
+                } else {
+                    std::memset(values[t], 0, sizeof(values[t]));
+                    for (int g = 0; g < kGroups; ++g) scale[t][g] = min[t][g] = 0.0f;
+                }
+            }
+            for (int sub = 0; sub < 8; ++sub) {
+                __m256 v[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; ++t) v[t] = _mm256_load_ps(reinterpret_cast<const float*>(values[t] + 32 * sub));
+                transpose8x8(v);
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; ++c) {
+                    __m256i q = _mm256_castps_si256(v[c]);
+                    if constexpr (kSignTrick) {
+                        q = _mm256_xor_si256(q, flip);  // u - 128 as a signed byte
+                        store256(s.aw[8 * sub + c][m], _mm256_abs_epi8(q));
+                    }
+                    store256(s.w[8 * sub + c][m], q);
+                }
+            }
+            for (int g = 0; g < kGroups; ++g) {
+                for (int t = 0; t < 8; ++t) s.scale[g][m][t] = scale[t][g];
+                if constexpr (Dec::kHasMin) {
+                    for (int t = 0; t < 8; ++t) s.min[g][m][t] = min[t][g];
+                }
+            }
+        }
+    }
+
+    // Per activation row: its super-block scale, and from Q8_K's bsums (sums of 16 values)
+    // the group sums as -offset * sum (integer) and -sum (float, for the mins).
+    static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int, Scratch& s) {
+        s.stride = a.activation_row_bytes;
+        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + k0 / 256 * kActBytes;
+        for (int j = 0; j < nn; ++j) {
+            const uint8_t* blk = s.x0 + static_cast<uint64_t>(j) * s.stride;
+            s.dx[j] = load_f32(blk);
+            const __m256i bsums = load256(blk + 260);
+            for (int half = 0; half < (Dec::kGroup == 16 ? 2 : 1); ++half) {
+                const __m256i sums = Dec::kGroup == 16
+                                         ? _mm256_cvtepi16_epi32(half == 0 ? _mm256_castsi256_si128(bsums)
+                                                                           : _mm256_extracti128_si256(bsums, 1))
+                                         : _mm256_madd_epi16(bsums, _mm256_set1_epi16(1));
+                if constexpr (kOffset != 0) {
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&s.binit[j][8 * half]),
+                                        _mm256_mullo_epi32(sums, _mm256_set1_epi32(-kOffset)));
+                }
+                if constexpr (Dec::kHasMin) {
+                    _mm256_storeu_ps(&s.bsum[j][8 * half], _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), sums)));
+                }
+            }
+        }
+    }
+
+    template <int MZ, int RN>
+    static void compute(const Scratch& s, int, int i0, const Out& out) {
+        __m256 acc[MZ][RN];  // the super-block's sums before the activation scale
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_setzero_ps();
+        }
+        const uint8_t* x[RN];
+#pragma GCC unroll 32
+        for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + 4;
+        const __m256i ones16 = _mm256_set1_epi16(1);
+        for (int g = 0; g < kGroups; ++g) {
+            __m256i ia[MZ][RN];
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) {
+                const __m256i init = kOffset != 0 ? _mm256_set1_epi32(s.binit[i0 + j][g]) : _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) ia[m][j] = init;
+            }
+#pragma GCC unroll 8
+            for (int q0 = 0; q0 < kGroupDwords; q0 += kFlushDwords) {
+                __m256i i16[MZ][RN];
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) i16[m][j] = _mm256_setzero_si256();
+                }
+#pragma GCC unroll 8
+                for (int q = q0; q < q0 + kFlushDwords; ++q) {
+                    const int dw = g * kGroupDwords + q;
+                    __m256i w[MZ], aw[MZ];
+#pragma GCC unroll 8
+                    for (int m = 0; m < MZ; ++m) {
+                        w[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.w[dw][m]));
+                        if constexpr (kSignTrick) aw[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.aw[dw][m]));
+                    }
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) {
+                        const __m256i xv = _mm256_set1_epi32(load_i32(x[j] + 4 * dw));
+#pragma GCC unroll 8
+                        for (int m = 0; m < MZ; ++m) {
+                            const __m256i p = kSignTrick ? _mm256_maddubs_epi16(aw[m], _mm256_sign_epi8(xv, w[m]))
+                                                         : _mm256_maddubs_epi16(w[m], xv);
+                            i16[m][j] = _mm256_add_epi16(i16[m][j], p);
+                        }
+                    }
+                }
+#pragma GCC unroll 8
+                for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) ia[m][j] = _mm256_add_epi32(ia[m][j], _mm256_madd_epi16(i16[m][j], ones16));
+                }
+            }
+#pragma GCC unroll 8
+            for (int m = 0; m < MZ; ++m) {
+                const __m256 sc = _mm256_load_ps(s.scale[g][m]);
+#pragma GCC unroll 32
+                for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][j]), sc, acc[m][j]);
+                if constexpr (Dec::kHasMin) {
+                    const __m256 mn = _mm256_load_ps(s.min[g][m]);
+#pragma GCC unroll 32
+                    for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_fmadd_ps(mn, _mm256_set1_ps(s.bsum[i0 + j][g]), acc[m][j]);
+                }
+            }
+        }
+#pragma GCC unroll 8
+        for (int m = 0; m < MZ; ++m) {
+#pragma GCC unroll 32
+            for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_mul_ps(acc[m][j], _mm256_set1_ps(s.dx[i0 + j]));
+        }
+        store_tile<MZ, RN>(out, acc);
+    }
+};
+
 template <class K>
 void panels_kernel(const TileGemmArgs& args) {
     run_panels<K>(args);
@@ -553,6 +728,12 @@ TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
         case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, 1, 3>>;
         case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0, 2, 3>>;
         case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL, 2, 3>>;
+        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K, 1, 4>>;
+        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K, 1, 4>>;
+        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K, 2, 3>>;
+        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K, 2, 3>>;
+        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K, 1, 4>>;
+        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS, 1, 6>>;
         default: return nullptr;
     }
 }

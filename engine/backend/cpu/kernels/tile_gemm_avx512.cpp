@@ -43,7 +43,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
-#include "engine/formats/iq4_levels.h"
+#include "engine/backend/cpu/kernels/super_block_unpack.h"
 
 namespace inferscope::simd {
 namespace {
@@ -518,20 +518,6 @@ struct DecQ8_0 {
     static uint16_t m(const uint8_t*) { return 0; }
 };
 
-// The sixteen IQ4 levels as bytes, plus `Bias` (0: signed levels; 128: unsigned, for the
-// K-quant kind's offset), for byte shuffles by nibble.
-template <int Bias>
-inline __m128i iq4_levels() {
-    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues));
-    return _mm_add_epi8(levels, _mm_set1_epi8(static_cast<char>(Bias)));
-}
-// The 32 elements of a group whose nibbles are the 16 bytes at qs, looked up in `levels`.
-inline __m256i iq4_group(const uint8_t* qs, __m128i levels) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), m)),
-                            _mm_shuffle_epi8(levels, _mm_and_si128(q, m)));
-}
 struct DecIQ4_NL {  // Q4_0's layout, signed levels instead of q - 8
     static constexpr int kBytes = 18;
     static constexpr bool kSigned = true, kHasMin = false;
@@ -682,155 +668,7 @@ struct LegacyKind {
 
 // ================================================================== K-quants (256-element super-blocks, Q8_K activations)
 
-// Decoders: one super-block -> 256 unsigned values in element order, plus per group (of
-// kGroup elements) the float scale d * sc and, for formats with mins, dmin * m. The value
-// that multiplies the scale is (u - kOffset).
-inline void k4_scale_min(int j, const uint8_t* scales, int& sc, int& mn) {
-    if (j < 4) {
-        sc = scales[j] & 63;
-        mn = scales[j + 4] & 63;
-    } else {
-        sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
-        mn = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-    }
-}
-
-inline __m256i nibbles_lo(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0F)); }
-inline __m256i nibbles_hi(__m256i v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F)); }
-inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline void store256(uint8_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
-// Bit `bit` of every byte, as 0 or `value`.
-inline __m256i bit_as(__m256i bytes, int bit, int value) {
-    const __m256i one = _mm256_set1_epi8(static_cast<char>(1u << bit));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, one), one), _mm256_set1_epi8(static_cast<char>(value)));
-}
-
-struct DecQ4_K {
-    static constexpr int kBytes = 144, kGroup = 32, kOffset = 0;
-    static constexpr bool kHasMin = true;
-    static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
-        const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
-        const uint8_t* scales = b + 4;
-        const uint8_t* qs = b + 16;
-        for (int c = 0; c < 4; ++c) {
-            const __m256i q = load256(qs + 32 * c);
-            store256(v + 64 * c, nibbles_lo(q));
-            store256(v + 64 * c + 32, nibbles_hi(q));
-        }
-        for (int j = 0; j < 8; ++j) {
-            int sc, mn;
-            k4_scale_min(j, scales, sc, mn);
-            scale[j] = d * static_cast<float>(sc);
-            min[j] = dmin * static_cast<float>(mn);
-        }
-    }
-};
-struct DecQ5_K {
-    static constexpr int kBytes = 176, kGroup = 32, kOffset = 0;
-    static constexpr bool kHasMin = true;
-    static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
-        const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
-        const uint8_t* scales = b + 4;
-        const __m256i qh = load256(b + 16);
-        const uint8_t* qs = b + 48;
-        for (int c = 0; c < 4; ++c) {
-            const __m256i q = load256(qs + 32 * c);
-            store256(v + 64 * c, _mm256_or_si256(nibbles_lo(q), bit_as(qh, 2 * c, 16)));
-            store256(v + 64 * c + 32, _mm256_or_si256(nibbles_hi(q), bit_as(qh, 2 * c + 1, 16)));
-        }
-        for (int j = 0; j < 8; ++j) {
-            int sc, mn;
-            k4_scale_min(j, scales, sc, mn);
-            scale[j] = d * static_cast<float>(sc);
-            min[j] = dmin * static_cast<float>(mn);
-        }
-    }
-};
-struct DecQ6_K {
-    static constexpr int kBytes = 210, kGroup = 16, kOffset = 32;
-    static constexpr bool kHasMin = false;
-    static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
-        const uint8_t* ql = b;
-        const uint8_t* qh = b + 128;
-        const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-        const float d = half_to_float(load_u16(b + 208));
-        const __m256i three = _mm256_set1_epi8(3);
-        for (int h = 0; h < 2; ++h) {
-            const __m256i l0 = load256(ql + 64 * h), l1 = load256(ql + 64 * h + 32);
-            const __m256i hb = load256(qh + 32 * h);
-            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, three), 4);
-            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), three), 4);
-            const __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), three), 4);
-            const __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), three), 4);
-            uint8_t* o = v + 128 * h;
-            store256(o, _mm256_or_si256(nibbles_lo(l0), h0));
-            store256(o + 32, _mm256_or_si256(nibbles_lo(l1), h1));
-            store256(o + 64, _mm256_or_si256(nibbles_hi(l0), h2));
-            store256(o + 96, _mm256_or_si256(nibbles_hi(l1), h3));
-        }
-        for (int g = 0; g < 16; ++g) scale[g] = d * static_cast<float>(sc[g]);
-    }
-};
-struct DecQ3_K {
-    static constexpr int kBytes = 110, kGroup = 16, kOffset = 4;
-    static constexpr bool kHasMin = false;
-    static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
-        const __m256i hmask = load256(b);
-        const uint8_t* qs = b + 32;
-        const uint8_t* packed = b + 96;
-        const float d = half_to_float(load_u16(b + 108));
-        const __m256i three = _mm256_set1_epi8(3);
-        for (int h = 0; h < 2; ++h) {
-            const __m256i q = load256(qs + 32 * h);
-            for (int s = 0; s < 4; ++s) {
-                const int run = 4 * h + s;  // 32 elements, hmask bit `run`
-                const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three);
-                store256(v + 32 * run, _mm256_or_si256(low, bit_as(hmask, run, 4)));
-            }
-        }
-        for (int j = 0; j < 16; ++j) {
-            const int low = j < 8 ? (packed[j] & 0xF) : (packed[j - 8] >> 4);
-            const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
-            scale[j] = d * static_cast<float>((low | (high << 4)) - 32);
-        }
-    }
-};
-struct DecQ2_K {
-    static constexpr int kBytes = 84, kGroup = 16, kOffset = 0;
-    static constexpr bool kHasMin = true;
-    static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
-        const uint8_t* scales = b;
-        const uint8_t* qs = b + 16;
-        const float d = half_to_float(load_u16(b + 80)), dmin = half_to_float(load_u16(b + 82));
-        const __m256i three = _mm256_set1_epi8(3);
-        for (int h = 0; h < 2; ++h) {
-            const __m256i q = load256(qs + 32 * h);
-            for (int s = 0; s < 4; ++s) store256(v + 32 * (4 * h + s), _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), three));
-        }
-        for (int g = 0; g < 16; ++g) {
-            scale[g] = d * static_cast<float>(scales[g] & 0xF);
-            min[g] = dmin * static_cast<float>(scales[g] >> 4);
-        }
-    }
-};
-
-// IQ4_XS: eight groups of 32 with signed 6-bit scales; the levels + 128 as unsigned values,
-// the 128 coming off through the bsums like Q6_K's offset 32.
-struct DecIQ4_XS {
-    static constexpr int kBytes = 136, kGroup = 32, kOffset = 128;
-    static constexpr bool kHasMin = false;
-    static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
-        const float d = half_to_float(load_u16(b));
-        const uint32_t scales_h = load_u16(b + 2);
-        const uint32_t scales_l = static_cast<uint32_t>(load_i32(b + 4));
-        const __m128i levels = iq4_levels<128>();
-        for (int g = 0; g < 8; ++g) {
-            store256(v + 32 * g, iq4_group(b + 8 + 16 * g, levels));
-            const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4));
-            scale[g] = d * static_cast<float>(ls - 32);
-        }
-    }
-};
+// The decoders (DecQ4_K ... DecIQ4_XS) are in super_block_unpack.h.
 
 template <class Dec, int MZ_ = 2, int RN_ = 4, int KS_ = 1>
 struct KQuantKind {
