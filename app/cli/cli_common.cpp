@@ -65,12 +65,18 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
 }
 
 void add_prompt_options(CLI::App& command, std::string& prompt, const std::string& description, bool required) {
-    CLI::Option_group* group = command.add_option_group("prompt", "the prompt as text or as a file");
-    CLI::Option* text = group->add_option("-p,--prompt", prompt, description);
+    // Two options that exclude each other, not an option group: CLI11 2.1 takes an empty
+    // argument for the name of a command's (nameless) option group and then loops forever.
+    CLI::Option* text = command.add_option("-p,--prompt", prompt, description);
     if (!required) text->capture_default_str();
-    group->add_option_function<std::string>(
+    CLI::Option* file = command.add_option_function<std::string>(
         "-f,--file", [&prompt](const std::string& path) { prompt = read_text_file(path); }, "read the prompt from this file");
-    group->require_option(required ? 1 : 0, 1);
+    text->excludes(file);
+    if (required) {
+        command.parse_complete_callback([text, file] {
+            if (text->count() + file->count() == 0) throw CLI::RequiredError("-p,--prompt or -f,--file");
+        });
+    }
 }
 
 void add_sampling_options(CLI::App& command, SamplingParams& sampling) {

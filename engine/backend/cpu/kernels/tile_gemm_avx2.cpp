@@ -357,13 +357,11 @@ struct DecQ5_0 {
 };
 struct DecQ8_0 {
     static constexpr int kBytes = 34;
-    static constexpr int kFlush = 1;
     static constexpr bool kSignTrick = true;
     static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
 };
 struct DecIQ4_NL {  // Q4_0's layout; the nibbles index the IQ4 levels (|w| <= 127: Q8_0's way)
     static constexpr int kBytes = 18;
-    static constexpr int kFlush = 1;
     static constexpr bool kSignTrick = true;
     static __m256i values(const uint8_t* b) { return iq4_group(b + 2, iq4_levels<0>()); }
 };
