@@ -1,9 +1,19 @@
 // The main window driven as a user would: open a model, type a prompt, generate, export.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <unistd.h>
+
 #include <QDir>
+#include <QElapsedTimer>
 #include <QDomDocument>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLayout>
 #include <QMessageBox>
@@ -252,6 +262,74 @@ TEST(ChartExport, ExistingFileIsReplacedWholeOrNotAtAll) {
     ASSERT_TRUE(replaced.open(QIODevice::ReadOnly));
     EXPECT_TRUE(replaced.readAll().contains("\"series\""));
     EXPECT_EQ(QDir(dir.path()).entryList(QDir::Files).size(), 1);  // no temporary file left behind
+}
+
+// Resident set size of this process, from /proc/self/statm (pages).
+double resident_mib() {
+    std::ifstream statm("/proc/self/statm");
+    long total_pages = 0, resident_pages = 0;
+    statm >> total_pages >> resident_pages;
+    return static_cast<double>(resident_pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// A bounded soak: open a model, generate, start a long generation and cancel it, export
+// every chart; again with the other model, for INFERSCOPE_SOAK_SECONDS (default: two
+// cycles per model). Every cycle's results are checked; each model's resident memory after its first
+// and its last cycle is printed (the sanitizer build's LeakSanitizer reports what is lost at exit).
+TEST(MainWindowSoak, OpenGenerateCancelExportCycles) {
+    const char* seconds_text = std::getenv("INFERSCOPE_SOAK_SECONDS");
+    const int soak_ms = seconds_text != nullptr ? std::atoi(seconds_text) * 1000 : 0;
+    QStringList models = {QString()};
+    if (std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) {
+        models << shared_model_path("stories260K.gguf");
+    } else {
+        std::printf("[ note ] %s is absent: every cycle opens the built-in model\n",
+                    inferscope::testing::shared_model("stories260K.gguf").c_str());
+    }
+    MainWindow window;
+    int reports = 0;
+    GenerationReport last;
+    QObject::connect(&window.controller(), &EngineController::generation_finished, [&](const GenerationReport& r) {
+        ++reports;
+        last = r;
+    });
+    int steps = 0;
+    QObject::connect(&window.controller(), &EngineController::steps_completed,
+                     [&](const QVector<StepRecord>& records) { steps += static_cast<int>(records.size()); });
+    QElapsedTimer timer;
+    timer.start();
+    // Resident memory after each model's first and last cycle: the two models differ in size.
+    std::vector<double> first_mib(models.size()), last_mib(models.size());
+    int cycles = 0;
+    while (cycles < 2 * models.size() || timer.elapsed() < soak_ms) {
+        SCOPED_TRACE("cycle " + std::to_string(cycles));
+        ASSERT_TRUE(open_and_wait(window, models[cycles % models.size()]));
+        window.generation_panel().set_n_predict(8);
+        const int reports_before = reports;
+        window.start_generation();
+        ASSERT_TRUE(wait_until([&] { return reports > reports_before && !window.controller().busy(); }, kTimeoutMs));
+        EXPECT_EQ(last.n_generated, 8);
+
+        window.generation_panel().set_n_predict(100000);
+        steps = 0;
+        window.start_generation();
+        ASSERT_TRUE(wait_until([&] { return steps >= 3; }, kTimeoutMs));
+        window.stop();
+        ASSERT_TRUE(wait_until([&] { return !window.controller().busy(); }, kTimeoutMs));
+
+        QTemporaryDir dir;
+        ASSERT_TRUE(window.export_all_charts(dir.path()).isEmpty());
+        EXPECT_FALSE(QDir(dir.path()).entryList(QDir::Files).isEmpty());
+        const int model = cycles % static_cast<int>(models.size());
+        (cycles < models.size() ? first_mib : last_mib)[model] = resident_mib();
+        ++cycles;
+    }
+    std::printf("[ soak ] %d cycles in %.1f s\n", cycles, static_cast<double>(timer.elapsed()) / 1000.0);
+    for (int m = 0; m < models.size(); ++m) {
+        const QString name = models[m].isEmpty() ? QStringLiteral("built-in model") : QFileInfo(models[m]).fileName();
+        std::printf("[ soak ] %s: resident %.1f MiB after its first cycle, %.1f MiB after its last (%+.1f MiB)\n",
+                    name.toStdString().c_str(), first_mib[m], last_mib[m], last_mib[m] - first_mib[m]);
+    }
 }
 
 }  // namespace
