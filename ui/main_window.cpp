@@ -267,11 +267,14 @@ void MainWindow::connect_controller() {
         generation_->add_steps(steps);
     });
     connect(c, &EngineController::generation_finished, this, [this](const GenerationReport& report) {
+        requested_tokens_ = 0;
         latency_->set_report(report);
         generation_->show_report(report);
     });
-    connect(c, &EngineController::generation_failed, this,
-            [this](const QString& message) { show_error(tr("Generation failed"), message); });
+    connect(c, &EngineController::generation_failed, this, [this](const QString& message) {
+        requested_tokens_ = 0;
+        show_error(tr("Generation failed"), message);
+    });
 }
 
 void MainWindow::open_model(const QString& path) {
@@ -289,10 +292,18 @@ void MainWindow::start_generation() {
         show_error(tr("Nothing to generate from"), tr("Type a prompt first."));
         return;
     }
+    requested_tokens_ = request.n_predict;
     controller_->generate(request);
 }
 
-void MainWindow::stop() { controller_->cancel(); }
+void MainWindow::stop() {
+    const bool generating = requested_tokens_ > 0 && controller_->busy();
+    controller_->cancel();  // delivers the steps produced so far
+    if (generating) {
+        statusBar()->showMessage(tr("Stopped at %1 of %2 tokens").arg(latency_->decode_point_count()).arg(requested_tokens_));
+    }
+    requested_tokens_ = 0;
+}
 
 QStringList MainWindow::export_all_charts(const QString& dir) { return export_all(chart_panels(), dir); }
 

@@ -117,6 +117,7 @@ private:
     QComboBox* backend_ = nullptr;  // CPU, then a Vulkan entry once a GPU is detected
     QStringList recent_files_;
     bool loading_ = false;
+    int requested_tokens_ = 0;  // of the generation in flight; 0 when none is
 };
 
 }  // namespace inferscope::ui

@@ -18,7 +18,9 @@
 #include <QLayout>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QRegularExpression>
 #include <QSlider>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -264,6 +266,29 @@ TEST(ChartExport, ExistingFileIsReplacedWholeOrNotAtAll) {
     EXPECT_EQ(QDir(dir.path()).entryList(QDir::Files).size(), 1);  // no temporary file left behind
 }
 
+// A label with a mnemonic ("&Draft:") shows the ampersand literally unless it has a buddy;
+// numbers on screen are never in scientific notation.
+TEST(MainWindow, LabelsShowNoLiteralAmpersandOrScientificNotation) {
+    MainWindow window;
+    ASSERT_TRUE(open_and_wait(window, QString()));
+    bool finished = false;
+    QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
+    window.generation_panel().set_n_predict(8);
+    window.start_generation();
+    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    const QRegularExpression scientific(QStringLiteral("\\de[+-]\\d\\d"));
+    int labels = 0;
+    for (const QLabel* label : window.findChildren<QLabel*>()) {
+        const QString text = label->text();
+        ++labels;
+        const bool mnemonic = text.contains(QLatin1Char('&')) && !text.contains(QLatin1String("&&")) &&
+                              label->textFormat() != Qt::RichText && !Qt::mightBeRichText(text);
+        EXPECT_FALSE(mnemonic && label->buddy() == nullptr) << "label without a buddy: " << text.toStdString();
+        EXPECT_FALSE(scientific.match(text).hasMatch()) << "scientific notation: " << text.toStdString();
+    }
+    EXPECT_GT(labels, 20);
+}
+
 // Resident set size of this process, from /proc/self/statm (pages).
 double resident_mib() {
     std::ifstream statm("/proc/self/statm");
@@ -310,12 +335,15 @@ TEST(MainWindowSoak, OpenGenerateCancelExportCycles) {
         ASSERT_TRUE(wait_until([&] { return reports > reports_before && !window.controller().busy(); }, kTimeoutMs));
         EXPECT_EQ(last.n_generated, 8);
 
-        window.generation_panel().set_n_predict(100000);
+        window.generation_panel().set_n_predict(8000);
         steps = 0;
         window.start_generation();
         ASSERT_TRUE(wait_until([&] { return steps >= 3; }, kTimeoutMs));
         window.stop();
         ASSERT_TRUE(wait_until([&] { return !window.controller().busy(); }, kTimeoutMs));
+        const QString stopped = window.statusBar()->currentMessage();
+        EXPECT_TRUE(QRegularExpression(QStringLiteral("^Stopped at [1-9]\\d* of 8000 tokens$")).match(stopped).hasMatch())
+            << stopped.toStdString();
 
         QTemporaryDir dir;
         ASSERT_TRUE(window.export_all_charts(dir.path()).isEmpty());

@@ -93,19 +93,25 @@ QWidget* SpeculativeLab::build_controls() {
     auto* box = new QWidget();
     auto* form = new QFormLayout(box);
     form->setContentsMargins(8, 0, 8, 0);
+    // A row that is a layout gets no buddy from QFormLayout, so each label names its field.
+    const auto labelled = [](const QString& text, QWidget* field) {
+        auto* label = new QLabel(text);
+        label->setBuddy(field);
+        return label;
+    };
     auto* row = new QHBoxLayout();
     row->addWidget(draft_box_, 1);
-    row->addWidget(new QLabel(tr("\u03b3:")));
+    row->addWidget(labelled(tr("&\u03b3:"), gamma_box_));
     row->addWidget(gamma_box_);
-    row->addWidget(new QLabel(tr("tokens:")));
+    row->addWidget(labelled(tr("T&okens:"), tokens_box_));
     row->addWidget(tokens_box_);
-    form->addRow(tr("&Draft:"), row);
+    form->addRow(labelled(tr("&Draft:"), draft_box_), row);
     auto* run_row = new QHBoxLayout();
     run_row->addWidget(prompt_edit_, 1);
     run_row->addWidget(measure_button_);
     run_row->addWidget(cancel_button_);
     run_row->addWidget(progress_);
-    form->addRow(tr("&Prompt:"), run_row);
+    form->addRow(labelled(tr("&Prompt:"), prompt_edit_), run_row);
     return box;
 }
 
