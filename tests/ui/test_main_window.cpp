@@ -57,6 +57,18 @@ bool open_and_wait(MainWindow& window, const QString& path) {
     return loaded;
 }
 
+// Generates `tokens` tokens from the generation panel's prompt; false if no report came in time.
+bool generate_and_wait(MainWindow& window, int tokens) {
+    bool finished = false;
+    const auto connection =
+        QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
+    window.generation_panel().set_n_predict(tokens);
+    window.start_generation();
+    const bool done = wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs);
+    QObject::disconnect(connection);
+    return done;
+}
+
 TEST(MainWindow, GeneratesAndPlotsEveryStep) {
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
     MainWindow window;
@@ -115,11 +127,7 @@ TEST(MainWindow, ABadFileShowsAnErrorAndKeepsTheModel) {
     boxes.front()->close();
 
     // and the old model still generates
-    bool finished = false;
-    QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
-    window.generation_panel().set_n_predict(4);
-    window.start_generation();
-    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    ASSERT_TRUE(generate_and_wait(window, 4));
     EXPECT_EQ(window.latency_panel().decode_point_count(), 4);
 }
 
@@ -134,11 +142,7 @@ TEST(MainWindow, BuiltInModelWithoutAnyFile) {
 TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
     MainWindow window;
     ASSERT_TRUE(open_and_wait(window, QString()));
-    bool finished = false;
-    QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
-    window.generation_panel().set_n_predict(8);
-    window.start_generation();
-    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    ASSERT_TRUE(generate_and_wait(window, 8));
     // One measured batch size fills the batching curves and the replay.
     bool replayed = false;
     QObject::connect(&window.batching_lab(), &BatchingLab::replay_changed, [&] { replayed = true; });
@@ -271,11 +275,7 @@ TEST(ChartExport, ExistingFileIsReplacedWholeOrNotAtAll) {
 TEST(MainWindow, LabelsShowNoLiteralAmpersandOrScientificNotation) {
     MainWindow window;
     ASSERT_TRUE(open_and_wait(window, QString()));
-    bool finished = false;
-    QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
-    window.generation_panel().set_n_predict(8);
-    window.start_generation();
-    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    ASSERT_TRUE(generate_and_wait(window, 8));
     const QRegularExpression scientific(QStringLiteral("\\de[+-]\\d\\d"));
     int labels = 0;
     for (const QLabel* label : window.findChildren<QLabel*>()) {
@@ -312,12 +312,9 @@ TEST(MainWindowSoak, OpenGenerateCancelExportCycles) {
                     inferscope::testing::shared_model("stories260K.gguf").c_str());
     }
     MainWindow window;
-    int reports = 0;
-    GenerationReport last;
-    QObject::connect(&window.controller(), &EngineController::generation_finished, [&](const GenerationReport& r) {
-        ++reports;
-        last = r;
-    });
+    int last_generated = 0;
+    QObject::connect(&window.controller(), &EngineController::generation_finished,
+                     [&](const GenerationReport& r) { last_generated = r.n_generated; });
     int steps = 0;
     QObject::connect(&window.controller(), &EngineController::steps_completed,
                      [&](const QVector<StepRecord>& records) { steps += static_cast<int>(records.size()); });
@@ -329,11 +326,8 @@ TEST(MainWindowSoak, OpenGenerateCancelExportCycles) {
     while (cycles < 2 * models.size() || timer.elapsed() < soak_ms) {
         SCOPED_TRACE("cycle " + std::to_string(cycles));
         ASSERT_TRUE(open_and_wait(window, models[cycles % models.size()]));
-        window.generation_panel().set_n_predict(8);
-        const int reports_before = reports;
-        window.start_generation();
-        ASSERT_TRUE(wait_until([&] { return reports > reports_before && !window.controller().busy(); }, kTimeoutMs));
-        EXPECT_EQ(last.n_generated, 8);
+        ASSERT_TRUE(generate_and_wait(window, 8));
+        EXPECT_EQ(last_generated, 8);
 
         window.generation_panel().set_n_predict(8000);
         steps = 0;
