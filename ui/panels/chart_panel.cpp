@@ -1,5 +1,7 @@
 #include "ui/panels/chart_panel.h"
 
+#include "ui/panels/round_ticks.h"
+
 #include <QAbstractBarSeries>
 #include <QBarCategoryAxis>
 #include <QBarSet>
@@ -72,8 +74,20 @@ void ChartPanel::fit_axes(double min_x_span, double min_y_span) {
         min_x = 0;
         max_x = min_x_span;
     }
-    x_axis_->setRange(std::min(0.0, min_x), std::max(max_x, min_x + min_x_span));
-    y_axis_->setRange(0, std::max(max_y * 1.1, min_y_span));
+    apply_round_ticks(x_axis_, std::min(0.0, min_x), std::max(max_x, min_x + min_x_span));
+    apply_round_ticks(y_axis_, 0, std::max(max_y * 1.05, min_y_span));
+}
+
+void apply_round_ticks(QValueAxis* axis, double low, double high) {
+    const bool integers = axis->labelFormat().endsWith(QLatin1Char('d'));
+    const RoundTicks ticks = round_ticks(low, high, 5, integers);
+    // Fixed ticks while the range changes: the old interval over the new range (or the new one
+    // over the old) could ask Qt Charts for millions of tick items.
+    axis->setTickType(QValueAxis::TicksFixed);
+    axis->setRange(ticks.min, ticks.max);
+    axis->setTickAnchor(ticks.min);
+    axis->setTickInterval(ticks.step);
+    axis->setTickType(QValueAxis::TicksDynamic);
 }
 
 }  // namespace inferscope::ui

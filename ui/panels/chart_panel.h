@@ -47,7 +47,8 @@ protected:
     virtual void style_series(bool /*dark*/) {}
     // Adds what a panel exports beyond the drawn series (e.g. each bar's shape), by category index.
     virtual void append_exported_series(PlotData& /*data*/) const {}
-    // Rescales the axes to the data (with a margin), after points were added.
+    // Rescales the axes to the data (with a margin) at round limits and ticks, after points
+    // were added.
     void fit_axes(double min_x_span = 1.0, double min_y_span = 1.0);
     // Used by subclasses to register their axes.
     void set_axes(QValueAxis* x, QValueAxis* y) {
@@ -62,5 +63,9 @@ private:
     QValueAxis* x_axis_ = nullptr;
     QValueAxis* y_axis_ = nullptr;
 };
+
+// Sets `axis` to the round range and tick step (ui/panels/round_ticks.h) covering [low, high];
+// an axis labelled with "%d" gets whole-number steps.
+void apply_round_ticks(QValueAxis* axis, double low, double high);
 
 }  // namespace inferscope::ui

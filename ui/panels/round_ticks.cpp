@@ -1,0 +1,31 @@
+#include "ui/panels/round_ticks.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace inferscope::ui {
+
+RoundTicks round_ticks(double low, double high, int target_intervals, bool integers) {
+    if (!std::isfinite(low)) low = 0;
+    if (!std::isfinite(high) || high <= low) high = low + 1;
+    const double raw_step = (high - low) / std::max(target_intervals, 1);
+    const double magnitude = std::pow(10.0, std::floor(std::log10(raw_step)));
+    // The round step nearest to the raw one (by ratio), so the interval count stays near the target.
+    double step = magnitude;
+    for (const double mantissa : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+        if (integers && mantissa == 2.5 && magnitude < 10) continue;  // 2.5, 0.25: not whole
+        const double candidate = mantissa * magnitude;
+        if (std::fabs(std::log(candidate / raw_step)) < std::fabs(std::log(step / raw_step))) step = candidate;
+    }
+    if (integers) step = std::max(1.0, std::round(step));
+    RoundTicks ticks;
+    ticks.step = step;
+    // Limits within a billionth of a step of a tick are that tick, so rounding noise in the
+    // data does not add an interval.
+    ticks.min = std::floor(low / step + 1e-9) * step;
+    ticks.max = std::ceil(high / step - 1e-9) * step;
+    if (ticks.max <= ticks.min) ticks.max = ticks.min + step;
+    return ticks;
+}
+
+}  // namespace inferscope::ui
