@@ -254,6 +254,7 @@ void MainWindow::connect_controller() {
         cancel_load_->setVisible(loading_);
     });
     connect(c, &EngineController::generation_started, this, [this](int, const QString& prompt_text) {
+        decoded_tokens_ = 0;
         if (!generation_->continuing_conversation()) {  // a conversation's charts grow across its turns
             latency_->reset();
             kv_memory_->reset();
@@ -262,6 +263,7 @@ void MainWindow::connect_controller() {
     });
     connect(c, &EngineController::text_generated, generation_, &GenerationPanel::append_output);
     connect(c, &EngineController::steps_completed, this, [this](const QVector<StepRecord>& steps) {
+        for (const StepRecord& step : steps) decoded_tokens_ += !step.recompute && step.phase == QLatin1String("decode");
         latency_->add_steps(steps);
         kv_memory_->add_steps(steps);
         generation_->add_steps(steps);
@@ -300,7 +302,7 @@ void MainWindow::stop() {
     const bool generating = requested_tokens_ > 0 && controller_->busy();
     controller_->cancel();  // delivers the steps produced so far
     if (generating) {
-        statusBar()->showMessage(tr("Stopped at %1 of %2 tokens").arg(latency_->decode_point_count()).arg(requested_tokens_));
+        statusBar()->showMessage(tr("Stopped at %1 of %2 tokens").arg(decoded_tokens_).arg(requested_tokens_));
     }
     requested_tokens_ = 0;
 }

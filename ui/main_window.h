@@ -118,6 +118,7 @@ private:
     QStringList recent_files_;
     bool loading_ = false;
     int requested_tokens_ = 0;  // of the generation in flight; 0 when none is
+    int decoded_tokens_ = 0;    // decode steps of that generation so far
 };
 
 }  // namespace inferscope::ui

@@ -165,7 +165,7 @@ TEST_F(CliTest, PromptLongerThanTheContext) {
 
 TEST_F(CliTest, BadFlagsExitWithOne) {
     EXPECT_EQ(run_cli("generate --no-such-flag").exit_code, 1);
-    // CLI11 once took an empty argument for a nameless option group's name and spun forever.
+    // An empty argument where a command takes no positional one is an error, not a hang.
     const std::string model = write_tiny("tiny.gguf");
     for (const char* command : {"generate -n 2", "tokenize -p hi", "logits -p hi", "spec -n 2"}) {
         const RunResult r = run_command("timeout 120 " + std::string(INFERSCOPE_CLI_PATH) + " " + command + " -m " + model + " ''");

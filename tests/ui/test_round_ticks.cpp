@@ -1,5 +1,5 @@
-// Round axis limits and tick steps over a table of data ranges, including the ones charts
-// showed before (ticks at 5.95, 11.9 and 146784, 293568).
+// Round axis limits and tick steps over a table of data ranges, among them ranges whose
+// fifths are 5.95 and 58713.6 (ticks a reader cannot take in).
 #include <gtest/gtest.h>
 
 #include <cmath>

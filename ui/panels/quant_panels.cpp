@@ -147,7 +147,7 @@ void QuantErrorPanel::redraw() {
     matrices_->setLabelsVisible(names.size() <= kMaxLabelledBars);
     // Qt elides the title of a category axis without labels to nothing: the summary line says instead.
     matrices_->setTitleVisible(names.size() <= kMaxLabelledBars);
-    error_axis_->setRange(0, max_error > 0 ? max_error * 1.1 : 1.0);
+    apply_round_ticks(error_axis_, 0, max_error > 0 ? max_error * 1.05 : 1.0);
     if (highlighted_bar() >= 0) errors_->selectBar(highlighted_bar());
 }
 
@@ -190,7 +190,7 @@ void QuantQualityPanel::set_rows(const std::vector<QualityRow>& rows) {
     }
     replace_values(kl_, values);
     schemes_->setCategories(names);
-    kl_axis_->setRange(0, max_kl > 0 ? max_kl * 1.1 : 1.0);
+    apply_round_ticks(kl_axis_, 0, max_kl > 0 ? max_kl * 1.05 : 1.0);
 }
 
 void QuantQualityPanel::append_exported_series(PlotData& data) const {

@@ -1,7 +1,7 @@
 #pragma once
-// Unpacking of 256-element super-blocks (Q2_K ... Q6_K, IQ4_XS) and IQ4 level lookups for the
-// tiled GEMM kernels, in 256-bit integer operations that both the AVX2 and the AVX-512 files
-// can compile. Include it only from *_avx2.cpp / *_avx512.cpp files: everything is in an
+// Unpacking of 256-element super-blocks (Q2_K ... Q6_K, IQ4_XS), IQ4 level lookups and the
+// F16 scale conversion for the tiled GEMM kernels, in 256-bit operations that both the AVX2
+// and the AVX-512 files can compile. Include it only from *_avx2.cpp / *_avx512.cpp files: everything is in an
 // anonymous namespace, one copy per instruction-set family (engine/CMakeLists.txt).
 #include <immintrin.h>
 
@@ -12,6 +12,8 @@
 
 namespace inferscope::simd {
 namespace {
+
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
 // The sixteen IQ4 levels as bytes, plus `Bias` (0: signed levels; 128: unsigned, for the
 // K-quant kind's offset), for byte shuffles by nibble.
@@ -55,7 +57,7 @@ struct DecQ4_K {
     static constexpr int kBytes = 144, kGroup = 32, kOffset = 0, kMaxValue = 15;
     static constexpr bool kHasMin = true;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
-        const float d = _cvtsh_ss(load_u16(b)), dmin = _cvtsh_ss(load_u16(b + 2));
+        const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
         const uint8_t* scales = b + 4;
         const uint8_t* qs = b + 16;
         for (int c = 0; c < 4; ++c) {
@@ -75,7 +77,7 @@ struct DecQ5_K {
     static constexpr int kBytes = 176, kGroup = 32, kOffset = 0, kMaxValue = 31;
     static constexpr bool kHasMin = true;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
-        const float d = _cvtsh_ss(load_u16(b)), dmin = _cvtsh_ss(load_u16(b + 2));
+        const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
         const uint8_t* scales = b + 4;
         const __m256i qh = load256(b + 16);
         const uint8_t* qs = b + 48;
@@ -99,7 +101,7 @@ struct DecQ6_K {
         const uint8_t* ql = b;
         const uint8_t* qh = b + 128;
         const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-        const float d = _cvtsh_ss(load_u16(b + 208));
+        const float d = half_to_float(load_u16(b + 208));
         const __m256i three = _mm256_set1_epi8(3);
         for (int h = 0; h < 2; ++h) {
             const __m256i l0 = load256(ql + 64 * h), l1 = load256(ql + 64 * h + 32);
@@ -124,7 +126,7 @@ struct DecQ3_K {
         const __m256i hmask = load256(b);
         const uint8_t* qs = b + 32;
         const uint8_t* packed = b + 96;
-        const float d = _cvtsh_ss(load_u16(b + 108));
+        const float d = half_to_float(load_u16(b + 108));
         const __m256i three = _mm256_set1_epi8(3);
         for (int h = 0; h < 2; ++h) {
             const __m256i q = load256(qs + 32 * h);
@@ -147,7 +149,7 @@ struct DecQ2_K {
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
         const uint8_t* scales = b;
         const uint8_t* qs = b + 16;
-        const float d = _cvtsh_ss(load_u16(b + 80)), dmin = _cvtsh_ss(load_u16(b + 82));
+        const float d = half_to_float(load_u16(b + 80)), dmin = half_to_float(load_u16(b + 82));
         const __m256i three = _mm256_set1_epi8(3);
         for (int h = 0; h < 2; ++h) {
             const __m256i q = load256(qs + 32 * h);
@@ -166,7 +168,7 @@ struct DecIQ4_XS {
     static constexpr int kBytes = 136, kGroup = 32, kOffset = 128, kMaxValue = 241;
     static constexpr bool kHasMin = false;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
-        const float d = _cvtsh_ss(load_u16(b));
+        const float d = half_to_float(load_u16(b));
         const uint32_t scales_h = load_u16(b + 2);
         const uint32_t scales_l = static_cast<uint32_t>(load_i32(b + 4));
         const __m128i levels = iq4_levels<128>();

@@ -50,8 +50,6 @@ namespace {
 
 inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
 
-inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-
 // Where a micro-kernel writes its MZ x RN vectors: row i of c starts at c + i * ldc, the
 // panel's first column is already added in; the last row vector may be partial.
 struct Out {
