@@ -18,7 +18,7 @@ struct EngineCallCounts {
 
 // What the app shows about a model; the preview part is read from the GGUF header alone.
 struct ModelSummary {
-    QString path;               // empty for the built-in model
+    QString path;               // empty for the default built-in model, "builtin:NAME" for another
     QString name;
     bool builtin = false;
     bool synthetic = false;

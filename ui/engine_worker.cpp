@@ -6,6 +6,7 @@
 #include <QThread>
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "engine/chat/conversation.h"
@@ -15,11 +16,17 @@
 #include "engine/model/model.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/session.h"
-#include "engine/synth/synthetic_model.h"
+#include "engine/synth/builtin_models.h"
 #include "gpu/vulkan_backend_factory.h"
 
 namespace inferscope::ui {
 namespace {
+
+// The empty path opens the default built-in model.
+std::optional<BuiltinModel> builtin_of(const QString& path) {
+    if (path.isEmpty()) return BuiltinModel::Stories260K;
+    return builtin_model_named(path.toStdString());
+}
 
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kProgressEveryBytes = size_t{32} << 20;
@@ -139,8 +146,8 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
     try {
         emit load_progress(request, 0.0, tr("Reading the file header"));
         std::shared_ptr<const Model> model;
-        if (path.isEmpty()) {
-            model = load_builtin_default_model();
+        if (const std::optional<BuiltinModel> builtin = builtin_of(path)) {
+            model = load_builtin_model(*builtin);
             emit preview_ready(request, summarize_file(model->file()));
         } else {
             GgufFile file = GgufFile::open(path.toStdString());
@@ -176,9 +183,12 @@ std::unique_ptr<InferenceSession> EngineWorker::make_session(const std::shared_p
 
 ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& session, const QString& path) const {
     ModelSummary summary = summarize_file(model.file());
-    summary.builtin = path.isEmpty();
     summary.path = path;
-    if (summary.builtin) summary.name = QString::fromUtf8(kBuiltinModelLabel.data(), kBuiltinModelLabel.size());
+    if (const std::optional<BuiltinModel> builtin = builtin_of(path)) {
+        summary.builtin = true;
+        const std::string_view label = builtin_model_label(*builtin);
+        summary.name = QString::fromUtf8(label.data(), static_cast<qsizetype>(label.size()));
+    }
     const std::string_view tokenizer = model.tokenizer().kind_name();
     summary.tokenizer = QString::fromUtf8(tokenizer.data(), static_cast<qsizetype>(tokenizer.size()));
     summary.backend = QString::fromStdString(session.backend().name());

@@ -29,6 +29,7 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include "engine/synth/builtin_models.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
@@ -185,7 +186,10 @@ void MainWindow::build_menus() {
     });
     open->setShortcut(QKeySequence::Open);
     recent_menu_ = file->addMenu(tr("Open &Recent"));
-    file->addAction(tr("Open &Built-in Synthetic Model"), this, [this] { open_model(QString()); });
+    QMenu* builtin = file->addMenu(tr("Open &Built-in Model"));
+    builtin->addAction(tr("&stories260K (trained on TinyStories)"), this, [this] { open_model(QString()); });
+    builtin->addAction(tr("S&ynthetic (random weights)"), this,
+                       [this] { open_model(QString::fromStdString(builtin_model_path(BuiltinModel::Synthetic))); });
     file->addSeparator();
     file->addAction(tr("&Export Current Chart…"), this, &MainWindow::export_current_chart)->setShortcut(QKeySequence::Save);
     file->addAction(tr("Export &All Charts…"), this, &MainWindow::choose_export_folder);
@@ -231,9 +235,9 @@ void MainWindow::connect_controller() {
         latency_->reset();
         generation_->set_model_ready(true);
         generation_->set_chat_template(s);
-        status_model_->setText(s.builtin ? tr("Built-in synthetic model (random weights) on %1").arg(s.backend)
-                                         : tr("%1 on %2").arg(QFileInfo(s.path).fileName(), s.backend));
-        setWindowTitle(tr("InferScope — %1").arg(s.builtin ? tr("built-in synthetic model") : QFileInfo(s.path).fileName()));
+        const QString shown = s.builtin ? s.name : QFileInfo(s.path).fileName();
+        status_model_->setText(tr("%1 on %2").arg(shown, s.backend));
+        setWindowTitle(tr("InferScope — %1").arg(shown));
         if (!s.builtin) remember_recent(s.path);
     });
     connect(c, &EngineController::load_failed, this, [this](const QString& path, const QString& message) {

@@ -6,7 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
-#include "engine/synth/synthetic_model.h"
+#include "engine/synth/builtin_models.h"
 #ifdef INFERSCOPE_HAS_VULKAN
 #include "gpu/vulkan_backend_factory.h"
 #endif
@@ -14,7 +14,7 @@
 namespace inferscope::cli {
 
 void add_model_options(CLI::App& command, ModelOptions& options, bool with_runtime, bool with_context) {
-    command.add_option("-m,--model", options.model_path, "GGUF model file (default: the built-in synthetic model)");
+    command.add_option("-m,--model", options.model_path, "GGUF model file, or builtin:stories260K (the default) or builtin:synthetic");
     command.add_flag("--json", options.json, "machine-readable JSON on stdout");
     if (!with_runtime) return;
     command.add_option("-t,--threads", options.threads, "worker threads (default: physical cores)")
@@ -46,16 +46,18 @@ void print_load_warnings(const Tokenizer& tokenizer) {
 
 std::shared_ptr<const Model> load_model(const ModelOptions& options) {
     if (options.model_path.empty()) {
-        std::fprintf(stderr, "note: no model given (-m); using the %s\n", std::string(kBuiltinModelLabel).c_str());
-        return load_builtin_default_model();
+        const std::string label(builtin_model_label(BuiltinModel::Stories260K));
+        std::fprintf(stderr, "note: no model given (-m); using the %s\n", label.c_str());
+        return load_builtin_model(BuiltinModel::Stories260K);
     }
+    if (const auto builtin = builtin_model_named(options.model_path)) return load_builtin_model(*builtin);
     auto model = Model::load(options.model_path);
     print_load_warnings(model->tokenizer());
     return model;
 }
 
 std::shared_ptr<const Tokenizer> load_tokenizer(const ModelOptions& options) {
-    if (options.model_path.empty()) {
+    if (options.model_path.empty() || builtin_model_named(options.model_path)) {
         const auto model = load_model(options);
         return std::shared_ptr<const Tokenizer>(model, &model->tokenizer());
     }

@@ -71,6 +71,7 @@ void add_generate_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
+void add_convert_llama2c_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_batch_bench_command(CLI::App& app);
 void add_serve_sim_command(CLI::App& app);

@@ -43,6 +43,7 @@ int run_cli(int argc, char** argv) {
     add_logits_command(app);
     add_perplexity_command(app);
     add_make_model_command(app);
+    add_convert_llama2c_command(app);
     add_bench_command(app);
     add_batch_bench_command(app);
     add_serve_sim_command(app);

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription(QApplication::tr("InferScope: watch what LLM inference costs, step by step."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("model"), QApplication::tr("GGUF model to open (default: the built-in model)"),
+    parser.addPositionalArgument(QStringLiteral("model"), QApplication::tr("GGUF model to open (default: the built-in stories260K; builtin:synthetic opens the random-weight model)"),
                                  QStringLiteral("[model.gguf]"));
     const QCommandLineOption model_option(QStringLiteral("model"), QApplication::tr("GGUF model to open."), QStringLiteral("file"));
     const QCommandLineOption prompt_option(QStringLiteral("prompt"), QApplication::tr("Prompt text."), QStringLiteral("text"));

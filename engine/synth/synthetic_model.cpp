@@ -7,7 +7,6 @@
 #include "engine/core/error.h"
 #include "engine/formats/quant_ref.h"
 #include "engine/gguf/gguf_file.h"
-#include "engine/model/model.h"
 #include "engine/tokenizer/unicode_text.h"
 
 namespace inferscope {
@@ -394,11 +393,6 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
         if (post_norms) f.vector(p + "post_ffw_norm.weight", s.n_embd, 1.0f, 0.05f);
     }
     return writer;
-}
-
-std::shared_ptr<const Model> load_builtin_default_model() {
-    const GgufWriter writer = build_synthetic_model(synthetic_preset("default"));
-    return Model::from_gguf(GgufFile::from_bytes(writer.to_bytes(), "<built-in synthetic model>"));
 }
 
 }  // namespace inferscope

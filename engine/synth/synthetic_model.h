@@ -1,8 +1,7 @@
 #pragma once
 // Synthetic GGUF models of any shape with seeded random weights: test inputs, benchmark
-// subjects, and the built-in default model that lets the app run with no download.
+// subjects, and the built-in synthetic model (engine/synth/builtin_models.h).
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,8 +10,6 @@
 #include "engine/gguf/gguf_writer.h"
 
 namespace inferscope {
-
-class Model;
 
 struct SyntheticModelSpec {
     std::string architecture = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
@@ -52,7 +49,7 @@ struct SyntheticModelSpec {
     std::string chat_template;  // written as tokenizer.chat_template when not empty
 };
 
-// Named shapes: "default" (the built-in model), "qwen2.5-0.5b", "llama-1b", "tiny-qwen2",
+// Named shapes: "default" (the built-in synthetic model), "qwen2.5-0.5b", "llama-1b", "tiny-qwen2",
 // the real shapes "qwen3-0.6b", "gemma3-1b", "llama3.2-1b", and small "tiny-qwen3", "tiny-gemma3".
 // InvalidArgument listing the names for an unknown one.
 SyntheticModelSpec synthetic_preset(std::string_view name);
@@ -60,9 +57,5 @@ std::vector<std::string_view> synthetic_preset_names();
 
 // Builds the GGUF (metadata, tokenizer and weights). InvalidArgument for inconsistent shapes.
 GgufWriter build_synthetic_model(const SyntheticModelSpec& spec);
-
-// The built-in default: the "default" preset, generated in memory and labelled synthetic.
-std::shared_ptr<const Model> load_builtin_default_model();
-inline constexpr std::string_view kBuiltinModelLabel = "built-in synthetic model (random weights, not trained)";
 
 }  // namespace inferscope

@@ -228,8 +228,29 @@ TEST_F(CliTest, InfoTokenizeAndLogitsJson) {
 TEST_F(CliTest, BuiltInDefaultModelNeedsNoFile) {
     const RunResult r = run_cli("generate -n 4 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("built-in synthetic model"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("built-in stories260K"), std::string::npos) << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["generated_ids"].size(), 4u);
+
+    // the trained default writes a story
+    const RunResult story = run_cli("generate -p 'Once upon a time' -n 24 --temp 0");
+    ASSERT_EQ(story.exit_code, 0) << story.err;
+    EXPECT_NE(story.out.find("Once upon a time, there was a little girl"), std::string::npos) << story.out;
+}
+
+TEST_F(CliTest, BuiltInModelsByName) {
+    const auto synthetic = nlohmann::json::parse(run_cli("info --json -m builtin:synthetic").out);
+    EXPECT_TRUE(synthetic["synthetic"].get<bool>());
+    const auto stories = nlohmann::json::parse(run_cli("info --json -m builtin:stories260K").out);
+    EXPECT_FALSE(stories["synthetic"].get<bool>());
+    EXPECT_EQ(stories["n_vocab"], 512);
+    EXPECT_EQ(stories["tokenizer"]["kind"], "llama (SentencePiece)");
+
+    const RunResult unknown = run_cli("info -m builtin:stories15M");
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_NE(unknown.err.find("error: no built-in model is called \"builtin:stories15M\" (there are builtin:stories260K, "
+                               "builtin:synthetic)"),
+              std::string::npos)
+        << unknown.err;
 }
 
 TEST_F(CliTest, MakeModelWritesAFileThatLoads) {

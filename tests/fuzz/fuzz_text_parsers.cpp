@@ -1,5 +1,6 @@
 // libFuzzer entry point for the small text grammars a user types or a file holds: quantization
-// schemes, question batteries and KV user layouts. The first byte picks the parser. Each must
+// schemes, question batteries, KV user layouts, and llama2.c checkpoint headers and tokenizers.
+// The first byte picks the parser. Each must
 // return a result or throw a typed Error; what parses must hold its invariants (a scheme's
 // canonical name parses back to the same scheme, its storage is finite and positive; a
 // battery has items with answers; a layout has positive sizes).
@@ -11,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/convert/llama2c.h"
 #include "engine/core/error.h"
 #include "engine/eval/battery.h"
 #include "engine/instruments/kv_accounting.h"
@@ -77,12 +79,44 @@ void check_layouts(std::string_view text) {
     }
 }
 
+// A well-formed legacy checkpoint of vocabulary 4 (dim 4, one layer, seq_len 2), so the
+// tokenizer reader gets to run on the fuzzed bytes.
+std::string tiny_llama2c_checkpoint() {
+    const int32_t header[7] = {4, 4, 1, 2, 1, 4, 2};
+    const size_t floats = 4 * 4 + (2 * 4 + 2 * 16 + 2 * 4 * 2 + 3 * 16) + 4 + 2 * 2;
+    std::string bytes(reinterpret_cast<const char*>(header), sizeof header);
+    bytes.append(floats * sizeof(float), '\0');
+    return bytes;
+}
+
+void check_llama2c(std::string_view bytes) {
+    static const std::string checkpoint = tiny_llama2c_checkpoint();
+    try {
+        (void)parse_llama2c_header(bytes, "fuzz.bin");
+    } catch (const Error&) {
+    }
+    Llama2cSources sources;
+    sources.checkpoint = checkpoint;
+    sources.tokenizer = bytes;
+    try {
+        const GgufWriter writer = convert_llama2c(sources);
+        if (writer.to_bytes().empty()) finding("a llama2.c conversion wrote nothing");
+    } catch (const Error&) {
+    }
+}
+
 }  // namespace
 }  // namespace inferscope
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
     const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+    // 0xF0 and above are the llama2.c readers; below, the first byte modulo 3 as before, so the
+    // committed corpus keeps its meaning.
+    if (data[0] >= 0xF0) {
+        inferscope::check_llama2c(text);
+        return 0;
+    }
     switch (data[0] % 3) {
         case 0: inferscope::check_scheme(text); break;
         case 1: inferscope::check_battery(text); break;

@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
+#include "engine/synth/builtin_models.h"
 #include "engine/synth/synthetic_model.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -40,9 +41,11 @@ void load_tokenizers() {
         }
     }
     if (tokenizers().empty()) {
-        std::fprintf(stderr, "fuzz_tokenizer: no vocabularies in %s; fuzzing the built-in model's tokenizer\n", dir.c_str());
-        const auto model = inferscope::load_builtin_default_model();
-        tokenizers().push_back(std::shared_ptr<const inferscope::Tokenizer>(model, &model->tokenizer()));
+        std::fprintf(stderr, "fuzz_tokenizer: no vocabularies in %s; fuzzing the built-in models' tokenizers\n", dir.c_str());
+        for (const auto which : {inferscope::BuiltinModel::Stories260K, inferscope::BuiltinModel::Synthetic}) {
+            const auto model = inferscope::load_builtin_model(which);
+            tokenizers().push_back(std::shared_ptr<const inferscope::Tokenizer>(model, &model->tokenizer()));
+        }
     }
     std::fprintf(stderr, "fuzz_tokenizer: %zu vocabularies\n", tokenizers().size());
 }

@@ -14,6 +14,7 @@
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 #include "engine/runtime/session.h"
+#include "engine/synth/builtin_models.h"
 #include "engine/synth/synthetic_model.h"
 #include "ui/engine_controller.h"
 #include "ui/labs/batching_lab.h"
@@ -55,7 +56,7 @@ protected:
     static void SetUpTestSuite() {
         controller_ = new EngineController();
         load_builtin(*controller_);
-        direct_model_ = load_builtin_default_model();
+        direct_model_ = load_builtin_model();
     }
     static void TearDownTestSuite() {
         delete controller_;
@@ -314,7 +315,7 @@ TEST_F(LabPanelTest, OutliersLabAnalysesThePromptForTheChosenLayer) {
     so.n_ctx = static_cast<int>(tokens.size());
     InferenceSession session(direct_model(), so);
     const OutlierReport expected = analyze_outliers(session, tokens, lab.analysis_options());
-    ASSERT_EQ(expected.layers.size(), 4u);  // the built-in model's blocks
+    ASSERT_EQ(expected.layers.size(), static_cast<size_t>(direct_model()->config().n_layer));
     EXPECT_EQ(series_points(lab.histogram_panel(), 0), histogram_points(expected.layers[1]));
     EXPECT_EQ(series_points(lab.maxima_panel(), 0), maxima_points(expected.layers[1]));
     QList<QPointF> top;

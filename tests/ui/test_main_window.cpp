@@ -135,8 +135,13 @@ TEST(MainWindow, BuiltInModelWithoutAnyFile) {
     MainWindow window;
     ASSERT_TRUE(open_and_wait(window, QString()));
     EXPECT_TRUE(window.controller().model().builtin);
+    EXPECT_FALSE(window.controller().model().synthetic);
+    EXPECT_TRUE(window.windowTitle().contains(QLatin1String("built-in stories260K"))) << window.windowTitle().toStdString();
+
+    ASSERT_TRUE(open_and_wait(window, QStringLiteral("builtin:synthetic")));
+    EXPECT_TRUE(window.controller().model().builtin);
     EXPECT_TRUE(window.controller().model().synthetic);
-    EXPECT_TRUE(window.windowTitle().contains(QLatin1String("built-in")));
+    EXPECT_TRUE(window.windowTitle().contains(QLatin1String("built-in synthetic"))) << window.windowTitle().toStdString();
 }
 
 TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
@@ -298,19 +303,13 @@ double resident_mib() {
 }
 
 // A bounded soak: open a model, generate, start a long generation and cancel it, export
-// every chart; again with the other model, for INFERSCOPE_SOAK_SECONDS (default: two
+// every chart; again with the other built-in model, for INFERSCOPE_SOAK_SECONDS (default: two
 // cycles per model). Every cycle's results are checked; each model's resident memory after its first
 // and its last cycle is printed (the sanitizer build's LeakSanitizer reports what is lost at exit).
 TEST(MainWindowSoak, OpenGenerateCancelExportCycles) {
     const char* seconds_text = std::getenv("INFERSCOPE_SOAK_SECONDS");
     const int soak_ms = seconds_text != nullptr ? std::atoi(seconds_text) * 1000 : 0;
-    QStringList models = {QString()};
-    if (std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) {
-        models << shared_model_path("stories260K.gguf");
-    } else {
-        std::printf("[ note ] %s is absent: every cycle opens the built-in model\n",
-                    inferscope::testing::shared_model("stories260K.gguf").c_str());
-    }
+    const QStringList models = {QString(), QStringLiteral("builtin:synthetic")};  // stories260K, then the random model
     MainWindow window;
     int last_generated = 0;
     QObject::connect(&window.controller(), &EngineController::generation_finished,
@@ -348,7 +347,7 @@ TEST(MainWindowSoak, OpenGenerateCancelExportCycles) {
     }
     std::printf("[ soak ] %d cycles in %.1f s\n", cycles, static_cast<double>(timer.elapsed()) / 1000.0);
     for (int m = 0; m < models.size(); ++m) {
-        const QString name = models[m].isEmpty() ? QStringLiteral("built-in model") : QFileInfo(models[m]).fileName();
+        const QString name = models[m].isEmpty() ? QStringLiteral("builtin:stories260K") : models[m];
         std::printf("[ soak ] %s: resident %.1f MiB after its first cycle, %.1f MiB after its last (%+.1f MiB)\n",
                     name.toStdString().c_str(), first_mib[m], last_mib[m], last_mib[m] - first_mib[m]);
     }

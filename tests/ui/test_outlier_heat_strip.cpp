@@ -15,6 +15,7 @@
 
 #include "engine/model/model.h"
 #include "engine/runtime/session.h"
+#include "engine/synth/builtin_models.h"
 #include "engine/synth/synthetic_model.h"
 #include "support/test_paths.h"
 #include "ui/chart_export.h"
@@ -95,12 +96,18 @@ void expect_strip_is_the_analysis(const OutliersLab& lab, const std::shared_ptr<
     EXPECT_EQ(cells->count(), static_cast<int>(dims.size() * expected.layers.size()));
 }
 
-TEST(OutlierHeatStrip, IsTheProbeAnalysisOfTheBuiltInModel) {
+TEST(OutlierHeatStrip, IsTheProbeAnalysisOfTheBuiltInModels) {
     EngineController c;
     ASSERT_TRUE(load(c, QString()));
     OutliersLab lab(c);
     analyse(lab, kPrompt);
-    expect_strip_is_the_analysis(lab, load_builtin_default_model(), kPrompt);
+    expect_strip_is_the_analysis(lab, load_builtin_model(BuiltinModel::Stories260K), kPrompt);
+    EXPECT_EQ(lab.heat_strip_panel().dimensions().size(), static_cast<size_t>(OutlierHeatStripPanel::kDimensions));
+
+    ASSERT_TRUE(load(c, QStringLiteral("builtin:synthetic")));
+    analyse(lab, QStringLiteral("A different prompt, so the lab analyses again"));
+    expect_strip_is_the_analysis(lab, load_builtin_model(BuiltinModel::Synthetic),
+                                 QStringLiteral("A different prompt, so the lab analyses again"));
     EXPECT_EQ(lab.heat_strip_panel().dimensions().size(), static_cast<size_t>(OutlierHeatStripPanel::kDimensions));
 }
 
@@ -135,8 +142,8 @@ TEST(OutlierHeatStrip, ExportsTheMatrixAndJoinsExportAll) {
     ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
     const QByteArray csv_text = csv.readAll();
     EXPECT_EQ(csv_text, plot_data_to_csv(strip.plot_data()));
-    // The header, then one row per (dimension, layer): the built-in model has 4 blocks.
-    EXPECT_EQ(csv_text.count('\n'), 1 + OutlierHeatStripPanel::kDimensions * 4);
+    // The header, then one row per (dimension, layer).
+    EXPECT_EQ(csv_text.count('\n'), 1 + OutlierHeatStripPanel::kDimensions * window.controller().model().n_layer);
     EXPECT_TRUE(csv_text.startsWith("series,layer (block),max |h| over the prompt's tokens\n"));
     const QString json_path = dir.filePath(QStringLiteral("strip.json"));
     ASSERT_TRUE(export_chart(strip, json_path, ExportFormat::Json).isEmpty());

@@ -9,8 +9,10 @@
 #include <QFile>
 #include <QPushButton>
 #include <QSlider>
+#include <QStandardItemModel>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <memory>
 
 #include "engine/eval/quality.h"
 #include "engine/model/model.h"
@@ -30,10 +32,11 @@ using inferscope::testing::wait_until;
 
 constexpr int kTimeoutMs = 120000;
 
-// One controller with the built-in model loaded, and one copy of it for the engine run directly.
+// One controller with the built-in synthetic model loaded (its rows fit every format), and one
+// copy of it for the engine run directly.
 class QuantizationLabTest : public inferscope::testing::SharedModelSuite {
 protected:
-    static void SetUpTestSuite() { load_model(QString(), kTimeoutMs); }
+    static void SetUpTestSuite() { load_model(QStringLiteral("builtin:synthetic"), kTimeoutMs); }
     void SetUp() override { ASSERT_TRUE(model_loaded()) << "the built-in model did not load in the controller"; }
 
     static QuantReport expected_report(const QString& scheme) {
@@ -315,6 +318,36 @@ TEST_F(QuantizationLabTest, BothChartsExportThePlottedData) {
     EXPECT_TRUE(csv.startsWith("series,"));
     EXPECT_TRUE(csv.contains(QByteArray::fromStdString(lab.report()->matrices.front().name)));
     EXPECT_TRUE(plot_data_to_json(lab.quality_panel().plot_data()).contains(lab.scheme_text().toUtf8()));
+}
+
+
+bool combo_item_enabled(const QComboBox& box, const QString& value) {
+    return qobject_cast<QStandardItemModel*>(box.model())->item(box.findData(value))->isEnabled();
+}
+
+// stories260K's rows hold 64 and 172 weights: no group size and no GGUF block divides both, so
+// the lab offers only what it can run, says why, and switches back when a model fits.
+TEST(QuantizationLabChoices, FollowTheLoadedModelsRowLengths) {
+    bool loaded = false;
+    std::unique_ptr<EngineController> c(inferscope::testing::new_controller_with_model(QString(), kTimeoutMs, loaded));
+    ASSERT_TRUE(loaded);
+    QuantizationLab lab(*c);
+    for (const char* format : {"q8_0", "q4_0", "q4_k", "nf4", "iq4_xs"}) {
+        EXPECT_FALSE(combo_item_enabled(lab.format_box(), QString::fromLatin1(format))) << format;
+    }
+    EXPECT_TRUE(combo_item_enabled(lab.format_box(), QStringLiteral("int")));
+    EXPECT_FALSE(combo_item_enabled(lab.granularity_box(), QStringLiteral("group")));
+    const QStandardItem* q8 = qobject_cast<QStandardItemModel*>(lab.format_box().model())->item(lab.format_box().findData(QStringLiteral("q8_0")));
+    EXPECT_TRUE(q8->toolTip().contains(QLatin1String("rows of 172 weights, not a multiple of 32"))) << q8->toolTip().toStdString();
+    EXPECT_EQ(lab.scheme_text(), QStringLiteral("int4:row"));
+
+    bool synthetic_loaded = false;
+    const auto connection = QObject::connect(c.get(), &EngineController::model_loaded, [&] { synthetic_loaded = true; });
+    c->load_model(QStringLiteral("builtin:synthetic"));
+    ASSERT_TRUE(wait_until([&] { return synthetic_loaded && !c->busy(); }, kTimeoutMs));
+    QObject::disconnect(connection);
+    for (const char* format : {"q8_0", "q4_k", "nf4"}) EXPECT_TRUE(combo_item_enabled(lab.format_box(), QString::fromLatin1(format))) << format;
+    EXPECT_TRUE(combo_item_enabled(lab.granularity_box(), QStringLiteral("group")));
 }
 
 }  // namespace

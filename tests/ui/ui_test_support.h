@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/model/model.h"
+#include "engine/synth/builtin_models.h"
 #include "engine/synth/synthetic_model.h"
 #include "support/test_paths.h"
 #include "ui/engine_controller.h"
@@ -48,7 +49,13 @@ protected:
     // `path` empty: the built-in model.
     static void load_model(const QString& path, int timeout_ms) {
         controller_ = new_controller_with_model(path, timeout_ms, loaded_);
-        direct_model_ = path.isEmpty() ? load_builtin_default_model() : Model::load(path.toStdString());
+        if (path.isEmpty()) {
+            direct_model_ = load_builtin_model();
+        } else if (const auto builtin = builtin_model_named(path.toStdString())) {
+            direct_model_ = load_builtin_model(*builtin);
+        } else {
+            direct_model_ = Model::load(path.toStdString());
+        }
     }
     static void TearDownTestSuite() {
         delete controller_;

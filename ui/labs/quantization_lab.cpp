@@ -8,6 +8,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSlider>
+#include <QStandardItemModel>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -38,6 +39,48 @@ QComboBox* combo(const QList<std::pair<QString, QString>>& items, int current) {
     for (const auto& [label, value] : items) box->addItem(label, value);
     box->setCurrentIndex(current);
     return box;
+}
+
+// The lengths of the rows of the model's 2-D weights: the inputs of q/k/v/gate/up, of the
+// attention output and of the FFN down-projection.
+QList<int> matrix_row_lengths(const ModelSummary& model) {
+    QList<int> lengths;
+    for (int length : {model.n_embd, model.n_head * model.head_dim, model.n_ff}) {
+        if (length > 0 && !lengths.contains(length)) lengths.append(length);
+    }
+    return lengths;
+}
+
+// Empty when `block` divides every length; otherwise why not.
+QString block_misfit(qint64 block, const QList<int>& lengths) {
+    for (int length : lengths) {
+        if (length % block != 0) {
+            return QuantizationLab::tr("This model has rows of %1 weights, not a multiple of %2.").arg(length).arg(block);
+        }
+    }
+    return {};
+}
+
+void set_item_enabled(QComboBox& box, int index, const QString& misfit) {
+    QStandardItem* item = qobject_cast<QStandardItemModel*>(box.model())->item(index);
+    item->setEnabled(misfit.isEmpty());
+    item->setToolTip(misfit);
+}
+
+bool item_enabled(const QComboBox& box, int index) {
+    return qobject_cast<QStandardItemModel*>(box.model())->item(index)->isEnabled();
+}
+
+// Moves the selection off a disabled item to the last enabled one (the largest group size,
+// the finest granularity).
+void select_enabled(QComboBox& box) {
+    if (item_enabled(box, box.currentIndex())) return;
+    for (int i = box.count() - 1; i >= 0; --i) {
+        if (item_enabled(box, i)) {
+            box.setCurrentIndex(i);
+            return;
+        }
+    }
 }
 
 QString battery_text(const std::optional<BatteryResult>& result) {
@@ -257,10 +300,36 @@ void QuantizationLab::connect_controller() {
             [this](const QString& kind, quint64) { on_job_ended(kind, tr("Cancelled.")); });
 }
 
+void QuantizationLab::fit_choices_to(const ModelSummary& model) {
+    const QList<int> lengths = matrix_row_lengths(model);
+    bool any_group_fits = false;
+    for (int i = 0; i < group_size_->count(); ++i) {
+        const QString misfit = block_misfit(group_size_->itemData(i).toInt(), lengths);
+        set_item_enabled(*group_size_, i, misfit);
+        any_group_fits = any_group_fits || misfit.isEmpty();
+    }
+    const QString no_group = any_group_fits ? QString() : tr("No group size fits this model's rows.");
+    set_item_enabled(*granularity_, granularity_->findData(QStringLiteral("group")), no_group);
+    for (int i = 0; i < format_->count(); ++i) {
+        const QString format = format_->itemData(i).toString();
+        if (format == QLatin1String("int")) continue;
+        if (format == QLatin1String("nf4")) {
+            set_item_enabled(*format_, i, no_group);
+            continue;
+        }
+        const GgmlType type = parse_quant_scheme(format.toStdString()).gguf_type;
+        set_item_enabled(*format_, i, block_misfit(ggml_type_traits(type).block_elements, lengths));
+    }
+    select_enabled(*group_size_);
+    select_enabled(*granularity_);
+    if (!item_enabled(*format_, format_->currentIndex())) format_->setCurrentIndex(format_->findData(QStringLiteral("int")));
+}
+
 void QuantizationLab::set_model(const ModelSummary& model) {
+    fit_choices_to(model);
     update_enabled();
     // A new thread count or weight swap keeps the file: its results stay valid.
-    const QString identity = model.builtin ? QString() : model.path;
+    const QString& identity = model.path;
     if (identity == model_identity_ && report_) return;
     model_identity_ = identity;
     report_.reset();

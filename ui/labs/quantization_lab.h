@@ -90,6 +90,9 @@ private:
     void on_job_ended(const QString& kind, const QString& message);
     void append_quality_row(const QualityRow& row);
     void update_enabled();
+    // Disables the formats and group sizes whose block does not divide every row of the
+    // model's matrices (stories260K's FFN rows hold 172 weights), saying why in the tooltip.
+    void fit_choices_to(const ModelSummary& model);
     bool analysis_is_current() const;
     bool is_own_job(const QString& kind) const { return kind == kAnalysisJob || kind == kQualityJob || kind == kWeightsJob; }
 
