@@ -351,7 +351,10 @@ void GenerationPanel::add_steps(const QVector<StepRecord>& steps) {
     }
     if (last == nullptr) return;
     context_->setText(tr("%1 tokens").arg(last->context_length));
-    kv_bytes_->setText(tr("%1 in use, %2 reserved").arg(format_bytes(last->kv_bytes_in_use), format_bytes(last->kv_bytes_reserved)));
+    kv_bytes_->setText(tr("%1 in use, %2 reserved")
+                           .arg(format_bytes_compact(last->kv_bytes_in_use), format_bytes_compact(last->kv_bytes_reserved)));
+    kv_bytes_->setToolTip(tr("%1 bytes in use, %2 bytes reserved")
+                              .arg(QLocale().toString(last->kv_bytes_in_use), QLocale().toString(last->kv_bytes_reserved)));
     update_stats();
 }
 

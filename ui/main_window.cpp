@@ -22,6 +22,8 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QScreen>
 #include <QSettings>
 #include <QSplitter>
@@ -33,6 +35,7 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
+#include "ui/guided_tour.h"
 #include "ui/gpu_memory_probe.h"
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/outliers_lab.h"
@@ -41,6 +44,7 @@
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/labs/speculative_lab.h"
 #include "ui/model_info_widget.h"
+#include "ui/tab_help.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
 #include "ui/panels/memory_planner_panel.h"
@@ -82,6 +86,10 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       quantization_(new QuantizationLab(*controller_)) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
+    // The labs name themselves; the names key each tab's help (ui/tab_help.h).
+    latency_->setObjectName(QStringLiteral("step-latency"));
+    kv_memory_->setObjectName(QStringLiteral("kv-memory"));
+    memory_planner_->setObjectName(QStringLiteral("memory-planner"));
     charts_->addTab(latency_, tr("Step latency"));
     charts_->addTab(kv_memory_, tr("KV-cache memory"));
     charts_->addTab(memory_planner_, tr("Memory planner"));
@@ -97,13 +105,30 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     charts_->addTab(soft_labels_, tr("Soft labels"));
     charts_->addTab(quantization_, tr("Quantization"));
 
+    model_info_->show_empty();
     auto* left = new QWidget();
     auto* left_layout = new QVBoxLayout(left);
     left_layout->addWidget(build_backend_row());
-    left_layout->addWidget(model_info_);
-    left_layout->addWidget(generation_, 1);
+    // The model's details give way first (they scroll) so the generation controls stay whole.
+    auto* info_scroll = new QScrollArea();
+    info_scroll->setWidget(model_info_);
+    info_scroll->setWidgetResizable(true);
+    info_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    info_scroll->setFrameShape(QFrame::NoFrame);
+    info_scroll->setMinimumHeight(info_scroll->fontMetrics().height() * 6);
+    info_scroll->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
+    left_layout->addWidget(info_scroll, 2);
+    left_layout->addWidget(generation_, 3);
+    // The left column scrolls vertically instead of squeezing its controls below their size.
+    auto* left_scroll = new QScrollArea();
+    left_scroll->setWidget(left);
+    left_scroll->setWidgetResizable(true);
+    left_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    left_scroll->setFrameShape(QFrame::NoFrame);
+    left_scroll->setMinimumWidth(left->minimumSizeHint().width() + left_scroll->verticalScrollBar()->sizeHint().width());
     auto* splitter = new QSplitter();
-    splitter->addWidget(left);
+    splitter->setChildrenCollapsible(false);
+    splitter->addWidget(left_scroll);
     splitter->addWidget(charts_);
     splitter->setStretchFactor(1, 1);
     setCentralWidget(splitter);
@@ -203,6 +228,9 @@ void MainWindow::build_menus() {
     stop_action->setShortcut(QKeySequence(Qt::Key_Escape));
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Help on This Tab"), this, &MainWindow::show_tab_help)->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("&Guided Tour…"), this, [this] { open_guided_tour(); });
+    help->addSeparator();
     help->addAction(tr("&About InferScope"), this, &MainWindow::show_about);
 }
 
@@ -241,15 +269,26 @@ void MainWindow::connect_controller() {
         if (!s.builtin) remember_recent(s.path);
     });
     connect(c, &EngineController::load_failed, this, [this](const QString& path, const QString& message) {
-        if (controller_->has_model()) model_info_->show_summary(controller_->model(), true);
-        sync_backend_choice(controller_->has_model() ? controller_->model().backend : QString());
-        show_error(tr("Cannot open the model"),
-                   tr("%1 could not be loaded:\n\n%2\n\nThe previous model stays loaded.")
-                       .arg(path.isEmpty() ? tr("The built-in model") : QFileInfo(path).fileName(), message));
+        const QString name = path.isEmpty() ? tr("The built-in model") : QFileInfo(path).fileName();
+        const bool kept = controller_->has_model();
+        if (kept) {
+            model_info_->show_summary(controller_->model(), true);
+        } else {
+            model_info_->show_empty(tr("%1 could not be loaded.").arg(name));
+        }
+        sync_backend_choice(kept ? controller_->model().backend : QString());
+        show_error(tr("Cannot open the model"), tr("%1 could not be loaded:\n\n%2\n\n%3")
+                                                    .arg(name, message,
+                                                         kept ? tr("The previous model stays loaded.")
+                                                              : tr("Open another file or a built-in model (File menu).")));
     });
     connect(c, &EngineController::load_cancelled, this, [this] {
-        if (controller_->has_model()) model_info_->show_summary(controller_->model(), true);
-        statusBar()->showMessage(tr("Loading cancelled; the previous model stays loaded."), 5000);
+        if (controller_->has_model()) {
+            model_info_->show_summary(controller_->model(), true);
+            statusBar()->showMessage(tr("Loading cancelled; the previous model stays loaded."), 5000);
+        } else {
+            model_info_->show_empty(tr("Loading was cancelled."));
+        }
     });
     connect(c, &EngineController::busy_changed, this, [this](bool busy) {
         generation_->set_running(busy);
@@ -401,6 +440,33 @@ void MainWindow::choose_export_folder() {
     } else {
         statusBar()->showMessage(tr("Exported %1 charts to %2").arg(chart_panels().size()).arg(dir), 5000);
     }
+}
+
+QString MainWindow::current_tab_help() const {
+    const QWidget* tab = charts_->currentWidget();
+    const auto help = tab != nullptr ? tab_help(tab->objectName()) : std::nullopt;
+    if (!help) return {};
+    return tr("<h3>%1</h3><p>%2</p><p><b>Try this:</b> %3</p>")
+        .arg(help->title.toHtmlEscaped(), help->what.toHtmlEscaped(), help->try_this.toHtmlEscaped());
+}
+
+void MainWindow::show_tab_help() {
+    const QString text = current_tab_help();
+    if (!text.isEmpty()) QMessageBox::information(this, tr("Help on this tab"), text);
+}
+
+void MainWindow::show_tab_named(const QString& key) {
+    if (QWidget* tab = charts_->findChild<QWidget*>(key)) show_tab(tab);
+}
+
+GuidedTour& MainWindow::open_guided_tour() {
+    if (tour_ == nullptr) {
+        tour_ = new GuidedTour(guided_tour_steps(), [this](const QString& key) { show_tab_named(key); }, this);
+    }
+    tour_->go_to(tour_->step());
+    tour_->show();
+    tour_->raise();
+    return *tour_;
 }
 
 void MainWindow::show_about() {

@@ -26,6 +26,7 @@ class ChartPanel;
 class EngineController;
 class GenerationPanel;
 class GpuMemoryProbe;
+class GuidedTour;
 class KvMemoryPanel;
 class LatencyPanel;
 class MemoryPlannerPanel;
@@ -45,7 +46,7 @@ public:
     explicit MainWindow(bool interactive = true, QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    // An empty path opens the built-in synthetic model.
+    // An empty path opens the built-in stories260K, "builtin:synthetic" the random model.
     void open_model(const QString& path);
     void start_generation();
     void stop();
@@ -56,6 +57,8 @@ public:
 
     EngineController& controller() { return *controller_; }
     GenerationPanel& generation_panel() { return *generation_; }
+    const ModelInfoWidget& model_info() const { return *model_info_; }
+    QTabWidget& chart_tabs() { return *charts_; }
     LatencyPanel& latency_panel() { return *latency_; }
     KvMemoryPanel& kv_memory_panel() { return *kv_memory_; }
     MemoryPlannerPanel& memory_planner_panel() { return *memory_planner_; }
@@ -69,6 +72,10 @@ public:
     // Shows the tab holding `widget` (a panel or a lab).
     void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
+    // Help › Help on This Tab (F1): the current tab's help as rich text.
+    QString current_tab_help() const;
+    // Help › Guided Tour: opens (or raises) the tour window.
+    GuidedTour& open_guided_tour();
     QStringList recent_files() const { return recent_files_; }
 
 protected:
@@ -91,6 +98,8 @@ private:
     void export_current_chart();
     void choose_export_folder();
     void show_about();
+    void show_tab_help();
+    void show_tab_named(const QString& key);
     void restore_settings();
     void save_settings() const;
 
@@ -109,6 +118,7 @@ private:
     OutliersLab* outliers_;
     SoftLabelsLab* soft_labels_;
     QuantizationLab* quantization_;
+    GuidedTour* tour_ = nullptr;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

@@ -9,8 +9,7 @@
 
 namespace inferscope::ui {
 
-QString format_bytes(qint64 bytes) {
-    const QLocale locale;
+QString format_bytes_compact(qint64 bytes) {
     static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
     double value = static_cast<double>(bytes);
     int unit = 0;
@@ -18,8 +17,13 @@ QString format_bytes(qint64 bytes) {
         value /= 1024.0;
         ++unit;
     }
-    if (unit == 0) return QObject::tr("%1 bytes").arg(locale.toString(bytes));
-    return QObject::tr("%1 %2 (%3 bytes)").arg(value, 0, 'f', 1).arg(QLatin1String(kUnits[unit])).arg(locale.toString(bytes));
+    if (unit == 0) return QObject::tr("%1 bytes").arg(QLocale().toString(bytes));
+    return QObject::tr("%1 %2").arg(value, 0, 'f', 1).arg(QLatin1String(kUnits[unit]));
+}
+
+QString format_bytes(qint64 bytes) {
+    if (bytes < 1024) return format_bytes_compact(bytes);
+    return QObject::tr("%1 (%2 bytes)").arg(format_bytes_compact(bytes), QLocale().toString(bytes));
 }
 
 ModelInfoWidget::ModelInfoWidget(QWidget* parent) : QWidget(parent), form_(new QFormLayout(this)) {
@@ -27,7 +31,19 @@ ModelInfoWidget::ModelInfoWidget(QWidget* parent) : QWidget(parent), form_(new Q
     form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
 }
 
+void ModelInfoWidget::show_empty(const QString& problem) {
+    while (form_->rowCount() > 0) form_->removeRow(0);
+    empty_text_ = tr("No model is loaded. Open a GGUF file with File › Open (Ctrl+O) or drop one on the window, or "
+                     "choose File › Open Built-in Model › stories260K to start at once.");
+    if (!problem.isEmpty()) empty_text_ = problem + QLatin1Char(' ') + empty_text_;
+    auto* label = new QLabel(empty_text_);
+    label->setTextFormat(Qt::PlainText);
+    label->setWordWrap(true);
+    form_->addRow(label);
+}
+
 void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
+    empty_text_.clear();
     while (form_->rowCount() > 0) form_->removeRow(0);
     const QLocale locale;
     const auto add = [this](const QString& label, const QString& value) {

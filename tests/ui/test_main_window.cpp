@@ -21,6 +21,7 @@
 #include <QRegularExpression>
 #include <QSlider>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -32,7 +33,9 @@
 #include "ui/labs/batching_lab.h"
 #include "ui/panels/batch_curve_panel.h"
 #include "ui/panels/serving_replay_panel.h"
+#include "ui/guided_tour.h"
 #include "ui/main_window.h"
+#include "ui/model_info_widget.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
 #include "ui/ui_test_support.h"
@@ -142,6 +145,44 @@ TEST(MainWindow, BuiltInModelWithoutAnyFile) {
     EXPECT_TRUE(window.controller().model().builtin);
     EXPECT_TRUE(window.controller().model().synthetic);
     EXPECT_TRUE(window.windowTitle().contains(QLatin1String("built-in synthetic"))) << window.windowTitle().toStdString();
+}
+
+TEST(MainWindow, EveryTabHasHelpAndTheTourWalksTheLessonsInOrder) {
+    MainWindow window(false);
+    QTabWidget& tabs = window.chart_tabs();
+    for (int i = 0; i < tabs.count(); ++i) {
+        tabs.setCurrentIndex(i);
+        const QString title = tabs.tabText(i).remove(QLatin1Char('&'));
+        const QString help = window.current_tab_help();
+        EXPECT_TRUE(help.contains(title)) << title.toStdString() << ": " << help.toStdString();
+        EXPECT_TRUE(help.contains(QLatin1String("Try this:"))) << title.toStdString();
+    }
+
+    GuidedTour& tour = window.open_guided_tour();
+    const QStringList lessons = {QStringLiteral("prefill-vs-decode"),   QStringLiteral("kv-memory"),
+                                 QStringLiteral("batching"),            QStringLiteral("quantization"),
+                                 QStringLiteral("activation-outliers"), QStringLiteral("speculative-speedup")};
+    ASSERT_EQ(tour.step_count(), lessons.size());
+    for (int step = 0; step < tour.step_count(); ++step) {
+        tour.go_to(step);
+        EXPECT_EQ(tabs.currentWidget()->objectName(), lessons[step]) << "lesson " << step;
+        EXPECT_TRUE(tour.body_text().contains(QLatin1String("Try this:")));
+    }
+    tour.go_to(tour.step_count());  // past the end stays on the last lesson
+    EXPECT_EQ(tour.step(), tour.step_count() - 1);
+}
+
+TEST(MainWindow, WithoutAModelTheWindowSaysWhatToDo) {
+    MainWindow window(false);
+    EXPECT_TRUE(window.model_info().empty_text().contains(QLatin1String("No model is loaded"))) << window.model_info().empty_text().toStdString();
+    QTemporaryDir dir;
+    const QString missing = dir.filePath(QStringLiteral("missing.gguf"));
+    EXPECT_FALSE(open_and_wait(window, missing));
+    const QString text = window.model_info().empty_text();
+    EXPECT_TRUE(text.startsWith(QLatin1String("missing.gguf could not be loaded."))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("File › Open"))) << text.toStdString();
+    ASSERT_TRUE(open_and_wait(window, QString()));
+    EXPECT_TRUE(window.model_info().empty_text().isEmpty());
 }
 
 TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
