@@ -1,6 +1,9 @@
 #include "ui/chart_export.h"
 
+#include <algorithm>
+
 #include <QDir>
+#include <QFontMetrics>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -50,6 +53,41 @@ void render_chart(const ChartPanel& panel, QPainter& painter, const QRectF& targ
     view->render(&painter, target, QRect(QPoint(0, 0), size));
 }
 
+bool has_points(const PlotData& data) {
+    for (const PlotSeries& s : data.series) {
+        if (!s.points.isEmpty()) return true;
+    }
+    return false;
+}
+
+// The chart at `size`, with the provenance caption in a strip below it when there is one.
+QSize canvas_size(const ChartPanel& panel, const ExportProvenance* provenance) {
+    const QSize size = render_size(panel);
+    if (provenance == nullptr) return size;
+    return {size.width(), size.height() + QFontMetrics(panel.font()).height() * 2};
+}
+
+void render_with_caption(const ChartPanel& panel, QPainter& painter, const ExportProvenance* provenance) {
+    const QSize size = render_size(panel);
+    render_chart(panel, painter, QRectF(QPointF(0, 0), size));
+    if (provenance == nullptr) return;
+    const int line = QFontMetrics(panel.font()).height();
+    painter.setFont(panel.font());
+    painter.setPen(panel.palette().color(QPalette::WindowText));
+    const QRectF strip(QPointF(line / 2.0, size.height()), QSizeF(size.width() - line, line * 2.0));
+    // The model's name gives way first: the fingerprint, backend, time and the empty mark stay whole.
+    const bool empty = !has_points(panel.plot_data());
+    const QFontMetrics metrics(panel.font());
+    ExportProvenance shown = *provenance;
+    shown.model.clear();
+    const int room = std::max(static_cast<int>(strip.width()) / 4,
+                              static_cast<int>(strip.width()) - metrics.horizontalAdvance(provenance_caption(shown, empty)) -
+                                  4 * metrics.averageCharWidth());  // painting at 2x may set the text a little wider
+    shown.model = metrics.elidedText(provenance->model, Qt::ElideRight, room);
+    painter.drawText(strip, Qt::AlignLeft | Qt::AlignVCenter,
+                     metrics.elidedText(provenance_caption(shown, empty), Qt::ElideRight, static_cast<int>(strip.width())));
+}
+
 QString csv_field(const QString& text) {
     if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"')) && !text.contains(QLatin1Char('\n'))) return text;
     QString quoted = text;
@@ -88,9 +126,23 @@ QString export_format_suffix(ExportFormat format) {
     return {};
 }
 
-QByteArray plot_data_to_csv(const PlotData& data) {
+QString provenance_caption(const ExportProvenance& p, bool empty) {
+    QString caption = QObject::tr("%1 · fingerprint %2 · %3 · %4")
+                          .arg(p.model, p.fingerprint, p.backend, p.time.toUTC().toString(Qt::ISODate));
+    if (empty) caption += QObject::tr(" · no data: nothing measured yet");
+    return caption;
+}
+
+QByteArray plot_data_to_csv(const PlotData& data, const ExportProvenance* provenance) {
     const bool named = !data.categories.isEmpty();  // a fourth column names each bar
-    QString out = QStringLiteral("series,%1,%2").arg(csv_field(data.x_label), csv_field(data.y_label));
+    QString out;
+    if (provenance != nullptr) {
+        out += QStringLiteral("# chart: %1\n# model: %2\n# fingerprint: %3\n# backend: %4\n# exported: %5\n")
+                   .arg(data.title, provenance->model, provenance->fingerprint, provenance->backend,
+                        provenance->time.toUTC().toString(Qt::ISODate));
+        if (!has_points(data)) out += QStringLiteral("# no data: nothing measured yet\n");
+    }
+    out += QStringLiteral("series,%1,%2").arg(csv_field(data.x_label), csv_field(data.y_label));
     out += named ? QStringLiteral(",category\n") : QStringLiteral("\n");
     for (const PlotSeries& series : data.series) {
         for (const QPointF& p : series.points) {
@@ -104,7 +156,7 @@ QByteArray plot_data_to_csv(const PlotData& data) {
     return out.toUtf8();
 }
 
-QByteArray plot_data_to_json(const PlotData& data) {
+QByteArray plot_data_to_json(const PlotData& data, const ExportProvenance* provenance) {
     QJsonArray series;
     for (const PlotSeries& s : data.series) {
         QJsonArray points;
@@ -116,54 +168,62 @@ QByteArray plot_data_to_json(const PlotData& data) {
                      {QStringLiteral("y_label"), data.y_label},
                      {QStringLiteral("series"), series}};
     if (!data.categories.isEmpty()) root.insert(QStringLiteral("categories"), QJsonArray::fromStringList(data.categories));
+    if (provenance != nullptr) {
+        root.insert(QStringLiteral("provenance"), QJsonObject{{QStringLiteral("model"), provenance->model},
+                                                              {QStringLiteral("fingerprint"), provenance->fingerprint},
+                                                              {QStringLiteral("backend"), provenance->backend},
+                                                              {QStringLiteral("exported"), provenance->time.toUTC().toString(Qt::ISODate)},
+                                                              {QStringLiteral("empty"), !has_points(data)}});
+    }
     return QJsonDocument(root).toJson(QJsonDocument::Indented);
 }
 
-QString export_chart(const ChartPanel& panel, const QString& path, ExportFormat format) {
+QString export_chart(const ChartPanel& panel, const QString& path, ExportFormat format, const ExportProvenance* provenance) {
     switch (format) {
         case ExportFormat::Png:
             return save_file_atomically(path, [&](QSaveFile& file) {
-                const QSize size = render_size(panel);
+                const QSize size = canvas_size(panel, provenance);
                 QImage image(size * kPngScale, QImage::Format_ARGB32_Premultiplied);
                 image.setDevicePixelRatio(kPngScale);
                 image.fill(panel.palette().color(QPalette::Window));
                 QPainter painter(&image);
                 painter.setRenderHint(QPainter::Antialiasing);
-                render_chart(panel, painter, QRectF(QPointF(0, 0), size));
+                render_with_caption(panel, painter, provenance);
                 painter.end();
                 return image.save(&file, "PNG");
             });
         case ExportFormat::Svg:
             return save_file_atomically(path, [&](QSaveFile& file) {
-                const QSize size = render_size(panel);
+                const QSize size = canvas_size(panel, provenance);
                 QSvgGenerator generator;
                 generator.setOutputDevice(&file);
                 generator.setSize(size);
                 generator.setViewBox(QRect(QPoint(0, 0), size));
                 generator.setTitle(panel.plot_data().title);
+                if (provenance != nullptr) generator.setDescription(provenance_caption(*provenance, !has_points(panel.plot_data())));
                 QPainter painter(&generator);
-                render_chart(panel, painter, QRectF(QPointF(0, 0), size));
+                render_with_caption(panel, painter, provenance);
                 return painter.end();
             });
         case ExportFormat::Csv:
             return save_file_atomically(path, [&](QSaveFile& file) {
-                return file.write(plot_data_to_csv(panel.plot_data())) >= 0;
+                return file.write(plot_data_to_csv(panel.plot_data(), provenance)) >= 0;
             });
         case ExportFormat::Json:
             return save_file_atomically(path, [&](QSaveFile& file) {
-                return file.write(plot_data_to_json(panel.plot_data())) >= 0;
+                return file.write(plot_data_to_json(panel.plot_data(), provenance)) >= 0;
             });
     }
     return QObject::tr("unknown export format");
 }
 
-QStringList export_all(const QList<const ChartPanel*>& panels, const QString& dir) {
+QStringList export_all(const QList<const ChartPanel*>& panels, const QString& dir, const ExportProvenance* provenance) {
     QStringList errors;
     if (!QDir().mkpath(dir)) return {QObject::tr("%1: cannot create the folder").arg(dir)};
     for (const ChartPanel* panel : panels) {
         for (ExportFormat format : {ExportFormat::Png, ExportFormat::Svg, ExportFormat::Csv, ExportFormat::Json}) {
             const QString path = QDir(dir).filePath(panel->export_name() + QLatin1Char('.') + export_format_suffix(format));
-            const QString error = export_chart(*panel, path, format);
+            const QString error = export_chart(*panel, path, format, provenance);
             if (!error.isEmpty()) errors << error;
         }
     }

@@ -25,6 +25,7 @@ struct ModelSummary {
     QString architecture;
     qint64 parameters = 0;
     qint64 file_bytes = 0;
+    QString fingerprint;        // GgufFile::content_fingerprint()
     int n_layer = 0;
     int n_embd = 0;
     int n_head = 0;

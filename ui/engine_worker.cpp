@@ -73,6 +73,7 @@ ModelSummary summarize_file(const GgufFile& file) {
     ModelSummary s;
     s.path = QString::fromStdString(file.path());
     s.file_bytes = static_cast<qint64>(file.file_size());
+    s.fingerprint = QString::fromStdString(file.content_fingerprint());
     s.synthetic = file.get_bool("inferscope.synthetic", false);
     s.name = QString::fromStdString(file.get_string("general.name", ""));
     s.architecture = QString::fromStdString(file.get_string("general.architecture", "?"));

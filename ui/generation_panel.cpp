@@ -327,6 +327,18 @@ void GenerationPanel::start_output(const QString& prompt_text) {
     update_stats();
 }
 
+void GenerationPanel::clear_results() {
+    output_->clear();
+    prefill_ms_ = decode_ms_ = 0;
+    decode_steps_ = 0;
+    first_token_seen_ = false;
+    ttft_ms_ = -1;
+    context_->clear();
+    kv_bytes_->clear();
+    kv_bytes_->setToolTip(QString());
+    update_stats();
+}
+
 void GenerationPanel::append_output(const QString& text) {
     if (!first_token_seen_) {
         first_token_seen_ = true;

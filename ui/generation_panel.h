@@ -26,6 +26,8 @@ public:
     void set_n_predict(int n);
     void set_running(bool running);
     void set_model_ready(bool ready);
+    // Empties the output and its figures: they belong to the previous model.
+    void clear_results();
 
     void save_settings(QSettings& settings) const;
     void restore_settings(const QSettings& settings);

@@ -261,6 +261,9 @@ void MainWindow::connect_controller() {
         kv_memory_->set_model(s);
         memory_planner_->set_model(s);
         latency_->reset();
+        if (s.path != results_model_path_ || s.builtin != results_model_builtin_) generation_->clear_results();
+        results_model_path_ = s.path;
+        results_model_builtin_ = s.builtin;
         generation_->set_model_ready(true);
         generation_->set_chat_template(s);
         const QString shown = s.builtin ? s.name : QFileInfo(s.path).fileName();
@@ -350,7 +353,25 @@ void MainWindow::stop() {
     requested_tokens_ = 0;
 }
 
-QStringList MainWindow::export_all_charts(const QString& dir) { return export_all(chart_panels(), dir); }
+ExportProvenance MainWindow::export_provenance() const {
+    ExportProvenance p;
+    p.time = QDateTime::currentDateTimeUtc();
+    if (!controller_->has_model()) {
+        p.model = tr("no model loaded");
+        return p;
+    }
+    const ModelSummary& s = controller_->model();
+    p.model = s.builtin ? s.name : tr("%1 (%2)").arg(s.name.isEmpty() ? QFileInfo(s.path).fileName() : s.name, s.path);
+    if (!s.weights.isEmpty()) p.model += tr(", weights %1").arg(s.weights);
+    p.fingerprint = s.fingerprint;
+    p.backend = s.backend;
+    return p;
+}
+
+QStringList MainWindow::export_all_charts(const QString& dir) {
+    const ExportProvenance provenance = export_provenance();
+    return export_all(chart_panels(), dir, &provenance);
+}
 
 QStringList MainWindow::save_screenshots(const QString& dir) {
     QStringList errors;
@@ -427,8 +448,13 @@ void MainWindow::export_current_chart() {
     for (ExportFormat f : {ExportFormat::Svg, ExportFormat::Csv, ExportFormat::Json}) {
         if (path.endsWith(QLatin1Char('.') + export_format_suffix(f), Qt::CaseInsensitive)) format = f;
     }
-    const QString error = export_chart(*panel, path, format);
-    if (!error.isEmpty()) show_error(tr("Export failed"), error);
+    const ExportProvenance provenance = export_provenance();
+    const QString error = export_chart(*panel, path, format, &provenance);
+    if (!error.isEmpty()) {
+        show_error(tr("Export failed"), error);
+        return;
+    }
+    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 8000);
 }
 
 void MainWindow::choose_export_folder() {

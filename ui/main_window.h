@@ -5,6 +5,7 @@
 #include <QRect>
 #include <QStringList>
 
+#include "ui/chart_export.h"
 #include "ui/engine_types.h"
 
 class QComboBox;
@@ -72,6 +73,8 @@ public:
     // Shows the tab holding `widget` (a panel or a lab).
     void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
+    // What every export from this window is tagged with: the loaded model, backend, time.
+    ExportProvenance export_provenance() const;
     // Help › Help on This Tab (F1): the current tab's help as rich text.
     QString current_tab_help() const;
     // Help › Guided Tour: opens (or raises) the tour window.
@@ -119,6 +122,8 @@ private:
     SoftLabelsLab* soft_labels_;
     QuantizationLab* quantization_;
     GuidedTour* tour_ = nullptr;
+    QString results_model_path_;  // of the model the generation output came from
+    bool results_model_builtin_ = false;
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

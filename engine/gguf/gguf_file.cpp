@@ -1,11 +1,15 @@
 #include "engine/gguf/gguf_file.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <optional>
 #include <string_view>
 #include <utility>
+
+#include <xxhash.h>
 
 #include "engine/core/error.h"
 #include "engine/gguf/file_bytes.h"
@@ -285,6 +289,24 @@ GgufFile GgufFile::open(const std::string& path) {
 }
 
 bool GgufFile::changed_on_disk() const { return held_ != nullptr && held_->changed_on_disk(); }
+
+std::string GgufFile::content_fingerprint() const {
+    constexpr size_t kEdgeBytes = size_t{1} << 20;
+    XXH3_state_t* state = XXH3_createState();
+    if (state == nullptr) throw std::bad_alloc();
+    XXH3_64bits_reset(state);
+    const uint64_t size = bytes_.size();
+    XXH3_64bits_update(state, &size, sizeof size);
+    const size_t head = std::min(kEdgeBytes, bytes_.size());
+    XXH3_64bits_update(state, bytes_.data(), head);
+    const size_t tail = std::min(kEdgeBytes, bytes_.size() - head);
+    XXH3_64bits_update(state, bytes_.data() + bytes_.size() - tail, tail);
+    const XXH64_hash_t hash = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    return hex;
+}
 
 std::string GgufFile::holding_name() const {
     return held_ != nullptr ? file_holding_name(held_->holding()) : "in memory";

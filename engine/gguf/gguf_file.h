@@ -81,6 +81,9 @@ public:
     std::string holding_name() const;
     // True when the mapped file changed under us (see FileBytes::changed_on_disk).
     bool changed_on_disk() const;
+    // 16 hex digits identifying the content: XXH3-64 of the size, the first and the last MiB
+    // (a whole-file hash of a multi-GB model would cost a second pass over it).
+    std::string content_fingerprint() const;
     uint64_t data_offset() const { return data_offset_; }
 
     const std::vector<GgufKeyValue>& metadata() const { return metadata_; }

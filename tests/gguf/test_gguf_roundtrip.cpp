@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
@@ -113,6 +114,27 @@ TEST(GgufRoundTrip, TypedGettersNameKeyAndProblem) {
     }
     EXPECT_THROW((void)f.get_u64("t.i8"), GgufError);  // negative as unsigned
     EXPECT_EQ(f.get_u64("absent.key", 5), 5u);
+}
+
+// The fingerprint covers the size and both ends of the file: a change in the first or last
+// MiB, or in the length, gives another; the same bytes give the same one.
+TEST(GgufRoundTrip, ContentFingerprintFollowsTheBytes) {
+    const auto with_tensor = [](size_t floats, float last) {
+        std::vector<float> values(floats, 0.5f);
+        values.back() = last;
+        GgufWriter w;
+        w.set("general.architecture", GgufValue::string("llama"));
+        w.add_f32_tensor("t", {static_cast<uint64_t>(floats)}, values);
+        return w.to_bytes();
+    };
+    const size_t big = size_t{3} << 20 >> 2;  // 3 MiB of floats: the middle MiB is not read
+    const std::string base = GgufFile::from_bytes(with_tensor(big, 1.0f), "a").content_fingerprint();
+    EXPECT_EQ(base.size(), 16u);
+    EXPECT_EQ(GgufFile::from_bytes(with_tensor(big, 1.0f), "b").content_fingerprint(), base);
+    EXPECT_NE(GgufFile::from_bytes(with_tensor(big, 2.0f), "a").content_fingerprint(), base);
+    EXPECT_NE(GgufFile::from_bytes(with_tensor(big + 8, 1.0f), "a").content_fingerprint(), base);
+    const std::vector<uint8_t> small = with_tensor(16, 1.0f);
+    EXPECT_NE(GgufFile::from_bytes(small, "s").content_fingerprint(), base);
 }
 
 }  // namespace

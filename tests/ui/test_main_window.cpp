@@ -1,6 +1,7 @@
 // The main window driven as a user would: open a model, type a prompt, generate, export.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,8 @@
 #include <QRegularExpression>
 #include <QSlider>
 #include <QStatusBar>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -30,14 +33,16 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
-#include "ui/labs/batching_lab.h"
-#include "ui/panels/batch_curve_panel.h"
-#include "ui/panels/serving_replay_panel.h"
 #include "ui/guided_tour.h"
+#include "ui/labs/batching_lab.h"
+#include "ui/labs/phases_lab.h"
 #include "ui/main_window.h"
 #include "ui/model_info_widget.h"
+#include "ui/panels/batch_curve_panel.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
+#include "ui/panels/serving_replay_panel.h"
+#include "ui/panels/speculative_panel.h"
 #include "ui/ui_test_support.h"
 
 namespace inferscope::ui {
@@ -185,6 +190,27 @@ TEST(MainWindow, WithoutAModelTheWindowSaysWhatToDo) {
     EXPECT_TRUE(window.model_info().empty_text().isEmpty());
 }
 
+TEST(MainWindow, OpeningAnotherModelClearsTheResultsOfThePreviousOne) {
+    MainWindow window(false);
+    ASSERT_TRUE(open_and_wait(window, QString()));
+    ASSERT_TRUE(generate_and_wait(window, 8));
+    EXPECT_FALSE(window.generation_panel().output_view()->toPlainText().isEmpty());
+    window.speculative_panel().set_measurement(4, 1.5, 0.7, 0.2);
+    const auto measured_points = [&] {
+        for (const PlotSeries& s : window.speculative_panel().plot_data().series) {
+            if (s.name.startsWith(QLatin1String("measured"))) return s.points.size();
+        }
+        return qsizetype{-1};
+    };
+    ASSERT_EQ(measured_points(), 1);
+
+    ASSERT_TRUE(open_and_wait(window, QStringLiteral("builtin:synthetic")));
+    EXPECT_TRUE(window.generation_panel().output_view()->toPlainText().isEmpty());
+    EXPECT_EQ(measured_points(), 0);
+    EXPECT_EQ(window.latency_panel().decode_point_count(), 0);
+    EXPECT_TRUE(window.phases_lab().report().prefill.empty());
+}
+
 TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
     MainWindow window;
     ASSERT_TRUE(open_and_wait(window, QString()));
@@ -233,7 +259,24 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
 
         QFile csv(stem + QStringLiteral(".csv"));
         ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
-        QList<QByteArray> rows = csv.readAll().split('\n');
+        const QByteArray csv_text = csv.readAll();
+        // The provenance block: what produced the numbers.
+        const ModelSummary& model = window.controller().model();
+        EXPECT_TRUE(csv_text.startsWith("# chart: ")) << csv_text.left(300).toStdString();
+        EXPECT_TRUE(csv_text.contains("# model: built-in stories260K")) << csv_text.left(300).toStdString();
+        EXPECT_TRUE(csv_text.contains(("# fingerprint: " + model.fingerprint + QLatin1Char('\n')).toUtf8()));
+        EXPECT_EQ(model.fingerprint.size(), 16);
+        const PlotData plotted = panel->plot_data();
+        EXPECT_EQ(csv_text.contains("# no data: nothing measured yet"),
+                  std::all_of(plotted.series.begin(), plotted.series.end(), [](const PlotSeries& s) { return s.points.isEmpty(); }))
+            << panel->export_name().toStdString();
+        QFile json(stem + QStringLiteral(".json"));
+        ASSERT_TRUE(json.open(QIODevice::ReadOnly));
+        const QJsonObject provenance = QJsonDocument::fromJson(json.readAll()).object().value(QStringLiteral("provenance")).toObject();
+        EXPECT_EQ(provenance.value(QStringLiteral("fingerprint")).toString(), model.fingerprint);
+        EXPECT_EQ(provenance.value(QStringLiteral("backend")).toString(), model.backend);
+
+        QList<QByteArray> rows = inferscope::testing::without_provenance(csv_text).split('\n');
         rows.removeFirst();  // header
         if (!rows.isEmpty() && rows.back().isEmpty()) rows.removeLast();
         QList<QByteArray> expected;

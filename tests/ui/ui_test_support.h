@@ -42,6 +42,13 @@ inline ui::EngineController* new_controller_with_model(const QString& path, int 
     return controller;
 }
 
+// A CSV export without the "# " provenance lines the window writes before its header.
+inline QByteArray without_provenance(const QByteArray& csv) {
+    qsizetype start = 0;
+    while (csv.mid(start, 2) == "# ") start = csv.indexOf('\n', start) + 1;
+    return csv.mid(start);
+}
+
 // A suite whose tests share one controller with a model loaded and the same model loaded
 // again for running the engine directly. A derived suite's SetUpTestSuite calls load_model.
 class SharedModelSuite : public ::testing::Test {

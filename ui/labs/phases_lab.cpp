@@ -57,7 +57,14 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
 }
 
 void PhasesLab::connect_controller() {
-    connect(&controller_, &EngineController::model_loaded, this, [this] { measure_button_->setEnabled(true); });
+    connect(&controller_, &EngineController::model_loaded, this, [this] {
+        // A measurement belongs to the model (and threads) it ran on.
+        report_ = PhasesReport{};
+        chart_->set_report(report_);
+        table_->setRowCount(0);
+        status_->setText(tr("Press Measure to time this model's prefill and decode."));
+        measure_button_->setEnabled(true);
+    });
     follow_lab_progress(controller_, this, *progress_, [](const QString& kind) { return kind == kJob; });
     connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
         if (kind != kJob) return;

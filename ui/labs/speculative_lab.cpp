@@ -116,7 +116,14 @@ QWidget* SpeculativeLab::build_controls() {
 }
 
 void SpeculativeLab::connect_controller() {
-    connect(&controller_, &EngineController::model_loaded, this, [this] { measure_button_->setEnabled(true); });
+    connect(&controller_, &EngineController::model_loaded, this, [this] {
+        // A measurement belongs to the model (and threads) it ran on.
+        panel_->clear_measurement();
+        result_.reset();
+        results_->clear();
+        status_->setText(tr("Press Measure to run this model against its draft."));
+        measure_button_->setEnabled(true);
+    });
     follow_lab_progress(controller_, this, *progress_, [](const QString& kind) { return kind == kJob; });
     connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
         if (kind != kJob) return;

@@ -137,6 +137,14 @@ void SpeculativePanel::set_measurement(int gamma, double speedup, double alpha, 
     recompute();
 }
 
+void SpeculativePanel::clear_measurement() {
+    measured_alpha_.reset();
+    measured_cost_ratio_.reset();
+    measured_->clear();
+    measured_->setName(tr("measured (none yet)"));
+    recompute();
+}
+
 void SpeculativePanel::style_series(bool dark) {
     QPen curve(dark ? QColor(0x4F, 0xC3, 0xF7) : QColor(0x15, 0x65, 0xC0));
     curve.setWidthF(2.5);

@@ -35,6 +35,8 @@ public:
     // Plots the measured point (gamma, speedup) and moves the sliders to the measured alpha,
     // gamma and cost ratio; the curves use the exact measured alpha and c.
     void set_measurement(int gamma, double speedup, double alpha, double cost_ratio);
+    // Removes the measured point (its model is gone); the sliders stay where they are.
+    void clear_measurement();
 
     QSlider* alpha_slider() const { return alpha_slider_; }
     QSlider* gamma_slider() const { return gamma_slider_; }
