@@ -6,6 +6,7 @@
 #include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
+#include "engine/runtime/sampler.h"
 
 namespace inferscope::cli {
 namespace {
@@ -45,6 +46,7 @@ void run_logits(const LogitsOptions& o) {
     Batch batch;
     for (size_t i = 0; i < prompt.size(); ++i) batch.push_back({prompt[i], seq, static_cast<int32_t>(i), true});
     const std::span<const float> logits = session.decode(batch);
+    require_finite_logits(logits);
     const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
 
     nlohmann::json positions = nlohmann::json::array();
@@ -57,10 +59,10 @@ void run_logits(const LogitsOptions& o) {
     }
     const Tokenizer& tok = model->tokenizer();
     for (size_t i = 0; i < prompt.size(); ++i) {
-        std::printf("pos %zu  token %d '%s'\n", i, prompt[i], tok.token_to_piece(prompt[i]).c_str());
+        std::printf("pos %zu  token %d '%s'\n", i, prompt[i], terminal_safe(tok.token_to_piece(prompt[i])).c_str());
         for (const auto& pair : positions[i]["top"]) {
             const auto id = pair[0].get<TokenId>();
-            std::printf("    %8d %12.6f  '%s'\n", id, pair[1].get<double>(), tok.token_to_piece(id).c_str());
+            std::printf("    %8d %12.6f  '%s'\n", id, pair[1].get<double>(), terminal_safe(tok.token_to_piece(id)).c_str());
         }
     }
 }

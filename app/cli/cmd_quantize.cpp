@@ -6,6 +6,7 @@
 #include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/quant/gguf_export.h"
 
@@ -22,6 +23,7 @@ struct QuantizeCliOptions {
 void run_quantize(const QuantizeCliOptions& o) {
     const QuantScheme scheme = parse_quant_scheme(o.scheme);
     llama_file_type(scheme);  // rejects INT and NF4 before any work
+    require_regular_file_target(o.output);  // and a device or link as the output
     const auto model = load_model(o.model);
     QuantRunOptions options;
     options.include_embeddings = o.include_embeddings;

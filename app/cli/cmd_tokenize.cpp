@@ -29,7 +29,7 @@ void add_tokenize_command(CLI::App& app) {
             print_json({{"ids", ids}, {"pieces", pieces}});
             return;
         }
-        for (TokenId id : ids) std::printf("%6d -> '%s'\n", id, tok.token_to_piece(id).c_str());
+        for (TokenId id : ids) std::printf("%6d -> '%s'\n", id, terminal_safe(tok.token_to_piece(id)).c_str());
         std::printf("%zu tokens\n", ids.size());
     });
 }
@@ -58,7 +58,7 @@ void add_detokenize_command(CLI::App& app) {
             print_json({{"ids", ids}, {"text", text}});
             return;
         }
-        std::printf("%s\n", text.c_str());
+        std::printf("%s\n", terminal_safe(text, /*keep_line_breaks=*/true).c_str());
     });
 }
 

@@ -7,6 +7,7 @@
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
+#include "engine/runtime/sampler.h"
 #include "engine/runtime/session.h"
 
 namespace inferscope {
@@ -27,6 +28,7 @@ void score_chunk(InferenceSession& session, std::span<const TokenId> chunk, int 
                 batch.push_back({chunk[static_cast<size_t>(i)], seq, i, i >= first_scored && i < n_ctx - 1});
             }
             const std::span<const float> logits = session.decode(batch, StepPhase::Prefill);
+            require_finite_logits(logits);  // a NaN would make the perplexity "nan", not an error
             int row = 0;
             for (int i = start; i < end; ++i) {
                 if (!batch[static_cast<size_t>(i - start)].output) continue;

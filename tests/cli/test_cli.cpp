@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_writer.h"
@@ -62,6 +63,25 @@ TEST_F(CliTest, FifosDevicesAndDirectoriesAreRefusedByNameWithoutWaiting) {
     expect_failure(run_cli("perplexity -m " + model + " -f " + dir_.string()), dir_.string() + ": is a directory, not a text file");
     expect_failure(run_cli("perplexity -m " + model + " -f /dev/zero"), "/dev/zero: is a device, not a text file");
     expect_failure(run_cli("perplexity -m " + model + " -f " + fifo), "is a FIFO, not a text file");
+    expect_failure(run_cli("info -m /dev/zero"), "/dev/zero: is a device, not a model file");
+    expect_failure(run_cli("generate -m " + model + " -n 2 --steps /proc/version"), "/proc/version");
+}
+
+// Outputs go through a temporary of their own (O_EXCL): links planted where a temporary might
+// be are never followed, and a device as the output is refused before any work.
+TEST_F(CliTest, OutputsNeverWriteThroughPlantedLinksOrIntoDevices) {
+    const std::string victim = path("victim.txt");
+    std::ofstream(victim) << "keep me";
+    for (const char* planted : {"out.gguf.partial", ".out.gguf.partial", "out.gguf.tmp", ".out.gguf.tmp"}) {
+        fs::create_symlink(victim, path(planted));
+    }
+    const RunResult made = run_cli("make-model --preset tiny-qwen2 -o " + path("out.gguf"));
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    std::ifstream in(victim);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "keep me");
+    const RunResult quantized = run_cli("quantize -m " + path("out.gguf") + " -s q8_0 -o /dev/full");
+    expect_failure(quantized, "/dev/full: is a device, not a regular file");
+    EXPECT_EQ(quantized.err.find("quantize q8_0"), std::string::npos) << "refused only after quantizing: " << quantized.err;
 }
 
 TEST_F(CliTest, NonFiniteAndOutOfRangeArgumentsAreRefusedByName) {
@@ -223,6 +243,26 @@ TEST_F(CliTest, InfoTokenizeAndLogitsJson) {
         ASSERT_EQ(p["top"].size(), 3u);
         EXPECT_GE(p["top"][0][1].get<double>(), p["top"][1][1].get<double>());
     }
+}
+
+TEST_F(CliTest, NonFiniteWeightsStopWithAnErrorInEveryCommand) {
+    SyntheticModelSpec spec = testing::tiny_spec("llama");
+    spec.weight_std = std::numeric_limits<float>::quiet_NaN();
+    build_synthetic_model(spec).write_file(path("nan.gguf"));
+    const std::string model = " -m " + path("nan.gguf");
+    expect_failure(run_cli("generate" + model + " -p hello -n 4"), "non-finite logit");
+    expect_failure(run_cli("logits" + model + " -p hello"), "non-finite logit");
+    std::ofstream(path("text.txt")) << std::string(4000, 'a');
+    expect_failure(run_cli("perplexity" + model + " -f " + path("text.txt") + " -c 64"), "non-finite logit");
+}
+
+TEST_F(CliTest, TokenTextIsEscapedOnTheTerminal) {
+    const std::string model = write_tiny("tiny.gguf");
+    // The byte-level vocabulary has a token for the ESC byte; printed raw it would drive the terminal.
+    const RunResult r = run_cli("tokenize -m " + model + " --no-bos -p \"$(printf 'a\\033[31m')\"");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("'\\x1b'"), std::string::npos) << r.out;
 }
 
 TEST_F(CliTest, BuiltInDefaultModelNeedsNoFile) {
