@@ -12,6 +12,7 @@
 #include "ui/labs/phases_lab.h"
 #include "ui/labs/quantization_lab.h"
 #include "ui/main_window.h"
+#include "ui/panels/chart_panel.h"
 
 namespace inferscope::ui {
 
@@ -82,12 +83,37 @@ void AutomationRunner::on_lab_job_done(const QString& kind) {
     if (pending_lab_jobs_.isEmpty()) complete();
 }
 
+QString measurement_summary(const MainWindow& window) {
+    const ExportProvenance p = window.export_provenance();
+    QString out = QStringLiteral("model: %1\nfingerprint: %2\nbackend: %3\ntime: %4\n\n")
+                      .arg(p.model, p.fingerprint, p.backend, p.time.toUTC().toString(Qt::ISODate));
+    out += QStringLiteral("| chart | measurement | points |\n| --- | --- | ---: |\n");
+    QStringList empty;
+    for (const ChartPanel* panel : window.chart_panels()) {
+        const PlotData data = panel->plot_data();
+        qsizetype points = 0;
+        for (const PlotSeries& s : data.series) points += s.points.size();
+        if (points == 0) {
+            empty << panel->export_name();
+            continue;
+        }
+        QString title = data.title;
+        title.replace(QLatin1Char('|'), QLatin1String("\\|")).replace(QLatin1Char('\n'), QLatin1Char(' '));
+        out += QStringLiteral("| %1 | %2 | %3 |\n").arg(panel->export_name(), title).arg(points);
+    }
+    if (!empty.isEmpty()) out += QStringLiteral("\nnot measured: %1\n").arg(empty.join(QStringLiteral(", ")));
+    return out;
+}
+
 void AutomationRunner::complete() {
     stage_ = Stage::Done;
     if (options_.generate > 0) {
         std::printf("%s\n", qPrintable(window_.generation_panel().output_view()->toPlainText()));
-        std::fflush(stdout);
     }
+    if (options_.quit && (options_.generate > 0 || options_.measure_labs)) {
+        std::printf("\n%s", qPrintable(measurement_summary(window_)));
+    }
+    std::fflush(stdout);
     if (!options_.export_dir.isEmpty()) {
         const QStringList errors = window_.export_all_charts(options_.export_dir);
         if (!errors.isEmpty()) return fail(errors.join(QLatin1Char('\n')));

@@ -13,7 +13,7 @@ namespace inferscope::ui {
 class MainWindow;
 
 struct AutomationOptions {
-    QString model;        // empty: the built-in synthetic model
+    QString model;        // empty: the built-in stories260K
     QString prompt;       // empty: keep the window's prompt
     int generate = 0;     // tokens to generate; 0: none
     QString export_dir;   // empty: no export
@@ -21,6 +21,10 @@ struct AutomationOptions {
     bool quit = false;    // quit when done
     bool measure_labs = false;  // run the lab panels' measurements before exporting
 };
+
+// What a headless run measured, as a llama-bench-style Markdown table under its provenance:
+// one row per chart with data (its title states the measurement), then the charts left empty.
+QString measurement_summary(const MainWindow& window);
 
 class AutomationRunner : public QObject {
     Q_OBJECT

@@ -30,6 +30,7 @@
 
 #include "engine/gguf/gguf_value.h"
 #include "engine/synth/synthetic_model.h"
+#include "ui/automation.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
@@ -209,6 +210,21 @@ TEST(MainWindow, OpeningAnotherModelClearsTheResultsOfThePreviousOne) {
     EXPECT_EQ(measured_points(), 0);
     EXPECT_EQ(window.latency_panel().decode_point_count(), 0);
     EXPECT_TRUE(window.phases_lab().report().prefill.empty());
+}
+
+TEST(MainWindow, TheHeadlessSummaryTabulatesWhatWasMeasured) {
+    MainWindow window(false);
+    ASSERT_TRUE(open_and_wait(window, QString()));
+    ASSERT_TRUE(generate_and_wait(window, 8));
+    const QString summary = measurement_summary(window);
+    EXPECT_TRUE(summary.startsWith(QLatin1String("model: built-in stories260K"))) << summary.toStdString();
+    EXPECT_TRUE(summary.contains(QLatin1String("fingerprint: ") + window.controller().model().fingerprint));
+    EXPECT_TRUE(summary.contains(QLatin1String("| step-latency | ") + window.latency_panel().plot_data().title + QLatin1String(" | 9 |")))
+        << summary.toStdString();  // one prefill point and eight decode points
+    const qsizetype empty_list = summary.indexOf(QLatin1String("not measured: "));
+    ASSERT_GE(empty_list, 0) << summary.toStdString();
+    EXPECT_TRUE(summary.mid(empty_list).contains(QLatin1String("soft-labels-student")));
+    EXPECT_FALSE(summary.contains(QLatin1String("| soft-labels-student |")));
 }
 
 TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
