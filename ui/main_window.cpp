@@ -90,20 +90,24 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     latency_->setObjectName(QStringLiteral("step-latency"));
     kv_memory_->setObjectName(QStringLiteral("kv-memory"));
     memory_planner_->setObjectName(QStringLiteral("memory-planner"));
-    charts_->addTab(latency_, tr("Step latency"));
-    charts_->addTab(kv_memory_, tr("KV-cache memory"));
-    charts_->addTab(memory_planner_, tr("Memory planner"));
-    charts_->addTab(speculative_, tr("Speculative decoding"));
+    charts_->addTab(latency_, tr("Latency"));
+    charts_->addTab(kv_memory_, tr("KV cache"));
+    charts_->addTab(memory_planner_, tr("Memory plan"));
+    charts_->addTab(speculative_, tr("Speculative"));
     connect(gpu_probe_, &GpuMemoryProbe::detected, this, [this](const QVector<GpuMemory>& gpus) {
         for (const GpuMemory& g : gpus) memory_planner_->add_detected_memory(g.device, g.budget_bytes / kBytesPerGiB);
         if (!gpus.isEmpty()) backend_->addItem(tr("Vulkan: %1").arg(gpus.front().device), QStringLiteral("vulkan"));
     });
     gpu_probe_->start();
     charts_->addTab(batching_, tr("Batching"));
-    charts_->addTab(phases_, tr("Prefill vs decode"));
-    charts_->addTab(outliers_, tr("Activation outliers"));
+    charts_->addTab(phases_, tr("Prefill/decode"));
+    charts_->addTab(outliers_, tr("Outliers"));
     charts_->addTab(soft_labels_, tr("Soft labels"));
     charts_->addTab(quantization_, tr("Quantization"));
+    // Short tab names keep every tab in view at the default size; the full name is the tooltip.
+    for (int i = 0; i < charts_->count(); ++i) {
+        if (const auto help = tab_help(charts_->widget(i)->objectName())) charts_->setTabToolTip(i, help->title);
+    }
 
     model_info_->show_empty();
     auto* left = new QWidget();

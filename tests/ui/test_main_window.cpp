@@ -22,7 +22,13 @@
 #include <QRegularExpression>
 #include <QSlider>
 #include <QStatusBar>
+#include <QAbstractButton>
+#include <QAbstractSlider>
+#include <QAbstractSpinBox>
+#include <QComboBox>
 #include <QJsonDocument>
+#include <QTabBar>
+#include <QToolButton>
 #include <QJsonObject>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -158,7 +164,7 @@ TEST(MainWindow, EveryTabHasHelpAndTheTourWalksTheLessonsInOrder) {
     QTabWidget& tabs = window.chart_tabs();
     for (int i = 0; i < tabs.count(); ++i) {
         tabs.setCurrentIndex(i);
-        const QString title = tabs.tabText(i).remove(QLatin1Char('&'));
+        const QString title = tabs.tabToolTip(i);
         const QString help = window.current_tab_help();
         EXPECT_TRUE(help.contains(title)) << title.toStdString() << ": " << help.toStdString();
         EXPECT_TRUE(help.contains(QLatin1String("Try this:"))) << title.toStdString();
@@ -225,6 +231,48 @@ TEST(MainWindow, TheHeadlessSummaryTabulatesWhatWasMeasured) {
     ASSERT_GE(empty_list, 0) << summary.toStdString();
     EXPECT_TRUE(summary.mid(empty_list).contains(QLatin1String("soft-labels-student")));
     EXPECT_FALSE(summary.contains(QLatin1String("| soft-labels-student |")));
+}
+
+// At 1,000 x 700 no control is squeezed below the size it needs to show its text: every tab
+// in turn, the left column and the lab's own controls.
+TEST(MainWindow, AtASmallSizeNoControlIsSqueezed) {
+    MainWindow window(false);
+    ASSERT_TRUE(open_and_wait(window, QString()));
+    // At the default size every tab is in view: the tab bar shows no scroll arrows.
+    window.resize(1440, 880);
+    window.show();
+    QCoreApplication::processEvents();
+    for (const QToolButton* arrow : window.chart_tabs().tabBar()->findChildren<QToolButton*>()) {
+        EXPECT_FALSE(arrow->isVisible()) << "the tabs do not fit at 1440 x 880";
+    }
+    window.resize(1000, 700);
+    QCoreApplication::processEvents();
+    EXPECT_EQ(window.size(), QSize(1000, 700)) << "the window's minimum is larger";
+    QStringList squeezed;
+    QTabWidget& tabs = window.chart_tabs();
+    for (int i = 0; i < tabs.count(); ++i) {
+        tabs.setCurrentIndex(i);
+        QCoreApplication::processEvents();
+        for (QWidget* w : window.findChildren<QWidget*>()) {
+            const bool control = qobject_cast<QAbstractButton*>(w) || qobject_cast<QComboBox*>(w) ||
+                                 qobject_cast<QAbstractSlider*>(w) || qobject_cast<QAbstractSpinBox*>(w) ||
+                                 (qobject_cast<QLabel*>(w) && !qobject_cast<QLabel*>(w)->wordWrap());
+            // The tab bar's own scroll arrows are Qt's business.
+            if (!control || !w->isVisible() || w->window() != &window || qobject_cast<QTabBar*>(w->parentWidget())) continue;
+            const QSize need = w->minimumSizeHint();
+            if (w->width() < need.width() || w->height() < need.height()) {
+                const QString name = QString::fromLatin1(w->metaObject()->className()) + QLatin1Char(' ') +
+                                     (qobject_cast<QLabel*>(w) ? qobject_cast<QLabel*>(w)->text()
+                                      : qobject_cast<QAbstractButton*>(w) ? qobject_cast<QAbstractButton*>(w)->text()
+                                                                          : w->objectName());
+                squeezed << QStringLiteral("%1 [%2]: %3x%4 < %5x%6")
+                                .arg(name, tabs.tabText(i))
+                                .arg(w->width()).arg(w->height()).arg(need.width()).arg(need.height());
+            }
+        }
+    }
+    squeezed.removeDuplicates();
+    EXPECT_TRUE(squeezed.isEmpty()) << squeezed.size() << " squeezed:\n" << squeezed.join(QLatin1Char('\n')).toStdString();
 }
 
 TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {

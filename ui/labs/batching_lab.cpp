@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "ui/engine_controller.h"
+#include "ui/flow_layout.h"
 #include "ui/labs/lab_progress.h"
 #include "ui/panels/batch_curve_panel.h"
 #include "ui/panels/serving_replay_panel.h"
@@ -98,7 +99,7 @@ QWidget* BatchingLab::build_controls() {
 QWidget* BatchingLab::build_replay_controls() {
     const TraceOptions defaults;
     auto* box = new QWidget();
-    auto* row = new QHBoxLayout(box);
+    auto* row = new FlowLayout(box);
     row->setContentsMargins(0, 0, 0, 0);
     requests_ = spin_box(1, 4096, defaults.requests, tr(" requests"));
     median_tokens_ = spin_box(1, 4096, static_cast<int>(defaults.median_output_tokens), tr(" tokens median"));
@@ -114,7 +115,6 @@ QWidget* BatchingLab::build_replay_controls() {
         connect(s, &QSpinBox::valueChanged, this, &BatchingLab::trace_changed);
     }
     row->addWidget(real_replay_button_);
-    row->addStretch();
     connect(real_replay_button_, &QPushButton::clicked, this, &BatchingLab::replay_for_real);
     return box;
 }

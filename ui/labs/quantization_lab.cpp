@@ -14,6 +14,7 @@
 
 #include "engine/formats/ggml_type.h"
 #include "ui/engine_controller.h"
+#include "ui/flow_layout.h"
 #include "ui/labs/lab_progress.h"
 #include "ui/panels/quant_panels.h"
 #include "ui/wrapping_label.h"
@@ -150,21 +151,15 @@ QWidget* QuantizationLab::build_scheme_controls() {
     progress_->setMaximumWidth(180);
     progress_->hide();
     cancel_ = new QPushButton(tr("Cancel"));
+    bits_slider_->setMinimumWidth(140);
     auto* box = new QWidget();
-    auto* row = new QHBoxLayout(box);
+    auto* row = new FlowLayout(box);
     row->setContentsMargins(0, 0, 0, 0);
-    const auto labelled = [row](const QString& text, QWidget* widget, int stretch = 0) {
-        auto* label = new QLabel(text);
-        label->setBuddy(widget);
-        row->addWidget(label);
-        row->addWidget(widget, stretch);
-    };
-    labelled(tr("&Format:"), format_);
-    labelled(tr("&Bits:"), bits_slider_, 1);
-    row->addWidget(bits_label_);
-    labelled(tr("&Granularity:"), granularity_);
-    labelled(tr("Group si&ze:"), group_size_);
-    labelled(tr("&Sort:"), order_);
+    row->addWidget(labelled_field(tr("&Format:"), format_));
+    row->addWidget(labelled_field(tr("&Bits:"), bits_slider_, bits_label_));
+    row->addWidget(labelled_field(tr("&Granularity:"), granularity_));
+    row->addWidget(labelled_field(tr("Group si&ze:"), group_size_));
+    row->addWidget(labelled_field(tr("&Sort:"), order_));
     row->addWidget(progress_);
     row->addWidget(cancel_);
     return box;
@@ -191,11 +186,10 @@ QWidget* QuantizationLab::build_quality_controls() {
     auto* box = new QWidget();
     auto* layout = new QVBoxLayout(box);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto* row = new QHBoxLayout();
+    auto* row = new FlowLayout();
     row->addWidget(measure_);
     row->addWidget(use_weights_);
     row->addWidget(restore_);
-    row->addStretch();
     layout->addLayout(row);
     layout->addWidget(text_note_);
     return box;

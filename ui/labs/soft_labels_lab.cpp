@@ -10,6 +10,7 @@
 
 #include "engine/model/model.h"
 #include "ui/engine_controller.h"
+#include "ui/flow_layout.h"
 #include "ui/labs/prompt_follower.h"
 #include "ui/panels/soft_labels_panel.h"
 #include "ui/wrapping_label.h"
@@ -66,20 +67,11 @@ SoftLabelsLab::SoftLabelsLab(EngineController& controller, QWidget* parent)
 }
 
 void SoftLabelsLab::build_layout() {
-    auto* row = new QHBoxLayout();
-    auto* slider_label = new QLabel(tr("&Temperature:"));
-    slider_label->setBuddy(temperature_slider_);
-    auto* k_label = new QLabel(tr("Top &k:"));
-    k_label->setBuddy(top_k_box_);
-    row->addWidget(slider_label);
-    row->addWidget(temperature_slider_, 1);
-    row->addWidget(temperature_label_);
-    row->addWidget(k_label);
-    row->addWidget(top_k_box_);
-    auto* student_label = new QLabel(tr("&Student (this model quantized):"));
-    student_label->setBuddy(student_box_);
-    row->addWidget(student_label);
-    row->addWidget(student_box_);
+    auto* row = new FlowLayout();
+    temperature_slider_->setMinimumWidth(160);
+    row->addWidget(labelled_field(tr("&Temperature:"), temperature_slider_, temperature_label_));
+    row->addWidget(labelled_field(tr("Top &k:"), top_k_box_));
+    row->addWidget(labelled_field(tr("&Student (this model quantized):"), student_box_));
     auto* charts = new QHBoxLayout();
     charts->addWidget(panel_);
     charts->addWidget(student_panel_);
