@@ -67,7 +67,11 @@ GenerationPanel::GenerationPanel(QWidget* parent)
       chat_status_(new QLabel()) {
     prompt_->setPlaceholderText(tr("Type a prompt, then press Ctrl+Enter"));
     prompt_->setPlainText(tr("Once upon a time"));
-    prompt_->setMaximumHeight(110);
+    // Small minimums: in a short window the model's details and these boxes share what is left.
+    const int line = prompt_->fontMetrics().lineSpacing();
+    prompt_->setMinimumHeight(line * 3);
+    prompt_->setMaximumHeight(line * 6);
+    output_->setMinimumHeight(line * 4);
     output_->setReadOnly(true);
     output_->setPlaceholderText(tr("Generated text appears here as it is produced."));
     generate_->setToolTip(tr("Generate (Ctrl+Enter)"));

@@ -121,8 +121,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     info_scroll->setFrameShape(QFrame::NoFrame);
     info_scroll->setMinimumHeight(info_scroll->fontMetrics().height() * 6);
     info_scroll->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
-    left_layout->addWidget(info_scroll, 2);
-    left_layout->addWidget(generation_, 3);
+    left_layout->addWidget(info_scroll, 1);
+    left_layout->addWidget(generation_, 2);
     // The left column scrolls vertically instead of squeezing its controls below their size.
     auto* left_scroll = new QScrollArea();
     left_scroll->setWidget(left);

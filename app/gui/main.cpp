@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QSize>
 #include <QTimer>
 #include <cstdio>
 #include <cstring>
@@ -61,7 +62,11 @@ int main(int argc, char** argv) {
         QApplication::tr("Before exporting, run the lab panels' measurements (batch sweep and replay, simulated and for real, "
                          "prefill vs decode, activation outliers of the prompt, speculative decoding against the default "
                          "draft)."));
-    parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option, screenshot_option, labs_option});
+    const QCommandLineOption size_option(QStringLiteral("window-size"),
+                                         QApplication::tr("Open the window at this size, e.g. 1000x700 (default: as last closed)."),
+                                         QStringLiteral("WxH"));
+    parser.addOptions({model_option, prompt_option, generate_option, export_option, quit_option, screenshot_option, labs_option,
+                       size_option});
     parser.process(app);
 
     inferscope::ui::AutomationOptions options;
@@ -80,7 +85,21 @@ int main(int argc, char** argv) {
     options.measure_labs = parser.isSet(labs_option);
     const bool show_window = !options.quit || !options.screenshot_dir.isEmpty();
 
+    QSize window_size;
+    if (parser.isSet(size_option)) {
+        const QStringList parts = parser.value(size_option).split(QLatin1Char('x'));
+        bool width_ok = false, height_ok = false;
+        if (parts.size() == 2) window_size = QSize(parts[0].toInt(&width_ok), parts[1].toInt(&height_ok));
+        if (!width_ok || !height_ok || window_size.width() < 1 || window_size.height() < 1 || window_size.width() > 16384 ||
+            window_size.height() > 16384) {
+            std::fprintf(stderr, "error: --window-size: \"%s\" is not WIDTHxHEIGHT in pixels (1..16384)\n",
+                         qPrintable(parser.value(size_option)));
+            return 1;
+        }
+    }
+
     inferscope::ui::MainWindow window(/*interactive=*/!options.quit);
+    if (window_size.isValid()) window.resize(window_size);
     inferscope::ui::AutomationRunner runner(window, options);
     QObject::connect(&runner, &inferscope::ui::AutomationRunner::finished, &app, [&](int code) {
         if (options.quit) QApplication::exit(code);
