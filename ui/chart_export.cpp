@@ -137,8 +137,9 @@ QByteArray plot_data_to_csv(const PlotData& data, const ExportProvenance* proven
     const bool named = !data.categories.isEmpty();  // a fourth column names each bar
     QString out;
     if (provenance != nullptr) {
+        const auto one_line = [](QString text) { return text.replace(QLatin1Char('\n'), QLatin1Char(' ')); };
         out += QStringLiteral("# chart: %1\n# model: %2\n# fingerprint: %3\n# backend: %4\n# exported: %5\n")
-                   .arg(data.title, provenance->model, provenance->fingerprint, provenance->backend,
+                   .arg(one_line(data.title), one_line(provenance->model), provenance->fingerprint, provenance->backend,
                         provenance->time.toUTC().toString(Qt::ISODate));
         if (!has_points(data)) out += QStringLiteral("# no data: nothing measured yet\n");
     }

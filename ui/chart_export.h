@@ -22,7 +22,7 @@ enum class ExportFormat { Png, Svg, Csv, Json };
 // object in JSON. A chart without data points says so in each.
 struct ExportProvenance {
     QString model;        // the model's name and file
-    QString fingerprint;  // of the model file's content
+    QString fingerprint;  // GgufFile::content_fingerprint: the size and the first and last MiB
     QString backend;      // the backend and its threads
     QDateTime time;       // of the export, UTC
 };

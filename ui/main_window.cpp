@@ -265,9 +265,10 @@ void MainWindow::connect_controller() {
         kv_memory_->set_model(s);
         memory_planner_->set_model(s);
         latency_->reset();
-        if (s.path != results_model_path_ || s.builtin != results_model_builtin_) generation_->clear_results();
-        results_model_path_ = s.path;
-        results_model_builtin_ = s.builtin;
+        // Another file, or the same path rewritten: the output belongs to the previous model.
+        const QString identity = s.path + QLatin1Char('#') + s.fingerprint;
+        if (identity != results_model_identity_) generation_->clear_results();
+        results_model_identity_ = identity;
         generation_->set_model_ready(true);
         generation_->set_chat_template(s);
         const QString shown = s.builtin ? s.name : QFileInfo(s.path).fileName();
@@ -486,7 +487,9 @@ void MainWindow::show_tab_help() {
 }
 
 void MainWindow::show_tab_named(const QString& key) {
-    if (QWidget* tab = charts_->findChild<QWidget*>(key)) show_tab(tab);
+    for (int i = 0; i < charts_->count(); ++i) {
+        if (charts_->widget(i)->objectName() == key) charts_->setCurrentIndex(i);
+    }
 }
 
 GuidedTour& MainWindow::open_guided_tour() {

@@ -122,8 +122,7 @@ private:
     SoftLabelsLab* soft_labels_;
     QuantizationLab* quantization_;
     GuidedTour* tour_ = nullptr;
-    QString results_model_path_;  // of the model the generation output came from
-    bool results_model_builtin_ = false;
+    QString results_model_identity_;  // path and fingerprint of the model the output came from
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
 #include "engine/synth/builtin_models.h"
@@ -91,6 +93,27 @@ void add_sampling_options(CLI::App& command, SamplingParams& sampling) {
     command.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back (-1: all)")
         ->capture_default_str();
     command.add_option("-s,--seed", sampling.seed, "random seed")->capture_default_str();
+}
+
+TerminalTextStream::TerminalTextStream() : terminal_(::isatty(STDOUT_FILENO) != 0) {}
+
+void TerminalTextStream::write(std::string_view piece) {
+    if (!terminal_) {
+        std::cout << piece << std::flush;
+        return;
+    }
+    std::string text = held_ + std::string(piece);
+    held_.clear();
+    if (!text.empty() && static_cast<unsigned char>(text.back()) == 0xc2) {
+        held_ = text.back();
+        text.pop_back();
+    }
+    std::cout << terminal_safe(text, /*keep_line_breaks=*/true) << std::flush;
+}
+
+void TerminalTextStream::flush() {
+    if (!held_.empty()) std::cout << held_ << std::flush;
+    held_.clear();
 }
 
 std::string terminal_safe(std::string_view text, bool keep_line_breaks) {

@@ -55,6 +55,20 @@ void print_json(const nlohmann::json& value);
 // general.name cannot reach the terminal. Line breaks and tabs are kept when asked.
 std::string terminal_safe(std::string_view text, bool keep_line_breaks = false);
 
+// Generated text streamed piece by piece to the standard output: on a terminal each piece goes
+// through terminal_safe (line breaks kept), holding back a trailing 0xC2 so a C1 character
+// split across two pieces is still caught; into a file or pipe the text passes unchanged.
+class TerminalTextStream {
+public:
+    TerminalTextStream();
+    void write(std::string_view piece);
+    void flush();  // writes a held-back byte
+
+private:
+    bool terminal_;
+    std::string held_;
+};
+
 // Texts for perplexity, prompts, templates and messages; beyond this a run would take hours.
 inline constexpr uint64_t kMaxTextFileBytes = uint64_t{256} << 20;
 

@@ -92,10 +92,12 @@ void run_chat(const ChatCliOptions& o) {
         }
         if (line.empty()) continue;
         try {
+            TerminalTextStream out;
             const chat::ChatTurn turn = conversation.reply(line, g, [&](TokenId id) {
-                if (!tok.is_end_of_generation(id)) std::cout << tok.token_to_piece(id) << std::flush;
+                if (!tok.is_end_of_generation(id)) out.write(tok.token_to_piece(id));
                 return true;
             });
+            out.flush();
             std::cout << std::endl;
             print_turn_figures(turn, ++turn_number);
         } catch (const CapacityError& e) {

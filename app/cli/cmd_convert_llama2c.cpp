@@ -4,6 +4,7 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/convert/llama2c.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/regular_file.h"
 
 namespace inferscope::cli {
@@ -22,6 +23,7 @@ struct ConvertOptions {
 };
 
 void convert(const ConvertOptions& o) {
+    require_regular_file_target(o.output);  // before reading gigabytes
     const std::string checkpoint = read_regular_file(o.checkpoint, "a llama2.c checkpoint", kMaxCheckpointBytes);
     const std::string tokenizer = read_regular_file(o.tokenizer, "a llama2.c tokenizer", kMaxTokenizerBytes);
     Llama2cSources sources;

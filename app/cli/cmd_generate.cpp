@@ -77,16 +77,17 @@ void run_generate(const GenerateOptions& o) {
     g.stop_at_end_of_generation = !o.ignore_eos;
 
     std::string text;
+    TerminalTextStream out;
     if (!o.model.json && !o.chat) {
-        for (TokenId id : prompt) std::cout << tok.token_to_piece(id);
-        std::cout << std::flush;
+        for (TokenId id : prompt) out.write(tok.token_to_piece(id));
     }
     const GenerationResult result = generate(session, prompt, g, [&](TokenId id) {
         const std::string piece = o.chat && tok.is_end_of_generation(id) ? std::string() : tok.token_to_piece(id);
         text += piece;
-        if (!o.model.json) std::cout << piece << std::flush;
+        if (!o.model.json) out.write(piece);
         return true;
     });
+    out.flush();
     if (steps) steps->commit();
     const GenerationTimings& t = result.timings;
     if (o.model.json) {

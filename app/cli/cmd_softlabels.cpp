@@ -43,7 +43,7 @@ void print_labels(const SoftLabels& s) {
     std::printf("  %4s %8s  %-16s %12s %10s\n", "rank", "id", "token", "probability", "top/this");
     for (size_t i = 0; i < s.top.size(); ++i) {
         const SoftLabelToken& t = s.top[i];
-        const std::string quoted = "'" + t.text + "'";
+        const std::string quoted = "'" + terminal_safe(t.text) + "'";
         std::printf("  %4zu %8d  %-16s %12.4f %10.3f\n", i + 1, t.id, quoted.c_str(), t.probability,
                     s.top.front().probability / t.probability);
     }

@@ -8,7 +8,11 @@
 #include "engine/synth/synthetic_model.h"
 
 // The GGUF is linked in with the assembler's .incbin: no generated megabyte-sized C array to
-// compile, and the bytes sit in read-only data. The path comes from CMake.
+// compile, and the bytes sit in read-only data. The path comes from CMake; the assembler also
+// stores the size, so no pointers to two distinct symbols are subtracted.
+#ifndef INFERSCOPE_STORIES260K_GGUF
+#error "INFERSCOPE_STORIES260K_GGUF (the path of resources/models/stories260K.gguf) is set by engine/CMakeLists.txt"
+#endif
 #if defined(__APPLE__)
 #define INFERSCOPE_ASM_SYMBOL(name) "_" #name
 #define INFERSCOPE_ASM_RODATA "__TEXT,__const"
@@ -19,13 +23,16 @@
 __asm__(".pushsection " INFERSCOPE_ASM_RODATA "\n"
         ".balign 64\n"
         ".globl " INFERSCOPE_ASM_SYMBOL(inferscope_stories260k_gguf_begin) "\n"
-        ".globl " INFERSCOPE_ASM_SYMBOL(inferscope_stories260k_gguf_end) "\n"
+        ".globl " INFERSCOPE_ASM_SYMBOL(inferscope_stories260k_gguf_size) "\n"
         INFERSCOPE_ASM_SYMBOL(inferscope_stories260k_gguf_begin) ":\n"
         ".incbin \"" INFERSCOPE_STORIES260K_GGUF "\"\n"
-        INFERSCOPE_ASM_SYMBOL(inferscope_stories260k_gguf_end) ":\n"
+        "1:\n"
+        ".balign 8\n"
+        INFERSCOPE_ASM_SYMBOL(inferscope_stories260k_gguf_size) ":\n"
+        ".quad 1b - " INFERSCOPE_ASM_SYMBOL(inferscope_stories260k_gguf_begin) "\n"
         ".popsection\n");
 extern "C" const uint8_t inferscope_stories260k_gguf_begin[];
-extern "C" const uint8_t inferscope_stories260k_gguf_end[];
+extern "C" const uint64_t inferscope_stories260k_gguf_size;
 
 namespace inferscope {
 namespace {
@@ -68,7 +75,7 @@ std::optional<BuiltinModel> builtin_model_named(std::string_view path) {
 std::string_view builtin_model_label(BuiltinModel model) { return entry(model).label; }
 
 std::span<const uint8_t> stories260k_gguf_bytes() {
-    return {inferscope_stories260k_gguf_begin, static_cast<size_t>(inferscope_stories260k_gguf_end - inferscope_stories260k_gguf_begin)};
+    return {inferscope_stories260k_gguf_begin, static_cast<size_t>(inferscope_stories260k_gguf_size)};
 }
 
 std::shared_ptr<const Model> load_builtin_model(BuiltinModel model) {

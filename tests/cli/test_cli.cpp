@@ -67,18 +67,16 @@ TEST_F(CliTest, FifosDevicesAndDirectoriesAreRefusedByNameWithoutWaiting) {
     expect_failure(run_cli("generate -m " + model + " -n 2 --steps /proc/version"), "/proc/version");
 }
 
-// Outputs go through a temporary of their own (O_EXCL): links planted where a temporary might
-// be are never followed, and a device as the output is refused before any work.
-TEST_F(CliTest, OutputsNeverWriteThroughPlantedLinksOrIntoDevices) {
+// An output that is a symbolic link or a device is refused (before any work) and left as it is.
+TEST_F(CliTest, OutputsThatAreLinksOrDevicesAreRefusedAndLeftAsTheyAre) {
     const std::string victim = path("victim.txt");
     std::ofstream(victim) << "keep me";
-    for (const char* planted : {"out.gguf.partial", ".out.gguf.partial", "out.gguf.tmp", ".out.gguf.tmp"}) {
-        fs::create_symlink(victim, path(planted));
-    }
-    const RunResult made = run_cli("make-model --preset tiny-qwen2 -o " + path("out.gguf"));
-    ASSERT_EQ(made.exit_code, 0) << made.err;
+    fs::create_symlink(victim, path("link.gguf"));
+    expect_failure(run_cli("make-model --preset tiny-qwen2 -o " + path("link.gguf")), "is a symbolic link, not a regular file");
     std::ifstream in(victim);
     EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "keep me");
+    EXPECT_TRUE(fs::is_symlink(path("link.gguf")));
+    ASSERT_EQ(run_cli("make-model --preset tiny-qwen2 -o " + path("out.gguf")).exit_code, 0);
     const RunResult quantized = run_cli("quantize -m " + path("out.gguf") + " -s q8_0 -o /dev/full");
     expect_failure(quantized, "/dev/full: is a device, not a regular file");
     EXPECT_EQ(quantized.err.find("quantize q8_0"), std::string::npos) << "refused only after quantizing: " << quantized.err;
@@ -265,6 +263,38 @@ TEST_F(CliTest, TokenTextIsEscapedOnTheTerminal) {
     EXPECT_NE(r.out.find("'\\x1b'"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, GeneratedTextIsEscapedOnATerminalAndPassedRawIntoAPipe) {
+    const std::string model = write_tiny("tiny.gguf");
+    const std::string script = path("generate.sh");
+    std::ofstream(script) << "exec " << INFERSCOPE_CLI_PATH << " generate -m " << model
+                          << " -p \"$(printf 'a\\033[31mb')\" -n 2 --temp 0\n";
+    // util-linux's script(1) runs the command on a pseudo-terminal.
+    const RunResult on_terminal = testing::run_command("script -qec 'sh " + script + "' /dev/null");
+    ASSERT_EQ(on_terminal.exit_code, 0) << on_terminal.out << on_terminal.err;
+    EXPECT_EQ(on_terminal.out.find('\x1b'), std::string::npos) << on_terminal.out;
+    EXPECT_NE(on_terminal.out.find("a\\x1b[31mb"), std::string::npos) << on_terminal.out;
+    const RunResult piped = testing::run_command("sh " + script);
+    ASSERT_EQ(piped.exit_code, 0) << piped.err;
+    EXPECT_NE(piped.out.find("a\x1b[31mb"), std::string::npos) << piped.out;
+}
+
+TEST_F(CliTest, ConvertLlama2cWritesAModelThatLoads) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("llama2c/stories260K.bin");
+    INFERSCOPE_REQUIRE_SHARED_FILE("llama2c/tok512.bin");
+    const std::string checkpoint = testing::shared_model("llama2c/stories260K.bin").string();
+    const std::string tokenizer = testing::shared_model("llama2c/tok512.bin").string();
+    const RunResult r = run_cli("convert-llama2c --checkpoint " + checkpoint + " --tokenizer " + tokenizer + " --ctx-len 256 -o " +
+                                path("s.gguf"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto info = nlohmann::json::parse(run_cli("info --json -m " + path("s.gguf")).out);
+    EXPECT_EQ(info["name"], "stories260K");  // the checkpoint's file name
+    EXPECT_EQ(info["context_length"], 256);
+    EXPECT_EQ(info["parameters"], 260032);
+    expect_failure(run_cli("convert-llama2c --checkpoint " + tokenizer + " --tokenizer " + tokenizer + " -o " + path("t.gguf")),
+                   "llama2.c header field");
+    EXPECT_FALSE(fs::exists(path("t.gguf")));
+}
+
 TEST_F(CliTest, BuiltInDefaultModelNeedsNoFile) {
     const RunResult r = run_cli("generate -n 4 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -272,7 +302,7 @@ TEST_F(CliTest, BuiltInDefaultModelNeedsNoFile) {
     EXPECT_EQ(nlohmann::json::parse(r.out)["generated_ids"].size(), 4u);
 
     // the trained default writes a story
-    const RunResult story = run_cli("generate -p 'Once upon a time' -n 24 --temp 0");
+    const RunResult story = run_cli("generate -p 'Once upon a time' -n 24 --temp 0 -t 1");
     ASSERT_EQ(story.exit_code, 0) << story.err;
     EXPECT_NE(story.out.find("Once upon a time, there was a little girl"), std::string::npos) << story.out;
 }

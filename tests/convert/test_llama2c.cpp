@@ -41,6 +41,7 @@ Llama2cSources stories_sources(const std::string& checkpoint, const std::string&
 
 TEST(Llama2cConversion, GivesTheTensorsAndVocabularyOfLlamaCppsConversion) {
     INFERSCOPE_REQUIRE_SHARED_FILE("llama2c/stories260K.bin");
+    INFERSCOPE_REQUIRE_SHARED_FILE("llama2c/tok512.bin");
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
     const std::string checkpoint = read_shared("llama2c/stories260K.bin");
     const std::string tokenizer = read_shared("llama2c/tok512.bin");
@@ -78,6 +79,7 @@ TEST(Llama2cConversion, GivesTheTensorsAndVocabularyOfLlamaCppsConversion) {
 
 TEST(Llama2cConversion, TheBuiltInModelIsThisConversionOfTheSharedCheckpoint) {
     INFERSCOPE_REQUIRE_SHARED_FILE("llama2c/stories260K.bin");
+    INFERSCOPE_REQUIRE_SHARED_FILE("llama2c/tok512.bin");
     const std::vector<uint8_t> converted =
         convert_llama2c(stories_sources(read_shared("llama2c/stories260K.bin"), read_shared("llama2c/tok512.bin"))).to_bytes();
     const std::span<const uint8_t> builtin = stories260k_gguf_bytes();

@@ -45,7 +45,11 @@ inline ui::EngineController* new_controller_with_model(const QString& path, int 
 // A CSV export without the "# " provenance lines the window writes before its header.
 inline QByteArray without_provenance(const QByteArray& csv) {
     qsizetype start = 0;
-    while (csv.mid(start, 2) == "# ") start = csv.indexOf('\n', start) + 1;
+    while (csv.mid(start, 2) == "# ") {
+        const qsizetype end = csv.indexOf('\n', start);
+        if (end < 0) return {};
+        start = end + 1;
+    }
     return csv.mid(start);
 }
 

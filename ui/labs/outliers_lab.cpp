@@ -79,6 +79,13 @@ OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
 
 void OutliersLab::set_model(const ModelSummary& model) {
     report_.reset();
+    // The charts and figures of the previous model go at once, not when the new analysis lands.
+    const QString waiting = tr("Analysing the prompt on the new model…");
+    histogram_->clear(waiting);
+    maxima_->clear(waiting);
+    heat_strip_->clear(waiting);
+    int8_summary_->clear();
+    int8_table_->setRowCount(0);
     layer_slider_->setRange(0, std::max(0, model.n_layer - 1));
     layer_slider_->setValue(model.n_layer / 2);
     layer_label_->setText(tr("block %1").arg(layer_slider_->value()));

@@ -323,7 +323,7 @@ void QuantizationLab::set_model(const ModelSummary& model) {
     fit_choices_to(model);
     update_enabled();
     // A new thread count or weight swap keeps the file: its results stay valid.
-    const QString& identity = model.path;
+    const QString identity = model.path + QLatin1Char('#') + model.fingerprint;
     if (identity == model_identity_ && report_) return;
     model_identity_ = identity;
     report_.reset();

@@ -102,6 +102,10 @@ bool SoftLabelsLab::logits_are_current() const {
 
 void SoftLabelsLab::set_model(const ModelSummary&) {
     logits_.reset();
+    labels_.reset();
+    panel_->clear(tr("Analysing the prompt on the new model…"));
+    ratio_line_->clear();
+    show_student();  // with no logits: the student's empty state
     follower_->forget_result();
     // Students of the previous model are not reused; a running job keeps its own reference.
     students_ = std::make_shared<StudentModels>();

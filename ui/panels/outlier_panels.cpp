@@ -63,6 +63,11 @@ void OutlierHistogramPanel::set_layer(const LayerOutlierSummary& layer, const QS
     fit_axes(8, 1);
 }
 
+void OutlierHistogramPanel::clear(const QString& title) {
+    bins_->clear();
+    chart()->setTitle(title);
+}
+
 OutlierMaximaPanel::OutlierMaximaPanel(QWidget* parent)
     : ChartPanel(QStringLiteral("outlier-dimensions"), parent), maxima_(new QLineSeries()), top_(new QScatterSeries()) {
     chart()->setTitle(tr("Per-dimension max |h|"));
@@ -122,6 +127,17 @@ OutlierHeatStripPanel::OutlierHeatStripPanel(QWidget* parent)
     chart()->legend()->hide();
     style_series(false);
     connect(chart(), &QChart::plotAreaChanged, this, &OutlierHeatStripPanel::fit_cells);
+}
+
+void OutlierMaximaPanel::clear(const QString& title) {
+    maxima_->clear();
+    top_->clear();
+    chart()->setTitle(title);
+}
+
+void OutlierHeatStripPanel::clear(const QString& title) {
+    set_layers({}, QString());
+    chart()->setTitle(title);
 }
 
 void OutlierHeatStripPanel::set_layers(std::span<const LayerOutlierSummary> layers, const QString& tensor) {

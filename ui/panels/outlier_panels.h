@@ -25,6 +25,8 @@ public:
     // One point per bin: (log2 of the bin's upper bound, dimensions in the bin); the first
     // bin is [0, 1), bin i >= 1 is [2^(i-1), 2^i).
     void set_layer(const LayerOutlierSummary& layer, const QString& tensor);
+    // No data; the title says why.
+    void clear(const QString& title);
 
 private:
     QLineSeries* bins_;
@@ -36,6 +38,8 @@ public:
     explicit OutlierMaximaPanel(QWidget* parent = nullptr);
 
     void set_layer(const LayerOutlierSummary& layer, const QString& tensor);
+    // No data; the title says why.
+    void clear(const QString& title);
 
 private:
     QLineSeries* maxima_;
@@ -54,6 +58,8 @@ public:
 
     // `layers` in block order, all of one width.
     void set_layers(std::span<const LayerOutlierSummary> layers, const QString& tensor);
+    // No rows; the title says why.
+    void clear(const QString& title);
     // The rows, top first, with each dimension's largest max |h| over the layers.
     const std::vector<DimensionValue>& dimensions() const { return dimensions_; }
     // The matrix, not the markers' grid positions: one series per row, named "dim D", with
