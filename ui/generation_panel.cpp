@@ -322,17 +322,15 @@ void GenerationPanel::start_output(const QString& prompt_text) {
     } else {
         output_->setPlainText(prompt_text);
     }
-    prefill_ms_ = decode_ms_ = 0;
-    decode_steps_ = 0;
-    first_token_seen_ = false;
-    ttft_ms_ = -1;
-    context_->clear();
-    kv_bytes_->clear();
-    update_stats();
+    reset_figures();
 }
 
 void GenerationPanel::clear_results() {
     output_->clear();
+    reset_figures();
+}
+
+void GenerationPanel::reset_figures() {
     prefill_ms_ = decode_ms_ = 0;
     decode_steps_ = 0;
     first_token_seen_ = false;

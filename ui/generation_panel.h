@@ -68,6 +68,7 @@ private:
     void show_rendered_prompt();
     QVector<ChatMessageText> request_history() const;
     void update_stats();
+    void reset_figures();  // time to first token, speed, context and KV figures back to "none yet"
 
     QPlainTextEdit* prompt_;
     QPlainTextEdit* output_;

@@ -22,6 +22,8 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/labs/quantization_lab.h"
+#include "ui/labs/soft_labels_lab.h"
+#include "ui/labs/speculative_lab.h"
 #include "ui/panels/quant_panels.h"
 #include "ui/ui_test_support.h"
 
@@ -340,6 +342,17 @@ TEST(QuantizationLabChoices, FollowTheLoadedModelsRowLengths) {
     const QStandardItem* q8 = qobject_cast<QStandardItemModel*>(lab.format_box().model())->item(lab.format_box().findData(QStringLiteral("q8_0")));
     EXPECT_TRUE(q8->toolTip().contains(QLatin1String("rows of 172 weights, not a multiple of 32"))) << q8->toolTip().toStdString();
     EXPECT_EQ(lab.scheme_text(), QStringLiteral("int4:row"));
+    // The speculative lab's drafts and the soft-labels lab's students follow the same rows.
+    SpeculativeLab speculative(*c);
+    SoftLabelsLab soft_labels(*c);
+    const auto text_enabled = [](const QComboBox& box, const char* text) {
+        return qobject_cast<QStandardItemModel*>(box.model())->item(box.findText(QString::fromLatin1(text)))->isEnabled();
+    };
+    EXPECT_FALSE(text_enabled(speculative.draft_box(), "q8_0"));
+    EXPECT_FALSE(text_enabled(speculative.draft_box(), "int4:g32"));
+    EXPECT_TRUE(text_enabled(speculative.draft_box(), "int4:row"));
+    EXPECT_FALSE(text_enabled(soft_labels.student_box(), "nf4"));
+    EXPECT_TRUE(text_enabled(soft_labels.student_box(), "int8:row"));
 
     bool synthetic_loaded = false;
     const auto connection = QObject::connect(c.get(), &EngineController::model_loaded, [&] { synthetic_loaded = true; });
@@ -348,6 +361,8 @@ TEST(QuantizationLabChoices, FollowTheLoadedModelsRowLengths) {
     QObject::disconnect(connection);
     for (const char* format : {"q8_0", "q4_k", "nf4"}) EXPECT_TRUE(combo_item_enabled(lab.format_box(), QString::fromLatin1(format))) << format;
     EXPECT_TRUE(combo_item_enabled(lab.granularity_box(), QStringLiteral("group")));
+    EXPECT_TRUE(text_enabled(speculative.draft_box(), "q8_0"));
+    EXPECT_TRUE(text_enabled(soft_labels.student_box(), "nf4"));
 }
 
 }  // namespace

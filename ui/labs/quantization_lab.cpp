@@ -8,7 +8,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSlider>
-#include <QStandardItemModel>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -16,6 +15,7 @@
 #include "ui/engine_controller.h"
 #include "ui/flow_layout.h"
 #include "ui/labs/lab_progress.h"
+#include "ui/labs/scheme_fit.h"
 #include "ui/panels/quant_panels.h"
 #include "ui/wrapping_label.h"
 
@@ -40,48 +40,6 @@ QComboBox* combo(const QList<std::pair<QString, QString>>& items, int current) {
     for (const auto& [label, value] : items) box->addItem(label, value);
     box->setCurrentIndex(current);
     return box;
-}
-
-// The lengths of the rows of the model's 2-D weights: the inputs of q/k/v/gate/up, of the
-// attention output and of the FFN down-projection.
-QList<int> matrix_row_lengths(const ModelSummary& model) {
-    QList<int> lengths;
-    for (int length : {model.n_embd, model.n_head * model.head_dim, model.n_ff}) {
-        if (length > 0 && !lengths.contains(length)) lengths.append(length);
-    }
-    return lengths;
-}
-
-// Empty when `block` divides every length; otherwise why not.
-QString block_misfit(qint64 block, const QList<int>& lengths) {
-    for (int length : lengths) {
-        if (length % block != 0) {
-            return QuantizationLab::tr("This model has rows of %1 weights, not a multiple of %2.").arg(length).arg(block);
-        }
-    }
-    return {};
-}
-
-void set_item_enabled(QComboBox& box, int index, const QString& misfit) {
-    QStandardItem* item = qobject_cast<QStandardItemModel*>(box.model())->item(index);
-    item->setEnabled(misfit.isEmpty());
-    item->setToolTip(misfit);
-}
-
-bool item_enabled(const QComboBox& box, int index) {
-    return qobject_cast<QStandardItemModel*>(box.model())->item(index)->isEnabled();
-}
-
-// Moves the selection off a disabled item to the last enabled one (the largest group size,
-// the finest granularity).
-void select_enabled(QComboBox& box) {
-    if (item_enabled(box, box.currentIndex())) return;
-    for (int i = box.count() - 1; i >= 0; --i) {
-        if (item_enabled(box, i)) {
-            box.setCurrentIndex(i);
-            return;
-        }
-    }
 }
 
 QString battery_text(const std::optional<BatteryResult>& result) {
@@ -311,11 +269,10 @@ void QuantizationLab::fit_choices_to(const ModelSummary& model) {
             set_item_enabled(*format_, i, no_group);
             continue;
         }
-        const GgmlType type = parse_quant_scheme(format.toStdString()).gguf_type;
-        set_item_enabled(*format_, i, block_misfit(ggml_type_traits(type).block_elements, lengths));
+        set_item_enabled(*format_, i, scheme_misfit(format, lengths));
     }
-    select_enabled(*group_size_);
-    select_enabled(*granularity_);
+    select_last_enabled(*group_size_);
+    select_last_enabled(*granularity_);
     if (!item_enabled(*format_, format_->currentIndex())) format_->setCurrentIndex(format_->findData(QStringLiteral("int")));
 }
 

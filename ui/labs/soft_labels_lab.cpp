@@ -10,6 +10,7 @@
 
 #include "engine/model/model.h"
 #include "ui/engine_controller.h"
+#include "ui/labs/scheme_fit.h"
 #include "ui/flow_layout.h"
 #include "ui/labs/prompt_follower.h"
 #include "ui/panels/soft_labels_panel.h"
@@ -18,8 +19,7 @@
 namespace inferscope::ui {
 namespace {
 
-// Students offered. A scheme a model's shapes rule out (q4_k needs rows a multiple of 256
-// wide) fails in the job with the engine's message on the status line.
+// Students offered; those a model's row lengths rule out are disabled on loading it.
 const QStringList kStudentSchemes{QStringLiteral("int8:row"), QStringLiteral("int4:row"), QStringLiteral("int4:g32"),
                                   QStringLiteral("int2:row"), QStringLiteral("nf4"),      QStringLiteral("q8_0"),
                                   QStringLiteral("q4_0"),     QStringLiteral("q4_k")};
@@ -100,7 +100,12 @@ bool SoftLabelsLab::logits_are_current() const {
     return logits_ && follower_->prompt_is_analysed() && QString::fromStdString(logits_->student_scheme) == student_scheme();
 }
 
-void SoftLabelsLab::set_model(const ModelSummary&) {
+void SoftLabelsLab::set_model(const ModelSummary& model) {
+    const QList<int> lengths = matrix_row_lengths(model);
+    for (int i = 1; i < student_box_->count(); ++i) {  // item 0 is "none"
+        set_item_enabled(*student_box_, i, scheme_misfit(student_box_->itemData(i).toString(), lengths));
+    }
+    if (!item_enabled(*student_box_, student_box_->currentIndex())) student_box_->setCurrentIndex(0);
     logits_.reset();
     labels_.reset();
     panel_->clear(tr("Analysing the prompt on the new model…"));

@@ -14,6 +14,7 @@
 
 #include "engine/speculative/spec_table.h"
 #include "ui/engine_controller.h"
+#include "ui/labs/scheme_fit.h"
 #include "ui/labs/lab_progress.h"
 #include "ui/panels/speculative_panel.h"
 #include "ui/wrapping_label.h"
@@ -64,8 +65,19 @@ SpeculativeLab::SpeculativeLab(EngineController& controller, QWidget* parent)
     results_->setTextFormat(Qt::PlainText);  // model output is not markup
     results_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     connect_controller();
+    if (controller_.has_model()) fit_drafts_to(controller_.model());
     measure_button_->setEnabled(controller_.has_model());
     cancel_button_->setEnabled(false);
+}
+
+void SpeculativeLab::fit_drafts_to(const ModelSummary& model) {
+    const QList<int> lengths = matrix_row_lengths(model);
+    for (int i = 0; i < draft_box_->count(); ++i) {
+        if (draft_box_->itemData(i, kDraftFileRole).toString() == kChooseFile) continue;
+        set_item_enabled(*draft_box_, i, scheme_misfit(draft_box_->itemText(i), lengths));
+    }
+    const int current = draft_box_->findText(draft_box_->currentText());
+    if (current >= 0 && !item_enabled(*draft_box_, current)) draft_box_->setCurrentIndex(0);  // int4:row fits every shape
 }
 
 QWidget* SpeculativeLab::build_controls() {
@@ -116,7 +128,8 @@ QWidget* SpeculativeLab::build_controls() {
 }
 
 void SpeculativeLab::connect_controller() {
-    connect(&controller_, &EngineController::model_loaded, this, [this] {
+    connect(&controller_, &EngineController::model_loaded, this, [this](const ModelSummary& model) {
+        fit_drafts_to(model);
         // A measurement belongs to the model (and threads) it ran on.
         panel_->clear_measurement();
         result_.reset();

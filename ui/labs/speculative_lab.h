@@ -25,6 +25,7 @@ namespace inferscope::ui {
 class ChartPanel;
 class EngineController;
 class SpeculativePanel;
+struct ModelSummary;
 
 class SpeculativeLab : public QWidget {
     Q_OBJECT
@@ -61,6 +62,8 @@ signals:
 
 private:
     QWidget* build_controls();
+    // Disables the draft schemes whose block does not divide the model's rows.
+    void fit_drafts_to(const ModelSummary& model);
     void connect_controller();
     void choose_draft_file();
     void show_result(const SpeculativeRunResult& result);
