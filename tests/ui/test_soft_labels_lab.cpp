@@ -18,6 +18,7 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/labs/soft_labels_lab.h"
+#include "ui/number_format.h"
 #include "ui/panels/soft_labels_panel.h"
 #include "ui/ui_test_support.h"
 
@@ -76,7 +77,7 @@ void expect_chart_shows(const SoftLabelsLab& lab, const SoftLabels& expected) {
     ASSERT_TRUE(lab.labels().has_value());
     EXPECT_EQ(lab.labels()->top_to_kth_ratio, expected.top_to_kth_ratio);
     EXPECT_EQ(lab.labels()->mass_beyond_argmax, expected.mass_beyond_argmax);
-    EXPECT_TRUE(lab.ratio_line().text().contains(QString::number(expected.top_to_kth_ratio, 'g', 4)))
+    EXPECT_TRUE(lab.ratio_line().text().contains(format_number(expected.top_to_kth_ratio, 4)))
         << lab.ratio_line().text().toStdString();
     EXPECT_TRUE(lab.ratio_line().text().contains(QString::number(expected.mass_beyond_argmax, 'f', 4)));
 }

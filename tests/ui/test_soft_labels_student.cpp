@@ -21,6 +21,7 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/labs/soft_labels_lab.h"
+#include "ui/number_format.h"
 #include "ui/panels/soft_labels_panel.h"
 #include "ui/ui_test_support.h"
 
@@ -101,7 +102,7 @@ void expect_student_shown(const SoftLabelsLab& lab, const std::pair<SoftLabels, 
     ASSERT_TRUE(lab.labels().has_value() && lab.labels()->kl_teacher_student.has_value());
     EXPECT_EQ(*lab.labels()->kl_teacher_student, *teacher.kl_teacher_student);
     EXPECT_GT(*teacher.kl_teacher_student, 0.0);  // int4 changes the distribution
-    EXPECT_TRUE(lab.kl_line().text().contains(QString::number(*teacher.kl_teacher_student, 'g', 6)))
+    EXPECT_TRUE(lab.kl_line().text().contains(format_number(*teacher.kl_teacher_student, 6)))
         << lab.kl_line().text().toStdString();
     const PlotData data = lab.student_panel().plot_data();
     ASSERT_EQ(data.series.size(), 1);

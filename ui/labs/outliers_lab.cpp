@@ -12,6 +12,7 @@
 #include "ui/labs/prompt_follower.h"
 #include "ui/panels/outlier_panels.h"
 #include "ui/wrapping_label.h"
+#include "ui/number_format.h"
 
 namespace inferscope::ui {
 namespace {
@@ -140,16 +141,16 @@ void OutliersLab::show_int8(const OutlierReport& report) {
                                .arg(report.int8_layer)
                                .arg(a.n_tokens)
                                .arg(a.n_dims)
-                               .arg(a.tensor_max_abs, 0, 'g', 4)
-                               .arg(a.tensor_scale, 0, 'g', 4)
+                               .arg(format_number(a.tensor_max_abs, 4))
+                               .arg(format_number(a.tensor_scale, 4))
                                .arg(a.excluded_dims.size())
-                               .arg(a.reduced_scale, 0, 'g', 4)
+                               .arg(format_number(a.reduced_scale, 4))
                                .arg(a.scale_shrink_ratio, 0, 'f', 1));
     int8_table_->setRowCount(static_cast<int>(a.schemes.size()));
     for (int i = 0; i < static_cast<int>(a.schemes.size()); ++i) {
         const Int8SchemeResult& s = a.schemes[static_cast<size_t>(i)];
         const QStringList cells{text_of(int8_scheme_name(s.scheme)), QString::number(100.0 * s.relative_error, 'f', 3),
-                                QString::number(s.max_abs_error, 'g', 4), QString::number(s.median_levels_used, 'f', 1)};
+                                format_number(s.max_abs_error, 4), QString::number(s.median_levels_used, 'f', 1)};
         for (int c = 0; c < cells.size(); ++c) int8_table_->setItem(i, c, new QTableWidgetItem(cells[c]));
     }
 }

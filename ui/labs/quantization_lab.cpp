@@ -18,6 +18,7 @@
 #include "ui/labs/scheme_fit.h"
 #include "ui/panels/quant_panels.h"
 #include "ui/wrapping_label.h"
+#include "ui/number_format.h"
 
 namespace inferscope::ui {
 namespace {
@@ -340,7 +341,7 @@ void QuantizationLab::append_quality_row(const QualityRow& row) {
                             QStringLiteral("%1 (%2%)")
                                 .arg(row.delta_ppl(), 0, 'f', 4)
                                 .arg(100.0 * row.delta_ppl() / row.reference_ppl, 0, 'f', 2),
-                            QString::number(row.kl_mean, 'g', 5),
+                            format_number(row.kl_mean, 5),
                             QString::number(row.top1_agreement, 'f', 4),
                             QStringLiteral("%1 (%2)").arg(battery_text(row.battery), battery_text(row.reference_battery))};
     for (int c = 0; c < cells.size(); ++c) table_->setItem(r, c, new QTableWidgetItem(cells[c]));

@@ -15,6 +15,7 @@
 #include "ui/labs/prompt_follower.h"
 #include "ui/panels/soft_labels_panel.h"
 #include "ui/wrapping_label.h"
+#include "ui/number_format.h"
 
 namespace inferscope::ui {
 namespace {
@@ -155,9 +156,9 @@ void SoftLabelsLab::show_distribution() {
                             "the ratio at T is the T = 1 ratio to the power 1/T).")
                              .arg(labels_->temperature, 0, 'f', 2)
                              .arg(k)
-                             .arg(labels_->top_to_kth_ratio, 0, 'g', 4)
+                             .arg(format_number(labels_->top_to_kth_ratio, 4))
                              .arg(labels_->mass_beyond_argmax, 0, 'f', 4)
-                             .arg(at_one.top_to_kth_ratio, 0, 'g', 4)
+                             .arg(format_number(at_one.top_to_kth_ratio, 4))
                              .arg(at_one.mass_beyond_argmax, 0, 'f', 4));
     emit labels_changed();
 }
@@ -178,7 +179,7 @@ void SoftLabelsLab::show_student() {
     kl_line_->setText(tr("KL(teacher \u2016 student) at T = %1: %2 nats (student: this model under %3; both "
                          "distributions softened by the same T).")
                           .arg(labels_->temperature, 0, 'f', 2)
-                          .arg(labels_->kl_teacher_student.value_or(0.0), 0, 'g', 6)
+                          .arg(format_number(labels_->kl_teacher_student.value_or(0.0), 6))
                           .arg(scheme));
 }
 

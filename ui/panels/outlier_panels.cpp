@@ -1,4 +1,5 @@
 #include "ui/panels/outlier_panels.h"
+#include "ui/number_format.h"
 
 #include <QGraphicsSimpleTextItem>
 #include <QLineSeries>
@@ -94,8 +95,8 @@ void OutlierMaximaPanel::set_layer(const LayerOutlierSummary& layer, const QStri
     chart()->setTitle(tr("Layer %1 %2: max |h| per dimension (median %3, top %4)")
                           .arg(layer.layer)
                           .arg(tensor)
-                          .arg(layer.median_dim_max_abs, 0, 'g', 4)
-                          .arg(layer.top.empty() ? 0.0 : static_cast<double>(layer.top.front().value), 0, 'g', 4));
+                          .arg(format_number(layer.median_dim_max_abs, 4))
+                          .arg(format_number(layer.top.empty() ? 0.0 : static_cast<double>(layer.top.front().value), 4)));
     fit_axes(64, 1);
 }
 

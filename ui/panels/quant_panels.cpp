@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "ui/wrapping_label.h"
+#include "ui/number_format.h"
 
 namespace inferscope::ui {
 namespace {
@@ -57,7 +58,7 @@ QuantErrorPanel::QuantErrorPanel(QWidget* parent)
                                      .arg(bar.name)
                                      .arg(bar.rows)
                                      .arg(bar.cols)
-                                     .arg(bar.relative_error, 0, 'g', 4)
+                                     .arg(format_number(bar.relative_error, 4))
                                      .arg(bar.bits_per_weight, 0, 'f', 3));
     });
     style_series(false);
@@ -81,7 +82,7 @@ void QuantErrorPanel::set_report(const QuantReport& report) {
     chart()->setTitle(bars_.empty() ? tr("Relative error per matrix: %1").arg(name)
                                     : tr("Relative error per matrix: %1 (worst %2: %3)")
                                           .arg(name, bars_[static_cast<size_t>(worst_matrix())].name)
-                                          .arg(scheme.worst_relative_error, 0, 'g', 4));
+                                          .arg(format_number(scheme.worst_relative_error, 4)));
     summary_->setText(tr("%1: %2 bits/weight over %3 quantized matrices (as stored in the file: %4); model %5 MiB "
                          "(file: %6 MiB); relative error mean %7, weighted by parameters %8. Hover a bar for its matrix.")
                           .arg(name)
@@ -90,8 +91,8 @@ void QuantErrorPanel::set_report(const QuantReport& report) {
                           .arg(parameters > 0 ? source_bits / parameters : 0.0, 0, 'f', 3)
                           .arg(bytes_to_mib(scheme.model_bytes), 0, 'f', 2)
                           .arg(bytes_to_mib(report.reference_bytes), 0, 'f', 2)
-                          .arg(scheme.mean_relative_error, 0, 'g', 4)
-                          .arg(scheme.weighted_relative_error, 0, 'g', 4));
+                          .arg(format_number(scheme.mean_relative_error, 4))
+                          .arg(format_number(scheme.weighted_relative_error, 4)));
     redraw();
 }
 

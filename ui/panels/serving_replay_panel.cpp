@@ -1,4 +1,5 @@
 #include "ui/panels/serving_replay_panel.h"
+#include "ui/number_format.h"
 
 #include <QLineSeries>
 #include <QPen>
@@ -18,8 +19,8 @@ QString comparison(const ReplayResult& r) {
     return ServingReplayPanel::tr("%1 vs %2 tok/s, median %3 vs %4 s")
         .arg(r.static_run.throughput_tokens_per_s(), 0, 'f', 0)
         .arg(r.continuous_run.throughput_tokens_per_s(), 0, 'f', 0)
-        .arg(r.static_run.percentile(&RequestMetrics::end_to_end_s, 50), 0, 'g', 3)
-        .arg(r.continuous_run.percentile(&RequestMetrics::end_to_end_s, 50), 0, 'g', 3);
+        .arg(format_number(r.static_run.percentile(&RequestMetrics::end_to_end_s, 50), 3))
+        .arg(format_number(r.continuous_run.percentile(&RequestMetrics::end_to_end_s, 50), 3));
 }
 
 }  // namespace
