@@ -72,6 +72,17 @@ TEST(MemoryPlannerPanel, OpensOnTheChaptersThirteenBillionOnEightGiB) {
     expect_chart_matches_engine(panel, budget_model_preset("13b"), q, MemoryPlannerPanel::kChartMaxGiB);
     expect_selected_row_matches_engine(panel, budget_model_preset("13b"), q);
     EXPECT_EQ(panel.table()->rowCount(), 4 * 3);  // every preset x every format
+    // A model whose weights alone exceed 8 GiB has no KV room: the table says so.
+    int overflowing = 0;
+    for (int row = 0; row < panel.table()->rowCount(); ++row) {
+        const QString room = panel.table()->item(row, 4)->text();
+        EXPECT_FALSE(room.startsWith(QLatin1Char('-'))) << room.toStdString();
+        if (room == QLatin1String("does not fit")) {
+            ++overflowing;
+            EXPECT_EQ(panel.table()->item(row, 5)->text(), QStringLiteral("0"));
+        }
+    }
+    EXPECT_GT(overflowing, 0);
 }
 
 TEST(MemoryPlannerPanel, EveryControlRecomputesTheChartAndTable) {

@@ -316,7 +316,9 @@ void MemoryPlannerPanel::update_table(const BudgetQuery& query) {
             table_->setItem(r, 1, new QTableWidgetItem(QString::fromStdString(row.weights)));
             table_->setItem(r, 2, number_item(row.weight_bytes / kGiB, 2));
             table_->setItem(r, 3, number_item(row.kv_bytes_per_token, 0));
-            table_->setItem(r, 4, number_item(row.kv_budget_bytes / kGiB, 2));
+            // Negative room means the weights alone overflow the memory: say so rather than "-3.12".
+            table_->setItem(r, 4, row.kv_budget_bytes > 0 ? number_item(row.kv_budget_bytes / kGiB, 2)
+                                                          : new QTableWidgetItem(tr("does not fit")));
             table_->setItem(r, 5, number_item(static_cast<double>(row.max_resident_tokens), 0));
             table_->setItem(r, 6, number_item(static_cast<double>(row.tokens_per_user), 0));
             if (static_cast<int>(m) == model_->currentIndex() && format == query.weights) chosen_row = r;
