@@ -7,7 +7,7 @@
 namespace inferscope::ui {
 namespace {
 
-// "1.500" -> "1.5", "2.000" -> "2", as %g drops trailing zeros.
+// Zeros after the last significant decimal go, as %g drops them.
 QString without_trailing_zeros(QString text, QChar decimal_point) {
     if (!text.contains(decimal_point)) return text;
     while (text.endsWith(QLatin1Char('0'))) text.chop(1);

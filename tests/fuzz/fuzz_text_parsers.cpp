@@ -111,8 +111,8 @@ void check_llama2c(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
     const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-    // 0xF0 and above are the llama2.c readers; below, the first byte modulo 3 as before, so the
-    // committed corpus keeps its meaning.
+    // 0xF0 and above select the llama2.c readers; below, the first byte modulo 3 picks a grammar,
+    // which the committed corpus relies on.
     if (data[0] >= 0xF0) {
         inferscope::check_llama2c(text);
         return 0;
