@@ -1,6 +1,7 @@
 // `chat-template`: the prompt a conversation renders to (what the model is fed); `chat`: an
 // interactive conversation that keeps the KV cache between turns.
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include "app/cli/chat_cli_common.h"
@@ -17,7 +18,29 @@ struct ChatTemplateCliOptions {
     ChatInputOptions input;
     bool no_generation_prompt = false;
     std::optional<std::string> bos, eos;
+    std::optional<std::string> date;
 };
+
+// The day strftime_now() renders (templates such as Llama 3's print "Today Date"): YYYY-MM-DD,
+// taken at noon UTC; InvalidArgument naming the text otherwise.
+std::tm render_date(const std::string& text) {
+    int year = 0, month = 0, day = 0;
+    char tail = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c", &year, &month, &day, &tail) != 3) {
+        throw InvalidArgument("--date: \"" + text + "\" is not YYYY-MM-DD");
+    }
+    std::tm t{};
+    t.tm_year = year - 1900;
+    t.tm_mon = month - 1;
+    t.tm_mday = day;
+    t.tm_hour = 12;
+    std::tm normalized = t;
+    if (::timegm(&normalized) == -1 || normalized.tm_year != t.tm_year || normalized.tm_mon != t.tm_mon ||
+        normalized.tm_mday != t.tm_mday) {
+        throw InvalidArgument("--date: " + text + " is not a calendar date");
+    }
+    return normalized;  // with its weekday and day of the year filled in
+}
 
 void run_chat_template(const ChatTemplateCliOptions& o) {
     if (o.input.messages_path.empty()) throw InvalidArgument("chat-template needs the conversation: --messages FILE.json");
@@ -38,6 +61,7 @@ void run_chat_template(const ChatTemplateCliOptions& o) {
     inputs.add_generation_prompt = !o.no_generation_prompt;
     if (o.bos) inputs.bos_token = *o.bos;
     if (o.eos) inputs.eos_token = *o.eos;
+    if (o.date) inputs.now = render_date(*o.date);
     const std::string rendered = chat::ChatTemplate(text).render(inputs);
     if (!o.model.json) {
         std::fwrite(rendered.data(), 1, rendered.size(), stdout);
@@ -116,6 +140,7 @@ void add_chat_template_command(CLI::App& app) {
     cmd->add_flag("--no-generation-prompt", o->no_generation_prompt, "do not open the assistant's turn at the end");
     cmd->add_option("--bos", o->bos, "bos_token text (default: the vocabulary's)");
     cmd->add_option("--eos", o->eos, "eos_token text (default: the vocabulary's)");
+    cmd->add_option("--date", o->date, "the day strftime_now() gives, YYYY-MM-DD (default: today), for renders that repeat");
     cmd->callback([o] { run_chat_template(*o); });
 }
 

@@ -52,12 +52,21 @@ TEST_F(CliChat, ChatTemplateRendersAsPythonJinja2) {
                            shared_model("chat-templates/" + c["template"].get<std::string>()).string() + " --bos '" +
                            c["bos_token"].get<std::string>() + "' --eos '" + c["eos_token"].get<std::string>() + "'";
         if (!c["add_generation_prompt"].get<bool>()) args += " --no-generation-prompt";
+        args += " --date 2026-12-03";  // the day the references were rendered with (strftime_now)
         const auto r = run_cli(args);
         ASSERT_EQ(r.exit_code, 0) << c["template"] << ": " << r.err;
         EXPECT_EQ(nlohmann::json::parse(r.out)["text"], c["text"]) << c["template"];
         ++checked;
     }
     EXPECT_GE(checked, 8);
+
+    const std::string messages = write("one.json", R"([{"role": "user", "content": "hi"}])");
+    const std::string llama = "chat-template --template " + shared_model("chat-templates/meta-llama-Llama-3.2-3B-Instruct.jinja").string() +
+                              " --messages " + messages + " --date ";
+    EXPECT_NE(run_cli(llama + "2024-02-29").out.find("Today Date: 29 Feb 2024"), std::string::npos);
+    const auto bad = run_cli(llama + "2026-02-30");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("--date: 2026-02-30 is not a calendar date"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliChat, GenerateChatFeedsTheRenderedConversation) {
