@@ -23,6 +23,7 @@
 #include "engine/core/error.h"
 #include "ui/chat_messages.h"
 #include "ui/model_info_widget.h"
+#include "ui/number_format.h"
 #include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
@@ -333,6 +334,7 @@ void GenerationPanel::clear_results() {
 void GenerationPanel::reset_figures() {
     prefill_ms_ = decode_ms_ = 0;
     decode_steps_ = 0;
+    report_ms_per_token_ = -1;
     first_token_seen_ = false;
     ttft_ms_ = -1;
     context_->clear();
@@ -375,6 +377,7 @@ void GenerationPanel::add_steps(const QVector<StepRecord>& steps) {
 void GenerationPanel::show_report(const GenerationReport& report) {
     if (report.recompute) return;
     ttft_ms_ = report.ttft_ms;
+    if (report.decode_ms_per_token > 0) report_ms_per_token_ = report.decode_ms_per_token;
     update_stats();
     if (report.rendered_prompt.isEmpty()) return;  // raw completion
     history_.push_back({QStringLiteral("user"), pending_user_message_});
@@ -390,12 +393,15 @@ void GenerationPanel::show_report(const GenerationReport& report) {
     prompt_->clear();
 }
 
+QString GenerationPanel::decode_speed_text() const { return speed_->text(); }
+
 void GenerationPanel::update_stats() {
     ttft_->setText(ttft_ms_ < 0 ? tr("—") : tr("%1 ms").arg(ttft_ms_, 0, 'f', 1));
-    if (decode_steps_ == 0) {
+    if (decode_steps_ == 0 && report_ms_per_token_ < 0) {
         speed_->setText(tr("—"));
     } else {
-        const double ms_per_token = decode_ms_ / decode_steps_;
+        // The run's report, which the latency chart's title shows too, replaces the live estimate.
+        const double ms_per_token = report_ms_per_token_ > 0 ? report_ms_per_token_ : decode_ms_ / decode_steps_;
         speed_->setText(tr("%1 tokens/s (%2 ms/token)").arg(1000.0 / ms_per_token, 0, 'f', 1).arg(ms_per_token, 0, 'f', 2));
     }
 }

@@ -50,6 +50,8 @@ public:
     QString last_rendered_prompt() const { return last_rendered_; }
 
     QPlainTextEdit* prompt_edit() const { return prompt_; }
+    // "6223.0 tokens/s (0.16 ms/token)": the decode speed beside the controls.
+    QString decode_speed_text() const;
     QPlainTextEdit* output_view() const { return output_; }
     QCheckBox* chat_toggle() const { return chat_; }
 
@@ -104,6 +106,7 @@ private:
     double prefill_ms_ = 0;
     double decode_ms_ = 0;
     int decode_steps_ = 0;
+    double report_ms_per_token_ = -1;  // the finished run's figure; -1 while it runs
     bool first_token_seen_ = false;
     double ttft_ms_ = -1;
 };

@@ -5,26 +5,10 @@
 #include <QLabel>
 #include <QLocale>
 
+#include "ui/number_format.h"
 #include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
-
-QString format_bytes_compact(qint64 bytes) {
-    static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-    double value = static_cast<double>(bytes);
-    int unit = 0;
-    while (value >= 1024.0 && unit < 4) {
-        value /= 1024.0;
-        ++unit;
-    }
-    if (unit == 0) return QObject::tr("%1 bytes").arg(QLocale().toString(bytes));
-    return QObject::tr("%1 %2").arg(value, 0, 'f', 1).arg(QLatin1String(kUnits[unit]));
-}
-
-QString format_bytes(qint64 bytes) {
-    if (bytes < 1024) return format_bytes_compact(bytes);
-    return QObject::tr("%1 (%2 bytes)").arg(format_bytes_compact(bytes), QLocale().toString(bytes));
-}
 
 ModelInfoWidget::ModelInfoWidget(QWidget* parent) : QWidget(parent), form_(new QFormLayout(this)) {
     form_->setLabelAlignment(Qt::AlignRight);

@@ -24,7 +24,5 @@ private:
     QString empty_text_;  // shown while no model is loaded; empty otherwise
 };
 
-QString format_bytes(qint64 bytes);          // "12.3 MiB (12,902,400 bytes)"
-QString format_bytes_compact(qint64 bytes);  // "12.3 MiB", "640 bytes"
 
 }  // namespace inferscope::ui

@@ -1,6 +1,7 @@
 #include "ui/number_format.h"
 
 #include <QLocale>
+#include <QObject>
 #include <algorithm>
 #include <cmath>
 
@@ -39,6 +40,43 @@ QString format_number(double value, int significant_digits) {
     const double unit = std::pow(10.0, std::max(0, exponent - digits + 1));  // rounds away digits beyond the count
     const double rounded = decimals > 0 ? value : std::round(value / unit) * unit;
     return without_trailing_zeros(locale.toString(rounded, 'f', decimals), locale.decimalPoint().front());
+}
+
+QString format_relative_change(double value, double reference) {
+    if (!std::isfinite(value) || !std::isfinite(reference) || reference == 0) return QObject::tr("not finite");
+    const double ratio = value / reference;
+    if (ratio > 10 || ratio < 0.1) return QObject::tr("\u00d7%1").arg(format_number(ratio, 3));
+    const double percent = 100.0 * (ratio - 1.0);
+    return QObject::tr("%1%2 %").arg(percent >= 0 ? QStringLiteral("+") : QString(), format_number(percent, 3));
+}
+
+QString format_bytes_compact(qint64 bytes) {
+    static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024.0 && unit < 4) {
+        value /= 1024.0;
+        ++unit;
+    }
+    if (unit == 0) return QObject::tr("%1 bytes").arg(QLocale().toString(bytes));
+    return QObject::tr("%1 %2").arg(value, 0, 'f', 1).arg(QLatin1String(kUnits[unit]));
+}
+
+QString format_bytes(qint64 bytes) {
+    if (bytes < 1024) return format_bytes_compact(bytes);
+    return QObject::tr("%1 (%2 bytes)").arg(format_bytes_compact(bytes), QLocale().toString(bytes));
+}
+
+ByteUnit byte_unit_for(double max_bytes) {
+    static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    ByteUnit unit{1.0, QString()};
+    int index = 0;
+    while (max_bytes >= 1024.0 * unit.bytes && index < 4) {
+        unit.bytes *= 1024.0;
+        ++index;
+    }
+    unit.name = QString::fromLatin1(kUnits[index]);
+    return unit;
 }
 
 }  // namespace inferscope::ui

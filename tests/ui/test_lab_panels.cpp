@@ -286,9 +286,10 @@ TEST_F(LabPanelTest, PhasesLabOneClickMeasuresBothTables) {
     EXPECT_EQ(direct.decode[1].context, report.decode[1].context);
 }
 
+// One bar per octave: (bin index, dimensions in it).
 QList<QPointF> histogram_points(const LayerOutlierSummary& layer) {
     QList<QPointF> points;
-    for (const Log2Bin& bin : layer.histogram) points.append(QPointF(std::log2(bin.upper), static_cast<double>(bin.count)));
+    for (size_t i = 0; i < layer.histogram.size(); ++i) points.append(QPointF(static_cast<double>(i), static_cast<double>(layer.histogram[i].count)));
     return points;
 }
 
@@ -317,6 +318,12 @@ TEST_F(LabPanelTest, OutliersLabAnalysesThePromptForTheChosenLayer) {
     const OutlierReport expected = analyze_outliers(session, tokens, lab.analysis_options());
     ASSERT_EQ(expected.layers.size(), static_cast<size_t>(direct_model()->config().n_layer));
     EXPECT_EQ(series_points(lab.histogram_panel(), 0), histogram_points(expected.layers[1]));
+    const QStringList bins = lab.histogram_panel().plot_data().categories;
+    ASSERT_EQ(bins.size(), static_cast<int>(expected.layers[1].histogram.size()));
+    EXPECT_EQ(bins.front(), QStringLiteral("0\u20131"));
+    if (bins.size() > 2) {
+        EXPECT_EQ(bins[2], QStringLiteral("2–4"));
+    }
     EXPECT_EQ(series_points(lab.maxima_panel(), 0), maxima_points(expected.layers[1]));
     QList<QPointF> top;
     for (const DimensionValue& t : expected.layers[1].top) top.append(QPointF(t.dim, t.value));

@@ -120,6 +120,12 @@ TEST(MainWindow, GeneratesAndPlotsEveryStep) {
     EXPECT_EQ(steps.back().context_length, 5 + 16);  // BOS + 4 prompt tokens, then 16 generated
     const QString output = window.generation_panel().output_view()->toPlainText();
     EXPECT_TRUE(output.startsWith(QLatin1String("Once upon a time"))) << output.toStdString();
+    // The side panel and the latency chart's title give the same decode speed.
+    const QString speed = window.generation_panel().decode_speed_text();
+    const QString tokens_per_s = speed.left(speed.indexOf(QLatin1String(" tokens/s")));
+    ASSERT_FALSE(tokens_per_s.isEmpty()) << speed.toStdString();
+    EXPECT_TRUE(window.latency_panel().chart()->title().contains(QStringLiteral("= %1 tokens/s").arg(tokens_per_s)))
+        << window.latency_panel().chart()->title().toStdString() << " vs " << speed.toStdString();
 }
 
 TEST(MainWindow, ABadFileShowsAnErrorAndKeepsTheModel) {
@@ -363,7 +369,8 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
         QList<QByteArray> expected;
         for (const PlotSeries& series : panel->plot_data().series) {
             for (const QPointF& p : series.points) {
-                expected << QStringLiteral("%1,%2,%3").arg(series.name).arg(p.x(), 0, 'g', 17).arg(p.y(), 0, 'g', 17).toUtf8();
+                const QString name = series.name.contains(QLatin1Char(',')) ? QStringLiteral("\"%1\"").arg(series.name) : series.name;
+                expected << QStringLiteral("%1,%2,%3").arg(name).arg(p.x(), 0, 'g', 17).arg(p.y(), 0, 'g', 17).toUtf8();
             }
         }
         EXPECT_EQ(rows, expected) << panel->export_name().toStdString();

@@ -6,10 +6,13 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QLabel>
+#include <QLogValueAxis>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QValueAxis>
+#include <cmath>
 
 #include "engine/plan/memory_budget.h"
 #include "ui/chart_export.h"
@@ -19,27 +22,31 @@ namespace inferscope::ui {
 namespace {
 
 // The per-format curves (tokens per user at 1 ... max_gib GiB) and the chosen point, as the
-// engine computes them.
+// engine computes them; on the log axis (the default) points of 0 tokens, which it cannot
+// show, are left out.
 void expect_chart_matches_engine(const MemoryPlannerPanel& panel, const BudgetModel& model, const BudgetQuery& query,
                                  int max_gib) {
     const PlotData data = panel.plot_data();
+    const bool log = panel.log_scale(Qt::Vertical);
     const auto& formats = MemoryPlannerPanel::weight_formats();
     ASSERT_EQ(data.series.size(), static_cast<qsizetype>(formats.size() + 1));
     for (size_t f = 0; f < formats.size(); ++f) {
-        const QVector<QPointF>& points = data.series[static_cast<qsizetype>(f)].points;
-        ASSERT_EQ(points.size(), max_gib) << formats[f];
+        QList<QPointF> expected;
         for (int gib = 1; gib <= max_gib; ++gib) {
             BudgetQuery at = query;
             at.weights = formats[f];
             at.memory_gib = gib;
-            EXPECT_EQ(points[gib - 1], QPointF(gib, static_cast<double>(plan_memory_budget(model, at).tokens_per_user)))
-                << formats[f] << " at " << gib << " GiB";
+            const auto tokens = static_cast<double>(plan_memory_budget(model, at).tokens_per_user);
+            if (tokens > 0 || !log) expected.append(QPointF(gib, tokens));
         }
+        EXPECT_EQ(QList<QPointF>(data.series[static_cast<qsizetype>(f)].points), expected) << formats[f];
     }
+    const auto chosen_tokens = static_cast<double>(plan_memory_budget(model, query).tokens_per_user);
     const QVector<QPointF>& chosen = data.series.back().points;
-    ASSERT_EQ(chosen.size(), 1);
-    EXPECT_EQ(chosen.front(),
-              QPointF(query.memory_gib, static_cast<double>(plan_memory_budget(model, query).tokens_per_user)));
+    ASSERT_EQ(chosen.size(), chosen_tokens > 0 || !log ? 1 : 0);
+    if (!chosen.isEmpty()) {
+        EXPECT_EQ(chosen.front(), QPointF(query.memory_gib, chosen_tokens));
+    }
 }
 
 // The table row of `model` and the query's weight format is selected and shows the engine's numbers.
@@ -121,10 +128,37 @@ TEST(MemoryPlannerPanel, CustomMemoryWidensTheChart) {
 TEST(MemoryPlannerPanel, WeightsThatDoNotFitLeaveNoTokens) {
     MemoryPlannerPanel panel;
     panel.weights_combo()->setCurrentIndex(panel.weights_combo()->findData(QStringLiteral("fp16")));
-    // 13e9 x 2 bytes = 24.2 GiB of weights on an 8 GiB card.
-    EXPECT_EQ(panel.plot_data().series.back().points.front(), QPointF(8, 0));
+    // 13e9 x 2 bytes = 24.2 GiB of weights on an 8 GiB card: no point on the log axis, which
+    // cannot show 0; a point at 0 on the linear one.
+    EXPECT_TRUE(panel.log_scale(Qt::Vertical));
+    EXPECT_TRUE(panel.plot_data().series.back().points.isEmpty());
     EXPECT_TRUE(panel.plot_data().title.contains(QLatin1String("does not fit")))
         << panel.plot_data().title.toStdString();
+    panel.set_log_scale(Qt::Vertical, false);
+    EXPECT_EQ(panel.plot_data().series.back().points.front(), QPointF(8, 0));
+    expect_chart_matches_engine(panel, budget_model_preset("13b"), panel.query(), MemoryPlannerPanel::kChartMaxGiB);
+}
+
+TEST(MemoryPlannerPanel, TheLogScaleSwapsTheAxisAndKeepsEverySeriesOnIt) {
+    MemoryPlannerPanel panel;
+    ASSERT_TRUE(panel.log_scale(Qt::Vertical));  // tokens span decades: log by default
+    const auto* log_axis = qobject_cast<const QLogValueAxis*>(panel.current_axis(Qt::Vertical));
+    ASSERT_NE(log_axis, nullptr);
+    // The axis spans whole decades around the plotted tokens, the chapter's 337 above its floor.
+    EXPECT_LE(log_axis->min(), 337);
+    EXPECT_GT(log_axis->min(), 0);
+    EXPECT_EQ(std::log10(log_axis->min()), std::round(std::log10(log_axis->min())));
+    for (QAbstractSeries* series : panel.chart()->series()) {
+        EXPECT_TRUE(series->attachedAxes().contains(panel.current_axis(Qt::Vertical))) << series->name().toStdString();
+        EXPECT_EQ(series->attachedAxes().size(), 2);
+    }
+    panel.set_log_scale(Qt::Vertical, false);
+    EXPECT_NE(qobject_cast<const QValueAxis*>(panel.current_axis(Qt::Vertical)), nullptr);
+    EXPECT_EQ(panel.chart()->axes(Qt::Vertical).size(), 1);
+    for (QAbstractSeries* series : panel.chart()->series()) {
+        EXPECT_TRUE(series->attachedAxes().contains(panel.current_axis(Qt::Vertical)));
+    }
+    EXPECT_EQ(panel.plot_data().y_label, QStringLiteral("tokens per user"));
 }
 
 TEST(MemoryPlannerPanel, TheLoadedModelIsAChoice) {

@@ -34,5 +34,17 @@ TEST(NumberFormat, SignificantDigitsWithoutScientificNotation) {
     QLocale::setDefault(previous);
 }
 
+TEST(NumberFormat, RelativeChangeIsAPercentageOrAFactor) {
+    const QLocale previous;
+    QLocale::setDefault(QLocale::c());
+    EXPECT_EQ(format_relative_change(4.9306, 4.2847), QStringLiteral("+15.1 %"));
+    EXPECT_EQ(format_relative_change(4.0, 4.2847), QStringLiteral("-6.64 %"));
+    EXPECT_EQ(format_relative_change(4.2847, 4.2847), QStringLiteral("+0 %"));
+    EXPECT_EQ(format_relative_change(5.828e178, 4.2847), QStringLiteral("\u00d71.36 \u00d7 10^178"));
+    EXPECT_EQ(format_relative_change(5000, 4), QStringLiteral("\u00d71250"));
+    EXPECT_EQ(format_relative_change(std::numeric_limits<double>::infinity(), 4), QStringLiteral("not finite"));
+    QLocale::setDefault(previous);
+}
+
 }  // namespace
 }  // namespace inferscope::ui

@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QXYSeries>
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/model/model.h"
@@ -22,6 +24,7 @@
 #include "ui/engine_controller.h"
 #include "ui/labs/outliers_lab.h"
 #include "ui/main_window.h"
+#include "ui/number_format.h"
 #include "ui/panels/outlier_panels.h"
 #include "ui/ui_test_support.h"
 
@@ -89,6 +92,16 @@ void expect_strip_is_the_analysis(const OutliersLab& lab, const std::shared_ptr<
                 << "dim " << dims[row] << ", layer " << layer;
         }
     }
+    // The colour bar names the largest and smallest max |h| of the matrix at its ends
+    // (values at or below the scale's floor of 2^-24 share it).
+    double low = std::numeric_limits<double>::max(), high = 0;
+    for (const PlotSeries& series : data.series) {
+        for (const QPointF& p : series.points) {
+            low = std::min(low, std::max(p.y(), std::exp2(-24.0)));
+            high = std::max(high, p.y());
+        }
+    }
+    EXPECT_EQ(lab.heat_strip_panel().colour_bar_labels(), (QStringList{format_number(high, 3), format_number(low, 3)}));
     // The chart draws one cell per (dimension, layer) at (layer, row).
     ASSERT_EQ(lab.heat_strip_panel().chart()->series().size(), 1);
     const auto* cells = qobject_cast<const QXYSeries*>(lab.heat_strip_panel().chart()->series().front());

@@ -22,6 +22,7 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/labs/quantization_lab.h"
+#include "ui/number_format.h"
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/labs/speculative_lab.h"
 #include "ui/panels/quant_panels.h"
@@ -200,7 +201,7 @@ TEST_F(QuantizationLabTest, MeasureQualityAddsTheEnginesNumbers) {
 
     ASSERT_EQ(lab.results_table().rowCount(), 1);
     EXPECT_EQ(lab.results_table().item(0, 0)->text(), lab.scheme_text());
-    EXPECT_TRUE(lab.results_table().item(0, 3)->text().startsWith(QString::number(expected.candidate_ppl, 'f', 4)));
+    EXPECT_TRUE(lab.results_table().item(0, 3)->text().startsWith(format_number(expected.candidate_ppl, 5) + QStringLiteral(" ± ")));
     const PlotData data = lab.quality_panel().plot_data();
     EXPECT_DOUBLE_EQ(series_named(data, QStringLiteral("KL mean (nats/token)")).points.at(0).y(), expected.kl_mean);
     EXPECT_DOUBLE_EQ(series_named(data, QStringLiteral("dPPL")).points.at(0).y(),

@@ -60,6 +60,16 @@ TEST(RoundTicks, KnownRanges) {
     EXPECT_EQ(few.max, 3);
 }
 
+TEST(RoundTicks, DecimalsWriteEveryTickExactly) {
+    EXPECT_EQ(round_ticks(0, 100000).decimals, 0);  // not "100000.0"
+    EXPECT_EQ(round_ticks(0, 20).decimals, 0);
+    EXPECT_EQ(round_ticks(0, 0.08).decimals, 2);
+    EXPECT_EQ(round_ticks(0, 0.14).decimals, 3);  // step 0.025
+    EXPECT_EQ(round_ticks(0, 12).decimals, 1);    // step 2.5
+    EXPECT_EQ(round_ticks(0, 1e-4).decimals, 5);
+    EXPECT_EQ(decimals_for_step(0), 0);
+}
+
 TEST(RoundTicks, DegenerateAndNonFiniteRanges) {
     const RoundTicks same = round_ticks(4, 4);
     EXPECT_LE(same.min, 4);

@@ -43,10 +43,7 @@ OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
     layer_slider_->setRange(0, 0);
     wrap_within_column(status_);
     wrap_within_column(int8_summary_);
-    int8_table_->setColumnCount(4);
-    int8_table_->setHorizontalHeaderLabels(
-        {tr("INT8 scheme"), tr("relative error (%)"), tr("max |error|"), tr("median levels used (of 255)")});
-    int8_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    setup_int8_table();
     int8_table_->verticalHeader()->hide();
     int8_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     auto* row = new QHBoxLayout();
@@ -76,6 +73,23 @@ OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
     });
     connect_controller();
     if (controller_.has_model()) set_model(controller_.model());
+}
+
+void OutliersLab::setup_int8_table() {
+    // Short headers sized to their text (a stretched column cuts them), the long name in the tooltip.
+    const QList<QPair<QString, QString>> columns = {
+        {tr("INT8 scheme"), tr("Where the INT8 scale is shared")},
+        {tr("rel. error (%)"), tr("Relative error ||x - x_hat|| / ||x|| of the activations, in percent")},
+        {tr("max |error|"), tr("Largest absolute error of one activation")},
+        {tr("levels used"), tr("Median number of the 255 INT8 levels a row's values fall on")}};
+    int8_table_->setColumnCount(static_cast<int>(columns.size()));
+    for (int c = 0; c < columns.size(); ++c) {
+        auto* header = new QTableWidgetItem(columns[c].first);
+        header->setToolTip(columns[c].second);
+        int8_table_->setHorizontalHeaderItem(c, header);
+    }
+    int8_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    int8_table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
 }
 
 void OutliersLab::set_model(const ModelSummary& model) {

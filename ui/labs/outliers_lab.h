@@ -54,6 +54,7 @@ signals:
     void report_changed();
 
 private:
+    void setup_int8_table();
     bool report_is_current() const;
     void set_model(const ModelSummary& model);
     void connect_controller();

@@ -337,10 +337,9 @@ void QuantizationLab::append_quality_row(const QualityRow& row) {
     const QStringList cells{QString::fromStdString(row.scheme),
                             QString::number(row.bits_per_weight, 'f', 3),
                             QString::number(bytes_to_mib(row.model_bytes), 'f', 2),
-                            QStringLiteral("%1 ± %2").arg(row.ppl, 0, 'f', 4).arg(row.ppl_stderr, 0, 'f', 4),
-                            QStringLiteral("%1 (%2%)")
-                                .arg(row.delta_ppl(), 0, 'f', 4)
-                                .arg(100.0 * row.delta_ppl() / row.reference_ppl, 0, 'f', 2),
+                            QStringLiteral("%1 ± %2").arg(format_number(row.ppl, 5), format_number(row.ppl_stderr, 3)),
+                            QStringLiteral("%1 (%2)")
+                                .arg(format_number(row.delta_ppl(), 4), format_relative_change(row.ppl, row.reference_ppl)),
                             format_number(row.kl_mean, 5),
                             QString::number(row.top1_agreement, 'f', 4),
                             QStringLiteral("%1 (%2)").arg(battery_text(row.battery), battery_text(row.reference_battery))};
@@ -350,8 +349,7 @@ void QuantizationLab::append_quality_row(const QualityRow& row) {
                          .arg(QString::fromStdString(row.scheme))
                          .arg(row.scored_tokens)
                          .arg(QString::fromStdString(quality_settings_.text_name))
-                         .arg(row.ppl, 0, 'f', 4)
-                         .arg(row.reference_ppl, 0, 'f', 4));
+                         .arg(format_number(row.ppl, 5), format_number(row.reference_ppl, 5)));
     emit quality_rows_changed();
 }
 

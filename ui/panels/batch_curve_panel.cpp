@@ -31,6 +31,7 @@ BatchCurvePanel::BatchCurvePanel(Metric metric, QWidget* parent)
         s->attachAxis(y);
     }
     set_axes(x, y);
+    offer_log_scale(Qt::Horizontal, 2);  // the sweep doubles B: evenly spaced on a log2 axis
     fit_axes(64, 1);
 }
 

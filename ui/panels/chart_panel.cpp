@@ -5,21 +5,36 @@
 #include <QAbstractBarSeries>
 #include <QBarCategoryAxis>
 #include <QBarSet>
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLogValueAxis>
 #include <QValueAxis>
 #include <QVBoxLayout>
 #include <QXYSeries>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace inferscope::ui {
 
 ChartPanel::ChartPanel(const QString& export_name, QWidget* parent)
-    : QWidget(parent), export_name_(export_name), chart_(new QChart()), view_(new QChartView(chart_, this)) {
+    : QWidget(parent),
+      export_name_(export_name),
+      chart_(new QChart()),
+      chart_area_(new QWidget(this)),
+      view_(new QChartView(chart_, chart_area_)) {
     view_->setRenderHint(QPainter::Antialiasing);
     chart_->legend()->setAlignment(Qt::AlignBottom);
+    auto* area = new QVBoxLayout(chart_area_);
+    area->setContentsMargins(0, 0, 0, 0);
+    area->setSpacing(0);
+    scale_row_ = new QHBoxLayout();
+    scale_row_->addStretch(1);
+    area->addLayout(scale_row_);
+    area->addWidget(view_, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(view_);
+    layout->addWidget(chart_area_);
 }
 
 PlotData ChartPanel::plot_data() const {
@@ -27,9 +42,9 @@ PlotData ChartPanel::plot_data() const {
     data.title = chart_->title();
     // Panels whose axes are not value axes (a bar chart's categories) name them on the chart.
     const QList<QAbstractAxis*> x_axes = chart_->axes(Qt::Horizontal), y_axes = chart_->axes(Qt::Vertical);
-    if (x_axis_) data.x_label = x_axis_->titleText();
+    if (x_axis_) data.x_label = current_axis(Qt::Horizontal)->titleText();
     else if (!x_axes.isEmpty()) data.x_label = x_axes.front()->titleText();
-    if (y_axis_) data.y_label = y_axis_->titleText();
+    if (y_axis_) data.y_label = current_axis(Qt::Vertical)->titleText();
     else if (!y_axes.isEmpty()) data.y_label = y_axes.front()->titleText();
     for (QAbstractSeries* series : chart_->series()) {
         if (const auto* xy = qobject_cast<const QXYSeries*>(series)) {
@@ -53,14 +68,64 @@ PlotData ChartPanel::plot_data() const {
 }
 
 void ChartPanel::set_dark_theme(bool dark) {
+    dark_ = dark;
     chart_->setTheme(dark ? QChart::ChartThemeDark : QChart::ChartThemeLight);
     style_series(dark);
 }
 
+void ChartPanel::offer_log_scale(Qt::Orientation orientation, double base) {
+    LogAxis& log = log_axis(orientation);
+    if (log.axis != nullptr || linear_axis(orientation) == nullptr) return;
+    log.axis = new QLogValueAxis(chart_);
+    log.axis->setBase(base);
+    log.axis->setTitleText(linear_axis(orientation)->titleText());
+    log.axis->setLabelFormat(linear_axis(orientation)->labelFormat());
+    log.axis->setMinorTickCount(0);
+    log.toggle = new QCheckBox(orientation == Qt::Horizontal ? tr("Log scale (x)") : tr("Log scale (y)"));
+    log.toggle->setToolTip(tr("Draw this axis on a logarithmic scale: values spanning decades stay readable."));
+    scale_row_->addWidget(log.toggle);
+    connect(log.toggle, &QCheckBox::toggled, this, [this, orientation](bool on) { set_log_scale(orientation, on); });
+}
+
+bool ChartPanel::log_scale(Qt::Orientation orientation) const { return log_axis(orientation).on; }
+
+QAbstractAxis* ChartPanel::current_axis(Qt::Orientation orientation) const {
+    const LogAxis& log = log_axis(orientation);
+    if (log.on) return log.axis;
+    return linear_axis(orientation);
+}
+
+void ChartPanel::set_log_scale(Qt::Orientation orientation, bool on) {
+    LogAxis& log = log_axis(orientation);
+    if (log.axis == nullptr || log.on == on) return;
+    QAbstractAxis* from = current_axis(orientation);
+    log.on = on;
+    QAbstractAxis* to = current_axis(orientation);
+    const Qt::Alignment alignment = orientation == Qt::Horizontal ? Qt::AlignBottom : Qt::AlignLeft;
+    QList<QAbstractSeries*> attached;
+    for (QAbstractSeries* series : chart_->series()) {
+        if (series->attachedAxes().contains(from)) attached.append(series);
+    }
+    chart_->removeAxis(from);
+    from->setParent(chart_);  // removeAxis hands ownership back; the chart keeps the idle axis
+    chart_->addAxis(to, alignment);
+    for (QAbstractSeries* series : attached) series->attachAxis(to);
+    {
+        const QSignalBlocker quiet(log.toggle);
+        log.toggle->setChecked(on);
+    }
+    set_dark_theme(dark_);  // a newly added axis has the default theme's colours
+    scale_changed();
+    fit_axes(min_x_span_, min_y_span_);
+}
+
 void ChartPanel::fit_axes(double min_x_span, double min_y_span) {
     if (!x_axis_ || !y_axis_) return;
+    min_x_span_ = min_x_span;
+    min_y_span_ = min_y_span;
     double min_x = std::numeric_limits<double>::max(), max_x = std::numeric_limits<double>::lowest();
     double max_y = 0;
+    double min_positive_x = std::numeric_limits<double>::max(), min_positive_y = std::numeric_limits<double>::max();
     for (QAbstractSeries* series : chart_->series()) {
         const auto* xy = qobject_cast<const QXYSeries*>(series);
         if (xy == nullptr) continue;
@@ -68,23 +133,46 @@ void ChartPanel::fit_axes(double min_x_span, double min_y_span) {
             min_x = std::min(min_x, p.x());
             max_x = std::max(max_x, p.x());
             max_y = std::max(max_y, p.y());
+            if (p.x() > 0) min_positive_x = std::min(min_positive_x, p.x());
+            if (p.y() > 0) min_positive_y = std::min(min_positive_y, p.y());
         }
     }
     if (min_x > max_x) {
         min_x = 0;
         max_x = min_x_span;
     }
-    apply_round_ticks(x_axis_, std::min(0.0, min_x), std::max(max_x, min_x + min_x_span));
-    apply_round_ticks(y_axis_, 0, std::max(max_y * 1.05, min_y_span));
+    constexpr double kMargin = 0.02;
+    if (log_x_.on) fit_log_axis(log_x_.axis, min_positive_x, max_x);
+    else apply_round_ticks(x_axis_, std::min(0.0, min_x), std::max(max_x, min_x + min_x_span), kMargin);
+    if (log_y_.on) return fit_log_axis(log_y_.axis, min_positive_y, max_y);
+    double high = std::max(max_y * 1.05, min_y_span);
+    if (y_ceiling_ > 0) high = std::min(high, y_ceiling_);
+    apply_round_ticks(y_axis_, 0, high, kMargin);
 }
 
-void apply_round_ticks(QValueAxis* axis, double low, double high) {
+void ChartPanel::fit_log_axis(QLogValueAxis* axis, double min_positive, double max) {
+    const double base = axis->base();
+    const auto power = [base](double value) { return std::log(value) / std::log(base); };
+    if (!(min_positive <= max) || !(max > 0)) {
+        min_positive = 1;
+        max = base;
+    }
+    const double low = std::pow(base, std::floor(power(min_positive) + 1e-9));
+    const double high = std::max(low * base, std::pow(base, std::ceil(power(max) - 1e-9)));
+    // Powers of the base written out in full with no trailing zeros: 0.01, 0.1, 1, 10, 1000000.
+    if (!axis->labelFormat().endsWith(QLatin1Char('d'))) axis->setLabelFormat(QStringLiteral("%.12g"));
+    axis->setRange(low, high);
+}
+
+void apply_round_ticks(QValueAxis* axis, double low, double high, double margin) {
     const bool integers = axis->labelFormat().endsWith(QLatin1Char('d'));
     const RoundTicks ticks = round_ticks(low, high, 5, integers);
+    if (!integers) axis->setLabelFormat(QStringLiteral("%.%1f").arg(ticks.decimals));
+    const double pad = margin * (ticks.max - ticks.min);
     // Fixed ticks while the range changes: the old interval over the new range (or the new one
     // over the old) could ask Qt Charts for millions of tick items.
     axis->setTickType(QValueAxis::TicksFixed);
-    axis->setRange(ticks.min, ticks.max);
+    axis->setRange(ticks.min - pad, ticks.max + pad);
     axis->setTickAnchor(ticks.min);
     axis->setTickInterval(ticks.step);
     axis->setTickType(QValueAxis::TicksDynamic);

@@ -1,4 +1,5 @@
 #include "ui/panels/kv_memory_panel.h"
+#include "ui/number_format.h"
 
 #include <QLineSeries>
 #include <QPen>
@@ -16,10 +17,10 @@ QLineSeries* make_line(const QString& name) {
     return s;
 }
 
-void set_pen(QLineSeries* series, const QColor& color, Qt::PenStyle style) {
+void set_pen(QLineSeries* series, const QColor& color, Qt::PenStyle style, double width = 2.0) {
     QPen pen(color);
     pen.setStyle(style);
-    pen.setWidthF(2.0);
+    pen.setWidthF(width);
     series->setPen(pen);
 }
 
@@ -40,10 +41,10 @@ KvMemoryPanel::KvMemoryPanel(QWidget* parent)
     x->setLabelFormat(QStringLiteral("%d"));
     auto* y = new QValueAxis();
     y->setTitleText(tr("KV cache (bytes)"));
-    y->setLabelFormat(QStringLiteral("%.0f"));
     chart()->addAxis(x, Qt::AlignBottom);
     chart()->addAxis(y, Qt::AlignLeft);
-    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_, global_layers_, local_layers_}) {
+    // Drawn in this order, so the measured lines lie on top of the formula they follow.
+    for (QLineSeries* s : {formula_, mha_, mqa_, global_layers_, local_layers_, reserved_, in_use_}) {
         chart()->addSeries(s);
         s->attachAxis(x);
         s->attachAxis(y);
@@ -53,9 +54,9 @@ KvMemoryPanel::KvMemoryPanel(QWidget* parent)
 }
 
 void KvMemoryPanel::style_series(bool dark) {
-    set_pen(in_use_, dark ? QColor(0x4F, 0xC3, 0xF7) : QColor(0x15, 0x65, 0xC0), Qt::SolidLine);
+    set_pen(in_use_, dark ? QColor(0x4F, 0xC3, 0xF7) : QColor(0x15, 0x65, 0xC0), Qt::SolidLine, 3.0);
     set_pen(reserved_, dark ? QColor(0xFF, 0xB7, 0x4D) : QColor(0xE6, 0x51, 0x00), Qt::SolidLine);
-    set_pen(formula_, dark ? QColor(0xE0, 0xE0, 0xE0) : QColor(0x42, 0x42, 0x42), Qt::DashLine);
+    set_pen(formula_, dark ? QColor(0xE0, 0xE0, 0xE0) : QColor(0x42, 0x42, 0x42), Qt::DashLine, 1.5);
     set_pen(mha_, dark ? QColor(0xEF, 0x9A, 0x9A) : QColor(0xC6, 0x28, 0x28), Qt::DotLine);
     set_pen(mqa_, dark ? QColor(0xA5, 0xD6, 0xA7) : QColor(0x2E, 0x7D, 0x32), Qt::DotLine);
     set_pen(global_layers_, dark ? QColor(0xCE, 0x93, 0xD8) : QColor(0x6A, 0x1B, 0x9A), Qt::DashDotLine);
@@ -94,17 +95,33 @@ void KvMemoryPanel::set_model(const ModelSummary& model) {
 }
 
 void KvMemoryPanel::reset() {
-    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_, global_layers_, local_layers_}) s->clear();
+    bytes_.clear();
     max_tokens_ = 0;
     extend_reference_lines(kMinimumTokenSpan);
+    redraw();
+}
+
+void KvMemoryPanel::redraw() {
+    double max_bytes = 0;
+    for (auto it = bytes_.cbegin(); it != bytes_.cend(); ++it) {
+        if (!it.key()->isVisible()) continue;
+        for (const QPointF& p : it.value()) max_bytes = std::max(max_bytes, p.y());
+    }
+    const ByteUnit unit = byte_unit_for(max_bytes);
+    for (QLineSeries* s : {in_use_, reserved_, formula_, mha_, mqa_, global_layers_, local_layers_}) {
+        QList<QPointF> points = bytes_.value(s);
+        for (QPointF& p : points) p.setY(p.y() / unit.bytes);
+        s->replace(points);
+    }
+    current_axis(Qt::Vertical)->setTitleText(tr("KV cache (%1)").arg(unit.name));
     fit_axes(kMinimumTokenSpan, 1);
 }
 
 void KvMemoryPanel::extend_reference_lines(int tokens) {
     if (tokens <= max_tokens_) return;
     max_tokens_ = tokens;
-    const auto line = [tokens](QLineSeries* s, qint64 bytes_per_token) {
-        s->replace(QList<QPointF>{QPointF(0, 0), QPointF(tokens, static_cast<double>(bytes_per_token) * tokens)});
+    const auto line = [this, tokens](QLineSeries* s, qint64 bytes_per_token) {
+        bytes_[s] = {QPointF(0, 0), QPointF(tokens, static_cast<double>(bytes_per_token) * tokens)};
     };
     line(formula_, model_.kv_bytes_per_token(model_.n_head_kv));
     if (mha_->isVisible()) line(mha_, model_.kv_bytes_per_token(model_.n_head));
@@ -112,10 +129,10 @@ void KvMemoryPanel::extend_reference_lines(int tokens) {
     if (local_layers_->isVisible()) {
         const double layer_bytes = static_cast<double>(model_.kv_bytes_per_token(model_.n_head_kv)) / model_.n_layer;
         const int global = model_.n_layer - model_.local_layers;
-        global_layers_->replace(QList<QPointF>{QPointF(0, 0), QPointF(tokens, global * layer_bytes * tokens)});
+        bytes_[global_layers_] = {QPointF(0, 0), QPointF(tokens, global * layer_bytes * tokens)};
         const int knee = std::min(tokens, model_.sliding_window);
-        local_layers_->replace(QList<QPointF>{QPointF(0, 0), QPointF(knee, local_layers_bytes_at(knee)),
-                                              QPointF(tokens, local_layers_bytes_at(tokens))});
+        bytes_[local_layers_] = {QPointF(0, 0), QPointF(knee, local_layers_bytes_at(knee)),
+                                 QPointF(tokens, local_layers_bytes_at(tokens))};
     }
 }
 
@@ -129,14 +146,15 @@ void KvMemoryPanel::add_steps(const QVector<StepRecord>& steps) {
         max_tokens = std::max(max_tokens, step.context_length);
     }
     if (in_use.isEmpty()) return;
-    in_use_->append(in_use);
-    reserved_->append(reserved);
+    bytes_[in_use_].append(in_use);
+    bytes_[reserved_].append(reserved);
     extend_reference_lines(max_tokens);
-    fit_axes(kMinimumTokenSpan, 1);
+    redraw();
 }
 
 QPointF KvMemoryPanel::last_in_use_point() const {
-    return in_use_->count() == 0 ? QPointF() : in_use_->at(in_use_->count() - 1);
+    const QList<QPointF> in_use = bytes_.value(in_use_);
+    return in_use.isEmpty() ? QPointF() : in_use.back();
 }
 
 }  // namespace inferscope::ui

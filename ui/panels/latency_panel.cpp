@@ -42,6 +42,7 @@ LatencyPanel::LatencyPanel(QWidget* parent)
         s->attachAxis(y);
     }
     set_axes(x, y);
+    offer_log_scale(Qt::Vertical);  // a spike or the first token can be 100x a decode step
     reset();
 }
 

@@ -97,12 +97,13 @@ MemoryPlannerPanel::MemoryPlannerPanel(QWidget* parent)
     set_axes(x, y);
 
     auto* box = qobject_cast<QVBoxLayout*>(layout());
-    box->removeWidget(chart_view());
+    box->removeWidget(chart_area());
     auto* splitter = new QSplitter(Qt::Vertical);
-    splitter->addWidget(chart_view());
+    splitter->addWidget(chart_area());
     splitter->addWidget(table_);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
+    splitter->setSizes({3, 2});  // proportions: the chart's size hint alone would leave it a strip
     box->addWidget(build_controls());
     wrap_within_column(lesson_);
     wrap_within_column(status_);
@@ -114,7 +115,9 @@ MemoryPlannerPanel::MemoryPlannerPanel(QWidget* parent)
     style_series(false);
     // Opens on the chapter's lesson.
     show_chapter_example();
-    recompute();
+    // Tokens per user span 0 to 10^5: on a log axis the chapter's 337 tokens stand clear of the floor.
+    offer_log_scale(Qt::Vertical);
+    set_log_scale(Qt::Vertical, true);  // recomputes
 }
 
 const std::vector<std::string>& MemoryPlannerPanel::weight_formats() {
@@ -272,13 +275,18 @@ void MemoryPlannerPanel::update_chart(const BudgetModel& model, const BudgetQuer
         QList<QPointF> points;
         for (int gib = 1; gib <= max_gib; ++gib) {
             at.memory_gib = gib;
-            points.append(QPointF(gib, static_cast<double>(plan_memory_budget(model, at).tokens_per_user)));
+            const auto tokens = static_cast<double>(plan_memory_budget(model, at).tokens_per_user);
+            if (tokens > 0 || !log_scale(Qt::Vertical)) points.append(QPointF(gib, tokens));  // no log of 0
         }
         per_format_[f]->replace(points);
     }
     const BudgetRow row = plan_memory_budget(model, query);
     chosen_->setName(tr("chosen (%1 GiB %2)").arg(query.memory_gib).arg(QString::fromStdString(query.weights)));
-    chosen_->replace(QList<QPointF>{QPointF(query.memory_gib, static_cast<double>(row.tokens_per_user))});
+    QList<QPointF> chosen;
+    if (row.tokens_per_user > 0 || !log_scale(Qt::Vertical)) {
+        chosen.append(QPointF(query.memory_gib, static_cast<double>(row.tokens_per_user)));
+    }
+    chosen_->replace(chosen);
     const QString head = tr("%1 at %2, %3 KV, %4 GiB")
                              .arg(QString::fromStdString(model.name), QString::fromStdString(query.weights),
                                   QString::fromStdString(query.kv_dtype))

@@ -60,6 +60,7 @@ private:
     QWidget* build_device_controls();
     void connect_controls();
     void style_series(bool dark) override;
+    void scale_changed() override { recompute(); }
     void recompute();
     void update_chart(const BudgetModel& model, const BudgetQuery& query);
     void update_table(const BudgetQuery& query);

@@ -1,12 +1,18 @@
 #include "ui/panels/outlier_panels.h"
 #include "ui/number_format.h"
 
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QLinearGradient>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace inferscope::ui {
 namespace {
@@ -39,33 +45,63 @@ QColor heat_colour(double value, double low, double high) {
     return QColor::fromHsvF(static_cast<float>((1.0 - t) * 240.0 / 360.0), 0.85f, 0.95f);
 }
 
+// A power of two as a reader takes it in: 0.5, 1, 64, 1024, and 2^20 beyond five digits.
+QString power_of_two_label(double value) {
+    if (value >= 1e5) return QStringLiteral("2^%1").arg(std::lround(std::log2(value)));
+    return format_number(value, 6);
+}
+
 }  // namespace
 
+QString OutlierHistogramPanel::bin_label(const Log2Bin& bin) {
+    // Not "< 1": axis labels are rich text, where "<" opens a tag.
+    if (bin.lower <= 0) return tr("0\u2013%1").arg(power_of_two_label(bin.upper));
+    return tr("%1–%2").arg(power_of_two_label(bin.lower), power_of_two_label(bin.upper));
+}
+
 OutlierHistogramPanel::OutlierHistogramPanel(QWidget* parent)
-    : ChartPanel(QStringLiteral("outlier-histogram"), parent), bins_(new QLineSeries()) {
+    : ChartPanel(QStringLiteral("outlier-histogram"), parent),
+      counts_(new QBarSet(tr("dimensions per bin"))),
+      bins_axis_(new QBarCategoryAxis()),
+      count_axis_(axis(tr("dimensions"), true)) {
     chart()->setTitle(tr("Per-dimension max |h|: log2 histogram"));
-    bins_->setName(tr("dimensions per bin"));
-    bins_->setPointsVisible(true);
-    auto* x = axis(tr("bin: max |h| < 2^x"), true);
-    auto* y = axis(tr("dimensions"), true);
-    add_series(chart(), {bins_}, x, y);
-    set_axes(x, y);
-    fit_axes(8, 1);
+    auto* series = new QBarSeries();
+    series->append(counts_);
+    series->setBarWidth(0.9);
+    bins_axis_->setTitleText(tr("max |h| of the dimension (bins of one octave)"));
+    chart()->addSeries(series);
+    chart()->addAxis(bins_axis_, Qt::AlignBottom);
+    chart()->addAxis(count_axis_, Qt::AlignLeft);
+    series->attachAxis(bins_axis_);
+    series->attachAxis(count_axis_);
+    chart()->legend()->hide();
+    apply_round_ticks(count_axis_, 0, 1);
 }
 
 void OutlierHistogramPanel::set_layer(const LayerOutlierSummary& layer, const QString& tensor) {
-    QList<QPointF> points;
-    for (const Log2Bin& bin : layer.histogram) points.append(QPointF(std::log2(bin.upper), static_cast<double>(bin.count)));
-    bins_->replace(points);
-    chart()->setTitle(tr("Layer %1 %2: max |h| per dimension, log2 bins (%3 tokens)")
+    QStringList labels;
+    QList<qreal> counts;
+    double max_count = 0;
+    for (const Log2Bin& bin : layer.histogram) {
+        labels << bin_label(bin);
+        counts << static_cast<qreal>(bin.count);
+        max_count = std::max(max_count, static_cast<double>(bin.count));
+    }
+    if (counts_->count() > 0) counts_->remove(0, counts_->count());
+    counts_->append(counts);
+    bins_axis_->setCategories(labels);
+    // Many octaves (a model with huge outliers) would overlap horizontal labels.
+    bins_axis_->setLabelsAngle(labels.size() > 8 ? -60 : 0);
+    apply_round_ticks(count_axis_, 0, std::max(1.0, max_count * 1.05));
+    chart()->setTitle(tr("Layer %1 %2: dimensions per octave of max |h| (%3 tokens)")
                           .arg(layer.layer)
                           .arg(tensor)
                           .arg(layer.n_tokens));
-    fit_axes(8, 1);
 }
 
 void OutlierHistogramPanel::clear(const QString& title) {
-    bins_->clear();
+    if (counts_->count() > 0) counts_->remove(0, counts_->count());
+    bins_axis_->clear();
     chart()->setTitle(title);
 }
 
@@ -105,7 +141,11 @@ OutlierHeatStripPanel::OutlierHeatStripPanel(QWidget* parent)
       cells_(new QScatterSeries()),
       layers_axis_(axis(tr("layer (block)"), true)),
       rows_axis_(new QValueAxis()),
-      rows_header_(new QGraphicsSimpleTextItem(tr("dim"), chart())) {
+      rows_header_(new QGraphicsSimpleTextItem(tr("dim"), chart())),
+      colour_bar_(new QGraphicsRectItem(chart())),
+      colour_bar_high_(new QGraphicsSimpleTextItem(chart())),
+      colour_bar_low_(new QGraphicsSimpleTextItem(chart())) {
+    colour_bar_->setPen(Qt::NoPen);
     chart()->setTitle(tr("Top dimensions across layers: log2 max |h|"));
     cells_->setName(tr("log2 max |h|"));
     cells_->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
@@ -124,6 +164,7 @@ OutlierHeatStripPanel::OutlierHeatStripPanel(QWidget* parent)
     set_axes(layers_axis_, rows_axis_);
     QMargins margins = chart()->margins();
     margins.setLeft(margins.left() + kRowLabelGutterPx);
+    margins.setRight(margins.right() + kColourBarGutterPx);
     chart()->setMargins(margins);
     chart()->legend()->hide();
     style_series(false);
@@ -162,23 +203,32 @@ void OutlierHeatStripPanel::set_layers(std::span<const LayerOutlierSummary> laye
     layers_axis_->setRange(-0.5, std::max(0, n_layers_ - 1) + 0.5);
     rows_axis_->setRange(-0.5, std::max<double>(0, static_cast<double>(dimensions_.size()) - 1) + 0.5);
     style_series(chart()->theme() == QChart::ChartThemeDark);
-    const auto [low, high] = std::minmax_element(log2_max_abs_.begin(), log2_max_abs_.end());
-    chart()->setTitle(log2_max_abs_.isEmpty()
-                          ? tr("Top dimensions across layers: log2 max |h|")
-                          : tr("Top %1 %2 dimensions: log2 max |h| %3 (blue) to %4 (red)")
-                                .arg(dimensions_.size())
-                                .arg(tensor)
-                                .arg(*low, 0, 'f', 1)
-                                .arg(*high, 0, 'f', 1));
+    chart()->setTitle(log2_max_abs_.isEmpty() ? tr("Top dimensions across layers: log2 max |h|")
+                                              : tr("Top %1 %2 dimensions: max |h| per layer").arg(dimensions_.size()).arg(tensor));
+    label_colour_bar();
     fit_cells();
+}
+
+void OutlierHeatStripPanel::label_colour_bar() {
+    double smallest = std::numeric_limits<double>::max(), largest = 0;
+    for (const std::vector<float>& row : max_abs_) {
+        for (const float value : row) {
+            smallest = std::min(smallest, std::max(static_cast<double>(value), std::exp2(kLog2Floor)));
+            largest = std::max(largest, static_cast<double>(value));
+        }
+    }
+    colour_bar_high_->setText(max_abs_.empty() ? QString() : format_number(largest, 3));
+    colour_bar_low_->setText(max_abs_.empty() ? QString() : format_number(smallest, 3));
 }
 
 void OutlierHeatStripPanel::style_series(bool) {
     cells_->setPen(Qt::NoPen);
     QFont small = layers_axis_->labelsFont();
     small.setPixelSize(10);
-    rows_header_->setFont(small);
-    rows_header_->setBrush(layers_axis_->labelsBrush());
+    for (QGraphicsSimpleTextItem* text : {rows_header_, colour_bar_high_, colour_bar_low_}) {
+        text->setFont(small);
+        text->setBrush(layers_axis_->labelsBrush());
+    }
     for (QGraphicsSimpleTextItem* label : row_labels_) {
         label->setFont(small);
         label->setBrush(layers_axis_->labelsBrush());
@@ -200,11 +250,39 @@ void OutlierHeatStripPanel::fit_cells() {
         item->setPos(area.left() - kRowLabelGapPx - box.width(), centre_y - box.height() / 2);
     };
     right_aligned(rows_header_, area.bottom() + rows_header_->boundingRect().height() / 2 + 4);  // beside the layer numbers
-    if (n_layers_ <= 0 || dimensions_.empty()) return;
+    const bool has_cells = n_layers_ > 0 && !dimensions_.empty();
+    place_colour_bar(area, has_cells);
+    if (!has_cells) return;
     const double row_height = area.height() / static_cast<double>(dimensions_.size());
     for (int row = 0; row < row_labels_.size(); ++row) right_aligned(row_labels_[row], area.top() + (row + 0.5) * row_height);
     // Markers are squares in pixels: as large as the narrower side of a cell.
     cells_->setMarkerSize(std::max(1.0, std::min(area.width() / n_layers_, row_height)));
+}
+
+void OutlierHeatStripPanel::place_colour_bar(const QRectF& area, bool visible) {
+    for (QGraphicsItem* item : std::initializer_list<QGraphicsItem*>{colour_bar_, colour_bar_high_, colour_bar_low_}) {
+        item->setVisible(visible);
+    }
+    if (!visible) return;
+    // Beside the largest values' end of the scale the bar reads the same way as the cells: the
+    // gradient runs through heat_colour's hues, its ends labelled with the max |h| they stand for.
+    const QRectF bar(area.right() + kColourBarGapPx, area.top(), kColourBarWidthPx, area.height());
+    QLinearGradient gradient(bar.topLeft(), bar.bottomLeft());
+    constexpr int kStops = 8;
+    for (int i = 0; i <= kStops; ++i) {
+        const double t = static_cast<double>(i) / kStops;
+        gradient.setColorAt(t, heat_colour(1.0 - t, 0.0, 1.0));
+    }
+    colour_bar_->setRect(bar);
+    colour_bar_->setBrush(gradient);
+    const double text_x = bar.right() + kRowLabelGapPx;
+    colour_bar_high_->setPos(text_x, bar.top());
+    colour_bar_low_->setPos(text_x, bar.bottom() - colour_bar_low_->boundingRect().height());
+}
+
+QStringList OutlierHeatStripPanel::colour_bar_labels() const {
+    if (log2_max_abs_.isEmpty()) return {};
+    return {colour_bar_high_->text(), colour_bar_low_->text()};
 }
 
 PlotData OutlierHeatStripPanel::plot_data() const {

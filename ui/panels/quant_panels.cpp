@@ -88,7 +88,7 @@ void QuantErrorPanel::set_report(const QuantReport& report) {
                           .arg(name)
                           .arg(scheme.bits_per_weight, 0, 'f', 3)
                           .arg(bars_.size())
-                          .arg(parameters > 0 ? source_bits / parameters : 0.0, 0, 'f', 3)
+                          .arg(format_number(parameters > 0 ? source_bits / parameters : 0.0, 4))
                           .arg(bytes_to_mib(scheme.model_bytes), 0, 'f', 2)
                           .arg(bytes_to_mib(report.reference_bytes), 0, 'f', 2)
                           .arg(format_number(scheme.mean_relative_error, 4))
@@ -172,7 +172,7 @@ QuantQualityPanel::QuantQualityPanel(QWidget* parent)
       schemes_(new QBarCategoryAxis()),
       kl_axis_(new QValueAxis()) {
     chart()->setTitle(tr("Quality against the unquantized model"));
-    schemes_->setTitleText(tr("scheme"));
+    schemes_->setTitleVisible(false);  // the bars' labels name the schemes
     kl_axis_->setTitleText(tr("KL, nats/token"));
     kl_axis_->setRange(0, 1);
     bar_chart(chart(), kl_, schemes_, kl_axis_);

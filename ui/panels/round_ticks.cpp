@@ -25,7 +25,18 @@ RoundTicks round_ticks(double low, double high, int target_intervals, bool integ
     ticks.min = std::floor(low / step + 1e-9) * step;
     ticks.max = std::ceil(high / step - 1e-9) * step;
     if (ticks.max <= ticks.min) ticks.max = ticks.min + step;
+    ticks.decimals = decimals_for_step(step);
     return ticks;
+}
+
+int decimals_for_step(double step) {
+    if (!(step > 0) || !std::isfinite(step)) return 0;
+    // A round step has at most two significant digits (2.5): look for the first scale that makes it whole.
+    for (int decimals = 0; decimals < 15; ++decimals) {
+        const double scaled = step * std::pow(10.0, decimals);
+        if (std::fabs(scaled - std::round(scaled)) < 1e-6 * scaled) return decimals;
+    }
+    return 15;
 }
 
 }  // namespace inferscope::ui

@@ -14,13 +14,11 @@ QList<QPointF> to_points(const ServingReport& report) {
     return points;
 }
 
-// "702 vs 1372 tok/s, median 1.06 vs 0.47 s"
-QString comparison(const ReplayResult& r) {
-    return ServingReplayPanel::tr("%1 vs %2 tok/s, median %3 vs %4 s")
-        .arg(r.static_run.throughput_tokens_per_s(), 0, 'f', 0)
-        .arg(r.continuous_run.throughput_tokens_per_s(), 0, 'f', 0)
-        .arg(format_number(r.static_run.percentile(&RequestMetrics::end_to_end_s, 50), 3))
-        .arg(format_number(r.continuous_run.percentile(&RequestMetrics::end_to_end_s, 50), 3));
+// "702 tok/s, median 1.06 s": what a legend entry adds to its run's name.
+QString run_figures(const ServingReport& run) {
+    return ServingReplayPanel::tr("%1 tok/s, median %2 s")
+        .arg(run.throughput_tokens_per_s(), 0, 'f', 0)
+        .arg(format_number(run.percentile(&RequestMetrics::end_to_end_s, 50), 3));
 }
 
 }  // namespace
@@ -31,10 +29,6 @@ ServingReplayPanel::ServingReplayPanel(QWidget* parent)
       continuous_(new QLineSeries()),
       static_real_(new QLineSeries()),
       continuous_real_(new QLineSeries()) {
-    static_->setName(tr("static batching (simulated)"));
-    continuous_->setName(tr("continuous batching (simulated)"));
-    static_real_->setName(tr("static batching (real)"));
-    continuous_real_->setName(tr("continuous batching (real)"));
     auto* x = new QValueAxis();
     x->setTitleText(tr("end-to-end latency (s)"));
     auto* y = new QValueAxis();
@@ -49,32 +43,36 @@ ServingReplayPanel::ServingReplayPanel(QWidget* parent)
         s->attachAxis(y);
     }
     set_axes(x, y);
+    set_y_ceiling(100);
     style_series(false);
-    update_title();
+    update_names();
     fit_axes(1, 100);
 }
 
 void ServingReplayPanel::style_series(bool dark) {
-    // Each real run is drawn dashed in its simulated twin's colour.
-    const QColor static_color = dark ? QColor(0xFF, 0xB7, 0x4D) : QColor(0xE6, 0x51, 0x00);
-    const QColor continuous_color = dark ? QColor(0x4F, 0xC3, 0xF7) : QColor(0x15, 0x65, 0xC0);
+    // Static warm, continuous cool; the real runs dashed and in a deeper shade of their
+    // simulated twin's hue, so the four legend entries differ by colour as well as by dash.
+    const QColor static_simulated = dark ? QColor(0xFF, 0xCC, 0x80) : QColor(0xFB, 0x8C, 0x00);
+    const QColor static_real = dark ? QColor(0xFF, 0x70, 0x43) : QColor(0xB7, 0x1C, 0x1C);
+    const QColor continuous_simulated = dark ? QColor(0x81, 0xD4, 0xFA) : QColor(0x29, 0xB6, 0xF6);
+    const QColor continuous_real = dark ? QColor(0x7E, 0x57, 0xC2) : QColor(0x1A, 0x23, 0x7E);
     const auto pen = [](const QColor& color, Qt::PenStyle style) {
         QPen p(color);
         p.setWidthF(style == Qt::SolidLine ? 2.0 : 2.5);
         p.setStyle(style);
         return p;
     };
-    static_->setPen(pen(static_color, Qt::SolidLine));
-    continuous_->setPen(pen(continuous_color, Qt::SolidLine));
-    static_real_->setPen(pen(static_color, Qt::DashLine));
-    continuous_real_->setPen(pen(continuous_color, Qt::DashLine));
+    static_->setPen(pen(static_simulated, Qt::SolidLine));
+    continuous_->setPen(pen(continuous_simulated, Qt::SolidLine));
+    static_real_->setPen(pen(static_real, Qt::DashLine));
+    continuous_real_->setPen(pen(continuous_real, Qt::DashLine));
 }
 
 void ServingReplayPanel::set_result(const ReplayResult& result) {
     simulated_ = result;
     static_->replace(to_points(result.static_run));
     continuous_->replace(to_points(result.continuous_run));
-    update_title();
+    update_names();
     fit_axes(0.001, 100);
 }
 
@@ -82,7 +80,7 @@ void ServingReplayPanel::set_real_result(const ReplayResult& result) {
     real_ = result;
     static_real_->replace(to_points(result.static_run));
     continuous_real_->replace(to_points(result.continuous_run));
-    update_title();
+    update_names();
     fit_axes(0.001, 100);
 }
 
@@ -91,17 +89,20 @@ void ServingReplayPanel::clear_real_result() {
     real_.reset();
     static_real_->clear();
     continuous_real_->clear();
-    update_title();
+    update_names();
     fit_axes(0.001, 100);
 }
 
-void ServingReplayPanel::update_title() {
-    // Kept short: with both modes the title holds four throughputs and four latencies.
-    QString title = real_ ? tr("Static vs continuous") : tr("Static vs continuous batching");
-    if (simulated_) title += tr(" \u2014 simulated: %1").arg(comparison(*simulated_));
-    if (real_) title += tr(" \u2014 real: %1").arg(comparison(*real_));
-    if (!simulated_ && !real_) title += tr(" (simulated)");
-    chart()->setTitle(title);
+void ServingReplayPanel::update_names() {
+    // Each run's figures go with its legend entry: four throughputs and four medians overflow a title.
+    chart()->setTitle(tr("Static vs continuous batching: requests done by end-to-end latency"));
+    const auto name = [](const QString& run, const std::optional<ReplayResult>& result, const ServingReport ReplayResult::*mode) {
+        return result ? tr("%1: %2").arg(run, run_figures((*result).*mode)) : run;
+    };
+    static_->setName(name(tr("static batching (simulated)"), simulated_, &ReplayResult::static_run));
+    continuous_->setName(name(tr("continuous batching (simulated)"), simulated_, &ReplayResult::continuous_run));
+    static_real_->setName(name(tr("static batching (real)"), real_, &ReplayResult::static_run));
+    continuous_real_->setName(name(tr("continuous batching (real)"), real_, &ReplayResult::continuous_run));
 }
 
 }  // namespace inferscope::ui

@@ -23,7 +23,7 @@ public:
     void clear_real_result();
 
 private:
-    void update_title();
+    void update_names();
     void style_series(bool dark) override;
 
     QLineSeries* static_;
