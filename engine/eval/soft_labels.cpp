@@ -33,7 +33,10 @@ SoftLabels soft_labels(const Tokenizer& tokenizer, std::span<const float> teache
     }
     labels.mass_beyond_argmax = 1.0 - labels.top.front().probability;
     labels.top_to_kth_ratio = labels.top.front().probability / labels.top.back().probability;
-    if (!student_logits.empty()) labels.kl_teacher_student = kl_divergence(teacher_logits, student_logits, temperature);
+    if (student_logits.empty()) return labels;
+    labels.kl_teacher_student = kl_divergence(teacher_logits, student_logits, temperature);
+    const std::vector<double> student = softmax_at_temperature(student_logits, temperature);
+    for (const SoftLabelToken& token : labels.top) labels.student_on_top.push_back(student[static_cast<size_t>(token.id)]);
     return labels;
 }
 

@@ -26,6 +26,9 @@ struct SoftLabels {
     double mass_beyond_argmax = 0;    // 1 - p(argmax): what a hard label throws away
     double top_to_kth_ratio = 0;      // p(top[0]) / p(top[k-1])
     std::optional<double> kl_teacher_student;  // KL(teacher_T || student_T), nats, when a student is given
+    // The student's probability (at the same T) of each token in `top`, so both distributions
+    // can be read on the teacher's tokens; empty without a student.
+    std::vector<double> student_on_top;
 };
 
 // The distribution after one row of teacher logits [n_vocab] at `temperature`; with

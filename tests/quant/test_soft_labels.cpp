@@ -56,6 +56,18 @@ TEST(SoftLabels, KlToAStudentAtEachTemperature) {
     EXPECT_NEAR(*soft_labels(model->tokenizer(), teacher, 2.0, 2, uniform_student).kl_teacher_student, 0.0784209519, 1e-7);
     EXPECT_NEAR(kl_divergence(teacher, uniform_student, 1.0), kl_divergence(teacher, uniform_student), 0.0);
     EXPECT_EQ(*soft_labels(model->tokenizer(), teacher, 2.0, 2, teacher).kl_teacher_student, 0.0);
+    // The student read on the teacher's top tokens: uniform over the three, whatever T.
+    const SoftLabels on_teacher = soft_labels(model->tokenizer(), teacher, 2.0, 2, uniform_student);
+    ASSERT_EQ(on_teacher.student_on_top.size(), 2u);
+    EXPECT_NEAR(on_teacher.student_on_top[0], 1.0 / 3.0, 1e-12);
+    EXPECT_NEAR(on_teacher.student_on_top[1], 1.0 / 3.0, 1e-12);
+    // A student that ranks the tokens the other way round gives each its own probability.
+    const std::vector<float> reversed = three_token_logits(n_vocab, 0, 1, 2);
+    const SoftLabels crossed = soft_labels(model->tokenizer(), teacher, 1.0, 3, reversed);
+    EXPECT_EQ(crossed.top[0].id, 10);
+    EXPECT_NEAR(crossed.student_on_top[0], 0.0900305732, 1e-9);  // the teacher's first is the student's last
+    EXPECT_NEAR(crossed.student_on_top[2], 0.6652409558, 1e-9);
+    EXPECT_TRUE(soft_labels(model->tokenizer(), teacher, 1.0, 3).student_on_top.empty());
 }
 
 TEST(SoftLabels, BadInputsAreClearErrors) {

@@ -112,11 +112,18 @@ void expect_student_shown(const SoftLabelsLab& lab, const std::pair<SoftLabels, 
         EXPECT_EQ(data.series[0].points[static_cast<qsizetype>(i)].y(), student.top[i].probability) << "rank " << i + 1;
         EXPECT_TRUE(categories[static_cast<qsizetype>(i)].contains(QString::fromStdString(student.top[i].text)));
     }
-    // The teacher's bars stay the teacher's.
+    // The teacher's bars stay the teacher's, each beside the student's probability of the same token.
     const PlotData teacher_data = lab.panel().plot_data();
+    ASSERT_EQ(teacher_data.series.size(), 2);
+    EXPECT_EQ(teacher_data.series[0].name, QStringLiteral("teacher"));
+    EXPECT_TRUE(teacher_data.series[1].name.startsWith(QStringLiteral("student (%1)").arg(kScheme)))
+        << teacher_data.series[1].name.toStdString();
     ASSERT_EQ(teacher_data.series[0].points.size(), static_cast<qsizetype>(teacher.top.size()));
+    ASSERT_EQ(teacher_data.series[1].points.size(), static_cast<qsizetype>(teacher.top.size()));
+    ASSERT_EQ(teacher.student_on_top.size(), teacher.top.size());
     for (size_t i = 0; i < teacher.top.size(); ++i) {
         EXPECT_EQ(teacher_data.series[0].points[static_cast<qsizetype>(i)].y(), teacher.top[i].probability);
+        EXPECT_EQ(teacher_data.series[1].points[static_cast<qsizetype>(i)].y(), teacher.student_on_top[i]);
     }
 }
 
@@ -154,6 +161,7 @@ TEST_F(SoftLabelsStudentTest, TheStudentIsQuantizedOncePerScheme) {
     EXPECT_FALSE(lab.labels()->kl_teacher_student.has_value());
     EXPECT_FALSE(lab.student_labels().has_value());
     EXPECT_TRUE(lab.student_panel().plot_data().series[0].points.isEmpty());
+    EXPECT_EQ(lab.panel().plot_data().series.size(), 1);  // the teacher's bars alone
     // Back to the same scheme: still built.
     lab.student_box().setCurrentIndex(lab.student_box().findData(kScheme));
     ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme == kScheme.toStdString(); }, kTimeoutMs));

@@ -148,7 +148,7 @@ void SoftLabelsLab::show_distribution() {
     const Tokenizer& tokenizer = logits_->model->tokenizer();
     const int k = top_k_box_->value();
     labels_ = soft_labels(tokenizer, logits_->logits, temperature(), k, logits_->student_logits);
-    panel_->set_labels(*labels_);
+    panel_->set_labels(*labels_, QString::fromStdString(logits_->student_scheme));
     show_student();
     // At T = 1 for comparison: every probability ratio at T is the T = 1 ratio to the power 1/T.
     const SoftLabels at_one = soft_labels(tokenizer, logits_->logits, 1.0, k);

@@ -13,11 +13,13 @@ SoftLabelsPanel::SoftLabelsPanel(QWidget* parent)
 
 SoftLabelsPanel::SoftLabelsPanel(const QString& export_name, const QString& distribution, QWidget* parent)
     : ChartPanel(export_name, parent),
+      series_(new QBarSeries()),
       probabilities_(new QBarSet(tr("probability"))),
+      student_(new QBarSet(QString(), this)),
       tokens_(new QBarCategoryAxis()),
       distribution_(distribution) {
     chart()->setTitle(distribution_);
-    auto* series = new QBarSeries();
+    auto* series = series_;
     series->append(probabilities_);
     tokens_->setTitleText(tr("next token (rank 'piece')"));
     auto* y = new QValueAxis();
@@ -31,7 +33,8 @@ SoftLabelsPanel::SoftLabelsPanel(const QString& export_name, const QString& dist
     chart()->legend()->hide();
 }
 
-void SoftLabelsPanel::set_labels(const SoftLabels& labels) {
+void SoftLabelsPanel::set_labels(const SoftLabels& labels, const QString& student) {
+    show_student_bars(labels, student);
     QStringList names;
     QList<qreal> values;
     for (size_t i = 0; i < labels.top.size(); ++i) {
@@ -45,7 +48,27 @@ void SoftLabelsPanel::set_labels(const SoftLabels& labels) {
         tr("%1 at T = %2: top %3").arg(distribution_).arg(labels.temperature, 0, 'f', 2).arg(labels.top.size()));
 }
 
+void SoftLabelsPanel::show_student_bars(const SoftLabels& labels, const QString& student) {
+    const bool shown = !student.isEmpty() && labels.student_on_top.size() == labels.top.size();
+    if (student_->count() > 0) student_->remove(0, student_->count());
+    if (!shown) {
+        if (series_->barSets().contains(student_)) {
+            series_->take(student_);
+            student_->setParent(this);  // take() hands the set back unowned
+        }
+        probabilities_->setLabel(tr("probability"));
+        chart()->legend()->hide();
+        return;
+    }
+    probabilities_->setLabel(tr("teacher"));
+    student_->setLabel(tr("student (%1), on the teacher's tokens").arg(student));
+    student_->append(QList<qreal>(labels.student_on_top.begin(), labels.student_on_top.end()));
+    if (!series_->barSets().contains(student_)) series_->append(student_);
+    chart()->legend()->show();
+}
+
 void SoftLabelsPanel::clear(const QString& title) {
+    show_student_bars({}, QString());
     if (probabilities_->count() > 0) probabilities_->remove(0, probabilities_->count());
     tokens_->clear();
     chart()->setTitle(title);

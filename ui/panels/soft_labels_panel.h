@@ -7,6 +7,7 @@
 #include "ui/panels/chart_panel.h"
 
 class QBarCategoryAxis;
+class QBarSeries;
 class QBarSet;
 
 namespace inferscope::ui {
@@ -18,8 +19,10 @@ public:
     // `export_name` as ChartPanel's; `distribution` names whose distribution the title shows.
     SoftLabelsPanel(const QString& export_name, const QString& distribution, QWidget* parent = nullptr);
 
-    // One bar per token of `labels.top`: point (rank - 1, probability) in plot_data().
-    void set_labels(const SoftLabels& labels);
+    // One bar per token of `labels.top`: point (rank - 1, probability) in plot_data(). With
+    // `student` named and labels.student_on_top filled, a second bar per token gives the
+    // student's probability of the same token (series `student` in plot_data()).
+    void set_labels(const SoftLabels& labels, const QString& student = QString());
     // No bars; `title` says why.
     void clear(const QString& title);
     void set_distribution_name(const QString& distribution) { distribution_ = distribution; }
@@ -27,7 +30,11 @@ public:
     QStringList categories() const;
 
 private:
+    void show_student_bars(const SoftLabels& labels, const QString& student);
+
+    QBarSeries* series_;
     QBarSet* probabilities_;
+    QBarSet* student_;  // in series_ only while a student is shown
     QBarCategoryAxis* tokens_;
     QString distribution_;
 };
