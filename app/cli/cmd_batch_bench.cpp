@@ -16,6 +16,7 @@ struct BatchBenchCliOptions {
     std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
     int prompt_tokens = 64;
     int generate_tokens = 32;
+    int repetitions = 1;
     std::string output = "md";
 };
 
@@ -25,27 +26,30 @@ void print_table(const BatchBenchReport& report, const std::string& format) {
         for (const BatchBenchRow& r : report.rows) {
             rows.push_back({{"PP", r.prompt_tokens}, {"TG", r.generate_tokens}, {"B", r.batch}, {"N_KV", r.kv_tokens},
                             {"T_PP_s", r.prefill_s}, {"S_PP_tokens_per_s", r.prefill_tokens_per_s}, {"T_TG_s", r.decode_s},
-                            {"S_TG_tokens_per_s", r.decode_tokens_per_s}, {"ms_per_step", r.ms_per_step}, {"speedup", r.speedup}});
+                            {"S_TG_tokens_per_s", r.decode_tokens_per_s}, {"S_TG_stddev", r.decode_tokens_per_s_stddev},
+                            {"ms_per_step", r.ms_per_step}, {"speedup", r.speedup}});
         }
         print_json({{"rows", rows}, {"knee_batch", report.knee_batch}});
         return;
     }
     const bool csv = format == "csv";
-    const char* header = csv ? "PP,TG,B,N_KV,T_PP_s,S_PP_t/s,T_TG_s,S_TG_t/s,ms_per_step,speedup,knee\n"
-                             : "|    PP |    TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s | ms/step | speed-up |\n"
-                               "|-------|-------|------|--------|----------|----------|----------|----------|---------|----------|\n";
+    const char* header = csv ? "PP,TG,B,N_KV,T_PP_s,S_PP_t/s,T_TG_s,S_TG_t/s,S_TG_sd,ms_per_step,speedup,knee\n"
+                             : "|    PP |    TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |  ± t/s | ms/step | speed-up |\n"
+                               "|-------|-------|------|--------|----------|----------|----------|----------|--------|---------|----------|\n";
     std::cout << header;
     for (const BatchBenchRow& r : report.rows) {
         char line[256];
         const char* knee = r.batch == report.knee_batch ? " ← knee" : "";
         if (csv) {
-            std::snprintf(line, sizeof line, "%d,%d,%d,%lld,%.3f,%.2f,%.3f,%.2f,%.2f,%.2f,%d\n", r.prompt_tokens,
+            std::snprintf(line, sizeof line, "%d,%d,%d,%lld,%.3f,%.2f,%.3f,%.2f,%.2f,%.2f,%.2f,%d\n", r.prompt_tokens,
                           r.generate_tokens, r.batch, static_cast<long long>(r.kv_tokens), r.prefill_s, r.prefill_tokens_per_s,
-                          r.decode_s, r.decode_tokens_per_s, r.ms_per_step, r.speedup, r.batch == report.knee_batch ? 1 : 0);
+                          r.decode_s, r.decode_tokens_per_s, r.decode_tokens_per_s_stddev, r.ms_per_step, r.speedup,
+                          r.batch == report.knee_batch ? 1 : 0);
         } else {
-            std::snprintf(line, sizeof line, "| %5d | %5d | %4d | %6lld | %8.3f | %8.2f | %8.3f | %8.2f | %7.2f | %7.2fx |%s\n",
+            std::snprintf(line, sizeof line, "| %5d | %5d | %4d | %6lld | %8.3f | %8.2f | %8.3f | %8.2f | %6.2f | %7.2f | %7.2fx |%s\n",
                           r.prompt_tokens, r.generate_tokens, r.batch, static_cast<long long>(r.kv_tokens), r.prefill_s,
-                          r.prefill_tokens_per_s, r.decode_s, r.decode_tokens_per_s, r.ms_per_step, r.speedup, knee);
+                          r.prefill_tokens_per_s, r.decode_s, r.decode_tokens_per_s, r.decode_tokens_per_s_stddev, r.ms_per_step,
+                          r.speedup, knee);
         }
         std::cout << line;
     }
@@ -70,6 +74,9 @@ void add_batch_bench_command(CLI::App& app) {
         ->check(positive())
         ->capture_default_str();
     cmd->add_option("-n,--n-gen", o->generate_tokens, "decode steps (TG)")->check(positive())->capture_default_str();
+    cmd->add_option("-r,--repetitions", o->repetitions, "timed runs per batch size: means, with the spread of S_TG")
+        ->check(CLI::Range(1, 100))
+        ->capture_default_str();
     cmd->add_option("-o,--output", o->output, "output format")->check(CLI::IsMember({"md", "csv", "json"}))->capture_default_str();
     cmd->callback([o] {
         ModelOptions model_options = o->model;
@@ -87,6 +94,7 @@ void add_batch_bench_command(CLI::App& app) {
         b.batch_sizes = o->batch_sizes;
         b.prompt_tokens = o->prompt_tokens;
         b.generate_tokens = o->generate_tokens;
+        b.repetitions = o->repetitions;
         b.on_progress = [](const std::string& what) { std::fprintf(stderr, "batch-bench: %s done\n", what.c_str()); };
         print_table(run_batch_bench(session, b), o->model.json ? "json" : o->output);
     });

@@ -6,6 +6,7 @@
 
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
+#include "engine/core/sample_stats.h"
 #include "engine/model/model.h"
 #include "engine/runtime/session.h"
 
@@ -51,6 +52,30 @@ BatchBenchRow run_one(InferenceSession& session, int batch, const BatchBenchOpti
     return row;
 }
 
+// run_one `o.repetitions` times: times and speeds are the runs' means, with the spread of S_TG.
+BatchBenchRow run_repeated(InferenceSession& session, int batch, const BatchBenchOptions& o, std::mt19937& rng) {
+    std::vector<BatchBenchRow> runs;
+    std::vector<double> decode_speeds;
+    for (int r = 0; r < o.repetitions; ++r) {
+        runs.push_back(run_one(session, batch, o, rng));
+        decode_speeds.push_back(runs.back().decode_tokens_per_s);
+    }
+    BatchBenchRow row = runs.front();
+    const auto mean_of = [&runs](double BatchBenchRow::*field) {
+        double sum = 0;
+        for (const BatchBenchRow& run : runs) sum += run.*field;
+        return sum / static_cast<double>(runs.size());
+    };
+    row.prefill_s = mean_of(&BatchBenchRow::prefill_s);
+    row.prefill_tokens_per_s = mean_of(&BatchBenchRow::prefill_tokens_per_s);
+    row.decode_s = mean_of(&BatchBenchRow::decode_s);
+    row.ms_per_step = mean_of(&BatchBenchRow::ms_per_step);
+    const SampleStats decode = sample_stats(decode_speeds);
+    row.decode_tokens_per_s = decode.mean;
+    row.decode_tokens_per_s_stddev = decode.stddev;
+    return row;
+}
+
 }  // namespace
 
 int find_knee(const std::vector<BatchBenchRow>& rows, double gain) {
@@ -68,6 +93,7 @@ BatchBenchReport run_batch_bench(InferenceSession& session, const BatchBenchOpti
     std::vector<int> sizes = o.batch_sizes;
     std::sort(sizes.begin(), sizes.end());
     if (sizes.front() < 1) throw InvalidArgument("batch sizes must be positive");
+    if (o.repetitions < 1) throw InvalidArgument("batch-bench needs at least one repetition");
     if (o.prompt_tokens + o.generate_tokens > session.context_size()) {
         throw InvalidArgument("PP + TG exceeds the session's context of " + std::to_string(session.context_size()) + " tokens");
     }
@@ -77,7 +103,7 @@ BatchBenchReport run_batch_bench(InferenceSession& session, const BatchBenchOpti
     run_one(session, 1, warm_up, rng);  // first-touch of weights and buffers, not reported
     BatchBenchReport report;
     for (int batch : sizes) {
-        report.rows.push_back(run_one(session, batch, o, rng));
+        report.rows.push_back(run_repeated(session, batch, o, rng));
         if (o.on_progress) o.on_progress("B=" + std::to_string(batch));
     }
     for (BatchBenchRow& row : report.rows) row.speedup = row.decode_tokens_per_s / report.rows.front().decode_tokens_per_s;

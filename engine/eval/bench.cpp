@@ -9,6 +9,7 @@
 
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
+#include "engine/core/sample_stats.h"
 #include "engine/core/thread_pool.h"
 #include "engine/instruments/kv_accounting.h"
 #include "engine/model/model.h"
@@ -56,11 +57,9 @@ double run_once(InferenceSession& session, const BenchResult& test, int ubatch, 
 }
 
 void summarize(BenchResult& r) {
-    const auto n = static_cast<double>(r.tokens_per_s.size());
-    r.mean = std::accumulate(r.tokens_per_s.begin(), r.tokens_per_s.end(), 0.0) / n;
-    double squares = 0;
-    for (double x : r.tokens_per_s) squares += (x - r.mean) * (x - r.mean);
-    r.stddev = r.tokens_per_s.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
+    const SampleStats stats = sample_stats(r.tokens_per_s);
+    r.mean = stats.mean;
+    r.stddev = stats.stddev;
 }
 
 // Passes of the membw reading and of each run's (after a warm-up pass each): ~60 ms per

@@ -65,6 +65,7 @@ PhasesReport measure_phases(InferenceSession& session, const PhasesOptions& o) {
         PrefillRow row;
         row.n_prompt = r.n_prompt;
         row.tokens_per_s = r.mean;
+        row.tokens_per_s_stddev = r.stddev;
         row.total_ms = r.n_prompt * 1000.0 / r.mean;
         row.ms_per_token = row.total_ms / r.n_prompt;
         row.ttft_ms = row.total_ms;
@@ -74,7 +75,7 @@ PhasesReport measure_phases(InferenceSession& session, const PhasesOptions& o) {
     decode.generate_lengths = {o.decode_steps};
     decode.depths = o.context_lengths;
     for (const BenchResult& r : run_bench(session, decode).results) {
-        report.decode.push_back({r.depth, 1000.0 / r.mean, r.mean});
+        report.decode.push_back({r.depth, 1000.0 / r.mean, r.mean, r.stddev});
     }
     return report;
 }

@@ -22,13 +22,15 @@ struct PrefillRow {
     double total_ms = 0;      // n_prompt x 1000 / the bench's mean tokens/s
     double ms_per_token = 0;  // total_ms / n_prompt
     double ttft_ms = 0;       // time to first token: the prefill (sampling one token excluded)
-    double tokens_per_s = 0;  // prompt tokens processed per second
+    double tokens_per_s = 0;  // prompt tokens processed per second, mean over the repetitions
+    double tokens_per_s_stddev = 0;  // their sample standard deviation
 };
 
 struct DecodeRow {
     int context = 0;          // tokens cached before the first decode step
     double step_ms = 0;       // mean step over decode_steps steps (caches context .. context + steps - 1)
     double tokens_per_s = 0;  // 1000 / step_ms: the generation speed a user sees at this depth
+    double tokens_per_s_stddev = 0;  // over the repetitions
 };
 
 struct PhasesReport {

@@ -350,10 +350,11 @@ TEST_F(CliTest, MakeModelCopiesARealTokenizer) {
 
 TEST_F(CliTest, BatchBenchReportsEveryBatchSizeAndTheKnee) {
     const std::string model = write_tiny("tiny.gguf");
-    const RunResult r = run_cli("batch-bench --json -m " + model + " -B 1,2,4 -c 8 -n 4");
+    const RunResult r = run_cli("batch-bench --json -m " + model + " -B 1,2,4 -c 8 -n 4 -r 2");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j["rows"].size(), 3u);
+    EXPECT_GE(j["rows"][0]["S_TG_stddev"].get<double>(), 0.0);
     EXPECT_EQ(j["rows"][2]["B"], 4);
     EXPECT_EQ(j["rows"][2]["N_KV"], 4 * (8 + 4));
     EXPECT_DOUBLE_EQ(j["rows"][0]["speedup"].get<double>(), 1.0);

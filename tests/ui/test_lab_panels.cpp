@@ -5,6 +5,7 @@
 
 #include <QPushButton>
 #include <QSlider>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QThread>
 #include <atomic>
@@ -271,8 +272,13 @@ TEST_F(LabPanelTest, PhasesLabOneClickMeasuresBothTables) {
         EXPECT_EQ(prefill[i], QPointF(report.prefill[i].n_prompt, report.prefill[i].ms_per_token));
         EXPECT_EQ(decode[i], QPointF(report.decode[i].context, report.decode[i].step_ms));
         EXPECT_EQ(lab.table().item(i, 1)->text(), QString::number(report.prefill[i].total_ms, 'f', 2));
-        EXPECT_EQ(lab.table().item(i, 3)->text(), QString::number(report.decode[i].step_ms, 'f', 3));
+        EXPECT_EQ(lab.table().item(i, 4)->text(), QString::number(report.decode[i].step_ms, 'f', 3));
+        // Speeds as mean ± standard deviation of the repetitions (one here: no spread).
+        EXPECT_TRUE(lab.table().item(i, 3)->text().startsWith(QString::number(report.prefill[i].tokens_per_s, 'f', 1) + QStringLiteral(" ± 0.0")))
+            << lab.table().item(i, 3)->text().toStdString();
+        EXPECT_TRUE(lab.table().item(i, 5)->text().startsWith(QString::number(report.decode[i].tokens_per_s, 'f', 1) + QStringLiteral(" ± 0.0")));
     }
+    EXPECT_EQ(lab.repeats_box().value(), 1);  // set_options shows its repetitions
     // The engine's own tables for the same lengths have the same rows.
     PhasesOptions fitting = options;
     fitting.prompt_lengths = {8, 32};

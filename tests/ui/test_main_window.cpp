@@ -379,7 +379,7 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
             EXPECT_GT(rows.size(), 8);
         }
         if (panel == &window.batching_lab().throughput_panel()) {
-            EXPECT_EQ(rows.size(), 1);
+            EXPECT_EQ(rows.size(), 2);  // the point at B = 1 and its standard deviation
         }
         if (panel == &window.batching_lab().replay_panel()) {
             EXPECT_EQ(rows.size(), 2 * 64);  // two policies, 64 requests

@@ -5,6 +5,8 @@
 // generate()'s greedy text on quantize_model(...); both charts export.
 #include <gtest/gtest.h>
 
+#include <QBarSeries>
+#include <QBarSet>
 #include <QComboBox>
 #include <QFile>
 #include <QPushButton>
@@ -123,9 +125,31 @@ TEST_F(QuantizationLabTest, SortingByErrorPutsTheHighlightedWorstMatrixFirst) {
     const QuantErrorPanel& panel = lab.error_panel();
     const std::string worst = lab.report()->schemes.front().worst_matrix;
     EXPECT_EQ(panel.categories()[panel.highlighted_bar()].toStdString(), worst);
+    // Drawn grouped by layer, one bar set per matrix kind, the worst matrix's bar selected.
+    const int n_layer = direct_model()->config().n_layer;
+    ASSERT_EQ(panel.group_labels().size(), n_layer);
+    for (int layer = 0; layer < n_layer; ++layer) EXPECT_EQ(panel.group_labels()[layer], QString::number(layer));
+    EXPECT_EQ(panel.kinds(), (QStringList{QStringLiteral("attn_q"), QStringLiteral("attn_k"), QStringLiteral("attn_v"),
+                                          QStringLiteral("attn_output"), QStringLiteral("ffn_gate"), QStringLiteral("ffn_up"),
+                                          QStringLiteral("ffn_down")}));
+    const QString worst_layer = QString::fromStdString(worst).section(QLatin1Char('.'), 1, 1);
+    const QString worst_kind = QString::fromStdString(worst).section(QLatin1Char('.'), 2, 2);
+    const auto* bars = qobject_cast<const QBarSeries*>(panel.chart()->series().front());
+    ASSERT_NE(bars, nullptr);
+    int selected = 0;
+    for (const QBarSet* set : bars->barSets()) {
+        for (const int index : set->selectedBars()) {
+            ++selected;
+            EXPECT_EQ(set->label(), worst_kind);
+            EXPECT_EQ(panel.group_labels()[index], worst_layer);
+            EXPECT_EQ(set->at(index), lab.report()->schemes.front().worst_relative_error);
+        }
+    }
+    EXPECT_EQ(selected, 1);
     lab.order_box().setCurrentIndex(lab.order_box().findData(QStringLiteral("error")));
     EXPECT_EQ(panel.highlighted_bar(), 0);
     EXPECT_EQ(panel.categories().front().toStdString(), worst);
+    EXPECT_EQ(panel.group_labels().front(), worst_layer);  // the worst matrix's layer leads
     const PlotData sorted = panel.plot_data();
     const PlotSeries& errors = series_named(sorted, QStringLiteral("relative error"));
     for (qsizetype i = 1; i < errors.points.size(); ++i) EXPECT_GE(errors.points[i - 1].y(), errors.points[i].y());

@@ -25,6 +25,7 @@
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/lab_job_recorder.h"
+#include "ui/labs/repeats.h"
 #include "ui/labs/speculative_lab.h"
 #include "ui/panels/speculative_panel.h"
 #include "ui/ui_test_support.h"
@@ -120,7 +121,12 @@ TEST_F(SpeculativeLabTest, MeasureEqualsTheEngineAndMovesTheCurvesToTheMeasuredA
     EXPECT_EQ(panel.alpha_slider()->value(), static_cast<int>(std::lround(a.acceptance() * SpeculativePanel::kSliderSteps)));
     const PlotData data = panel.plot_data();
     ASSERT_EQ(data.series.size(), 4);
-    EXPECT_EQ(data.series[3].points, QVector<QPointF>{QPointF(3, shown.measured.speedup)});
+    // The measured point is the mean of the repeats (the box's default 3), each run's tokens the same.
+    EXPECT_EQ(lab.repeats_box().value(), 3);
+    EXPECT_EQ(shown.speedup.count, 3);
+    EXPECT_GT(shown.speedup.mean, 0);
+    EXPECT_EQ(data.series[3].points, QVector<QPointF>{QPointF(3, shown.speedup.mean)});
+    EXPECT_TRUE(lab.results().text().contains(format_mean_spread(shown.speedup, 2))) << lab.results().text().toStdString();
     for (int gamma = 1; gamma <= SpeculativePanel::kMaxGamma; ++gamma) {
         EXPECT_EQ(data.series[0].points[gamma - 1],
                   QPointF(gamma, speculative_speedup(a.acceptance(), gamma, shown.measured.cost_ratio)));
@@ -140,6 +146,22 @@ TEST_F(SpeculativeLabTest, MeasureEqualsTheEngineAndMovesTheCurvesToTheMeasuredA
     QFile json(path);
     ASSERT_TRUE(json.open(QIODevice::ReadOnly));
     EXPECT_TRUE(json.readAll().contains("measured: "));
+}
+
+TEST(SpeculativeLabWarning, FlagsASpeedUpAboveTheTokensPerVerifyAndANoisyOne) {
+    SpeculativeRunResult result;
+    SpeculativeStats& stats = result.measured.speculative.stats;
+    stats.emitted = 30;
+    stats.verify_passes = 10;  // 3 tokens per verify pass: the speed-up cannot pass 3x
+    const std::vector<double> steady = {1.9, 2.0, 2.1}, impossible = {6.8, 6.9, 7.0}, noisy = {0.5, 1.5, 2.5};
+    result.speedup = sample_stats(steady);
+    EXPECT_TRUE(SpeculativeLab::speedup_warning(result).isEmpty());
+    result.speedup = sample_stats(impossible);
+    EXPECT_TRUE(SpeculativeLab::speedup_warning(result).contains(QLatin1String("Impossible result: a speed-up of 6.90")))
+        << SpeculativeLab::speedup_warning(result).toStdString();
+    EXPECT_TRUE(SpeculativeLab::speedup_warning(result).contains(QLatin1String("3.00 tokens per verify")));
+    result.speedup = sample_stats(noisy);
+    EXPECT_TRUE(SpeculativeLab::speedup_warning(result).contains(QLatin1String("Noisy result")));
 }
 
 TEST_F(SpeculativeLabTest, CancelEndsARunningMeasurementWithNoResult) {

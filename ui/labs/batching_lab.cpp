@@ -12,6 +12,7 @@
 #include "ui/engine_controller.h"
 #include "ui/flow_layout.h"
 #include "ui/labs/lab_progress.h"
+#include "ui/labs/repeats.h"
 #include "ui/panels/batch_curve_panel.h"
 #include "ui/panels/serving_replay_panel.h"
 #include "ui/wrapping_label.h"
@@ -73,11 +74,16 @@ QWidget* BatchingLab::build_controls() {
     progress_->setRange(0, 1000);
     progress_->setMaximumWidth(200);
     progress_->hide();
-    auto* slider_label = new QLabel(tr("&Batch size (sequences):"));
+    auto* slider_label = new QLabel(tr("&Batch size:"));
+    slider_label->setToolTip(tr("B: sequences decoded together in one step"));
     slider_label->setBuddy(batch_slider_);
     row->addWidget(slider_label);
     row->addWidget(batch_slider_, 1);
     row->addWidget(batch_label_);
+    repeats_ = make_repeats_box();
+    QWidget* repeats = labelled_field(tr("&Repeats:"), repeats_);
+    repeats->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Preferred);
+    row->addWidget(repeats);
     row->addWidget(sweep_button_);
     row->addWidget(cancel_button_);
     row->addWidget(progress_);
@@ -201,6 +207,7 @@ void BatchingLab::end_sweep() { sweep_button_->setText(tr("&Sweep")); }
 void BatchingLab::measure(const QString& kind, std::vector<int> batch_sizes) {
     BatchRunSettings settings = point_settings_;
     settings.batch_sizes = std::move(batch_sizes);
+    settings.repetitions = repeats_->value();
     status_->setText(tr("Measuring…"));
     controller_.run_lab_job({kind, [settings](const LabContext& context) -> std::any {
                                  return measure_batch_sizes(context, settings);
@@ -216,9 +223,11 @@ void BatchingLab::add_rows(const BatchBenchReport& report, bool replace_all) {
     throughput_->set_rows(sorted, knee);
     step_->set_rows(sorted, knee);
     knee_label_->setText(knee_text());
-    status_->setText(tr("Each point: B sequences with %1 cached tokens each, then %2 decode steps of B tokens.")
+    status_->setText(tr("Each point: B sequences with %1 cached tokens each, then %2 decode steps of B tokens; the mean "
+                        "of the repeats.%3")
                          .arg(point_settings_.prompt_tokens)
-                         .arg(point_settings_.generate_tokens));
+                         .arg(point_settings_.generate_tokens)
+                         .arg(noisy_points_text()));
     emit rows_changed();
     replay();
 }
@@ -227,6 +236,16 @@ std::vector<BatchBenchRow> BatchingLab::rows() const {
     std::vector<BatchBenchRow> sorted;
     for (const auto& [batch, row] : rows_) sorted.push_back(row);
     return sorted;
+}
+
+QString BatchingLab::noisy_points_text() const {
+    QStringList noisy;
+    for (const auto& [batch, row] : rows_) {
+        const SampleStats stats = stats_of(row.decode_tokens_per_s, row.decode_tokens_per_s_stddev, 0);
+        if (stats.noisy()) noisy << tr("B = %1 (\u00b1%2 %)").arg(batch).arg(100.0 * stats.relative_spread(), 0, 'f', 0);
+    }
+    if (noisy.isEmpty()) return QString();
+    return tr(" Noisy, spread over 20 % of the mean: %1; measure again, or with more repeats.").arg(noisy.join(QStringLiteral(", ")));
 }
 
 int BatchingLab::knee_batch() const { return find_knee(rows(), kBenchDefaults.knee_gain); }

@@ -45,6 +45,8 @@ public:
     BatchCurvePanel& step_panel() const { return *step_; }
     ServingReplayPanel& replay_panel() const { return *replay_; }
     QString knee_text() const;
+    // "", or the measured batch sizes whose throughput spread exceeds 20 % of the mean.
+    QString noisy_points_text() const;
 
     // Measured rows by batch size (a newer measurement of a B replaces the older).
     std::vector<BatchBenchRow> rows() const;
@@ -83,6 +85,7 @@ private:
     QSlider* batch_slider_;
     QLabel* batch_label_;
     QPushButton* sweep_button_;
+    QSpinBox* repeats_ = nullptr;
     QPushButton* real_replay_button_;
     QPushButton* cancel_button_;
     QProgressBar* progress_;

@@ -27,6 +27,7 @@ BatchBenchReport measure_batch_sizes(const LabContext& context, const BatchRunSe
     bench.batch_sizes = settings.batch_sizes;
     bench.prompt_tokens = settings.prompt_tokens;
     bench.generate_tokens = settings.generate_tokens;
+    bench.repetitions = settings.repetitions;
     size_t done = 0;
     bench.on_progress = [&](const std::string& what) {
         ++done;
@@ -147,9 +148,10 @@ std::vector<std::pair<double, double>> latency_distribution(const ServingReport&
 
 namespace {
 
-// Shares of a speculative run's progress bar: quantizing the draft, plain decoding, the run.
+// Shares of the speculative tab's progress bar: quantizing the draft, then the runs; and of
+// each run: plain decoding, then the speculative run.
 constexpr double kQuantizeShare = 0.2;
-constexpr double kPlainShare = 0.4;
+constexpr double kPlainShare = 0.5;
 
 std::shared_ptr<const Model> load_draft(const LabContext& context, const SpeculativeRunSettings& settings) {
     if (settings.draft_path.empty() == settings.draft_scheme.empty()) {
@@ -191,18 +193,27 @@ SpeculativeRunResult measure_speculative_decoding(const LabContext& context, con
     speculative.gamma = settings.gamma;
     speculative.temperature = 0.0f;
     PercentProgress progress(context);
+    const int runs = std::max(1, settings.repetitions);
+    int run = 0;
     const auto on_progress = [&](std::string_view stage, int done, int total) {
         const bool plain = stage == "plain decoding";
-        const double start = plain ? kQuantizeShare : kQuantizeShare + kPlainShare;
-        const double share = plain ? kPlainShare : 1.0 - kQuantizeShare - kPlainShare;
-        progress(start + share * done / std::max(total, 1), QString::fromUtf8(stage.data(), static_cast<qsizetype>(stage.size())));
+        const double start = plain ? 0.0 : kPlainShare;
+        const double share = plain ? kPlainShare : 1.0 - kPlainShare;
+        const double within_run = (start + share * done / std::max(total, 1) + run) / runs;
+        progress(kQuantizeShare + (1.0 - kQuantizeShare) * within_run,
+                 QString::fromUtf8(stage.data(), static_cast<qsizetype>(stage.size())));
         return !context.cancelled();
     };
     SpeculativeRunResult result;
     result.draft_label = settings.draft_path.empty() ? parse_quant_scheme(settings.draft_scheme).name() : settings.draft_path;
     result.gamma = settings.gamma;
-    result.measured = measure_speculative(target_session, draft_session, prompt, speculative, on_progress);
-    context.throw_if_cancelled();
+    std::vector<double> speedups;
+    for (run = 0; run < runs; ++run) {
+        result.measured = measure_speculative(target_session, draft_session, prompt, speculative, on_progress);
+        context.throw_if_cancelled();
+        speedups.push_back(result.measured.speedup);
+    }
+    result.speedup = sample_stats(speedups);
     result.text = target.tokenizer().decode(result.measured.speculative.generated);
     return result;
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/sample_stats.h"
 #include "engine/eval/batch_bench.h"
 #include "engine/eval/soft_labels.h"
 #include "engine/instruments/prefill_decode.h"
@@ -27,6 +28,7 @@ struct BatchRunSettings {
     std::vector<int> batch_sizes = {1};
     int prompt_tokens = 32;    // PP: each sequence's cache before decoding
     int generate_tokens = 16;  // TG: decode steps measured (fewer are too noisy on small models)
+    int repetitions = 1;       // timed runs per batch size
 };
 
 // run_batch_bench on a session with room for max(batch_sizes) sequences of PP + TG tokens;
@@ -65,12 +67,14 @@ struct SpeculativeRunSettings {
     std::string prompt;        // tokenized as generation does, with BOS
     int n_predict = 64;
     int gamma = 4;
+    int repetitions = 1;  // plain-then-speculative runs; the speed-up is their mean
 };
 
 struct SpeculativeRunResult {
     std::string draft_label;  // the scheme's name or the file's path
     int gamma = 0;
-    SpeculativeMeasurement measured;
+    SpeculativeMeasurement measured;  // the last run
+    SampleStats speedup;              // over the runs
     std::string text;  // the speculative run's output, decoded
 };
 

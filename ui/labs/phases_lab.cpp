@@ -5,13 +5,16 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include "ui/engine_controller.h"
 #include "ui/labs/lab_progress.h"
+#include "ui/flow_layout.h"
 #include "ui/labs/lab_measurements.h"
+#include "ui/labs/repeats.h"
 #include "ui/panels/phases_chart_panel.h"
 #include "ui/wrapping_label.h"
 
@@ -22,6 +25,7 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
       controller_(controller),
       measure_button_(new QPushButton(tr("&Measure prefill and decode"))),
       cancel_button_(new QPushButton(tr("Cancel"))),
+      repeats_(make_repeats_box()),
       progress_(new QProgressBar()),
       status_(new QLabel()),
       table_(new QTableWidget()),
@@ -30,15 +34,18 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
     progress_->setRange(0, 1000);
     progress_->hide();
     wrap_within_column(status_);
-    table_->setColumnCount(5);
+    table_->setColumnCount(6);
     table_->setHorizontalHeaderLabels({tr("tokens"), tr("prefill total (ms)"), tr("prefill (ms/token)"),
-                                       tr("decode step (ms)"), tr("decode (tokens/s)")});
+                                       tr("prefill (tokens/s)"), tr("decode step (ms)"), tr("decode (tokens/s)")});
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     table_->verticalHeader()->hide();
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     auto* row = new QHBoxLayout();
     row->addWidget(measure_button_);
     row->addWidget(cancel_button_);
+    QWidget* repeats = labelled_field(tr("&Repeats:"), repeats_);
+    repeats->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Preferred);
+    row->addWidget(repeats);
     row->addWidget(progress_);
     row->addStretch();
     auto* splitter = new QSplitter(Qt::Vertical);
@@ -88,6 +95,11 @@ void PhasesLab::end_run() {
     cancel_button_->setEnabled(false);
 }
 
+void PhasesLab::set_options(const PhasesOptions& options) {
+    options_ = options;
+    repeats_->setValue(options.repetitions);
+}
+
 PhasesOptions PhasesLab::options_fitting(int context_tokens) const {
     PhasesOptions fitting = options_;
     fitting.prompt_lengths.clear();
@@ -105,6 +117,7 @@ PhasesOptions PhasesLab::options_fitting(int context_tokens) const {
 
 void PhasesLab::measure() {
     // Lengths beyond the model's context are left out rather than failing the whole run.
+    options_.repetitions = repeats_->value();
     const PhasesOptions options = options_fitting(controller_.model().context_length);
     progress_->setValue(0);
     progress_->show();
@@ -112,6 +125,7 @@ void PhasesLab::measure() {
     status_->setText(tr("Measuring %1 prompt lengths and %1 cache lengths, %2 timed runs each…")
                          .arg(options.prompt_lengths.size())
                          .arg(options.repetitions));
+    repetitions_ = options.repetitions;
     controller_.run_lab_job({kJob, [options](const LabContext& context) -> std::any {
                                  return measure_phases_stepwise(context, options);
                              }});
@@ -122,6 +136,7 @@ void PhasesLab::show_report(const PhasesReport& report) {
     chart_->set_report(report);
     const int rows = static_cast<int>(std::max(report.prefill.size(), report.decode.size()));
     table_->setRowCount(rows);
+    int noisy = 0;
     const auto cell = [this](int row, int column, double value, int decimals) {
         table_->setItem(row, column, new QTableWidgetItem(QString::number(value, 'f', decimals)));
     };
@@ -130,19 +145,32 @@ void PhasesLab::show_report(const PhasesReport& report) {
         table_->setItem(i, 0, new QTableWidgetItem(QString()));
         QStringList tokens;
         if (index < report.prefill.size()) {
-            tokens << tr("prompt %1").arg(report.prefill[index].n_prompt);
-            cell(i, 1, report.prefill[index].total_ms, 2);
-            cell(i, 2, report.prefill[index].ms_per_token, 3);
+            const PrefillRow& prefill = report.prefill[index];
+            tokens << tr("prompt %1").arg(prefill.n_prompt);
+            cell(i, 1, prefill.total_ms, 2);
+            cell(i, 2, prefill.ms_per_token, 3);
+            const SampleStats speed = stats_of(prefill.tokens_per_s, prefill.tokens_per_s_stddev, repetitions_);
+            table_->setItem(i, 3, new QTableWidgetItem(format_mean_spread(speed, 1)));
+            noisy += speed.noisy() ? 1 : 0;
         }
         if (index < report.decode.size()) {
-            tokens << tr("cache %1").arg(report.decode[index].context);
-            cell(i, 3, report.decode[index].step_ms, 3);
-            cell(i, 4, report.decode[index].tokens_per_s, 1);
+            const DecodeRow& decode = report.decode[index];
+            tokens << tr("cache %1").arg(decode.context);
+            cell(i, 4, decode.step_ms, 3);
+            const SampleStats speed = stats_of(decode.tokens_per_s, decode.tokens_per_s_stddev, repetitions_);
+            table_->setItem(i, 5, new QTableWidgetItem(format_mean_spread(speed, 1)));
+            noisy += speed.noisy() ? 1 : 0;
         }
         table_->item(i, 0)->setText(tokens.join(QStringLiteral(", ")));
     }
-    status_->setText(tr("Prefill pushes the whole prompt through each weight read, so a prompt token costs a fraction "
-                        "of a decode step; decode steps grow with the cache they attend over."));
+    QString lesson = tr("Prefill pushes the whole prompt through each weight read, so a prompt token costs a fraction "
+                        "of a decode step; decode steps grow with the cache they attend over. Speeds: mean ± standard "
+                        "deviation of %n timed run(s).", nullptr, repetitions_);
+    if (noisy > 0) {
+        lesson += tr(" %n result(s) spread over 20 % of the mean: something else was using the machine; measure "
+                     "again, or with more repeats.", nullptr, noisy);
+    }
+    status_->setText(lesson);
     emit report_changed();
 }
 

@@ -10,6 +10,7 @@
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QSpinBox;
 class QTableWidget;
 
 namespace inferscope::ui {
@@ -33,8 +34,10 @@ public:
     QTableWidget& table() const { return *table_; }
     const PhasesReport& report() const { return report_; }
 
-    // The lengths measured (pairs of prompt length and cache length) and the repetitions.
-    void set_options(const PhasesOptions& options) { options_ = options; }
+    // The lengths measured (pairs of prompt length and cache length) and the repetitions
+    // (which the Repeats box then shows).
+    void set_options(const PhasesOptions& options);
+    QSpinBox& repeats_box() const { return *repeats_; }
     // options() without the pairs that do not fit in `context_tokens`.
     PhasesOptions options_fitting(int context_tokens) const;
     void measure();
@@ -50,12 +53,14 @@ private:
     EngineController& controller_;
     QPushButton* measure_button_;
     QPushButton* cancel_button_;
+    QSpinBox* repeats_;
     QProgressBar* progress_;
     QLabel* status_;
     QTableWidget* table_;
     PhasesChartPanel* chart_;
     PhasesOptions options_;
     PhasesReport report_;
+    int repetitions_ = 0;  // of the run whose report is shown
 };
 
 }  // namespace inferscope::ui

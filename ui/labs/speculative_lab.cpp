@@ -16,6 +16,7 @@
 #include "ui/engine_controller.h"
 #include "ui/labs/scheme_fit.h"
 #include "ui/labs/lab_progress.h"
+#include "ui/labs/repeats.h"
 #include "ui/panels/speculative_panel.h"
 #include "ui/wrapping_label.h"
 
@@ -46,6 +47,7 @@ SpeculativeLab::SpeculativeLab(EngineController& controller, QWidget* parent)
       draft_box_(new QComboBox()),
       gamma_box_(spin_box(1, SpeculativePanel::kMaxGamma, kDefaultGamma, tr("Draft tokens proposed per verify pass"))),
       tokens_box_(spin_box(1, kMaxTokens, kDefaultTokens, tr("Tokens to generate, plainly and speculatively"))),
+      repeats_box_(make_repeats_box()),
       prompt_edit_(new QLineEdit()),
       measure_button_(new QPushButton(tr("&Measure"))),
       cancel_button_(new QPushButton(tr("Cancel"))),
@@ -120,6 +122,8 @@ QWidget* SpeculativeLab::build_controls() {
     form->addRow(labelled(tr("&Draft:"), draft_box_), row);
     auto* run_row = new QHBoxLayout();
     run_row->addWidget(prompt_edit_, 1);
+    run_row->addWidget(labelled(tr("&Repeats:"), repeats_box_));
+    run_row->addWidget(repeats_box_);
     run_row->addWidget(measure_button_);
     run_row->addWidget(cancel_button_);
     run_row->addWidget(progress_);
@@ -185,6 +189,7 @@ SpeculativeRunSettings SpeculativeLab::settings() const {
     s.prompt = prompt.toStdString();
     s.n_predict = tokens_box_->value();
     s.gamma = gamma_box_->value();
+    s.repetitions = repeats_box_->value();
     return s;
 }
 
@@ -212,12 +217,13 @@ void SpeculativeLab::show_result(const SpeculativeRunResult& result) {
     const SpeculativeMeasurement& m = result.measured;
     const SpeculativeStats& s = m.speculative.stats;
     const double alpha = s.acceptance();
-    panel_->set_measurement(result.gamma, m.speedup, alpha, m.cost_ratio);
+    panel_->set_measurement(result.gamma, result.speedup.mean, alpha, m.cost_ratio);
     const QString identical = !m.identical_to_plain ? tr("n/a") : *m.identical_to_plain ? tr("yes") : tr("NO");
     const QString numbers =
         tr("\u03b3 = %1: acceptance \u03b1 = %2 (%3 of %4 proposals), %5 tokens per verify (analytic %6), cost ratio "
-           "c = %7 (draft step %8 ms / target step %9 ms), speed-up %10\u00d7 measured vs %11\u00d7 analytic; %12 "
-           "tokens in %13 verify passes, identical to plain greedy decoding: %14. Draft: %15.")
+           "c = %7 (draft step %8 ms / target step %9 ms), speed-up %10\u00d7 measured (mean \u00b1 standard deviation "
+           "of %11 runs) vs %12\u00d7 analytic; %13 tokens in %14 verify passes, identical to plain greedy decoding: %15. "
+           "Draft: %16.")
             .arg(result.gamma)
             .arg(alpha, 0, 'f', 3)
             .arg(s.accepted)
@@ -227,14 +233,32 @@ void SpeculativeLab::show_result(const SpeculativeRunResult& result) {
             .arg(m.cost_ratio, 0, 'f', 3)
             .arg(s.draft_ms_per_step(), 0, 'f', 3)
             .arg(m.plain.timings.decode_ms_per_token, 0, 'f', 3)
-            .arg(m.speedup, 0, 'f', 2)
+            .arg(format_mean_spread(result.speedup, 2))
+            .arg(result.speedup.count)
             .arg(speculative_speedup(alpha, result.gamma, m.cost_ratio), 0, 'f', 2)
             .arg(s.n_generated)
             .arg(s.verify_passes)
             .arg(identical)
             .arg(QString::fromStdString(result.draft_label));  // last: a path may hold '%'
-    results_->setText(numbers + tr("\n\nOutput after the prompt:\n") + QString::fromStdString(result.text));
+    results_->setText(numbers + speedup_warning(result) + tr("\n\nOutput after the prompt:\n") +
+                      QString::fromStdString(result.text));
     emit result_changed();
+}
+
+QString SpeculativeLab::speedup_warning(const SpeculativeRunResult& result) {
+    // Each verify pass costs at least one plain step, so the speed-up cannot pass the tokens a pass yields.
+    const double bound = result.measured.speculative.stats.tokens_per_verify();
+    if (result.speedup.mean > bound) {
+        return tr("\nImpossible result: a speed-up of %1\u00d7 is above the %2 tokens per verify pass that bound it; "
+                  "something slowed the plain run. Measure again.")
+            .arg(result.speedup.mean, 0, 'f', 2)
+            .arg(bound, 0, 'f', 2);
+    }
+    if (result.speedup.noisy()) {
+        return tr("\nNoisy result: the runs' speed-ups spread over %1 % of their mean. Measure again, or with more repeats.")
+            .arg(100.0 * result.speedup.relative_spread(), 0, 'f', 0);
+    }
+    return QString();
 }
 
 QList<ChartPanel*> SpeculativeLab::panels() const { return {panel_}; }

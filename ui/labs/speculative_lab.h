@@ -40,6 +40,9 @@ public:
     QComboBox& draft_box() const { return *draft_box_; }
     QSpinBox& gamma_box() const { return *gamma_box_; }
     QSpinBox& tokens_box() const { return *tokens_box_; }
+    QSpinBox& repeats_box() const { return *repeats_box_; }
+    // "", or a line flagging a speed-up above what the tokens per verify allow, or too noisy to read.
+    static QString speedup_warning(const SpeculativeRunResult& result);
     QLineEdit& prompt_edit() const { return *prompt_edit_; }
     QPushButton& measure_button() const { return *measure_button_; }
     QPushButton& cancel_button() const { return *cancel_button_; }
@@ -73,6 +76,7 @@ private:
     QComboBox* draft_box_;
     QSpinBox* gamma_box_;
     QSpinBox* tokens_box_;
+    QSpinBox* repeats_box_;
     QLineEdit* prompt_edit_;
     QPushButton* measure_button_;
     QPushButton* cancel_button_;

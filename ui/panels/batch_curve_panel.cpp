@@ -22,7 +22,7 @@ BatchCurvePanel::BatchCurvePanel(Metric metric, QWidget* parent)
     x->setTitleText(tr("batch size B (sequences)"));
     x->setLabelFormat(QStringLiteral("%d"));
     auto* y = new QValueAxis();
-    y->setTitleText(throughput ? tr("tokens/s (all requests)") : tr("ms per step"));
+    y->setTitleText(throughput ? tr("aggregate tokens/s") : tr("ms per step"));
     chart()->addAxis(x, Qt::AlignBottom);
     chart()->addAxis(y, Qt::AlignLeft);
     for (QXYSeries* s : std::initializer_list<QXYSeries*>{curve_, knee_}) {
@@ -42,13 +42,20 @@ double BatchCurvePanel::value(Metric metric, const BatchBenchRow& row) {
 void BatchCurvePanel::set_rows(const std::vector<BatchBenchRow>& rows, int knee_batch) {
     QList<QPointF> points;
     QList<QPointF> knee;
+    spread_.clear();
     for (const BatchBenchRow& row : rows) {
         points.append(QPointF(row.batch, value(metric_, row)));
+        spread_.append(QPointF(row.batch, row.decode_tokens_per_s_stddev));
         if (row.batch == knee_batch) knee.append(points.back());
     }
     curve_->replace(points);
     knee_->replace(knee);
     fit_axes(64, 1);
+}
+
+void BatchCurvePanel::append_exported_series(PlotData& data) const {
+    if (metric_ != Metric::AggregateTokensPerS) return;
+    data.series.push_back({tr("tokens/s standard deviation"), QVector<QPointF>(spread_.begin(), spread_.end())});
 }
 
 }  // namespace inferscope::ui

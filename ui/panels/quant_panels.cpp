@@ -5,6 +5,7 @@
 #include <QBarSet>
 #include <QLabel>
 #include <QLayout>
+#include <QRegularExpression>
 #include <QValueAxis>
 #include <algorithm>
 #include <numeric>
@@ -15,13 +16,12 @@
 namespace inferscope::ui {
 namespace {
 
-const QColor kWorstColor(220, 50, 47);
-// Beyond this many bars the matrix names would overlap: they stay in the export and tooltips.
-constexpr int kMaxLabelledBars = 12;
+// Beyond this many groups the layer numbers would overlap: they stay in the export and tooltips.
+constexpr int kMaxLabelledGroups = 40;
 
 QBarSeries* bar_chart(QChart* chart, QBarSet* set, QBarCategoryAxis* x, QValueAxis* y) {
     auto* series = new QBarSeries();
-    series->append(set);
+    if (set != nullptr) series->append(set);
     chart->addSeries(series);
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
@@ -42,28 +42,43 @@ double bytes_to_mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.
 
 QuantErrorPanel::QuantErrorPanel(QWidget* parent)
     : ChartPanel(QStringLiteral("quant-errors"), parent),
-      errors_(new QBarSet(tr("relative error"))),
-      matrices_(new QBarCategoryAxis()),
+      series_(nullptr),
+      groups_axis_(new QBarCategoryAxis()),
       error_axis_(new QValueAxis()),
       summary_(new QLabel()) {
     chart()->setTitle(tr("Relative error per matrix"));
-    matrices_->setTitleText(tr("matrix"));
-    error_axis_->setTitleText(tr("relative error ||W - W_hat|| / ||W||"));
+    groups_axis_->setTitleText(tr("layer (block)"));
+    error_axis_->setTitleText(tr("\u2016W \u2212 \u0174\u2016 / \u2016W\u2016"));
     error_axis_->setRange(0, 1);
-    const QBarSeries* series = bar_chart(chart(), errors_, matrices_, error_axis_);
-    connect(series, &QBarSeries::hovered, this, [this](bool on, int index) {
-        if (!on || index < 0 || index >= static_cast<int>(display_.size())) return;
-        const Bar& bar = bars_[static_cast<size_t>(display_[static_cast<size_t>(index)])];
+    series_ = bar_chart(chart(), nullptr, groups_axis_, error_axis_);
+    chart()->legend()->show();
+    connect(series_, &QBarSeries::hovered, this, &QuantErrorPanel::show_tooltip);
+    wrap_within_column(summary_);
+    layout()->addWidget(summary_);
+}
+
+QuantErrorPanel::Bar QuantErrorPanel::place(const QString& name) {
+    static const QRegularExpression block(QStringLiteral("^blk\\.(\\d+)\\.(.+?)(\\.weight)?$"));
+    const QRegularExpressionMatch match = block.match(name);
+    Bar bar;
+    bar.name = name;
+    bar.group = match.hasMatch() ? match.captured(1) : name;
+    bar.kind = match.hasMatch() ? match.captured(2) : name;
+    return bar;
+}
+
+void QuantErrorPanel::show_tooltip(bool on, int group, QBarSet* set) {
+    if (!on || set == nullptr || group < 0 || group >= groups_.size()) return;
+    for (const Bar& bar : bars_) {
+        if (bar.group != groups_[group] || bar.kind != set->label()) continue;
         chart_view()->setToolTip(tr("%1 (%2 x %3): relative error %4, %5 bits/weight")
                                      .arg(bar.name)
                                      .arg(bar.rows)
                                      .arg(bar.cols)
                                      .arg(format_number(bar.relative_error, 4))
-                                     .arg(bar.bits_per_weight, 0, 'f', 3));
-    });
-    style_series(false);
-    wrap_within_column(summary_);
-    layout()->addWidget(summary_);
+                                     .arg(format_number(bar.bits_per_weight, 4)));
+        return;
+    }
 }
 
 void QuantErrorPanel::set_report(const QuantReport& report) {
@@ -73,14 +88,18 @@ void QuantErrorPanel::set_report(const QuantReport& report) {
     double source_bits = 0, parameters = 0;
     for (size_t i = 0; i < report.matrices.size() && i < scheme.matrices.size(); ++i) {
         const MatrixInfo& m = report.matrices[i];
-        bars_.push_back({QString::fromStdString(m.name), m.rows, m.cols, scheme.matrices[i].error.relative,
-                         scheme.matrices[i].bits_per_weight});
+        Bar bar = place(QString::fromStdString(m.name));
+        bar.rows = m.rows;
+        bar.cols = m.cols;
+        bar.relative_error = scheme.matrices[i].error.relative;
+        bar.bits_per_weight = scheme.matrices[i].bits_per_weight;
+        bars_.push_back(bar);
         source_bits += static_cast<double>(m.source_bytes) * 8.0;
         parameters += static_cast<double>(m.rows) * static_cast<double>(m.cols);
     }
     const QString name = QString::fromStdString(scheme.scheme.name());
     chart()->setTitle(bars_.empty() ? tr("Relative error per matrix: %1").arg(name)
-                                    : tr("Relative error per matrix: %1 (worst %2: %3)")
+                                    : tr("Relative error per matrix: %1 (worst, highlighted: %2, %3)")
                                           .arg(name, bars_[static_cast<size_t>(worst_matrix())].name)
                                           .arg(format_number(scheme.worst_relative_error, 4)));
     summary_->setText(tr("%1: %2 bits/weight over %3 quantized matrices (as stored in the file: %4); model %5 MiB "
@@ -123,7 +142,13 @@ int QuantErrorPanel::highlighted_bar() const {
 
 QString QuantErrorPanel::summary_line() const { return summary_->text(); }
 
-QStringList QuantErrorPanel::categories() const { return matrices_->categories(); }
+QStringList QuantErrorPanel::categories() const {
+    QStringList names;
+    for (const int i : display_) names << bars_[static_cast<size_t>(i)].name;
+    return names;
+}
+
+QStringList QuantErrorPanel::group_labels() const { return groups_; }
 
 void QuantErrorPanel::redraw() {
     display_.resize(bars_.size());
@@ -133,37 +158,72 @@ void QuantErrorPanel::redraw() {
             return bars_[static_cast<size_t>(a)].relative_error > bars_[static_cast<size_t>(b)].relative_error;
         });
     }
-    QStringList names;
-    QList<qreal> values;
     double max_error = 0;
-    for (const int i : display_) {
-        const Bar& bar = bars_[static_cast<size_t>(i)];
-        names << bar.name;
-        values << bar.relative_error;
-        max_error = std::max(max_error, bar.relative_error);
-    }
-    errors_->deselectAllBars();
-    replace_values(errors_, values);
-    matrices_->setCategories(names);
-    matrices_->setLabelsVisible(names.size() <= kMaxLabelledBars);
-    // Qt elides the title of a category axis without labels to nothing: the summary line says instead.
-    matrices_->setTitleVisible(names.size() <= kMaxLabelledBars);
+    draw_groups(max_error);
     apply_round_ticks(error_axis_, 0, max_error > 0 ? max_error * 1.05 : 1.0);
-    if (highlighted_bar() >= 0) errors_->selectBar(highlighted_bar());
+    style_series(chart()->theme() == QChart::ChartThemeDark);
 }
 
-void QuantErrorPanel::style_series(bool) { errors_->setSelectedColor(kWorstColor); }
+void QuantErrorPanel::draw_groups(double& max_error) {
+    // Groups in the order their first matrix is exported: file order, or by each group's worst.
+    groups_.clear();
+    kinds_.clear();
+    for (const int i : display_) {
+        const Bar& bar = bars_[static_cast<size_t>(i)];
+        if (!groups_.contains(bar.group)) groups_ << bar.group;
+    }
+    for (const Bar& bar : bars_) {
+        if (!kinds_.contains(bar.kind)) kinds_ << bar.kind;
+    }
+    series_->clear();
+    for (const QString& kind : kinds_) {
+        QList<qreal> values(groups_.size(), 0.0);
+        for (const Bar& bar : bars_) {
+            if (bar.kind != kind) continue;
+            values[groups_.indexOf(bar.group)] = bar.relative_error;
+            max_error = std::max(max_error, bar.relative_error);
+        }
+        auto* set = new QBarSet(kind);
+        set->append(values);
+        series_->append(set);
+    }
+    groups_axis_->setCategories(groups_);
+    groups_axis_->setLabelsVisible(groups_.size() <= kMaxLabelledGroups);
+    // Qt elides the title of a category axis without labels to nothing: the summary line says instead.
+    groups_axis_->setTitleVisible(groups_.size() <= kMaxLabelledGroups);
+    chart()->legend()->setVisible(!kinds_.isEmpty());
+}
 
-void QuantErrorPanel::append_exported_series(PlotData& data) const {
-    PlotSeries rows{tr("rows"), {}}, cols{tr("cols"), {}}, bits{tr("bits/weight"), {}};
+void QuantErrorPanel::style_series(bool dark) {
+    const int worst = worst_matrix();
+    if (worst < 0) return;
+    const Bar& bar = bars_[static_cast<size_t>(worst)];
+    // Black (white on dark) is none of the theme's bar colours, so the worst bar stands out.
+    const QColor worst_color = dark ? QColor(0xFA, 0xFA, 0xFA) : QColor(0x21, 0x21, 0x21);
+    for (QBarSet* set : series_->barSets()) {
+        set->deselectAllBars();
+        set->setSelectedColor(worst_color);
+        if (set->label() == bar.kind) set->selectBar(static_cast<int>(groups_.indexOf(bar.group)));
+    }
+}
+
+PlotData QuantErrorPanel::plot_data() const {
+    PlotData data;
+    data.title = chart()->title();
+    data.x_label = tr("matrix");
+    data.y_label = error_axis_->titleText();
+    PlotSeries errors{tr("relative error"), {}}, rows{tr("rows"), {}}, cols{tr("cols"), {}}, bits{tr("bits/weight"), {}};
     for (size_t position = 0; position < display_.size(); ++position) {
         const Bar& bar = bars_[static_cast<size_t>(display_[position])];
         const auto x = static_cast<double>(position);
+        data.categories << bar.name;
+        errors.points.push_back(QPointF(x, bar.relative_error));
         rows.points.push_back(QPointF(x, static_cast<double>(bar.rows)));
         cols.points.push_back(QPointF(x, static_cast<double>(bar.cols)));
         bits.points.push_back(QPointF(x, bar.bits_per_weight));
     }
-    data.series << rows << cols << bits;
+    data.series << errors << rows << cols << bits;
+    return data;
 }
 
 QuantQualityPanel::QuantQualityPanel(QWidget* parent)

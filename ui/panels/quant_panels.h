@@ -1,7 +1,8 @@
 #pragma once
-// The quantization lab's charts. QuantErrorPanel: one bar per quantized matrix, its relative
-// error ||W - W_hat||_F / ||W||_F under one scheme, in file order or sorted by error, the
-// worst highlighted and named, with bits/weight and model size in a line below.
+// The quantization lab's charts. QuantErrorPanel: the relative error ||W - W_hat||_F / ||W||_F
+// of every quantized matrix under one scheme, grouped by layer with one coloured bar per
+// matrix kind (attn_q, …, ffn_down), the layers in file order or the worst first, the worst
+// matrix highlighted and named, with bits/weight and model size in a line below.
 // QuantQualityPanel: one bar per measured scheme, its KL divergence from the unquantized
 // model. Both export each bar's other numbers as extra series by category index.
 #include <QStringList>
@@ -11,6 +12,7 @@
 #include "ui/panels/chart_panel.h"
 
 class QBarCategoryAxis;
+class QBarSeries;
 class QBarSet;
 class QLabel;
 class QValueAxis;
@@ -31,32 +33,45 @@ public:
     Order order() const { return order_; }
     // Index (in file order) of the matrix with the largest relative error; -1 when empty.
     int worst_matrix() const;
-    // The bar drawn highlighted, in display order; -1 when empty.
+    // The worst matrix's position in the exported list (display order); -1 when empty.
     int highlighted_bar() const;
     QString summary_line() const;
+    // The exported list's matrix names, in display order (file order, or worst first).
     QStringList categories() const;
+    // The chart's groups, left to right: layer numbers, then tensors outside the blocks by name.
+    QStringList group_labels() const;
+    // The matrix kinds, one bar set each, in the order of their first appearance.
+    QStringList kinds() const { return kinds_; }
+    // Exports one row per matrix, not per drawn bar: series "relative error", "rows", "cols" and
+    // "bits/weight" with points (position in display order, value), categories the matrix names.
+    PlotData plot_data() const override;
 
 protected:
     void style_series(bool dark) override;
-    // "rows", "cols", "bits/weight" per bar, in display order.
-    void append_exported_series(PlotData& data) const override;
 
 private:
     struct Bar {
         QString name;
+        QString group;  // "3" for blk.3.*, else the tensor's name
+        QString kind;   // "attn_q" for blk.3.attn_q.weight, else the tensor's name
         qint64 rows = 0;
         qint64 cols = 0;
         double relative_error = 0;
         double bits_per_weight = 0;
     };
+    static Bar place(const QString& name);
     void redraw();
+    void draw_groups(double& max_error);
+    void show_tooltip(bool on, int group, QBarSet* set);
 
-    QBarSet* errors_;
-    QBarCategoryAxis* matrices_;
+    QBarSeries* series_;
+    QBarCategoryAxis* groups_axis_;
     QValueAxis* error_axis_;
     QLabel* summary_;
     std::vector<Bar> bars_;     // file order
-    std::vector<int> display_;  // indices into bars_, as drawn
+    std::vector<int> display_;  // indices into bars_, as exported
+    QStringList groups_;        // as drawn
+    QStringList kinds_;
     Order order_ = Order::File;
 };
 

@@ -1,6 +1,9 @@
 #include "ui/panels/serving_replay_panel.h"
 #include "ui/number_format.h"
+#include "ui/wrapping_label.h"
 
+#include <QLabel>
+#include <QLayout>
 #include <QLineSeries>
 #include <QPen>
 #include <QValueAxis>
@@ -14,7 +17,7 @@ QList<QPointF> to_points(const ServingReport& report) {
     return points;
 }
 
-// "702 tok/s, median 1.06 s": what a legend entry adds to its run's name.
+// "702 tok/s, median 1.06 s"
 QString run_figures(const ServingReport& run) {
     return ServingReplayPanel::tr("%1 tok/s, median %2 s")
         .arg(run.throughput_tokens_per_s(), 0, 'f', 0)
@@ -28,7 +31,8 @@ ServingReplayPanel::ServingReplayPanel(QWidget* parent)
       static_(new QLineSeries()),
       continuous_(new QLineSeries()),
       static_real_(new QLineSeries()),
-      continuous_real_(new QLineSeries()) {
+      continuous_real_(new QLineSeries()),
+      figures_(new QLabel()) {
     auto* x = new QValueAxis();
     x->setTitleText(tr("end-to-end latency (s)"));
     auto* y = new QValueAxis();
@@ -44,8 +48,15 @@ ServingReplayPanel::ServingReplayPanel(QWidget* parent)
     }
     set_axes(x, y);
     set_y_ceiling(100);
+    chart()->setTitle(tr("Static vs continuous batching: requests done by end-to-end latency"));
+    static_->setName(tr("static batching (simulated)"));
+    continuous_->setName(tr("continuous batching (simulated)"));
+    static_real_->setName(tr("static batching (real)"));
+    continuous_real_->setName(tr("continuous batching (real)"));
+    wrap_within_column(figures_);
+    layout()->addWidget(figures_);
     style_series(false);
-    update_names();
+    update_figures();
     fit_axes(1, 100);
 }
 
@@ -72,7 +83,7 @@ void ServingReplayPanel::set_result(const ReplayResult& result) {
     simulated_ = result;
     static_->replace(to_points(result.static_run));
     continuous_->replace(to_points(result.continuous_run));
-    update_names();
+    update_figures();
     fit_axes(0.001, 100);
 }
 
@@ -80,7 +91,7 @@ void ServingReplayPanel::set_real_result(const ReplayResult& result) {
     real_ = result;
     static_real_->replace(to_points(result.static_run));
     continuous_real_->replace(to_points(result.continuous_run));
-    update_names();
+    update_figures();
     fit_axes(0.001, 100);
 }
 
@@ -89,20 +100,26 @@ void ServingReplayPanel::clear_real_result() {
     real_.reset();
     static_real_->clear();
     continuous_real_->clear();
-    update_names();
+    update_figures();
     fit_axes(0.001, 100);
 }
 
-void ServingReplayPanel::update_names() {
-    // Each run's figures go with its legend entry: four throughputs and four medians overflow a title.
-    chart()->setTitle(tr("Static vs continuous batching: requests done by end-to-end latency"));
-    const auto name = [](const QString& run, const std::optional<ReplayResult>& result, const ServingReport ReplayResult::*mode) {
-        return result ? tr("%1: %2").arg(run, run_figures((*result).*mode)) : run;
+void ServingReplayPanel::update_figures() { figures_->setText(figures()); }
+
+QString ServingReplayPanel::figures() const {
+    QStringList modes;
+    const auto mode = [](const QString& name, const ReplayResult& result) {
+        return tr("%1: static %2; continuous %3").arg(name, run_figures(result.static_run), run_figures(result.continuous_run));
     };
-    static_->setName(name(tr("static batching (simulated)"), simulated_, &ReplayResult::static_run));
-    continuous_->setName(name(tr("continuous batching (simulated)"), simulated_, &ReplayResult::continuous_run));
-    static_real_->setName(name(tr("static batching (real)"), real_, &ReplayResult::static_run));
-    continuous_real_->setName(name(tr("continuous batching (real)"), real_, &ReplayResult::continuous_run));
+    if (simulated_) modes << mode(tr("Simulated"), *simulated_);
+    if (real_) modes << mode(tr("Real"), *real_);
+    return modes.join(QStringLiteral(". "));
+}
+
+PlotData ServingReplayPanel::plot_data() const {
+    PlotData data = ChartPanel::plot_data();
+    if (simulated_ || real_) data.title += QStringLiteral(" \u2014 ") + figures();
+    return data;
 }
 
 }  // namespace inferscope::ui

@@ -1,0 +1,66 @@
+// batch-bench: rows per batch size with the aggregate decode speed's mean and spread over the
+// repetitions, and its argument checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/eval/batch_bench.h"
+#include "support/engine_helpers.h"
+#include "support/tiny_models.h"
+
+namespace inferscope {
+namespace {
+
+TEST(BatchBench, RepeatedRunsGiveAMeanAndASpreadPerBatchSize) {
+    const auto model = testing::tiny_model(testing::tiny_spec("llama"));
+    SessionOptions session_options = testing::test_session_options(KvDtype::F16, 32);
+    session_options.max_sequences = 4;
+    InferenceSession session(model, session_options);
+    BatchBenchOptions options;
+    options.batch_sizes = {4, 1, 2};
+    options.prompt_tokens = 8;
+    options.generate_tokens = 4;
+    options.repetitions = 3;
+    std::vector<std::string> progress;
+    options.on_progress = [&](const std::string& step) { progress.push_back(step); };
+    const BatchBenchReport report = run_batch_bench(session, options);
+    ASSERT_EQ(report.rows.size(), 3u);
+    EXPECT_EQ(progress, (std::vector<std::string>{"B=1", "B=2", "B=4"}));
+    for (size_t i = 0; i < report.rows.size(); ++i) {
+        const BatchBenchRow& row = report.rows[i];
+        EXPECT_EQ(row.batch, 1 << i);
+        EXPECT_EQ(row.kv_tokens, static_cast<int64_t>(row.batch) * 12);
+        EXPECT_GT(row.decode_tokens_per_s, 0);
+        EXPECT_TRUE(std::isfinite(row.decode_tokens_per_s_stddev));
+        EXPECT_GE(row.decode_tokens_per_s_stddev, 0);
+        EXPECT_GT(row.ms_per_step, 0);
+    }
+    EXPECT_DOUBLE_EQ(report.rows.front().speedup, 1.0);
+
+    options.repetitions = 1;
+    options.on_progress = {};
+    for (const BatchBenchRow& row : run_batch_bench(session, options).rows) EXPECT_EQ(row.decode_tokens_per_s_stddev, 0.0);
+}
+
+TEST(BatchBench, BadOptionsAreClearErrors) {
+    const auto model = testing::tiny_model(testing::tiny_spec("llama"));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, 32));
+    BatchBenchOptions options;
+    options.batch_sizes = {1};
+    options.prompt_tokens = 8;
+    options.generate_tokens = 4;
+    options.repetitions = 0;
+    EXPECT_THROW(run_batch_bench(session, options), InvalidArgument);
+    options.repetitions = 1;
+    options.batch_sizes = {0};
+    EXPECT_THROW(run_batch_bench(session, options), InvalidArgument);
+    options.batch_sizes = {1};
+    options.prompt_tokens = 40;  // beyond the context of 32
+    EXPECT_THROW(run_batch_bench(session, options), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace inferscope
