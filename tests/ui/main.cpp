@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
@@ -17,5 +18,7 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("InferScopeTests"));
     QApplication::setApplicationName(QStringLiteral("InferScopeTests"));
+    // Test mode keeps the settings file between runs: each run starts from the defaults.
+    QSettings().clear();
     return RUN_ALL_TESTS();
 }

@@ -175,6 +175,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSpeculativeRunsAndRealReplaysMeasure
     window.show_tab(&speculative);
     speculative.prompt_edit().setText(QStringLiteral("Once upon a time"));
     speculative.tokens_box().setValue(200);
+    speculative.repeats_box().setValue(1);
     QTest::qWait(200);
     GapMeter meter(window.controller());
     speculative.measure_button().click();
