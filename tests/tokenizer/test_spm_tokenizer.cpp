@@ -99,6 +99,27 @@ TEST(SpmTokenizer, UnsetSpecialIdsKeepTheDefaults) {
     EXPECT_EQ(tok->eot_id(), -1);
     EXPECT_TRUE(tok->is_end_of_generation(2));  // "</s>"
     EXPECT_FALSE(tok->is_end_of_generation(1));
+    // An id outside the vocabulary is kept out but named once in a warning; "unset" is not.
+    ASSERT_EQ(tok->load_warnings().size(), 1u);
+    EXPECT_NE(tok->load_warnings()[0].find("tokenizer.ggml.eos_token_id = 99 is outside the vocabulary of"), std::string::npos)
+        << tok->load_warnings()[0];
+}
+
+TEST(SpmTokenizer, EveryOutOfRangeSpecialIdIsNamedInAWarning) {
+    auto vocab = tiny_spm(-4, -5);
+    vocab.extra = {{"tokenizer.ggml.bos_token_id", GgufValue::u32(13)},  // one past the 13 tokens
+                   {"tokenizer.ggml.unknown_token_id", GgufValue::u32(70000)},
+                   {"tokenizer.ggml.eos_token_id", GgufValue::u32(2)}};
+    const auto tok = vocab.tokenizer();
+    EXPECT_EQ(tok->bos_id(), 1);  // the defaults stay
+    EXPECT_EQ(tok->eos_id(), 2);
+    const std::vector<std::string>& warnings = tok->load_warnings();
+    ASSERT_EQ(warnings.size(), 2u);
+    const auto named = [&warnings](const std::string& text) {
+        return std::any_of(warnings.begin(), warnings.end(), [&text](const std::string& w) { return w.find(text) != std::string::npos; });
+    };
+    EXPECT_TRUE(named("tokenizer.ggml.bos_token_id = 13 is outside the vocabulary of 13"));
+    EXPECT_TRUE(named("tokenizer.ggml.unknown_token_id = 70000 is outside the vocabulary of 13"));
 }
 
 TEST(SpmTokenizer, TokenToPiece) {

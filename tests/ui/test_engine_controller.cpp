@@ -2,10 +2,17 @@
 // replaces the running one (whose results are never shown), and a failed load keeps the
 // model that was there.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <QFile>
+#include <QTemporaryDir>
+#include <cstdint>
+#include <vector>
+
+#include "support/raw_gguf.h"
+#include "support/test_paths.h"
 #include "ui/engine_controller.h"
 #include "ui/engine_worker.h"
-#include "support/test_paths.h"
 #include "ui/ui_test_support.h"
 
 namespace inferscope::ui {
@@ -99,6 +106,36 @@ TEST(EngineController, FailedLoadKeepsTheModel) {
     c.generate(request(QStringLiteral("still works"), 3));
     ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
     EXPECT_EQ(rec.reports.front().n_generated, 3);
+}
+
+// A FIFO would block open() forever and a tensor of 2^62 elements wraps a byte count: both
+// are refused by name, and the loaded model stays usable.
+TEST(EngineController, AFifoAndAnImpossibleTensorAreRefusedAndTheModelStays) {
+    EngineController c;
+    Recorder rec(c);
+    load_builtin(c, rec);
+    QTemporaryDir dir;
+    const QString fifo = dir.filePath(QStringLiteral("model.gguf"));
+    ASSERT_EQ(mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    c.load_model(fifo);
+    ASSERT_TRUE(wait_until([&] { return rec.failures.size() == 1 && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(rec.failures.back().contains(QLatin1String("FIFO"))) << rec.failures.back().toStdString();
+
+    const QString huge = dir.filePath(QStringLiteral("huge.gguf"));
+    {
+        const std::vector<uint8_t> bytes = inferscope::testing::RawGguf().header(1, 0).tensor("w", {uint64_t{1} << 62}, 0, 0).pad().zeros(32).bytes();
+        QFile file(huge);
+        ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+        ASSERT_EQ(file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<qint64>(bytes.size())), static_cast<qint64>(bytes.size()));
+    }
+    c.load_model(huge);
+    ASSERT_TRUE(wait_until([&] { return rec.failures.size() == 2 && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(rec.failures.back().contains(QLatin1String("huge.gguf"))) << rec.failures.back().toStdString();
+    EXPECT_TRUE(c.has_model());
+    EXPECT_TRUE(c.model().builtin);
+    c.generate(request(QStringLiteral("still works"), 2));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    EXPECT_EQ(rec.reports.front().n_generated, 2);
 }
 
 TEST(EngineController, CompareRecomputeReportsBothRuns) {
