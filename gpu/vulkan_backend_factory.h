@@ -18,7 +18,7 @@ struct VulkanBackendOptions {
     // tests lower it to exercise batches split into several passes.
     int max_pass_tokens = 0;
     // A timestamp after every operation (per-op GPU time in step events). They cost a
-    // decode step about a tenth of its speed on an H200; bench turns them off.
+    // decode step a noticeable part of its speed; bench turns them off.
     bool op_timestamps = true;
 };
 

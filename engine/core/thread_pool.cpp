@@ -39,11 +39,9 @@ inline void wait_step(int check) {
 
 // A piece is this fraction of what is left of its share: long runs while much is left (a row
 // product's prefetches run on from one piece into the next), short ones near the end, so
-// that two threads finish within a short piece of each other. Q4_0 decode of a 0.5B model
-// (4 x 128 tokens, Intel Xeon, 2 threads), against a fixed eighth of a share per piece (a
-// piece of the output projection was then 4.8 MB of weights): the caller's wait at the end
-// of its loops 0.34 -> 0.26 ms per token; the matrix products' loops, the two schemes
-// alternating in one process, 11.68 -> 11.53 and 11.92 -> 11.77 ms per token.
+// that two threads finish within a short piece of each other. A fixed fraction of the share
+// would leave the last piece of a large matrix (the output projection) megabytes long, and
+// the caller waiting on it.
 constexpr int64_t kPieceOfWhatIsLeft = 4;
 // Pieces are whole multiples of this many items, counted from the share's start, until the
 // share's last piece: the row kernels take their rows 8 at a time, and a piece that splits

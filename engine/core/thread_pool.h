@@ -11,7 +11,7 @@
 // a matrix product long. Cut into pieces (Split::pieces), a share that its thread has not
 // got to can be taken from the back by a thread done with its own; the pieces shrink
 // towards the end of a share, so the threads finish close together. A worker that starts
-// late (its vCPU descheduled, another program on its core) or runs slower no longer makes
+// late (its vCPU descheduled, another program on its core) or runs slower does not make
 // the caller wait for all of its share; the caller then waits only for the pieces that
 // workers have started.
 #include <atomic>

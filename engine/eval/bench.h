@@ -27,8 +27,8 @@ struct BenchOptions {
     bool measure_bandwidth = true;
     // The buffer the bandwidth is read from: once for the membw figure, and again just
     // before each timed decode run for that run's floor (the machine's memory speed can
-    // change between minutes when it is shared; a floor read in another minute once put a
-    // run at 168 % of it). The bench holds it, beside the model, until it returns.
+    // change between minutes when it is shared, and a floor read in another minute can put a
+    // run far above 100 % of it). The bench holds it, beside the model, until it returns.
     uint64_t bandwidth_buffer_bytes = uint64_t{1} << 30;
     // A given bandwidth for the floor instead of measuring host RAM (a GPU's memory
     // bandwidth when the backend runs there); 0: measure when measure_bandwidth is set.

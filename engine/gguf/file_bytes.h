@@ -4,11 +4,9 @@
 // Decode reads every weight once per token, so how the bytes are held sets its speed. A
 // memory mapping uses 4 KiB pages: a 1 GB model spans a quarter of a million of them, far
 // more than the TLBs hold, and on a virtual machine each miss costs a two-level page walk.
-// A copy in 2 MiB transparent huge pages needs 500. Measured on the reference machine
-// (2-core VM, Qwen2.5-0.5B shape, `bench -n 48/64`, alternating): F16 decode 34-39 t/s
-// mapped against 46-49 copied, Q4_0 141-159 against 149-184; reading the file in 4 KiB
-// pages also fell to a quarter of the bandwidth for seconds at a time, in 2 MiB pages it
-// did not. So the file is read into huge pages when the kernel offers them and memory
+// A copy in 2 MiB transparent huge pages needs 500: decode runs faster from it, and its
+// reads do not drop to a fraction of the bandwidth for seconds at a time as 4 KiB pages'
+// can. So the file is read into huge pages when the kernel offers them and memory
 // allows, and mapped otherwise (a model larger than memory still runs, paged from disk).
 // Either way the process holds the file once: the copy is read with pread, not through a
 // mapping.

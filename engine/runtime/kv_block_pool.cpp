@@ -205,7 +205,7 @@ std::vector<BlockCopy> KvBlockPool::append(SeqId seq, std::span<const TokenId> t
     while (static_cast<int>(s.blocks.size()) < blocks_needed(new_length)) s.blocks.push_back(allocate_block());
     // The same blocks, in ascending order: freed sequences return their blocks last first, so
     // the queue hands them out descending, and the attention kernels walk a sequence's blocks
-    // about 30 % slower backwards through memory than forwards (depth 2048, 0.5B shape).
+    // markedly slower backwards through memory than forwards.
     std::sort(s.blocks.begin() + static_cast<std::ptrdiff_t>(first_new), s.blocks.end());
     for (int pos = old_length; pos < new_length; ++pos) {
         Block& block = blocks_[static_cast<size_t>(s.blocks[static_cast<size_t>(pos / layout_.block_tokens)])];

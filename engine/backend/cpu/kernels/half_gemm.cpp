@@ -6,11 +6,8 @@ namespace inferscope {
 
 // With one element per lane, 16 rows give one vector per element and each broadcast weight
 // feeds a single multiply-add, so the loads bound the loop; two elements per lane (groups of
-// 8 rows) halve the broadcasts per multiply-add. Measured with bench_tile_gemm on both
-// cores at once (GFLOP/s per core, 4864 x 896 / 896 x 4864): n = 16: 125-153 / 124-155
-// with 2 elements, 109-141 / 121-157 with 4, 111-140 / 110-137 with 1; n = 24: 160-172 /
-// 171-182 with 2 against 133-139 / 114-140 with 1. From 25 rows one element per lane is as
-// fast (n = 32: 165-185 against 147-181 with 2).
+// 8 rows) halve the broadcasts per multiply-add, which pays up to 24 rows. From 25 rows one
+// element per lane is as fast.
 HalfGemmWideLayout half_gemm_wide_layout(int64_t n) {
     const int g = n <= 24 ? 2 : 1;
     const int64_t rows_per_vector = 16 / g;

@@ -69,8 +69,7 @@ void tile(const HalfGemmArgs& a, int64_t r0, int64_t i0) {
         }
     }
     // Every loop over acc fully unrolled: one that is not makes GCC keep the array in memory,
-    // and the main loop then spilled its widened weights to the stack (measured: 3 x 8 ran
-    // at half speed).
+    // and the main loop then spills its widened weights to the stack.
     if (l < a.k) {
         const __mmask16 mask = first_lanes(a.k - l);
         __m512 wv[RM];

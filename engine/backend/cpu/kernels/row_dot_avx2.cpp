@@ -151,7 +151,7 @@ inline __m256i word_pair_shuffle(int lo_word, int hi_word) {
 
 // ---------------------------------------------------------------- prefetching, row loops
 
-// Software prefetch distance: the hardware prefetchers alone leave ~15 % of the bandwidth
+// Software prefetch distance: the hardware prefetchers alone leave part of the bandwidth
 // unused (see stream_read_avx512.cpp). Each kernel step prefetches the cache lines of the
 // weight bytes it reads this far ahead; the rows of a matrix are contiguous, so the last steps
 // of a row prefetch the start of the next one.

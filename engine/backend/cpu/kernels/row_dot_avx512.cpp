@@ -119,10 +119,10 @@ inline __m512i word_groups(int first, int shift) {
 // ---------------------------------------------------------------- prefetching, row groups
 
 // Software prefetch distance of one stream of weights: the hardware prefetchers alone leave
-// ~15 % of the bandwidth unused (see stream_read_avx512.cpp). Each kernel step prefetches the
-// cache lines of the weight bytes it reads, this far ahead (a kernel's kAheadBytes, this
-// unless measured otherwise); rows are contiguous, so a row's last steps prefetch the rows
-// that follow it.
+// part of the bandwidth unused (see stream_read_avx512.cpp). Each kernel step prefetches the
+// cache lines of the weight bytes it reads, this far ahead (a kernel's kAheadBytes: this,
+// unless its format streams better at another distance); rows are contiguous, so a row's
+// last steps prefetch the rows that follow it.
 constexpr int64_t kAhead = 4096;
 
 // Where a kernel's prefetches put the lines (its kLocality), as __builtin_prefetch's
@@ -209,10 +209,9 @@ inline void store_sums(float* out, int64_t out_stride, const __m512 (&v)[R]) {
 // Rows in groups of kGroup (the activation's loads, unpacking and scales shared by the group),
 // then the 1..kGroup-1 rows left. K::rows<R>(n, w, row_stride, x, out, out_stride, ahead)
 // does R rows: row r at w + r * row_stride, its sum to out[r * out_stride].
-// Eight rows rather than four: with both cores streaming, a core's share of the bandwidth is
+// Eight rows rather than four: with every core streaming, a core's share of the bandwidth is
 // bound by how many lines it has in flight, and eight rows are eight streams, each with its
-// own prefetches. Decode on a 0.5B model (median ms per token over 4 x 128 tokens, the same
-// runs alternating): Q4_0 6.92 -> 5.39, Q8_0 13.13 -> 11.23, F16 20.95 -> 20.52.
+// own prefetches.
 constexpr int kGroup = 8;
 
 // A range whose eighths are at least this long is read as eight streams (dot_rows); a
@@ -220,9 +219,7 @@ constexpr int kGroup = 8;
 // batched path for formats without batch kernels (matmul.cpp: about 24 KiB of rows, run
 // against each input row in turn) and the last pieces of a thread's share: there the
 // neighbours' prefetches, two groups ahead, reach into the rows after the range, which
-// eight short streams' do not. Batched decode with streams in every range was slower
-// (in-process alternation, 16 steps each: B = 2 / 4 Q4_0 0.998 / 0.951, Q8_0 0.979 /
-// 0.974, F16 0.923 / 0.967 times the speed).
+// eight short streams' do not, so neighbour groups read such ranges faster.
 constexpr uint64_t kMinStreamBytes = 8192;
 
 // The rows [first, n_rows) after the whole groups, as one group of fewer rows.
@@ -260,18 +257,12 @@ void dot_rows_in_neighbour_groups(int64_t n, const uint8_t* w, uint64_t row_byte
 
 // A long range is read as eight streams: the group's rows are taken one from each eighth of
 // the range (rows j, j + s, j + 2s, ... with s = n_rows / 8), so that each stream reads its
-// eighth front to back, across row ends, where neighbouring rows made every stream jump
-// eight rows ahead at each row end. Rows of 896 columns are 504 (Q4_0) or 952 (Q8_0) bytes,
-// so with neighbours a stream ran for one row. Each row's sum is computed as in a group of
+// eighth front to back, across row ends, where neighbouring rows would make every stream
+// jump eight rows ahead at each row end. Rows of 896 columns are 504 (Q4_0) or 952 (Q8_0)
+// bytes, so with neighbours a stream would run for one row only, too short for the
+// prefetchers to reach full bandwidth. Each row's sum is computed as in a group of
 // neighbours (the same rows end up in the last, smaller group), so the results are the same
-// bits. Measured on an Intel Xeon (family 6 model 207): in a harness (2 threads, 1 GiB of
-// rows, each pass against a streaming read of the same buffer just before) rows of 896
-// columns read at 92-93 % of the streaming read instead of 76-81 % (Q4_0) and 79-84 %
-// (Q8_0); in decode of a 0.5B model (both ways alternating token by token in one process,
-// 256 tokens each) Q4_0 steps took 9.17 / 10.01 / 9.76 / 9.92 ms instead of 10.45 / 11.55 /
-// 10.85 / 11.27, Q8_0 18.04 / 17.27 / 18.77 instead of 19.66 / 18.79 / 20.33, F16 34.31 /
-// 35.26 instead of 36.35 / 36.86. A quarter, a half or twice the prefetch distance per
-// stream was no better (0.97-1.04 times the time of Q4_0 steps, Q8_0 0.99-1.28, F16 1.01-1.03).
+// bits.
 template <class K>
 void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
     const int64_t per_stream = n_rows / kGroup;
@@ -362,9 +353,8 @@ void dot_rows_batch(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_r
 // `Per` 16-bit words from each of `Blocks` consecutive blocks, as words 0, 1, ... of a
 // register: p points `Lead` bytes into the first block, and block k's words start at
 // p + k*Stride (the f16 fields: Per 1, d; Per 2, [d, m]; Q4_0's packed quants: Per 8 from byte
-// 2). Two or three loads inside the blocks' bytes and one or two word permutes, instead of a
-// scalar load per field or a merge per block (for Q4_0's quants: 45-46 -> 48-51 GB/s from L2
-// on one core, against four loads merged by masked broadcasts).
+// 2). Two or three loads inside the blocks' bytes and one or two word permutes: fewer
+// instructions than a scalar load per field or a merge per block by masked broadcasts.
 template <int64_t Stride, int Blocks, int Per, int64_t Lead = 0>
 struct BlockWords {
     static constexpr int64_t kSpan = Stride * Blocks - Lead;  // bytes from p; >= 64 for every layout here
@@ -632,13 +622,10 @@ struct Q5_1Pair {  // q = nibble + 16*bit in 0..31 (value d*q + m)
 template <class Pair>
 struct PairRows {
     static constexpr int64_t kW = Pair::kW, kX = Pair::kX;
-    // Q8_0 rows of 896 columns (952 bytes) took 512 bytes ahead each with 4096 in all, and
-    // streamed ~15 % slower than F16 or Q4_0 rows; 16384 requests them two groups ahead.
-    // Decode of a 0.5B Q8_0 model, median ms per step (4 x 128 steps, alternating builds):
-    // 11.88 (4096), 10.81 (8192), 10.93 (16384), 10.98 (32768); on a slower machine state
-    // 16.80 (8192) against 16.53 (16384).
+    // Q8_0 rows of 896 columns are 952 bytes: 4096 in all would put each row's prefetches
+    // only 512 bytes ahead, too close to hide the latency; 16384 requests them two groups ahead.
     static constexpr int64_t kAheadBytes = kW == kQ8_0 ? 16384 : kAhead;
-    static constexpr int kLocality = kIntoL1;  // into L2, Q8_0 decode was slower on an Intel Xeon
+    static constexpr int kLocality = kIntoL1;  // L1 even on Intel cores: L2 slows Q8_0 decode
     // sum(q * x) + init over blocks a and b.
     static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
         return dpbusd(init, Pair::quants(wa, wb), qx);
@@ -834,8 +821,8 @@ inline __m512i four16(const uint8_t* p, int64_t stride) {
 
 // Four blocks' packed quants at qs + k*Stride (qs `Lead` bytes into its block) as their low
 // nibbles (elements 0..15 of block k in lane k) and high nibbles (16..31). Each weight row's
-// runs come from BlockWords (reading the activation's runs, once per step for all the rows,
-// that way too measured 3 % slower: 46.4-47.1 against 48.0-48.8 GB/s).
+// runs come from BlockWords (the activation's runs, read once per step for all the rows, come
+// from four16, which is faster for them).
 template <int64_t Stride, int64_t Lead>
 inline void nibbles(const uint8_t* qs, __m512i& lo, __m512i& hi) {
     __m512i q;
@@ -905,9 +892,8 @@ struct IQ4_NLQuad {  // Q4_0's layout; nibble q means level(q): sum((level + 128
 template <class Quad, int Locality>
 struct QuadRows {
     static constexpr int64_t kW = Quad::kW, kX = Quad::kX;
-    // 1 KiB ahead in each row of the FFN down product (2736 bytes), still two groups ahead
-    // for rows of 896 columns: decode of a 0.5B Q4_0 model, median ms per step (8 x 64 steps,
-    // alternating builds), 6.18 -> 5.96 and 6.15 -> 5.95 against 4096.
+    // 1 KiB ahead in each row of the FFN down product (2736 bytes), and still two groups
+    // ahead for rows of 896 columns: the longer distance hides more of the latency.
     static constexpr int64_t kAheadBytes = 8192;
     static constexpr int kLocality = Locality;
     // The unsigned quants of four blocks (nibbles, or for kTable the looked-up levels + 128).

@@ -11,8 +11,8 @@ constexpr int kPrefetchBytes = 4096;
 uint64_t avx512_stream_read(const uint64_t* words, size_t count) {
     __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     size_t i = 0;
-    // Software prefetch 4 KiB ahead: the hardware prefetchers alone leave ~15 % of the
-    // bandwidth unused on the machines this was measured on (45 vs 54 GB/s, 2 threads).
+    // Software prefetch 4 KiB ahead: the hardware prefetchers alone leave part of the
+    // bandwidth unused.
     for (; i + 32 <= count; i += 32) {  // 256 bytes per iteration, four cache lines
         const char* ahead = reinterpret_cast<const char*>(words + i) + kPrefetchBytes;
         _mm_prefetch(ahead, _MM_HINT_T0);

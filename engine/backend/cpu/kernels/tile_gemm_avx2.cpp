@@ -718,8 +718,8 @@ void blocked_kernel(const TileGemmArgs& args) {
 TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
     if (!cpu_supports(CpuIsa::Avx2)) return nullptr;
     switch (weight_type) {
-        // Tile shapes (8-row vectors x activation rows): the legacy formats' measured best on
-        // Zen 5, the K-quants' and IQ4_XS's on an Intel Xeon with INFERSCOPE_CPU_ISA=avx2.
+        // Tile shapes (8-row vectors x activation rows), the fastest per format: the legacy
+        // formats' chosen on AMD Zen 5, the K-quants' and IQ4_XS's on Intel cores running AVX2.
         case GgmlType::F16: return panels_kernel<F16Kind<3, 4, 96>>;
         case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0, 2, 3>>;
         case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, 1, 3>>;
