@@ -24,7 +24,7 @@ QList<TabHelp> all_tab_help() {
          tr("Generate a long answer and read the bytes per token in the title; compare the MHA what-if line.")},
         {QStringLiteral("memory-planner"), tr("Memory planner"),
          tr("How many tokens of context fit next to the weights on a GPU of a given size, for a model, a weight "
-            "precision and a KV type. It opens on the chapter's example: a 13B model in int4 on 8 GiB keeps 337 "
+            "precision and a KV type. It opens on a worked example: a 13B model in int4 on 8 GiB keeps 337 "
             "tokens, so the model fits but the conversation does not."),
          tr("Switch the weights to int8, then the GPU to 24 GiB, and watch the resident tokens.")},
         {QStringLiteral("speculative-speedup"), tr("Speculative decoding"),

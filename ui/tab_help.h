@@ -1,6 +1,6 @@
 #pragma once
 // What each chart tab shows and what to try on it: the text of Help › Help on This Tab (F1)
-// and the steps of the guided tour, which walks through the lessons in the chapter's order.
+// and the steps of the guided tour, which walks through the lessons in teaching order.
 #include <QList>
 #include <QString>
 #include <optional>

@@ -92,7 +92,7 @@ void run_budget(const BudgetOptions& o) {
 void add_budget_command(CLI::App& app) {
     auto o = std::make_shared<BudgetOptions>();
     CLI::App* cmd = app.add_subcommand("budget", "memory budget: resident tokens of context per device size, model and format");
-    // -m without --model: here --model names presets, as the chapter's table does.
+    // -m without --model: here --model names presets, as the preset table does.
     cmd->add_option("-m", o->model.model_path, "GGUF model file, the 'loaded' preset");
     cmd->add_flag("--json", o->model.json, "machine-readable JSON on stdout");
     cmd->add_option("--gpu-gib", o->memory_gib, "device memory sizes in GiB")->check(positive())->delimiter(',')->capture_default_str();

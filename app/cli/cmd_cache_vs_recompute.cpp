@@ -16,7 +16,7 @@ struct CacheVsRecomputeOptions {
     int n_predict = 48;
 };
 
-// The chapter's example: one head's scores at n = 4,096 without and with the cache.
+// The worked example: one head's scores at n = 4,096 without and with the cache.
 constexpr int kScoreExampleContext = 4096;
 
 nlohmann::json cost_json(const PathStepCost& c) {

@@ -1,5 +1,5 @@
 #pragma once
-// The batch-size sweep of the chapter, in the manner of llama.cpp's llama-batched-bench:
+// The batch-size sweep, in the manner of llama.cpp's llama-batched-bench:
 // for each batch size B, B sequences each get a prompt of PP tokens (one prefill step for all
 // of them) and then TG decode steps of B tokens. Decode is memory-bound, so a step of B tokens
 // reads the weights once for all of them: throughput rises with B until the step turns

@@ -13,7 +13,7 @@ namespace {
 
 std::string stories_path() { return testing::shared_model("stories260K.gguf").string(); }
 
-TEST(CliSpecTable, JsonHasTheChaptersSpeedups) {
+TEST(CliSpecTable, JsonHasTheWorkedExampleSpeedups) {
     const auto r = testing::run_cli("spec-table --alpha 0.3,0.9,1 --gamma 8 --cost 0.1 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto rows = nlohmann::json::parse(r.out).at("rows");

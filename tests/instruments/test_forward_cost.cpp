@@ -50,7 +50,7 @@ TEST(ForwardMacs, RejectsImpossiblePasses) {
     EXPECT_THROW(forward_macs(tiny_config(), 0, 2, 3), InvalidArgument);
 }
 
-TEST(AttentionScores, TheChaptersNumbersAtN4096) {
+TEST(AttentionScores, TheWorkedExampleAtN4096) {
     // n x n fp32 = 4096^2 x 4 = 67,108,864 bytes (67 MB); 1 x n = 16,384 bytes (16 KB).
     EXPECT_EQ(attention_score_bytes_per_head(4096, 4096), 67108864u);
     EXPECT_EQ(attention_score_bytes_per_head(1, 4096), 16384u);

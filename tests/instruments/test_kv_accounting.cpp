@@ -1,4 +1,4 @@
-// KV bytes: the formula for the chapter's Qwen2.5-0.5B shape (hand-computed values), the
+// KV bytes: the formula for Qwen2.5-0.5B's shape (hand-computed values), the
 // paged pool's accounting for the same shape, and the allocator against the formula after
 // really running tokens through a small model.
 #include "engine/instruments/kv_accounting.h"
@@ -27,7 +27,7 @@ ModelConfig qwen05b_config() {
     return c;
 }
 
-TEST(KvFormula, TheChaptersQwenNumbers) {
+TEST(KvFormula, QwenHalfBillionShapeByHand) {
     const ModelConfig c = qwen05b_config();
     const double per_token = formula_kv_bytes_per_token(c, KvDtype::F16);
     EXPECT_EQ(per_token, 12288.0);  // 2 x 24 x 2 x 64 x 2

@@ -1,21 +1,9 @@
-// Single-thread throughput of the tiled GEMM kernels (Google Benchmark). Compiled only when
-// INFERSCOPE_TILE_GEMM_BENCH is defined (this folder's *.cpp also go into test_kernels,
-// where the file is empty). Build, e.g. in tests/CMakeLists.txt:
-//
-//   find_package(benchmark QUIET)
-//   if(benchmark_FOUND)
-//     add_executable(bench_tile_gemm kernels/bench_tile_gemm.cpp)
-//     target_compile_definitions(bench_tile_gemm PRIVATE INFERSCOPE_TILE_GEMM_BENCH)
-//     target_link_libraries(bench_tile_gemm PRIVATE inferscope_engine benchmark::benchmark)
-//   endif()
-//
-// and run `bench_tile_gemm --benchmark_counter_table=true` (one thread; pin it with taskset
-// for stable numbers). Reports GFLOP/s = 2 * rows * k * n / time for a Qwen2.5-0.5B-sized
+// Single-thread throughput of the tiled GEMM kernels (Google Benchmark), built by
+// tests/CMakeLists.txt when Google Benchmark is installed. Run `bench_tile_gemm
+// --benchmark_counter_table=true` (one thread; pin it with taskset for stable numbers). Reports GFLOP/s = 2 * rows * k * n / time for a Qwen2.5-0.5B-sized
 // product: 4864 x 896 weights (ffn_up/gate) and 896 x 4864 (ffn_down) times 512 activation
 // rows (a prefill ubatch); K-quants use 4864 x 1024 instead of 4864 x 896 (whole
 // super-blocks).
-#ifdef INFERSCOPE_TILE_GEMM_BENCH
-
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -163,5 +151,3 @@ const int kRegistered = [] {
 }  // namespace inferscope
 
 BENCHMARK_MAIN();
-
-#endif  // INFERSCOPE_TILE_GEMM_BENCH

@@ -7,8 +7,6 @@
 //    below, for quantized random rows and for random block bytes (every bit pattern);
 //  * the tables: no null member for any weight type, and the SIMD families really provide
 //    their kernels (no silent fall-back to scalar).
-// With INFERSCOPE_ROW_DOT_BENCH=1 a single-thread throughput measurement also runs (it only
-// prints; nothing is asserted on timings).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,36 +30,26 @@
 #include "engine/formats/ggml_type.h"
 #include "engine/formats/quant.h"
 #include "formats/quant_test_util.h"
+#include "kernels/row_dot_test_support.h"
 
 namespace inferscope {
 namespace {
 
 using testing::Dist;
 using testing::kAllDists;
+using testing::block_elements;
+using testing::encode_reference;
+using testing::is_float_type;
 using testing::make_row;
+using testing::name_of;
+using testing::row_bytes;
 
-const GgmlType kWeightTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                                 GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
-                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                 GgmlType::IQ4_NL, GgmlType::IQ4_XS};
+const auto& kWeightTypes = testing::kRowDotWeightTypes;
 const CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
-
-std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
-std::string name_of(CpuIsa isa) { return std::string(cpu_isa_name(isa)); }
-
-bool is_float_type(GgmlType t) { return t == GgmlType::F16 || t == GgmlType::BF16; }
-int64_t block_elements(GgmlType t) { return ggml_type_traits(t).block_elements; }
-size_t row_bytes(GgmlType t, int64_t n) { return ggml_row_bytes(t, static_cast<uint64_t>(n)); }
 
 // Whether the table of `isa` itself provides the kernels for `type` (rather than a fall-back).
 RowDotKernels family_table(CpuIsa isa, GgmlType type) {
     return isa == CpuIsa::Avx2 ? simd::avx2_row_dot_kernels(type) : simd::avx512_row_dot_kernels(type, active_prefetch_level());
-}
-
-std::vector<uint8_t> encode_reference(GgmlType type, const std::vector<float>& x) {
-    std::vector<uint8_t> out(row_bytes(type, static_cast<int64_t>(x.size())));
-    quantize_row(type, x.data(), out.data(), static_cast<int64_t>(x.size()));
-    return out;
 }
 
 // ------------------------------------------------------------------ tables
@@ -405,18 +393,6 @@ double tolerance(GgmlType t, int64_t n, double s) {
     return chain * 0x1.0p-24 * s + 1e-37 * static_cast<double>(n);
 }
 
-struct ErrorStats {
-    double max_relative = 0.0;  // max |simd - ref| / S
-    double max_of_bound = 0.0;  // max |simd - ref| / tolerance
-    double simd_vs_exact = 0.0;  // max |simd - exact| / S
-    double ref_vs_exact = 0.0;   // max |ref - exact| / S
-    int checks = 0;
-};
-std::map<std::string, ErrorStats>& error_stats() {
-    static std::map<std::string, ErrorStats> stats;
-    return stats;
-}
-
 void check_dot(CpuIsa isa, GgmlType t, int64_t n, const std::vector<uint8_t>& w, const std::vector<uint8_t>& x,
                const std::string& label) {
     const RowDotKernels k = row_dot_kernels(t, isa);
@@ -427,14 +403,6 @@ void check_dot(CpuIsa isa, GgmlType t, int64_t n, const std::vector<uint8_t>& w,
     const double err = std::fabs(static_cast<double>(got) - static_cast<double>(want));
     EXPECT_LE(err, tol) << name_of(isa) << " " << name_of(t) << " n=" << n << " " << label << ": simd " << got
                         << " reference " << want << " S " << m.s;
-    ErrorStats& st = error_stats()[name_of(isa) + " " + name_of(t)];
-    if (m.s > 0) {
-        st.max_relative = std::max(st.max_relative, err / m.s);
-        st.simd_vs_exact = std::max(st.simd_vs_exact, std::fabs(got - m.exact) / m.s);
-        st.ref_vs_exact = std::max(st.ref_vs_exact, std::fabs(want - m.exact) / m.s);
-    }
-    if (tol > 0) st.max_of_bound = std::max(st.max_of_bound, err / tol);
-    ++st.checks;
 }
 
 std::vector<int64_t> dot_lengths(GgmlType t) {
@@ -814,129 +782,6 @@ TEST(RowDotRows, BothPrefetchLevelsComputeTheSame) {
         l2.dot_rows(n, w.data(), rb, n_rows, x.data(), out_l2.data());
         EXPECT_EQ(out_l1, out_l2) << name_of(t);
     }
-}
-
-// Runs last in this file (gtest runs tests in definition order): prints what was observed.
-TEST(RowDotProducts, ZzReportObservedErrors) {
-    for (const auto& [key, st] : error_stats()) {
-        std::printf("  %-14s checks %5d  max |simd-ref|/S %.2e (%.3f of the bound)  |simd-exact|/S %.2e  |ref-exact|/S %.2e\n",
-                    key.c_str(), st.checks, st.max_relative, st.max_of_bound, st.simd_vs_exact, st.ref_vs_exact);
-    }
-}
-
-// ------------------------------------------------------------------ throughput (opt-in)
-
-// Seconds of CPU time of this thread (the machine may be shared: time while descheduled
-// does not count).
-double thread_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// A plain streaming read of the same buffers, for the attainable single-core bandwidth.
-__attribute__((target("avx2"))) uint64_t read_all(const uint8_t* p, size_t bytes) {
-    uint64_t acc[4] = {0, 0, 0, 0};
-    size_t i = 0;
-    for (; i + 32 <= bytes; i += 32) {
-        uint64_t v[4];
-        std::memcpy(v, p + i, 32);
-        for (int k = 0; k < 4; ++k) acc[k] ^= v[k];
-    }
-    return acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
-}
-
-TEST(RowDotBench, SingleThreadWeightBandwidth) {
-    const char* env = std::getenv("INFERSCOPE_ROW_DOT_BENCH");
-    if (env == nullptr || std::string(env) != "1") GTEST_SKIP() << "set INFERSCOPE_ROW_DOT_BENCH=1 to measure";
-    const size_t target_bytes = size_t{320} << 20;  // far larger than any last-level cache
-    std::printf("  GB/s of weight bytes, one thread (thread CPU time), best of 3 passes (scalar: 1) over >= %zu MiB of weights\n",
-                target_bytes >> 20);
-    std::printf("  %-6s %-10s %10s %9s %9s %9s | in L2: %5s %9s\n", "type", "rows x k", "MiB", "scalar", "avx2", "avx512",
-                "avx2", "avx512");
-    std::vector<uint8_t> buffer;
-    double read_gbs = 0.0;
-    struct Shape {
-        GgmlType type;
-        int64_t rows, k;
-    };
-    std::vector<Shape> shapes;
-    // 4864 x 896 (rows x columns) and 896 x 4864; the K-quants only the latter (a row of 896
-    // is not a whole number of 256-element blocks). The same number of weight bytes.
-    for (GgmlType t : kWeightTypes) {
-        if (block_elements(t) != 256) shapes.push_back({t, 4864, 896});
-    }
-    for (GgmlType t : kWeightTypes) shapes.push_back({t, 896, 4864});
-    for (const Shape& shape : shapes) {
-        const GgmlType t = shape.type;
-        const int64_t rows = shape.rows, k = shape.k;
-        const size_t rb = row_bytes(t, k);
-        const size_t matrix_bytes = rb * static_cast<size_t>(rows);
-        const size_t copies = (target_bytes + matrix_bytes - 1) / matrix_bytes;
-        buffer.resize(matrix_bytes * copies);
-        for (int64_t r = 0; r < rows; ++r) {
-            quantize_row(t, make_row(Dist::Gaussian, k, 7 + static_cast<uint32_t>(r)).data(), buffer.data() + r * rb, k);
-        }
-        for (size_t c = 1; c < copies; ++c) std::memcpy(buffer.data() + c * matrix_bytes, buffer.data(), matrix_bytes);
-        const std::vector<uint8_t> x = encode_reference(vec_dot_type(t), make_row(Dist::Gaussian, k, 3));
-        if (read_gbs == 0.0) {
-            double best = 1e30;
-            for (int pass = 0; pass < 3; ++pass) {
-                const double t0 = thread_seconds();
-                volatile uint64_t sink = read_all(buffer.data(), buffer.size());
-                (void)sink;
-                best = std::min(best, thread_seconds() - t0);
-            }
-            read_gbs = static_cast<double>(buffer.size()) / best * 1e-9;
-        }
-        std::printf("  %-6s %4lldx%-5lld %10.1f", name_of(t).c_str(), static_cast<long long>(rows),
-                    static_cast<long long>(k), static_cast<double>(buffer.size()) / (1 << 20));
-        for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
-            if (!cpu_supports(isa)) {
-                std::printf(" %9s", "-");
-                continue;
-            }
-            const RowDotFn dot = row_dot_kernels(t, isa).dot;
-            const int passes = isa == CpuIsa::Scalar ? 1 : 3;  // the scalar reference is slow
-            double best = 1e30;
-            float sink = 0.0f;
-            for (int pass = 0; pass < passes; ++pass) {
-                const double t0 = thread_seconds();
-                for (size_t c = 0; c < copies; ++c) {
-                    const uint8_t* m = buffer.data() + c * matrix_bytes;
-                    for (int64_t r = 0; r < rows; ++r) sink += dot(k, m + r * rb, x.data());
-                }
-                best = std::min(best, thread_seconds() - t0);
-            }
-            volatile float keep = sink;
-            (void)keep;
-            std::printf(" %9.2f", static_cast<double>(matrix_bytes * copies) / best * 1e-9);
-        }
-        // The same kernels on rows that stay in L2 (~384 KiB): the compute ceiling.
-        const int64_t hot_rows = std::max<int64_t>(1, static_cast<int64_t>((size_t{384} << 10) / rb));
-        for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
-            if (!cpu_supports(isa)) {
-                std::printf(" %9s", "-");
-                continue;
-            }
-            const RowDotFn dot = row_dot_kernels(t, isa).dot;
-            double best = 1e30;
-            float sink = 0.0f;
-            const int reps = static_cast<int>(std::max<size_t>(1, (size_t{64} << 20) / (rb * hot_rows)));
-            for (int pass = 0; pass < 5; ++pass) {
-                const double t0 = thread_seconds();
-                for (int rep = 0; rep < reps; ++rep) {
-                    for (int64_t r = 0; r < hot_rows; ++r) sink += dot(k, buffer.data() + r * rb, x.data());
-                }
-                best = std::min(best, thread_seconds() - t0);
-            }
-            volatile float keep = sink;
-            (void)keep;
-            std::printf(" %9.2f", static_cast<double>(rb * hot_rows) * reps / best * 1e-9);
-        }
-        std::printf("\n");
-    }
-    std::printf("  plain streaming read of the same buffer: %.2f GB/s\n", read_gbs);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The memory budget against values worked out by hand from the chapter's assumptions.
+// The memory budget against values worked out by hand from the presets' assumptions.
 #include "engine/plan/memory_budget.h"
 
 #include <gtest/gtest.h>
@@ -37,7 +37,7 @@ TEST(MemoryBudget, ResidentTokensAndTokensPerUser) {
     EXPECT_DOUBLE_EQ(r.kv_budget_bytes, 10159191040.0);
     EXPECT_EQ(r.max_resident_tokens, 77508);
     EXPECT_EQ(r.tokens_per_user, 77508 / 8);
-    // The chapter: at 128,000 tokens one user's cache exceeds the 13.0 GiB of fp16 weights.
+    // At 128,000 tokens one user's cache exceeds the 13.0 GiB of fp16 weights.
     EXPECT_GT(128000 * r.kv_bytes_per_token, r.weight_bytes);
     // 7B int4 (4.125 bits) on 8 GiB: 3,609,375,000 B of weights, 25,710 tokens
     EXPECT_EQ(plan_memory_budget(budget_model_preset("7b"), query(8, "int4")).max_resident_tokens, 25710);

@@ -1,5 +1,5 @@
-// INT8 level usage and quantization error on hand-made tensors shaped like the chapter's
-// layer 16: typical dimensions within +-0.26 and one dimension reaching 1579.6.
+// INT8 level usage and quantization error on hand-made tensors shaped like a real model's
+// layer 16 (Qwen2.5-0.5B): typical dimensions within +-0.26 and one dimension reaching 1579.6.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +17,7 @@ constexpr int kOutlierDim = 3;
 
 // [kTokens x kDims]: dimension 3 cycles through four large values (max 1579.6); every other
 // dimension cycles through five typical ones (max 0.26), shifted per dimension.
-std::vector<float> chapter_like_tensor() {
+std::vector<float> outlier_shaped_tensor() {
     const float typical[] = {0.26f, -0.1f, 0.0f, 0.1f, -0.26f};
     const float outlier[] = {1579.6f, -900.0f, 400.0f, 1200.0f};
     std::vector<float> h(static_cast<size_t>(kTokens * kDims));
@@ -42,7 +42,7 @@ TEST(Int8Code, RoundsHalfAwayFromZeroAndClamps) {
 }
 
 TEST(Int8Analysis, TensorWideScaleLeavesTypicalDimensionsOneLevel) {
-    const auto h = chapter_like_tensor();
+    const auto h = outlier_shaped_tensor();
     const Int8Analysis a = analyze_int8(h, kTokens, kDims, 1);
     EXPECT_EQ(a.tensor_max_abs, 1579.6f);
     EXPECT_NEAR(a.tensor_scale, 12.4378, 1e-4);  // 1579.6 / 127
@@ -59,7 +59,7 @@ TEST(Int8Analysis, TensorWideScaleLeavesTypicalDimensionsOneLevel) {
 }
 
 TEST(Int8Analysis, SettingTheTopDimensionAsideShrinksTheScale) {
-    const auto h = chapter_like_tensor();
+    const auto h = outlier_shaped_tensor();
     const Int8Analysis a = analyze_int8(h, kTokens, kDims, 1);
     ASSERT_EQ(a.excluded_dims, std::vector<int>{kOutlierDim});
     EXPECT_NEAR(a.reduced_scale, 0.26 / 127, 1e-8);
@@ -75,7 +75,7 @@ TEST(Int8Analysis, SettingTheTopDimensionAsideShrinksTheScale) {
 }
 
 TEST(Int8Analysis, PerTokenAndPerChannelScales) {
-    const auto h = chapter_like_tensor();
+    const auto h = outlier_shaped_tensor();
     const Int8Analysis a = analyze_int8(h, kTokens, kDims, 1);
     const Int8SchemeResult& token = a.scheme(Int8Scheme::PerToken);
     ASSERT_EQ(token.scales.size(), static_cast<size_t>(kTokens));
@@ -108,7 +108,7 @@ TEST(Int8Analysis, PerTokenAndPerChannelScales) {
 }
 
 TEST(Int8Analysis, RejectsMalformedInput) {
-    const auto h = chapter_like_tensor();
+    const auto h = outlier_shaped_tensor();
     EXPECT_THROW(analyze_int8(h, kTokens, kDims + 1, 1), InvalidArgument);
     EXPECT_THROW(analyze_int8(h, kTokens, kDims, kDims), InvalidArgument);
     EXPECT_THROW(analyze_int8(h, kTokens, kDims, -1), InvalidArgument);

@@ -50,7 +50,7 @@ TEST(Median, OddAndEvenCounts) {
 }
 
 TEST(Log2Histogram, OctaveBinsKeepTheEmptyOnesUpToTheLargestValue) {
-    // A heap under 4, nothing from 4 to 1024, one value in [1024, 2048): the chapter's shape.
+    // A heap under 4, nothing from 4 to 1024, one value in [1024, 2048): an outlier's shape.
     const std::vector<float> values = {0.0f, 0.5f, 0.999f, 1.0f, 1.99f, 2.0f, 3.9f, 1579.6f};
     const auto bins = log2_histogram(values);
     ASSERT_EQ(bins.size(), 12u);  // [0,1) [1,2) [2,4) ... [1024,2048)

@@ -1,5 +1,5 @@
 // Applying schemes to a whole model: which matrices, the report, the derived model, progress
-// and cancellation, and the chapter's orderings on weights with planted outliers.
+// and cancellation, and the expected orderings on weights with planted outliers.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -180,7 +180,7 @@ TEST(ModelQuantizer, ReplacingWeightsValidatesNamesAndSizes) {
     EXPECT_EQ(twice->token_embedding().data, derived->token_embedding().data);
 }
 
-// The chapter's orderings on Gaussian weights with planted outliers (make-model
+// The expected orderings on Gaussian weights with planted outliers (make-model
 // --outlier-dims scales those rows of every down projection by 40).
 TEST(ModelQuantizer, FinerGranularityAndNf4WinOnOutlierWeights) {
     const auto base = testing::tiny_model(grouped_spec({3, 77}));

@@ -1,6 +1,6 @@
 // Quality of a quantized model against its reference: KL divergence, top-1 agreement and
 // perplexity side by side, teacher-forced greedy agreement; and on stories260K, the
-// chapter's contrast between INT8 per row and INT4 per tensor.
+// contrast between INT8 per row and INT4 per tensor.
 #include <gtest/gtest.h>
 
 #include <cmath>

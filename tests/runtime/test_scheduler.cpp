@@ -181,7 +181,7 @@ TEST(Scheduler, RealRunsGiveEveryRequestTheTokensItWouldGetAlone) {
 }
 
 TEST(Trace, LogNormalLengthsWithTheRequestedMedianAndMaximum) {
-    TraceOptions o;  // the chapter's case: 64 requests, median 18, max 231
+    TraceOptions o;  // the reference request trace: 64 requests, median 18, max 231
     const auto trace = generate_trace(o);
     ASSERT_EQ(trace.size(), 64u);
     std::vector<int> lengths;

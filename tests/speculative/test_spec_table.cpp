@@ -1,5 +1,5 @@
-// The analytic speculative-decoding table: hand-computed values, the chapter's two
-// speed-ups, the alpha = 1 limit and bad inputs.
+// The analytic speculative-decoding table: hand-computed values, the worked example's
+// two speed-ups, the alpha = 1 limit and bad inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +17,7 @@ TEST(SpecTable, ExpectedTokensIsTheGeometricSum) {
     EXPECT_NEAR(expected_tokens_per_verify(0.9, 8), 6.12579511, 1e-8);  // (1 - 0.9^9) / 0.1
 }
 
-TEST(SpecTable, ChapterSpeedups) {
+TEST(SpecTable, WorkedExampleSpeedups) {
     // alpha 0.9, gamma 8, c 0.1: 6.12579511 / 1.8 = 3.4032
     EXPECT_NEAR(speculative_speedup(0.9, 8, 0.1), 3.40321951, 1e-8);
     EXPECT_EQ(std::round(speculative_speedup(0.9, 8, 0.1) * 100) / 100, 3.40);

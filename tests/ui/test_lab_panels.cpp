@@ -183,7 +183,7 @@ TEST_F(LabPanelTest, BatchingLabMovingTheSliderMeasuresThatBatchSizeAndReplaysTh
     for (const auto& [x, y] : latency_distribution(expected.continuous_run)) expected_continuous.append(QPointF(x, y));
     EXPECT_EQ(series_points(lab.replay_panel(), 0), expected_static);
     EXPECT_EQ(series_points(lab.replay_panel(), 1), expected_continuous);
-    EXPECT_EQ(expected_static.size(), 64);  // the chapter's trace: 64 requests
+    EXPECT_EQ(expected_static.size(), 64);  // the reference request trace: 64 requests
 }
 
 TEST_F(LabPanelTest, BatchingLabAStaleSliderRunIsCancelled) {

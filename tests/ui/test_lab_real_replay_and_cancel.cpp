@@ -119,7 +119,7 @@ TEST_F(LabRealRunTest, CancelEndsTheRealReplayWithNoResultAndTheTabStaysUsable) 
     EngineController& c = controller();
     BatchingLab lab(c);
     LabRecorder rec(c);
-    lab.real_replay_button().click();  // the chapter's 64-request trace
+    lab.real_replay_button().click();  // the reference 64-request trace
     ASSERT_TRUE(wait_until([&] { return rec.progress_kinds.contains(BatchingLab::kRealReplayJob); }, kTimeoutMs));
     lab.cancel_button().click();
     ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));

@@ -62,7 +62,7 @@ void expect_selected_row_matches_engine(const MemoryPlannerPanel& panel, const B
     EXPECT_EQ(panel.table()->item(row, 6)->text().toLongLong(), expected.tokens_per_user);
 }
 
-TEST(MemoryPlannerPanel, OpensOnTheChaptersThirteenBillionOnEightGiB) {
+TEST(MemoryPlannerPanel, OpensOnThirteenBillionOnEightGiB) {
     MemoryPlannerPanel panel;
     const BudgetQuery q = panel.query();
     EXPECT_EQ(panel.chosen_model().name, "13b");
@@ -144,7 +144,7 @@ TEST(MemoryPlannerPanel, TheLogScaleSwapsTheAxisAndKeepsEverySeriesOnIt) {
     ASSERT_TRUE(panel.log_scale(Qt::Vertical));  // tokens span decades: log by default
     const auto* log_axis = qobject_cast<const QLogValueAxis*>(panel.current_axis(Qt::Vertical));
     ASSERT_NE(log_axis, nullptr);
-    // The axis spans whole decades around the plotted tokens, the chapter's 337 above its floor.
+    // The axis spans whole decades around the plotted tokens, the example's 337 above its floor.
     EXPECT_LE(log_axis->min(), 337);
     EXPECT_GT(log_axis->min(), 0);
     EXPECT_EQ(std::log10(log_axis->min()), std::round(std::log10(log_axis->min())));

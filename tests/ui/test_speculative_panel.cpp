@@ -29,7 +29,7 @@ void expect_curve_matches_engine(const SpeculativePanel& panel) {
                   {QPointF(panel.gamma(), speculative_speedup(panel.alpha(), panel.gamma(), panel.cost_ratio()))}));
 }
 
-TEST(SpeculativePanel, OpensOnTheChaptersExample) {
+TEST(SpeculativePanel, OpensOnTheWorkedExample) {
     SpeculativePanel panel;
     EXPECT_EQ(panel.alpha(), 0.9);
     EXPECT_EQ(panel.gamma(), 8);

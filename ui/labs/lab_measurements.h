@@ -47,7 +47,7 @@ struct ReplayResult {
 };
 
 // The trace replayed through `slot_count` slots with static and with continuous batching, each
-// step charged what `costs` predicts (no engine work: milliseconds for the chapter's trace).
+// step charged what `costs` predicts (no engine work: milliseconds for the reference request trace).
 ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace, int slot_count);
 
 // The same trace served for real on the loaded model (the engine executor, greedy), static

@@ -1,5 +1,5 @@
 #pragma once
-// The prefill-vs-decode tab: one click measures the chapter's two tables on the loaded
+// The prefill-vs-decode tab: one click measures the two tables on the loaded
 // model (prefill cost against the prompt length, decode step cost against the cache length)
 // and shows them as a table and a chart; Cancel stops a running measurement.
 #include <QList>

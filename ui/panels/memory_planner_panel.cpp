@@ -28,9 +28,9 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kCustomMemory = -1.0;  // the memory combo's data for "Custom"
 const double kMemoryPresetsGiB[] = {8, 16, 24, 80};
-constexpr double kChapterMemoryGiB = 8;
-constexpr const char* kChapterModel = "13b";
-constexpr const char* kChapterWeights = "int4";
+constexpr double kExampleMemoryGiB = 8;
+constexpr const char* kExampleModel = "13b";
+constexpr const char* kExampleWeights = "int4";
 
 QComboBox* make_combo(const QStringList& items, const QString& tip) {
     auto* combo = new QComboBox();
@@ -66,7 +66,7 @@ MemoryPlannerPanel::MemoryPlannerPanel(QWidget* parent)
                            tr("KV-cache element type: f16 2 bytes, q8_0 34 bytes per 32 values"))),
       users_(new QSpinBox()),
       reserve_gib_(new QDoubleSpinBox()),
-      chapter_(new QPushButton(tr("The chapter's &example"))),
+      example_(new QPushButton(tr("13B on 8 GiB: the worked &example"))),
       table_(new QTableWidget()),
       lesson_(new QLabel()),
       status_(new QLabel()),
@@ -85,7 +85,7 @@ MemoryPlannerPanel::MemoryPlannerPanel(QWidget* parent)
         per_format_.push_back(series);
     }
     chosen_->setName(tr("chosen"));
-    // At 8 GiB the chapter's 337 tokens sit on the floor of an 80 GiB axis: the label says it.
+    // At 8 GiB the example's 337 tokens sit on the floor of an 80 GiB axis: the label says it.
     chosen_->setPointLabelsFormat(QStringLiteral("@yPoint"));
     chosen_->setPointLabelsVisible(true);
     for (QXYSeries* s : per_format_) chart()->addSeries(s);
@@ -113,9 +113,9 @@ MemoryPlannerPanel::MemoryPlannerPanel(QWidget* parent)
     show_lesson();
     connect_controls();
     style_series(false);
-    // Opens on the chapter's lesson.
-    show_chapter_example();
-    // Tokens per user span 0 to 10^5: on a log axis the chapter's 337 tokens stand clear of the floor.
+    // Opens on the worked example.
+    show_worked_example();
+    // Tokens per user span 0 to 10^5: on a log axis the example's 337 tokens stand clear of the floor.
     offer_log_scale(Qt::Vertical);
     set_log_scale(Qt::Vertical, true);  // recomputes
 }
@@ -155,7 +155,7 @@ QWidget* MemoryPlannerPanel::build_controls() {
     reserve_gib_->setValue(BudgetQuery{}.reserve_gib);
     reserve_gib_->setSuffix(tr(" GiB"));
     reserve_gib_->setToolTip(tr("Runtime reserve: activations, workspace, the driver's own memory"));
-    chapter_->setToolTip(tr("13B, int4 weights, f16 KV cache, 8 GiB, 1 user"));
+    example_->setToolTip(tr("13B, int4 weights, f16 KV cache, 8 GiB, 1 user"));
     auto* controls = new QWidget();
     auto* form = new QFormLayout(controls);
     form->setContentsMargins(8, 4, 8, 0);
@@ -170,7 +170,7 @@ QWidget* MemoryPlannerPanel::build_controls() {
     add(tr("&KV cache:"), kv_dtype_, kv_dtype_);
     add(tr("&Users:"), users_, users_);
     add(tr("&Reserve:"), reserve_gib_, reserve_gib_);
-    form->addRow(QString(), chapter_);
+    form->addRow(QString(), example_);
     return controls;
 }
 
@@ -185,7 +185,7 @@ void MemoryPlannerPanel::connect_controls() {
     for (QComboBox* combo : {model_, weights_, kv_dtype_}) {
         connect(combo, &QComboBox::currentIndexChanged, this, &MemoryPlannerPanel::recompute);
     }
-    connect(chapter_, &QPushButton::clicked, this, &MemoryPlannerPanel::show_chapter_example);
+    connect(example_, &QPushButton::clicked, this, &MemoryPlannerPanel::show_worked_example);
 }
 
 void MemoryPlannerPanel::set_model(const ModelSummary& summary) {
@@ -216,13 +216,13 @@ void MemoryPlannerPanel::add_detected_memory(const QString& device, double budge
     memory_->insertItem(memory_->count() - 1, label, budget_gib);
 }
 
-void MemoryPlannerPanel::show_chapter_example() {
-    memory_->setCurrentIndex(memory_->findData(kChapterMemoryGiB));
+void MemoryPlannerPanel::show_worked_example() {
+    memory_->setCurrentIndex(memory_->findData(kExampleMemoryGiB));
     const auto& presets = budget_model_presets();
     const auto it =
-        std::find_if(presets.begin(), presets.end(), [](const BudgetModel& m) { return m.name == kChapterModel; });
+        std::find_if(presets.begin(), presets.end(), [](const BudgetModel& m) { return m.name == kExampleModel; });
     model_->setCurrentIndex(static_cast<int>(it - presets.begin()));
-    weights_->setCurrentIndex(weights_->findData(QString::fromLatin1(kChapterWeights)));
+    weights_->setCurrentIndex(weights_->findData(QString::fromLatin1(kExampleWeights)));
     kv_dtype_->setCurrentIndex(kv_dtype_->findData(QStringLiteral("f16")));
     users_->setValue(1);
     reserve_gib_->setValue(BudgetQuery{}.reserve_gib);
@@ -340,13 +340,13 @@ void MemoryPlannerPanel::update_table(const BudgetQuery& query) {
 }
 
 void MemoryPlannerPanel::show_lesson() {
-    const BudgetModel& model = budget_model_preset(kChapterModel);
+    const BudgetModel& model = budget_model_preset(kExampleModel);
     BudgetQuery q;
-    q.memory_gib = kChapterMemoryGiB;
-    q.weights = kChapterWeights;
+    q.memory_gib = kExampleMemoryGiB;
+    q.weights = kExampleWeights;
     const BudgetRow row = plan_memory_budget(model, q);
     lesson_->setText(
-        tr("The chapter's lesson: 13B with full multi-head attention (%1 layers \u00d7 %2 KV heads \u00d7 %3 "
+        tr("The lesson: 13B with full multi-head attention (%1 layers \u00d7 %2 KV heads \u00d7 %3 "
            "dims, %4 bytes per token at f16) in int4 on an 8 GiB card: %5 GiB of weights + %6 GiB reserve "
            "leave room for <b>%7 tokens</b> of context. The model fits; the conversation does not.")
             .arg(model.layers)

@@ -1,6 +1,6 @@
 #pragma once
 // The memory planner: weights + runtime reserve + KV cache <= device memory, from
-// engine/plan/memory_budget.h. For a device size, a model (the chapter's presets or the
+// engine/plan/memory_budget.h. For a device size, a model (the presets or the
 // loaded one), a weight precision, a KV-cache type and a number of users it charts the
 // tokens of context each user gets against device memory, and tables every model and
 // precision at the chosen size: "does it fit?" is the wrong question, "with how much
@@ -35,8 +35,8 @@ public:
     void set_model(const ModelSummary& model);
     // Offers a detected GPU's memory budget as a device size (once per device name).
     void add_detected_memory(const QString& device, double budget_gib);
-    // Sets the controls to the chapter's example: 13B, int4 weights, f16 KV, 8 GiB, 1 user.
-    void show_chapter_example();
+    // Sets the controls to the worked example: 13B, int4 weights, f16 KV, 8 GiB, 1 user.
+    void show_worked_example();
 
     // The model and query the controls describe.
     BudgetModel chosen_model() const;
@@ -73,7 +73,7 @@ private:
     QComboBox* kv_dtype_;
     QSpinBox* users_;
     QDoubleSpinBox* reserve_gib_;
-    QPushButton* chapter_;
+    QPushButton* example_;
     QTableWidget* table_;
     QLabel* lesson_;
     QLabel* status_;

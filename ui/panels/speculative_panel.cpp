@@ -18,11 +18,11 @@
 namespace inferscope::ui {
 namespace {
 
-// The chapter's example: a draft that agrees 90% of the time at a tenth of the cost.
-constexpr int kChapterAlphaSteps = 90;
-constexpr int kChapterGamma = 8;
-constexpr int kChapterCostSteps = 10;
-constexpr double kChapterLowAlpha = 0.3;
+// The worked example: a draft that agrees 90% of the time at a tenth of the cost.
+constexpr int kExampleAlphaSteps = 90;
+constexpr int kExampleGamma = 8;
+constexpr int kExampleCostSteps = 10;
+constexpr double kExampleLowAlpha = 0.3;
 
 QSlider* make_slider(int minimum, int maximum, int value, const QString& tip) {
     auto* slider = new QSlider(Qt::Horizontal);
@@ -36,10 +36,10 @@ QSlider* make_slider(int minimum, int maximum, int value, const QString& tip) {
 
 SpeculativePanel::SpeculativePanel(QWidget* parent)
     : ChartPanel(QStringLiteral("speculative-speedup"), parent),
-      alpha_slider_(make_slider(0, kSliderSteps, kChapterAlphaSteps,
+      alpha_slider_(make_slider(0, kSliderSteps, kExampleAlphaSteps,
                                 tr("Acceptance rate \u03b1: the chance the target accepts a draft token"))),
-      gamma_slider_(make_slider(1, kMaxGamma, kChapterGamma, tr("\u03b3: draft tokens proposed per verify pass"))),
-      cost_slider_(make_slider(0, kSliderSteps, kChapterCostSteps,
+      gamma_slider_(make_slider(1, kMaxGamma, kExampleGamma, tr("\u03b3: draft tokens proposed per verify pass"))),
+      cost_slider_(make_slider(0, kSliderSteps, kExampleCostSteps,
                                tr("Cost ratio c: one draft step's time over one target step's time"))),
       alpha_value_(new QLabel()),
       gamma_value_(new QLabel()),
@@ -74,14 +74,14 @@ SpeculativePanel::SpeculativePanel(QWidget* parent)
     box->addWidget(readout_);
     box->addWidget(lesson_);
     lesson_->setText(
-        tr("The chapter: \u03b1 = 0.9, \u03b3 = 8, c = 0.1 gives %1\u00d7; with \u03b1 = %2 the same draft gives "
+        tr("Worked example: \u03b1 = 0.9, \u03b3 = 8, c = 0.1 gives %1\u00d7; with \u03b1 = %2 the same draft gives "
            "%3\u00d7, "
            "slower than no speculation.")
-            .arg(speculative_speedup(kChapterAlphaSteps / double(kSliderSteps), kChapterGamma,
-                                     kChapterCostSteps / double(kSliderSteps)),
+            .arg(speculative_speedup(kExampleAlphaSteps / double(kSliderSteps), kExampleGamma,
+                                     kExampleCostSteps / double(kSliderSteps)),
                  0, 'f', 2)
-            .arg(kChapterLowAlpha)
-            .arg(speculative_speedup(kChapterLowAlpha, kChapterGamma, kChapterCostSteps / double(kSliderSteps)), 0, 'f',
+            .arg(kExampleLowAlpha)
+            .arg(speculative_speedup(kExampleLowAlpha, kExampleGamma, kExampleCostSteps / double(kSliderSteps)), 0, 'f',
                  2));
     // A slider the user moves replaces the measured value it showed.
     connect(alpha_slider_, &QSlider::valueChanged, this, [this] {
