@@ -51,15 +51,9 @@ QString format_relative_change(double value, double reference) {
 }
 
 QString format_bytes_compact(qint64 bytes) {
-    static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-    double value = static_cast<double>(bytes);
-    int unit = 0;
-    while (value >= 1024.0 && unit < 4) {
-        value /= 1024.0;
-        ++unit;
-    }
-    if (unit == 0) return QObject::tr("%1 bytes").arg(QLocale().toString(bytes));
-    return QObject::tr("%1 %2").arg(value, 0, 'f', 1).arg(QLatin1String(kUnits[unit]));
+    const ByteUnit unit = byte_unit_for(static_cast<double>(bytes));
+    if (unit.bytes == 1) return QObject::tr("%1 bytes").arg(QLocale().toString(bytes));
+    return QObject::tr("%1 %2").arg(static_cast<double>(bytes) / unit.bytes, 0, 'f', 1).arg(unit.name);
 }
 
 QString format_bytes(qint64 bytes) {

@@ -9,7 +9,7 @@ namespace inferscope::ui {
 
 QString format_number(double value, int significant_digits = 4);
 
-// How far `value` moved from `reference`, as a reader takes it in: "+15.07 %" within a
+// How far `value` moved from `reference`, as a reader takes it in: "+15.1 %" within a
 // tenfold change, "×1200" beyond it (a quantized model whose perplexity exploded), "not
 // finite" when either is.
 QString format_relative_change(double value, double reference);

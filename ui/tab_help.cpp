@@ -56,7 +56,7 @@ QList<TabHelp> all_tab_help() {
          tr("Raise the temperature to 2, then pick an int4 student and compare its bars with the teacher's.")},
         {QStringLiteral("quantization"), tr("Quantization"),
          tr("What weight quantization saves and costs: per-matrix relative error for a bit width, granularity or "
-            "GGUF format (the worst matrix in red), bits per weight and size, and the quality against the "
+            "GGUF format (grouped by layer, the worst matrix highlighted), bits per weight and size, and the quality against the "
             "unquantized model (perplexity, KL, top-1 agreement). Formats whose block does not divide the model's "
             "rows are disabled, with the reason in their tooltip."),
          tr("Drag the bit width from 8 down to 2, then press Measure quality and Generate with these weights.")},

@@ -33,7 +33,7 @@ void print_table(const BatchBenchReport& report, const std::string& format) {
         return;
     }
     const bool csv = format == "csv";
-    const char* header = csv ? "PP,TG,B,N_KV,T_PP_s,S_PP_t/s,T_TG_s,S_TG_t/s,S_TG_sd,ms_per_step,speedup,knee\n"
+    const char* header = csv ? "PP,TG,B,N_KV,T_PP_s,S_PP_t/s,T_TG_s,S_TG_t/s,S_TG_stddev,ms_per_step,speedup,knee\n"
                              : "|    PP |    TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |  ± t/s | ms/step | speed-up |\n"
                                "|-------|-------|------|--------|----------|----------|----------|----------|--------|---------|----------|\n";
     std::cout << header;

@@ -35,7 +35,7 @@ TEST(BatchBench, RepeatedRunsGiveAMeanAndASpreadPerBatchSize) {
         EXPECT_EQ(row.kv_tokens, static_cast<int64_t>(row.batch) * 12);
         EXPECT_GT(row.decode_tokens_per_s, 0);
         EXPECT_TRUE(std::isfinite(row.decode_tokens_per_s_stddev));
-        EXPECT_GE(row.decode_tokens_per_s_stddev, 0);
+        EXPECT_GT(row.decode_tokens_per_s_stddev, 0);  // three timed runs never take the same nanoseconds
         EXPECT_GT(row.ms_per_step, 0);
     }
     EXPECT_DOUBLE_EQ(report.rows.front().speedup, 1.0);

@@ -115,6 +115,12 @@ TEST(MainWindow, GeneratesAndPlotsEveryStep) {
     const QPointF last = window.kv_memory_panel().last_in_use_point();
     EXPECT_EQ(last.x(), steps.back().context_length);
     EXPECT_EQ(static_cast<qint64>(last.y()), steps.back().kv_bytes_in_use);
+    // Drawn in KiB, the unit its largest value needs.
+    const PlotData kv = window.kv_memory_panel().plot_data();
+    EXPECT_EQ(kv.y_label, QStringLiteral("KV cache (KiB)"));
+    const auto in_use = std::find_if(kv.series.begin(), kv.series.end(), [](const PlotSeries& s) { return s.name == QLatin1String("in use"); });
+    ASSERT_NE(in_use, kv.series.end());
+    EXPECT_DOUBLE_EQ(in_use->points.back().y(), static_cast<double>(steps.back().kv_bytes_in_use) / 1024.0);
     // stories260K: 5 layers x 4 KV heads x 8 dims x 2 (K and V) x 2 bytes = 640 bytes per token
     EXPECT_EQ(steps.back().kv_bytes_in_use, qint64{640} * steps.back().context_length);
     EXPECT_EQ(steps.back().context_length, 5 + 16);  // BOS + 4 prompt tokens, then 16 generated

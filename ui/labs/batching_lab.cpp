@@ -81,7 +81,7 @@ QWidget* BatchingLab::build_controls() {
     row->addWidget(batch_slider_, 1);
     row->addWidget(batch_label_);
     repeats_ = make_repeats_box();
-    QWidget* repeats = labelled_field(tr("&Repeats:"), repeats_);
+    QWidget* repeats = labelled_field(tr("R&epeats:"), repeats_);
     repeats->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Preferred);
     row->addWidget(repeats);
     row->addWidget(sweep_button_);
@@ -241,11 +241,13 @@ std::vector<BatchBenchRow> BatchingLab::rows() const {
 QString BatchingLab::noisy_points_text() const {
     QStringList noisy;
     for (const auto& [batch, row] : rows_) {
-        const SampleStats stats = stats_of(row.decode_tokens_per_s, row.decode_tokens_per_s_stddev, 0);
+        const SampleStats stats = stats_of(row.decode_tokens_per_s, row.decode_tokens_per_s_stddev);
         if (stats.noisy()) noisy << tr("B = %1 (\u00b1%2 %)").arg(batch).arg(100.0 * stats.relative_spread(), 0, 'f', 0);
     }
     if (noisy.isEmpty()) return QString();
-    return tr(" Noisy, spread over 20 % of the mean: %1; measure again, or with more repeats.").arg(noisy.join(QStringLiteral(", ")));
+    return tr(" Noisy, spread over %1 % of the mean: %2; measure again, or with more repeats.")
+        .arg(noisy_percent())
+        .arg(noisy.join(QStringLiteral(", ")));
 }
 
 int BatchingLab::knee_batch() const { return find_knee(rows(), kBenchDefaults.knee_gain); }

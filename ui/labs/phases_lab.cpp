@@ -43,7 +43,7 @@ PhasesLab::PhasesLab(EngineController& controller, QWidget* parent)
     auto* row = new QHBoxLayout();
     row->addWidget(measure_button_);
     row->addWidget(cancel_button_);
-    QWidget* repeats = labelled_field(tr("&Repeats:"), repeats_);
+    QWidget* repeats = labelled_field(tr("R&epeats:"), repeats_);
     repeats->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Preferred);
     row->addWidget(repeats);
     row->addWidget(progress_);
@@ -149,7 +149,7 @@ void PhasesLab::show_report(const PhasesReport& report) {
             tokens << tr("prompt %1").arg(prefill.n_prompt);
             cell(i, 1, prefill.total_ms, 2);
             cell(i, 2, prefill.ms_per_token, 3);
-            const SampleStats speed = stats_of(prefill.tokens_per_s, prefill.tokens_per_s_stddev, repetitions_);
+            const SampleStats speed = stats_of(prefill.tokens_per_s, prefill.tokens_per_s_stddev);
             table_->setItem(i, 3, new QTableWidgetItem(format_mean_spread(speed, 1)));
             noisy += speed.noisy() ? 1 : 0;
         }
@@ -157,7 +157,7 @@ void PhasesLab::show_report(const PhasesReport& report) {
             const DecodeRow& decode = report.decode[index];
             tokens << tr("cache %1").arg(decode.context);
             cell(i, 4, decode.step_ms, 3);
-            const SampleStats speed = stats_of(decode.tokens_per_s, decode.tokens_per_s_stddev, repetitions_);
+            const SampleStats speed = stats_of(decode.tokens_per_s, decode.tokens_per_s_stddev);
             table_->setItem(i, 5, new QTableWidgetItem(format_mean_spread(speed, 1)));
             noisy += speed.noisy() ? 1 : 0;
         }
@@ -167,8 +167,9 @@ void PhasesLab::show_report(const PhasesReport& report) {
                         "of a decode step; decode steps grow with the cache they attend over. Speeds: mean ± standard "
                         "deviation of %n timed run(s).", nullptr, repetitions_);
     if (noisy > 0) {
-        lesson += tr(" %n result(s) spread over 20 % of the mean: something else was using the machine; measure "
-                     "again, or with more repeats.", nullptr, noisy);
+        lesson += tr(" %n result(s) spread over %1 % of the mean: something else was using the machine; measure "
+                     "again, or with more repeats.", nullptr, noisy)
+                      .arg(noisy_percent());
     }
     status_->setText(lesson);
     emit report_changed();

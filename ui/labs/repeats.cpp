@@ -11,7 +11,8 @@ QSpinBox* make_repeats_box() {
     box->setValue(kDefaultRepeats);
     box->setToolTip(QCoreApplication::translate("Repeats",
                                                 "Timed runs per result: the result is their mean, shown with their standard "
-                                                "deviation, and flagged when that exceeds 20 % of the mean."));
+                                                "deviation, and flagged when that exceeds %1 % of the mean.")
+                        .arg(noisy_percent()));
     return box;
 }
 
@@ -23,12 +24,13 @@ QString format_mean_spread(const SampleStats& stats, int decimals) {
     return text;
 }
 
-SampleStats stats_of(double mean, double stddev, int count) {
+SampleStats stats_of(double mean, double stddev) {
     SampleStats stats;
     stats.mean = mean;
     stats.stddev = stddev;
-    stats.count = count;
     return stats;
 }
+
+int noisy_percent() { return static_cast<int>(100.0 * SampleStats::kNoisyRelativeSpread); }
 
 }  // namespace inferscope::ui

@@ -20,7 +20,11 @@ QSpinBox* make_repeats_box();
 // "1234.5 ± 12.3" at `decimals` places; "… (noisy: ±27 %)" when stats.noisy().
 QString format_mean_spread(const SampleStats& stats, int decimals);
 
-// The stats of a mean and a standard deviation already computed (a bench row's).
-SampleStats stats_of(double mean, double stddev, int count);
+// The stats of a mean and a standard deviation already computed (a bench row's; count 0:
+// not known).
+SampleStats stats_of(double mean, double stddev);
+
+// The spread, in percent of the mean, above which a result is flagged noisy.
+int noisy_percent();
 
 }  // namespace inferscope::ui

@@ -122,7 +122,7 @@ QWidget* SpeculativeLab::build_controls() {
     form->addRow(labelled(tr("&Draft:"), draft_box_), row);
     auto* run_row = new QHBoxLayout();
     run_row->addWidget(prompt_edit_, 1);
-    run_row->addWidget(labelled(tr("&Repeats:"), repeats_box_));
+    run_row->addWidget(labelled(tr("R&epeats:"), repeats_box_));
     run_row->addWidget(repeats_box_);
     run_row->addWidget(measure_button_);
     run_row->addWidget(cancel_button_);
@@ -221,8 +221,8 @@ void SpeculativeLab::show_result(const SpeculativeRunResult& result) {
     const QString identical = !m.identical_to_plain ? tr("n/a") : *m.identical_to_plain ? tr("yes") : tr("NO");
     const QString numbers =
         tr("\u03b3 = %1: acceptance \u03b1 = %2 (%3 of %4 proposals), %5 tokens per verify (analytic %6), cost ratio "
-           "c = %7 (draft step %8 ms / target step %9 ms), speed-up %10\u00d7 measured (mean \u00b1 standard deviation "
-           "of %11 runs) vs %12\u00d7 analytic; %13 tokens in %14 verify passes, identical to plain greedy decoding: %15. "
+           "c = %7 (draft step %8 ms / target step %9 ms), measured speed-up %10 (\u00d7, mean \u00b1 standard "
+           "deviation of %11 runs) vs %12\u00d7 analytic; %13 tokens in %14 verify passes, identical to plain greedy decoding: %15. "
            "Draft: %16.")
             .arg(result.gamma)
             .arg(alpha, 0, 'f', 3)
@@ -248,15 +248,17 @@ void SpeculativeLab::show_result(const SpeculativeRunResult& result) {
 QString SpeculativeLab::speedup_warning(const SpeculativeRunResult& result) {
     // Each verify pass costs at least one plain step, so the speed-up cannot pass the tokens a pass yields.
     const double bound = result.measured.speculative.stats.tokens_per_verify();
-    if (result.speedup.mean > bound) {
+    if (bound > 0 && result.speedup.mean > bound) {
         return tr("\nImpossible result: a speed-up of %1\u00d7 is above the %2 tokens per verify pass that bound it; "
                   "something slowed the plain run. Measure again.")
             .arg(result.speedup.mean, 0, 'f', 2)
             .arg(bound, 0, 'f', 2);
     }
     if (result.speedup.noisy()) {
-        return tr("\nNoisy result: the runs' speed-ups spread over %1 % of their mean. Measure again, or with more repeats.")
-            .arg(100.0 * result.speedup.relative_spread(), 0, 'f', 0);
+        return tr("\nNoisy result: the runs' speed-ups spread over %1 % of their mean (more than %2 %). Measure again, "
+                  "or with more repeats.")
+            .arg(100.0 * result.speedup.relative_spread(), 0, 'f', 0)
+            .arg(noisy_percent());
     }
     return QString();
 }

@@ -106,6 +106,8 @@ void ChartPanel::set_log_scale(Qt::Orientation orientation, bool on) {
     for (QAbstractSeries* series : chart_->series()) {
         if (series->attachedAxes().contains(from)) attached.append(series);
     }
+    // The idle axis missed any theme change since it left: it takes the outgoing axis's look.
+    copy_axis_look(*from, *to);
     chart_->removeAxis(from);
     from->setParent(chart_);  // removeAxis hands ownership back; the chart keeps the idle axis
     chart_->addAxis(to, alignment);
@@ -114,7 +116,6 @@ void ChartPanel::set_log_scale(Qt::Orientation orientation, bool on) {
         const QSignalBlocker quiet(log.toggle);
         log.toggle->setChecked(on);
     }
-    set_dark_theme(dark_);  // a newly added axis has the default theme's colours
     scale_changed();
     fit_axes(min_x_span_, min_y_span_);
 }
@@ -150,6 +151,18 @@ void ChartPanel::fit_axes(double min_x_span, double min_y_span) {
     apply_round_ticks(y_axis_, 0, high, kMargin);
 }
 
+void ChartPanel::copy_axis_look(const QAbstractAxis& from, QAbstractAxis& to) {
+    to.setLabelsBrush(from.labelsBrush());
+    to.setLabelsFont(from.labelsFont());
+    to.setTitleBrush(from.titleBrush());
+    to.setTitleFont(from.titleFont());
+    to.setLinePen(from.linePen());
+    to.setGridLinePen(from.gridLinePen());
+    to.setMinorGridLinePen(from.minorGridLinePen());
+    to.setShadesBrush(from.shadesBrush());
+    to.setShadesPen(from.shadesPen());
+}
+
 void ChartPanel::fit_log_axis(QLogValueAxis* axis, double min_positive, double max) {
     const double base = axis->base();
     const auto power = [base](double value) { return std::log(value) / std::log(base); };
@@ -159,9 +172,17 @@ void ChartPanel::fit_log_axis(QLogValueAxis* axis, double min_positive, double m
     }
     const double low = std::pow(base, std::floor(power(min_positive) + 1e-9));
     const double high = std::max(low * base, std::pow(base, std::ceil(power(max) - 1e-9)));
-    // Powers of the base written out in full with no trailing zeros: 0.01, 0.1, 1, 10, 1000000.
+    // Powers of the base without trailing zeros (0.01, 0.1, 1, 10, 1000000; %g turns to
+    // e-notation only below 10^-4, which no panel plots).
     if (!axis->labelFormat().endsWith(QLatin1Char('d'))) axis->setLabelFormat(QStringLiteral("%.12g"));
-    axis->setRange(low, high);
+    // A twentieth of a power past each end, so that points on a power are drawn whole.
+    const double margin = std::pow(base, 0.05);
+    axis->setRange(low / margin, high * margin);
+}
+
+void replace_bar_values(QBarSet* set, const QList<qreal>& values) {
+    if (set->count() > 0) set->remove(0, set->count());
+    set->append(values);
 }
 
 void apply_round_ticks(QValueAxis* axis, double low, double high, double margin) {

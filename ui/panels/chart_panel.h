@@ -10,6 +10,7 @@
 #include <QWidget>
 
 class QAbstractAxis;
+class QBarSet;
 class QCheckBox;
 class QHBoxLayout;
 class QLogValueAxis;
@@ -47,6 +48,7 @@ public:
     QWidget* chart_area() const { return chart_area_; }
     // Switches between the light and dark chart themes (following the window palette).
     void set_dark_theme(bool dark);
+    bool dark_theme() const { return dark_; }
     // Whether the axis of `orientation` is drawn on a log scale; only axes a panel offers one
     // for (offer_log_scale) can be switched.
     bool log_scale(Qt::Orientation orientation) const;
@@ -86,6 +88,7 @@ private:
     const LogAxis& log_axis(Qt::Orientation orientation) const { return orientation == Qt::Horizontal ? log_x_ : log_y_; }
     QValueAxis* linear_axis(Qt::Orientation orientation) const { return orientation == Qt::Horizontal ? x_axis_ : y_axis_; }
     void fit_log_axis(QLogValueAxis* axis, double min_positive, double max);
+    static void copy_axis_look(const QAbstractAxis& from, QAbstractAxis& to);
 
     QString export_name_;
     QChart* chart_;
@@ -99,6 +102,9 @@ private:
     double min_x_span_ = 1, min_y_span_ = 1;  // of the last fit_axes, for refits after a scale change
     bool dark_ = false;
 };
+
+// Replaces every value of a bar set (Qt has no call for it).
+void replace_bar_values(QBarSet* set, const QList<qreal>& values);
 
 // Sets `axis` to the round range and tick step (ui/panels/round_ticks.h) covering [low, high],
 // with labels written to the step's precision; an axis labelled with "%d" gets whole-number

@@ -87,8 +87,7 @@ void OutlierHistogramPanel::set_layer(const LayerOutlierSummary& layer, const QS
         counts << static_cast<qreal>(bin.count);
         max_count = std::max(max_count, static_cast<double>(bin.count));
     }
-    if (counts_->count() > 0) counts_->remove(0, counts_->count());
-    counts_->append(counts);
+    replace_bar_values(counts_, counts);
     bins_axis_->setCategories(labels);
     // Many octaves (a model with huge outliers) would overlap horizontal labels.
     bins_axis_->setLabelsAngle(labels.size() > 8 ? -60 : 0);
@@ -100,7 +99,7 @@ void OutlierHistogramPanel::set_layer(const LayerOutlierSummary& layer, const QS
 }
 
 void OutlierHistogramPanel::clear(const QString& title) {
-    if (counts_->count() > 0) counts_->remove(0, counts_->count());
+    replace_bar_values(counts_, {});
     bins_axis_->clear();
     chart()->setTitle(title);
 }

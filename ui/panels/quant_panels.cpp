@@ -31,11 +31,6 @@ QBarSeries* bar_chart(QChart* chart, QBarSet* set, QBarCategoryAxis* x, QValueAx
     return series;
 }
 
-void replace_values(QBarSet* set, const QList<qreal>& values) {
-    if (set->count() > 0) set->remove(0, set->count());
-    set->append(values);
-}
-
 }  // namespace
 
 double bytes_to_mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
@@ -57,7 +52,7 @@ QuantErrorPanel::QuantErrorPanel(QWidget* parent)
     layout()->addWidget(summary_);
 }
 
-QuantErrorPanel::Bar QuantErrorPanel::place(const QString& name) {
+QuantErrorPanel::Bar QuantErrorPanel::parse_matrix_name(const QString& name) {
     static const QRegularExpression block(QStringLiteral("^blk\\.(\\d+)\\.(.+?)(\\.weight)?$"));
     const QRegularExpressionMatch match = block.match(name);
     Bar bar;
@@ -88,7 +83,7 @@ void QuantErrorPanel::set_report(const QuantReport& report) {
     double source_bits = 0, parameters = 0;
     for (size_t i = 0; i < report.matrices.size() && i < scheme.matrices.size(); ++i) {
         const MatrixInfo& m = report.matrices[i];
-        Bar bar = place(QString::fromStdString(m.name));
+        Bar bar = parse_matrix_name(QString::fromStdString(m.name));
         bar.rows = m.rows;
         bar.cols = m.cols;
         bar.relative_error = scheme.matrices[i].error.relative;
@@ -158,13 +153,13 @@ void QuantErrorPanel::redraw() {
             return bars_[static_cast<size_t>(a)].relative_error > bars_[static_cast<size_t>(b)].relative_error;
         });
     }
-    double max_error = 0;
-    draw_groups(max_error);
+    const double max_error = draw_groups();
     apply_round_ticks(error_axis_, 0, max_error > 0 ? max_error * 1.05 : 1.0);
-    style_series(chart()->theme() == QChart::ChartThemeDark);
+    style_series(dark_theme());
 }
 
-void QuantErrorPanel::draw_groups(double& max_error) {
+double QuantErrorPanel::draw_groups() {
+    double max_error = 0;
     // Groups in the order their first matrix is exported: file order, or by each group's worst.
     groups_.clear();
     kinds_.clear();
@@ -192,6 +187,7 @@ void QuantErrorPanel::draw_groups(double& max_error) {
     // Qt elides the title of a category axis without labels to nothing: the summary line says instead.
     groups_axis_->setTitleVisible(groups_.size() <= kMaxLabelledGroups);
     chart()->legend()->setVisible(!kinds_.isEmpty());
+    return max_error;
 }
 
 void QuantErrorPanel::style_series(bool dark) {
@@ -232,7 +228,8 @@ QuantQualityPanel::QuantQualityPanel(QWidget* parent)
       schemes_(new QBarCategoryAxis()),
       kl_axis_(new QValueAxis()) {
     chart()->setTitle(tr("Quality against the unquantized model"));
-    schemes_->setTitleVisible(false);  // the bars' labels name the schemes
+    schemes_->setTitleText(tr("scheme"));  // named in exports; on screen the bars' labels say it
+    schemes_->setTitleVisible(false);
     kl_axis_->setTitleText(tr("KL, nats/token"));
     kl_axis_->setRange(0, 1);
     bar_chart(chart(), kl_, schemes_, kl_axis_);
@@ -249,7 +246,7 @@ void QuantQualityPanel::set_rows(const std::vector<QualityRow>& rows) {
         values << rows_[i].kl_mean;
         max_kl = std::max(max_kl, rows_[i].kl_mean);
     }
-    replace_values(kl_, values);
+    replace_bar_values(kl_, values);
     schemes_->setCategories(names);
     apply_round_ticks(kl_axis_, 0, max_kl > 0 ? max_kl * 1.05 : 1.0);
 }

@@ -38,7 +38,8 @@ public:
     QString summary_line() const;
     // The exported list's matrix names, in display order (file order, or worst first).
     QStringList categories() const;
-    // The chart's groups, left to right: layer numbers, then tensors outside the blocks by name.
+    // The chart's groups, left to right: layer numbers and tensors outside the blocks by name,
+    // in the order of their first matrix in categories().
     QStringList group_labels() const;
     // The matrix kinds, one bar set each, in the order of their first appearance.
     QStringList kinds() const { return kinds_; }
@@ -59,9 +60,11 @@ private:
         double relative_error = 0;
         double bits_per_weight = 0;
     };
-    static Bar place(const QString& name);
+    // The layer ("3" for blk.3.*) and kind ("attn_q") a tensor name gives.
+    static Bar parse_matrix_name(const QString& name);
     void redraw();
-    void draw_groups(double& max_error);
+    // Draws the bars grouped by layer; returns the largest error.
+    double draw_groups();
     void show_tooltip(bool on, int group, QBarSet* set);
 
     QBarSeries* series_;

@@ -1,9 +1,6 @@
 #include "ui/panels/serving_replay_panel.h"
 #include "ui/number_format.h"
-#include "ui/wrapping_label.h"
 
-#include <QLabel>
-#include <QLayout>
 #include <QLineSeries>
 #include <QPen>
 #include <QValueAxis>
@@ -31,8 +28,7 @@ ServingReplayPanel::ServingReplayPanel(QWidget* parent)
       static_(new QLineSeries()),
       continuous_(new QLineSeries()),
       static_real_(new QLineSeries()),
-      continuous_real_(new QLineSeries()),
-      figures_(new QLabel()) {
+      continuous_real_(new QLineSeries()) {
     auto* x = new QValueAxis();
     x->setTitleText(tr("end-to-end latency (s)"));
     auto* y = new QValueAxis();
@@ -48,13 +44,10 @@ ServingReplayPanel::ServingReplayPanel(QWidget* parent)
     }
     set_axes(x, y);
     set_y_ceiling(100);
-    chart()->setTitle(tr("Static vs continuous batching: requests done by end-to-end latency"));
     static_->setName(tr("static batching (simulated)"));
     continuous_->setName(tr("continuous batching (simulated)"));
     static_real_->setName(tr("static batching (real)"));
     continuous_real_->setName(tr("continuous batching (real)"));
-    wrap_within_column(figures_);
-    layout()->addWidget(figures_);
     style_series(false);
     update_figures();
     fit_axes(1, 100);
@@ -104,20 +97,30 @@ void ServingReplayPanel::clear_real_result() {
     fit_axes(0.001, 100);
 }
 
-void ServingReplayPanel::update_figures() { figures_->setText(figures()); }
+void ServingReplayPanel::update_figures() {
+    // One line per mode under the title, in the chart itself, so that PNG and SVG exports carry them.
+    QString title = base_title();
+    for (const QString& line : figure_lines()) title += QStringLiteral("<br><small>%1</small>").arg(line.toHtmlEscaped());
+    chart()->setTitle(title);
+}
 
-QString ServingReplayPanel::figures() const {
-    QStringList modes;
+QString ServingReplayPanel::base_title() { return tr("Static vs continuous batching: requests done by end-to-end latency"); }
+
+QStringList ServingReplayPanel::figure_lines() const {
+    QStringList lines;
     const auto mode = [](const QString& name, const ReplayResult& result) {
         return tr("%1: static %2; continuous %3").arg(name, run_figures(result.static_run), run_figures(result.continuous_run));
     };
-    if (simulated_) modes << mode(tr("Simulated"), *simulated_);
-    if (real_) modes << mode(tr("Real"), *real_);
-    return modes.join(QStringLiteral(". "));
+    if (simulated_) lines << mode(tr("Simulated"), *simulated_);
+    if (real_) lines << mode(tr("Real"), *real_);
+    return lines;
 }
+
+QString ServingReplayPanel::figures() const { return figure_lines().join(QStringLiteral(". ")); }
 
 PlotData ServingReplayPanel::plot_data() const {
     PlotData data = ChartPanel::plot_data();
+    data.title = base_title();
     if (simulated_ || real_) data.title += QStringLiteral(" \u2014 ") + figures();
     return data;
 }

@@ -41,8 +41,7 @@ void SoftLabelsPanel::set_labels(const SoftLabels& labels, const QString& studen
         names << QStringLiteral("%1 '%2'").arg(i + 1).arg(QString::fromStdString(labels.top[i].text));
         values << labels.top[i].probability;
     }
-    if (probabilities_->count() > 0) probabilities_->remove(0, probabilities_->count());
-    probabilities_->append(values);
+    replace_bar_values(probabilities_, values);
     tokens_->setCategories(names);
     chart()->setTitle(
         tr("%1 at T = %2: top %3").arg(distribution_).arg(labels.temperature, 0, 'f', 2).arg(labels.top.size()));
@@ -50,11 +49,11 @@ void SoftLabelsPanel::set_labels(const SoftLabels& labels, const QString& studen
 
 void SoftLabelsPanel::show_student_bars(const SoftLabels& labels, const QString& student) {
     const bool shown = !student.isEmpty() && labels.student_on_top.size() == labels.top.size();
-    if (student_->count() > 0) student_->remove(0, student_->count());
+    replace_bar_values(student_, {});
     if (!shown) {
         if (series_->barSets().contains(student_)) {
             series_->take(student_);
-            student_->setParent(this);  // take() hands the set back unowned
+            student_->setParent(this);  // kept for the next student, whatever happens to the series
         }
         probabilities_->setLabel(tr("probability"));
         chart()->legend()->hide();
@@ -64,12 +63,14 @@ void SoftLabelsPanel::show_student_bars(const SoftLabels& labels, const QString&
     student_->setLabel(tr("student (%1), on the teacher's tokens").arg(student));
     student_->append(QList<qreal>(labels.student_on_top.begin(), labels.student_on_top.end()));
     if (!series_->barSets().contains(student_)) series_->append(student_);
+    // Set here, not by the theme: a set appended again keeps the colour of the theme it left.
+    student_->setColor(dark_theme() ? QColor(0xFF, 0xB7, 0x4D) : QColor(0xE6, 0x51, 0x00));
     chart()->legend()->show();
 }
 
 void SoftLabelsPanel::clear(const QString& title) {
     show_student_bars({}, QString());
-    if (probabilities_->count() > 0) probabilities_->remove(0, probabilities_->count());
+    replace_bar_values(probabilities_, {});
     tokens_->clear();
     chart()->setTitle(title);
 }

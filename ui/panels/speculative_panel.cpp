@@ -55,7 +55,6 @@ SpeculativePanel::SpeculativePanel(QWidget* parent)
     x->setLabelFormat(QStringLiteral("%d"));
     auto* y = new QValueAxis();
     y->setTitleText(tr("speed-up over plain decoding (\u00d7)"));
-    y->setLabelFormat(QStringLiteral("%.2f"));
     chart()->addAxis(x, Qt::AlignBottom);
     chart()->addAxis(y, Qt::AlignLeft);
     break_even_->setName(tr("break-even (1\u00d7)"));
