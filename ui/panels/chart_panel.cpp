@@ -35,6 +35,21 @@ ChartPanel::ChartPanel(const QString& export_name, QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(chart_area_);
+    // The chart's own size, not its plot area: labels change the plot area, and a refit that
+    // changed it again could go back and forth.
+    connect(chart_, &QGraphicsWidget::geometryChanged, this, &ChartPanel::follow_chart_size);
+}
+
+void ChartPanel::follow_chart_size() {
+    // About 80 px per x interval and 40 px per y interval, net of the axes' own room.
+    constexpr double kAxesRoomPx = 120, kXIntervalPx = 80, kYIntervalPx = 40;
+    const QSizeF size = chart_->size();
+    const int x = std::clamp(static_cast<int>((size.width() - kAxesRoomPx) / kXIntervalPx), 2, 8);
+    const int y = std::clamp(static_cast<int>((size.height() - kAxesRoomPx) / kYIntervalPx), 2, 8);
+    if (x == x_intervals_ && y == y_intervals_) return;
+    x_intervals_ = x;
+    y_intervals_ = y;
+    if (fitted_) fit_axes(min_x_span_, min_y_span_);
 }
 
 PlotData ChartPanel::plot_data() const {
@@ -124,6 +139,7 @@ void ChartPanel::fit_axes(double min_x_span, double min_y_span) {
     if (!x_axis_ || !y_axis_) return;
     min_x_span_ = min_x_span;
     min_y_span_ = min_y_span;
+    fitted_ = true;
     double min_x = std::numeric_limits<double>::max(), max_x = std::numeric_limits<double>::lowest();
     double max_y = 0;
     double min_positive_x = std::numeric_limits<double>::max(), min_positive_y = std::numeric_limits<double>::max();
@@ -144,11 +160,11 @@ void ChartPanel::fit_axes(double min_x_span, double min_y_span) {
     }
     constexpr double kMargin = 0.02;
     if (log_x_.on) fit_log_axis(log_x_.axis, min_positive_x, max_x);
-    else apply_round_ticks(x_axis_, std::min(0.0, min_x), std::max(max_x, min_x + min_x_span), kMargin);
+    else apply_round_ticks(x_axis_, std::min(0.0, min_x), std::max(max_x, min_x + min_x_span), kMargin, x_intervals_);
     if (log_y_.on) return fit_log_axis(log_y_.axis, min_positive_y, max_y);
     double high = std::max(max_y * 1.05, min_y_span);
     if (y_ceiling_ > 0) high = std::min(high, y_ceiling_);
-    apply_round_ticks(y_axis_, 0, high, kMargin);
+    apply_round_ticks(y_axis_, 0, high, kMargin, y_intervals_);
 }
 
 void ChartPanel::copy_axis_look(const QAbstractAxis& from, QAbstractAxis& to) {
@@ -185,9 +201,9 @@ void replace_bar_values(QBarSet* set, const QList<qreal>& values) {
     set->append(values);
 }
 
-void apply_round_ticks(QValueAxis* axis, double low, double high, double margin) {
+void apply_round_ticks(QValueAxis* axis, double low, double high, double margin, int target_intervals) {
     const bool integers = axis->labelFormat().endsWith(QLatin1Char('d'));
-    const RoundTicks ticks = round_ticks(low, high, 5, integers);
+    const RoundTicks ticks = round_ticks(low, high, target_intervals, integers);
     if (!integers) axis->setLabelFormat(QStringLiteral("%.%1f").arg(ticks.decimals));
     const double pad = margin * (ticks.max - ticks.min);
     // Fixed ticks while the range changes: the old interval over the new range (or the new one

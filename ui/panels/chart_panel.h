@@ -88,6 +88,8 @@ private:
     const LogAxis& log_axis(Qt::Orientation orientation) const { return orientation == Qt::Horizontal ? log_x_ : log_y_; }
     QValueAxis* linear_axis(Qt::Orientation orientation) const { return orientation == Qt::Horizontal ? x_axis_ : y_axis_; }
     void fit_log_axis(QLogValueAxis* axis, double min_positive, double max);
+    // Tick counts that leave each label room at the chart's current size; refits when they change.
+    void follow_chart_size();
     static void copy_axis_look(const QAbstractAxis& from, QAbstractAxis& to);
 
     QString export_name_;
@@ -100,6 +102,8 @@ private:
     LogAxis log_x_, log_y_;
     double y_ceiling_ = 0;  // 0: none
     double min_x_span_ = 1, min_y_span_ = 1;  // of the last fit_axes, for refits after a scale change
+    bool fitted_ = false;                     // fit_axes has run: refits may follow
+    int x_intervals_ = 5, y_intervals_ = 5;   // tick intervals the chart's size has room for
     bool dark_ = false;
 };
 
@@ -110,6 +114,6 @@ void replace_bar_values(QBarSet* set, const QList<qreal>& values);
 // with labels written to the step's precision; an axis labelled with "%d" gets whole-number
 // steps. `margin` widens the drawn range by that fraction of the span on both sides, without
 // ticks there, so that points on the limits are drawn whole.
-void apply_round_ticks(QValueAxis* axis, double low, double high, double margin = 0);
+void apply_round_ticks(QValueAxis* axis, double low, double high, double margin = 0, int target_intervals = 5);
 
 }  // namespace inferscope::ui
