@@ -5,32 +5,36 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "engine/formats/block_layouts.h"
+
 namespace inferscope {
 namespace {
+
+namespace bl = block_layouts;
 
 constexpr std::array kTraits = {
     GgmlTypeTraits{GgmlType::F32, "F32", 1, 4, true},
     GgmlTypeTraits{GgmlType::F16, "F16", 1, 2, true},
-    GgmlTypeTraits{GgmlType::Q4_0, "Q4_0", 32, 18, true},
-    GgmlTypeTraits{GgmlType::Q4_1, "Q4_1", 32, 20, true},
-    GgmlTypeTraits{GgmlType::Q5_0, "Q5_0", 32, 22, true},
-    GgmlTypeTraits{GgmlType::Q5_1, "Q5_1", 32, 24, true},
-    GgmlTypeTraits{GgmlType::Q8_0, "Q8_0", 32, 34, true},
-    GgmlTypeTraits{GgmlType::Q8_1, "Q8_1", 32, 36, false},
-    GgmlTypeTraits{GgmlType::Q2_K, "Q2_K", 256, 84, true},
-    GgmlTypeTraits{GgmlType::Q3_K, "Q3_K", 256, 110, true},
-    GgmlTypeTraits{GgmlType::Q4_K, "Q4_K", 256, 144, true},
-    GgmlTypeTraits{GgmlType::Q5_K, "Q5_K", 256, 176, true},
-    GgmlTypeTraits{GgmlType::Q6_K, "Q6_K", 256, 210, true},
-    GgmlTypeTraits{GgmlType::Q8_K, "Q8_K", 256, 292, false},
+    GgmlTypeTraits{GgmlType::Q4_0, "Q4_0", bl::kLegacyElements, bl::kQ4_0, true},
+    GgmlTypeTraits{GgmlType::Q4_1, "Q4_1", bl::kLegacyElements, bl::kQ4_1, true},
+    GgmlTypeTraits{GgmlType::Q5_0, "Q5_0", bl::kLegacyElements, bl::kQ5_0, true},
+    GgmlTypeTraits{GgmlType::Q5_1, "Q5_1", bl::kLegacyElements, bl::kQ5_1, true},
+    GgmlTypeTraits{GgmlType::Q8_0, "Q8_0", bl::kLegacyElements, bl::kQ8_0, true},
+    GgmlTypeTraits{GgmlType::Q8_1, "Q8_1", bl::kLegacyElements, bl::kQ8_1, false},
+    GgmlTypeTraits{GgmlType::Q2_K, "Q2_K", bl::kSuperElements, bl::kQ2_K, true},
+    GgmlTypeTraits{GgmlType::Q3_K, "Q3_K", bl::kSuperElements, bl::kQ3_K, true},
+    GgmlTypeTraits{GgmlType::Q4_K, "Q4_K", bl::kSuperElements, bl::kQ4_K, true},
+    GgmlTypeTraits{GgmlType::Q5_K, "Q5_K", bl::kSuperElements, bl::kQ5_K, true},
+    GgmlTypeTraits{GgmlType::Q6_K, "Q6_K", bl::kSuperElements, bl::kQ6_K, true},
+    GgmlTypeTraits{GgmlType::Q8_K, "Q8_K", bl::kSuperElements, bl::kQ8_K, false},
     GgmlTypeTraits{GgmlType::IQ2_XXS, "IQ2_XXS", 256, 66, false},
     GgmlTypeTraits{GgmlType::IQ2_XS, "IQ2_XS", 256, 74, false},
     GgmlTypeTraits{GgmlType::IQ3_XXS, "IQ3_XXS", 256, 98, false},
     GgmlTypeTraits{GgmlType::IQ1_S, "IQ1_S", 256, 50, false},
-    GgmlTypeTraits{GgmlType::IQ4_NL, "IQ4_NL", 32, 18, true},
+    GgmlTypeTraits{GgmlType::IQ4_NL, "IQ4_NL", bl::kLegacyElements, bl::kIQ4_NL, true},
     GgmlTypeTraits{GgmlType::IQ3_S, "IQ3_S", 256, 110, false},
     GgmlTypeTraits{GgmlType::IQ2_S, "IQ2_S", 256, 82, false},
-    GgmlTypeTraits{GgmlType::IQ4_XS, "IQ4_XS", 256, 136, true},
+    GgmlTypeTraits{GgmlType::IQ4_XS, "IQ4_XS", bl::kSuperElements, bl::kIQ4_XS, true},
     GgmlTypeTraits{GgmlType::I8, "I8", 1, 1, false},
     GgmlTypeTraits{GgmlType::I16, "I16", 1, 2, false},
     GgmlTypeTraits{GgmlType::I32, "I32", 1, 4, false},

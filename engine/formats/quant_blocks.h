@@ -13,6 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "engine/formats/block_layouts.h"
 #include "engine/formats/iq4_levels.h"
 
 // Bit-exactness with ggml depends on every float operation rounding once, as written: no
@@ -105,13 +106,18 @@ struct BlockIQ4_XS {
     uint8_t qs[kQK_K / 2];       // eight 32-element groups of 16 bytes
 };
 
-static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
-static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
-static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
-static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
-static_assert(offsetof(BlockQ2_K, d) == 80 && offsetof(BlockQ3_K, d) == 108);
-static_assert(offsetof(BlockQ6_K, d) == 208 && offsetof(BlockQ8_K, bsums) == 260);
-static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136 && offsetof(BlockIQ4_XS, qs) == 8);
+// The structs are the layouts the kernels read by offset (engine/formats/block_layouts.h).
+namespace bl = block_layouts;
+static_assert(kQK == bl::kLegacyElements && kQK_K == bl::kSuperElements);
+static_assert(sizeof(BlockQ4_0) == bl::kQ4_0 && sizeof(BlockQ4_1) == bl::kQ4_1 && sizeof(BlockQ5_0) == bl::kQ5_0);
+static_assert(sizeof(BlockQ5_1) == bl::kQ5_1 && sizeof(BlockQ8_0) == bl::kQ8_0 && sizeof(BlockQ8_1) == bl::kQ8_1);
+static_assert(sizeof(BlockQ2_K) == bl::kQ2_K && sizeof(BlockQ3_K) == bl::kQ3_K && sizeof(BlockQ4_K) == bl::kQ4_K);
+static_assert(sizeof(BlockQ5_K) == bl::kQ5_K && sizeof(BlockQ6_K) == bl::kQ6_K && sizeof(BlockQ8_K) == bl::kQ8_K);
+static_assert(offsetof(BlockQ2_K, d) == bl::kQ2_KD && offsetof(BlockQ3_K, d) == bl::kQ3_KD);
+static_assert(offsetof(BlockQ6_K, d) == bl::kQ6_KD && offsetof(BlockQ8_K, qs) == bl::kQ8_KQs);
+static_assert(offsetof(BlockQ8_K, bsums) == bl::kQ8_KBsums);
+static_assert(sizeof(BlockIQ4_NL) == bl::kIQ4_NL && sizeof(BlockIQ4_XS) == bl::kIQ4_XS);
+static_assert(offsetof(BlockIQ4_XS, qs) == bl::kIQ4_XSQs);
 
 // The signed scale (-32..31) of sub-block j (0..7) of an IQ4_XS block: 6 bits, offset by 32.
 inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {

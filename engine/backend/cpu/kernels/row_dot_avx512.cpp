@@ -36,28 +36,14 @@
 #include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/formats/block_layouts.h"
 #include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
 namespace {
 
-// ---------------------------------------------------------------- block layouts (bytes)
-constexpr int64_t kQ4_0 = 18;  // d, qs[16]
-constexpr int64_t kQ4_1 = 20;  // d, m, qs[16]
-constexpr int64_t kQ5_0 = 22;  // d, qh[4], qs[16]
-constexpr int64_t kQ5_1 = 24;  // d, m, qh[4], qs[16]
-constexpr int64_t kQ8_0 = 34;  // d, qs[32]
-constexpr int64_t kQ8_1 = 36;  // d, s, qs[32]
-constexpr int64_t kQ2_K = 84;  // scales[16], qs[64], d, dmin
-constexpr int64_t kQ3_K = 110;  // hmask[32], qs[64], scales[12], d
-constexpr int64_t kQ4_K = 144;  // d, dmin, scales[12], qs[128]
-constexpr int64_t kQ5_K = 176;  // d, dmin, scales[12], qh[32], qs[128]
-constexpr int64_t kQ6_K = 210;  // ql[128], qh[64], scales[16], d
-constexpr int64_t kQ8_K = 292;  // float d, qs[256], int16 bsums[16]
-constexpr int64_t kIQ4_NL = 18;  // d, qs[16]
-constexpr int64_t kIQ4_XS = 136;  // d, scales_h, scales_l[4], qs[128]
-constexpr int64_t kQ8_KQs = 4;
-constexpr int64_t kQ8_KBsums = 260;
+// Block sizes and field offsets (kQ4_0, kQ8_KBsums, …).
+using namespace block_layouts;
 
 // ---------------------------------------------------------------- helpers
 

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
+#include "engine/formats/block_layouts.h"
 
 namespace inferscope::simd {
 namespace {
@@ -108,7 +109,7 @@ inline void encode_q8_1_block(const float* x, uint8_t* dst) {
     store_u16(dst + 2, fp32_to_fp16(d * static_cast<float>(sum)));
 }
 
-// quantize_q8_K_ref, one 256-element block (292 bytes: float d, 256 qs, 16 int16 bsums).
+// quantize_q8_K_ref, one 256-element block (block_layouts::kQ8_K bytes: float d, 256 qs, 16 int16 bsums).
 inline void encode_q8_k_block(const float* x, uint8_t* dst) {
     float amax = 0.0f, max = 0.0f;
     for (int k = 0; k < 256; ++k) {
@@ -118,7 +119,7 @@ inline void encode_q8_k_block(const float* x, uint8_t* dst) {
             max = x[k];
         }
     }
-    std::memset(dst, 0, 292);
+    std::memset(dst, 0, block_layouts::kQ8_K);
     if (max == 0.0f) return;
     const float iscale = -127.f / max;
     int8_t q[256];

@@ -27,6 +27,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
+#include "engine/formats/block_layouts.h"
 
 namespace inferscope::simd {
 namespace {
@@ -326,7 +327,7 @@ struct F16Kind {
 // ================================================================== Q4_0, Q5_0, Q8_0
 
 struct DecQ4_0 {
-    static constexpr int kBytes = 18;
+    static constexpr int kBytes = block_layouts::kQ4_0;
     static constexpr int kFlush = 8;  // dwords whose i16 pair sums may be added before widening
     static constexpr bool kSignTrick = false;
     static __m256i values(const uint8_t* b) {
@@ -337,7 +338,7 @@ struct DecQ4_0 {
     }
 };
 struct DecQ5_0 {
-    static constexpr int kBytes = 22;
+    static constexpr int kBytes = block_layouts::kQ5_0;
     static constexpr int kFlush = 4;
     static constexpr bool kSignTrick = false;
     static __m256i values(const uint8_t* b) {
@@ -354,12 +355,12 @@ struct DecQ5_0 {
     }
 };
 struct DecQ8_0 {
-    static constexpr int kBytes = 34;
+    static constexpr int kBytes = block_layouts::kQ8_0;
     static constexpr bool kSignTrick = true;
     static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
 };
 struct DecIQ4_NL {  // Q4_0's layout; the nibbles index the IQ4 levels (|w| <= 127: Q8_0's way)
-    static constexpr int kBytes = 18;
+    static constexpr int kBytes = block_layouts::kIQ4_NL;
     static constexpr bool kSignTrick = true;
     static __m256i values(const uint8_t* b) { return iq4_group(b + 2, iq4_levels<0>()); }
 };
@@ -372,7 +373,7 @@ struct LegacyKind {
     static constexpr int kTileN = RN_;
     static constexpr int kMaxN = 512;  // activation rows whose scales are converted at once
     static constexpr int kPanelsPerBlock = 8;
-    static constexpr int kActBytes = 34;  // Q8_0
+    static constexpr int kActBytes = block_layouts::kQ8_0;
     static int act_bytes(int kc) { return kc / 32 * kActBytes; }
     static int64_t weight_offset(int64_t k0) { return k0 / 32 * Dec::kBytes; }
     static int weight_bytes(int kc) { return kc / 32 * Dec::kBytes; }
@@ -548,7 +549,7 @@ struct KQuantKind {
     static constexpr int kFlush = 32767 / kPairMax >= 8 ? 8 : 32767 / kPairMax >= 4 ? 4 : 32767 / kPairMax >= 2 ? 2 : 1;
     static constexpr int kFlushDwords = kFlush < kGroupDwords ? kFlush : kGroupDwords;
     static_assert(kGroupDwords % kFlushDwords == 0);
-    static constexpr int kActBytes = 292;  // Q8_K: d (f32), qs[256], bsums[16] (i16)
+    static constexpr int kActBytes = block_layouts::kQ8_K;
     static int act_bytes(int kc) { return kc / 256 * kActBytes; }
     static int64_t weight_offset(int64_t k0) { return k0 / 256 * Dec::kBytes; }
     static int weight_bytes(int kc) { return kc / 256 * Dec::kBytes; }

@@ -44,6 +44,7 @@
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
+#include "engine/formats/block_layouts.h"
 
 namespace inferscope::simd {
 namespace {
@@ -464,7 +465,7 @@ struct Bf16Kind {
 // kSigned: values are signed (Q4_0, Q5_0, Q8_0) and go through the x + 128 trick; otherwise
 // unsigned (Q4_1, Q5_1) with a min term against Q8_1's s.
 struct DecQ4_0 {
-    static constexpr int kBytes = 18;
+    static constexpr int kBytes = block_layouts::kQ4_0;
     static constexpr bool kSigned = true, kHasMin = false;
     static __m256i values(const uint8_t* b) {
         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
@@ -476,7 +477,7 @@ struct DecQ4_0 {
     static uint16_t m(const uint8_t*) { return 0; }
 };
 struct DecQ4_1 {
-    static constexpr int kBytes = 20;
+    static constexpr int kBytes = block_layouts::kQ4_1;
     static constexpr bool kSigned = false, kHasMin = true;
     static __m256i values(const uint8_t* b) {
         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
@@ -495,21 +496,21 @@ inline __m256i q5_values(const uint8_t* qh_ptr, const uint8_t* qs_ptr) {
     return _mm256_or_si256(low, high);
 }
 struct DecQ5_0 {
-    static constexpr int kBytes = 22;
+    static constexpr int kBytes = block_layouts::kQ5_0;
     static constexpr bool kSigned = true, kHasMin = false;
     static __m256i values(const uint8_t* b) { return _mm256_sub_epi8(q5_values(b + 2, b + 6), _mm256_set1_epi8(16)); }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
     static uint16_t m(const uint8_t*) { return 0; }
 };
 struct DecQ5_1 {
-    static constexpr int kBytes = 24;
+    static constexpr int kBytes = block_layouts::kQ5_1;
     static constexpr bool kSigned = false, kHasMin = true;
     static __m256i values(const uint8_t* b) { return q5_values(b + 4, b + 8); }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
     static uint16_t m(const uint8_t* b) { return load_u16(b + 2); }
 };
 struct DecQ8_0 {
-    static constexpr int kBytes = 34;
+    static constexpr int kBytes = block_layouts::kQ8_0;
     static constexpr bool kSigned = true, kHasMin = false;
     static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
@@ -517,7 +518,7 @@ struct DecQ8_0 {
 };
 
 struct DecIQ4_NL {  // Q4_0's layout, signed levels instead of q - 8
-    static constexpr int kBytes = 18;
+    static constexpr int kBytes = block_layouts::kIQ4_NL;
     static constexpr bool kSigned = true, kHasMin = false;
     static __m256i values(const uint8_t* b) { return iq4_group(b + 2, iq4_levels<0>()); }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
@@ -533,7 +534,7 @@ struct LegacyKind {
     static constexpr int kMaxN = 512;   // activation rows whose scales are prepared at once
     static constexpr int kPanelsPerBlock = 4;
     // Activation blocks: Q8_1 (d, s, qs) for the formats with a min, Q8_0 (d, qs) otherwise.
-    static constexpr int kActBytes = Dec::kHasMin ? 36 : 34;
+    static constexpr int kActBytes = Dec::kHasMin ? block_layouts::kQ8_1 : block_layouts::kQ8_0;
     static constexpr int kActQs = Dec::kHasMin ? 4 : 2;
     static int64_t act_offset(int64_t k0) { return k0 / 32 * kActBytes; }
     static int act_bytes(int kc) { return kc / 32 * kActBytes; }
@@ -678,7 +679,7 @@ struct KQuantKind {
     static constexpr int kPanelsPerBlock = 6;
     static constexpr int kGroups = 256 / Dec::kGroup;
     static constexpr int kGroupDwords = Dec::kGroup / 4;
-    static constexpr int kActBytes = 292;  // Q8_K: d (f32), qs[256], bsums[16] (i16)
+    static constexpr int kActBytes = block_layouts::kQ8_K;
     static int64_t act_offset(int64_t k0) { return k0 / 256 * kActBytes; }
     static int act_bytes(int kc) { return kc / 256 * kActBytes; }
     static int64_t weight_offset(int64_t k0) { return k0 / 256 * Dec::kBytes; }
