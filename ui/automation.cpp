@@ -125,7 +125,7 @@ void AutomationRunner::complete() {
         if (!errors.isEmpty()) return fail(errors.join(QLatin1Char('\n')));
         std::fprintf(stderr, "saved screenshots to %s\n", qPrintable(options_.screenshot_dir));
     }
-    emit finished(0);
+    Q_EMIT finished(0);
 }
 
 void AutomationRunner::fail(const QString& message) {
@@ -133,7 +133,7 @@ void AutomationRunner::fail(const QString& message) {
     failed_ = true;
     stage_ = Stage::Done;
     std::fprintf(stderr, "error: %s\n", qPrintable(message));
-    emit finished(1);
+    Q_EMIT finished(1);
 }
 
 }  // namespace inferscope::ui

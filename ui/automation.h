@@ -32,7 +32,7 @@ public:
     AutomationRunner(MainWindow& window, AutomationOptions options, QObject* parent = nullptr);
     void start();
 
-signals:
+Q_SIGNALS:
     void finished(int exit_code);
 
 private:

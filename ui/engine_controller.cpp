@@ -41,25 +41,25 @@ void EngineController::connect_worker() {
     // Every worker signal arrives queued on this (UI) thread; results of replaced requests
     // are dropped here, so the UI only ever sees the latest request.
     connect(worker_, &EngineWorker::preview_ready, this, [this](quint64 r, const ModelSummary& s) {
-        if (is_current(r)) emit preview_ready(s);
+        if (is_current(r)) Q_EMIT preview_ready(s);
     });
     connect(worker_, &EngineWorker::load_progress, this, [this](quint64 r, double f, const QString& stage) {
-        if (is_current(r)) emit load_progress(f, stage);
+        if (is_current(r)) Q_EMIT load_progress(f, stage);
     });
     connect(worker_, &EngineWorker::model_loaded, this, [this](quint64 r, const ModelSummary& s) {
         // A newer request may have replaced this one after the swap: the model is still the
         // one the worker now holds, so the summary is kept either way.
         model_ = s;
         has_model_ = true;
-        emit model_loaded(s);
+        Q_EMIT model_loaded(s);
         (void)r;
     });
     connect(worker_, &EngineWorker::load_failed, this, [this](quint64 r, const QString& path, const QString& message) {
-        if (is_current(r)) emit load_failed(path, message);
+        if (is_current(r)) Q_EMIT load_failed(path, message);
     });
-    connect(worker_, &EngineWorker::load_cancelled, this, [this](quint64) { emit load_cancelled(); });
+    connect(worker_, &EngineWorker::load_cancelled, this, [this](quint64) { Q_EMIT load_cancelled(); });
     connect(worker_, &EngineWorker::generation_started, this, [this](quint64 r, int n, const QString& text) {
-        if (is_current(r)) emit generation_started(n, text);
+        if (is_current(r)) Q_EMIT generation_started(n, text);
     });
     connect(worker_, &EngineWorker::token_generated, this, [this](quint64 r, const QString& text) {
         if (!is_current(r)) return;
@@ -74,12 +74,12 @@ void EngineController::connect_worker() {
     connect(worker_, &EngineWorker::generation_finished, this, [this](quint64 r, const GenerationReport& report) {
         if (!is_current(r)) return;
         flush_pending();
-        emit generation_finished(report);
+        Q_EMIT generation_finished(report);
     });
     connect(worker_, &EngineWorker::generation_failed, this, [this](quint64 r, const QString& message) {
         if (!is_current(r)) return;
         flush_pending();
-        emit generation_failed(message);
+        Q_EMIT generation_failed(message);
     });
     connect(worker_, &EngineWorker::request_finished, this, [this](quint64 r) {
         if (is_current(r)) flush_pending();
@@ -89,8 +89,8 @@ void EngineController::connect_worker() {
 
 void EngineController::flush_pending() {
     flush_timer_.stop();
-    if (!pending_steps_.isEmpty()) emit steps_completed(std::exchange(pending_steps_, {}));
-    if (!pending_text_.isEmpty()) emit text_generated(std::exchange(pending_text_, {}));
+    if (!pending_steps_.isEmpty()) Q_EMIT steps_completed(std::exchange(pending_steps_, {}));
+    if (!pending_text_.isEmpty()) Q_EMIT text_generated(std::exchange(pending_text_, {}));
 }
 
 quint64 EngineController::start_request() {
@@ -101,7 +101,7 @@ quint64 EngineController::start_request() {
     pending_text_.clear();
     if (!busy_) {
         busy_ = true;
-        emit busy_changed(true);
+        Q_EMIT busy_changed(true);
     }
     return request;
 }
@@ -109,7 +109,7 @@ quint64 EngineController::start_request() {
 void EngineController::finish_request(quint64 request) {
     if (!is_current(request) || !busy_) return;
     busy_ = false;
-    emit busy_changed(false);
+    Q_EMIT busy_changed(false);
 }
 
 void EngineController::load_model(const QString& path) {
@@ -157,16 +157,16 @@ void EngineController::use_weights(std::shared_ptr<const Model> weights, const Q
 void EngineController::connect_lab_jobs() {
     connect(worker_, &EngineWorker::lab_job_progress, this,
             [this](const QString& kind, quint64 job, double fraction, const QString& stage) {
-                if (take_current_lab_job(kind, job, false)) emit lab_job_progress(kind, job, fraction, stage);
+                if (take_current_lab_job(kind, job, false)) Q_EMIT lab_job_progress(kind, job, fraction, stage);
             });
     connect(worker_, &EngineWorker::lab_job_finished, this, [this](const QString& kind, quint64 job, const std::any& result) {
-        if (take_current_lab_job(kind, job, true)) emit lab_job_finished(kind, job, result);
+        if (take_current_lab_job(kind, job, true)) Q_EMIT lab_job_finished(kind, job, result);
     });
     connect(worker_, &EngineWorker::lab_job_failed, this, [this](const QString& kind, quint64 job, const QString& message) {
-        if (take_current_lab_job(kind, job, true)) emit lab_job_failed(kind, job, message);
+        if (take_current_lab_job(kind, job, true)) Q_EMIT lab_job_failed(kind, job, message);
     });
     connect(worker_, &EngineWorker::lab_job_cancelled, this, [this](const QString& kind, quint64 job) {
-        if (take_current_lab_job(kind, job, true)) emit lab_job_cancelled(kind, job);
+        if (take_current_lab_job(kind, job, true)) Q_EMIT lab_job_cancelled(kind, job);
     });
 }
 

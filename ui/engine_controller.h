@@ -60,7 +60,7 @@ public:
     bool has_model() const { return has_model_; }
     const ModelSummary& model() const { return model_; }
 
-signals:
+Q_SIGNALS:
     void preview_ready(const inferscope::ui::ModelSummary& summary);
     void load_progress(double fraction, const QString& stage);
     void model_loaded(const inferscope::ui::ModelSummary& summary);

@@ -129,7 +129,7 @@ bool EngineWorker::page_in_weights(quint64 request, const Model& model) {
             if (bytes_done < next_report) continue;
             next_report += kProgressEveryBytes;
             if (is_stale(request)) return false;
-            emit load_progress(request, 0.3 + 0.65 * static_cast<double>(bytes_done) / static_cast<double>(total_bytes),
+            Q_EMIT load_progress(request, 0.3 + 0.65 * static_cast<double>(bytes_done) / static_cast<double>(total_bytes),
                                tr("Reading weights"));
         }
     }
@@ -139,28 +139,28 @@ bool EngineWorker::page_in_weights(quint64 request, const Model& model) {
 void EngineWorker::load(quint64 request, const QString& path) {
     count_engine_call();
     load_model(request, path);
-    emit request_finished(request);
+    Q_EMIT request_finished(request);
 }
 
 void EngineWorker::load_model(quint64 request, const QString& path) {
     if (is_stale(request)) return;
     try {
-        emit load_progress(request, 0.0, tr("Reading the file header"));
+        Q_EMIT load_progress(request, 0.0, tr("Reading the file header"));
         std::shared_ptr<const Model> model;
         if (const std::optional<BuiltinModel> builtin = builtin_of(path)) {
             model = load_builtin_model(*builtin);
-            emit preview_ready(request, summarize_file(model->file()));
+            Q_EMIT preview_ready(request, summarize_file(model->file()));
         } else {
             GgufFile file = GgufFile::open(path.toStdString());
-            emit preview_ready(request, summarize_file(file));
-            emit load_progress(request, 0.1, tr("Building the tokenizer"));
+            Q_EMIT preview_ready(request, summarize_file(file));
+            Q_EMIT load_progress(request, 0.1, tr("Building the tokenizer"));
             model = Model::from_gguf(std::move(file));
         }
         if (!page_in_weights(request, *model)) {
-            emit load_cancelled(request);
+            Q_EMIT load_cancelled(request);
             return;
         }
-        emit load_progress(request, 0.95, tr("Allocating the KV cache"));
+        Q_EMIT load_progress(request, 0.95, tr("Allocating the KV cache"));
         auto session = make_session(model);
         const ModelSummary summary = describe(*model, *session, path);
         // Replace the previous model only now that the new one is complete.
@@ -169,10 +169,10 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
         weights_.reset();
         weights_description_.clear();
         summary_ = summary;
-        emit load_progress(request, 1.0, tr("Ready"));
-        emit model_loaded(request, summary);
+        Q_EMIT load_progress(request, 1.0, tr("Ready"));
+        Q_EMIT model_loaded(request, summary);
     } catch (const std::exception& e) {
-        emit load_failed(request, path, QString::fromUtf8(e.what()));
+        Q_EMIT load_failed(request, path, QString::fromUtf8(e.what()));
     }
 }
 
@@ -226,20 +226,20 @@ void EngineWorker::rebuild_session(quint64 request) {
             session_ = make_session(session_model());
             summary_ = describe(*model_, *session_, summary_.path);
             summary_.weights = weights_description_;
-            emit model_loaded(request, summary_);
+            Q_EMIT model_loaded(request, summary_);
         } catch (const std::exception& e) {
             vulkan_ = false;  // the session in use stays; later sessions run where it runs
-            emit load_failed(request, summary_.path, QString::fromUtf8(e.what()));
+            Q_EMIT load_failed(request, summary_.path, QString::fromUtf8(e.what()));
         }
     }
-    emit request_finished(request);
+    Q_EMIT request_finished(request);
 }
 
 void EngineWorker::use_weights(quint64 request, std::shared_ptr<const Model> weights, const QString& description) {
     count_engine_call();
     if (!model_) {
-        if (!is_stale(request)) emit load_failed(request, summary_.path, tr("No model is loaded."));
-        emit request_finished(request);
+        if (!is_stale(request)) Q_EMIT load_failed(request, summary_.path, tr("No model is loaded."));
+        Q_EMIT request_finished(request);
         return;
     }
     const auto previous = std::move(weights_);
@@ -274,7 +274,7 @@ GenerationReport EngineWorker::run_generation(quint64 request, const GenerationR
         // space, as llama.cpp's detokenizer does when removing special tokens.
         std::span<const TokenId> shown(prompt);
         if (!shown.empty() && shown.front() == tokenizer.bos_id()) shown = shown.subspan(1);
-        emit generation_started(request, static_cast<int>(prompt.size()),
+        Q_EMIT generation_started(request, static_cast<int>(prompt.size()),
                                 request_data.chat ? request_data.prompt : QString::fromStdString(tokenizer.decode(shown)));
     }
     GenerationOptions options;
@@ -288,13 +288,13 @@ GenerationReport EngineWorker::run_generation(quint64 request, const GenerationR
     options.sampling.seed = request_data.sampling.seed;
 
     const int observer = session_->add_step_observer(
-        [&](const StepEvent& e) { emit step_completed(request, to_record(e, !use_cache)); });
+        [&](const StepEvent& e) { Q_EMIT step_completed(request, to_record(e, !use_cache)); });
     Utf8Stream stream;
     GenerationResult result;
     try {
         result = inferscope::generate(*session_, prompt, options, [&](TokenId id) {
             const bool shown = use_cache && !(request_data.chat && tokenizer.is_end_of_generation(id));
-            if (shown) emit token_generated(request, stream.push(tokenizer.token_to_piece(id)));
+            if (shown) Q_EMIT token_generated(request, stream.push(tokenizer.token_to_piece(id)));
             return !is_stale(request);
         });
     } catch (...) {
@@ -324,18 +324,18 @@ GenerationReport EngineWorker::run_generation(quint64 request, const GenerationR
 
 void EngineWorker::generate(quint64 request, const GenerationRequest& request_data) {
     count_engine_call();
-    if (!is_stale(request) && !session_) emit generation_failed(request, tr("No model is loaded."));
+    if (!is_stale(request) && !session_) Q_EMIT generation_failed(request, tr("No model is loaded."));
     if (!is_stale(request) && session_) {
         try {
-            emit generation_finished(request, run_generation(request, request_data, true));
+            Q_EMIT generation_finished(request, run_generation(request, request_data, true));
             if (request_data.compare_recompute && !is_stale(request)) {
-                emit generation_finished(request, run_generation(request, request_data, false));
+                Q_EMIT generation_finished(request, run_generation(request, request_data, false));
             }
         } catch (const std::exception& e) {
-            emit generation_failed(request, QString::fromUtf8(e.what()));
+            Q_EMIT generation_failed(request, QString::fromUtf8(e.what()));
         }
     }
-    emit request_finished(request);
+    Q_EMIT request_finished(request);
 }
 
 void EngineWorker::run_lab_job(quint64 job, const LabJob& lab_job, std::shared_ptr<const std::atomic<bool>> cancelled) {
@@ -343,23 +343,23 @@ void EngineWorker::run_lab_job(quint64 job, const LabJob& lab_job, std::shared_p
     const QString kind = lab_job.kind;
     // A job replaced while it waited in the queue never starts.
     if (cancelled->load()) {
-        emit lab_job_cancelled(kind, job);
+        Q_EMIT lab_job_cancelled(kind, job);
         return;
     }
     const LabContext context(model_, threads_, cancelled, [this, kind, job](double fraction, const QString& stage) {
-        emit lab_job_progress(kind, job, fraction, stage);
+        Q_EMIT lab_job_progress(kind, job, fraction, stage);
     });
     try {
         std::any result = lab_job.run(context);
         if (cancelled->load()) {
-            emit lab_job_cancelled(kind, job);
+            Q_EMIT lab_job_cancelled(kind, job);
         } else {
-            emit lab_job_finished(kind, job, result);
+            Q_EMIT lab_job_finished(kind, job, result);
         }
     } catch (const LabJobCancelled&) {
-        emit lab_job_cancelled(kind, job);
+        Q_EMIT lab_job_cancelled(kind, job);
     } catch (const std::exception& e) {
-        emit lab_job_failed(kind, job, QString::fromUtf8(e.what()));
+        Q_EMIT lab_job_failed(kind, job, QString::fromUtf8(e.what()));
     }
 }
 

@@ -44,7 +44,7 @@ public:
     // one of lab_job_finished, lab_job_failed and lab_job_cancelled follows.
     void run_lab_job(quint64 job, const LabJob& lab_job, std::shared_ptr<const std::atomic<bool>> cancelled);
 
-signals:
+Q_SIGNALS:
     void preview_ready(quint64 request, const inferscope::ui::ModelSummary& summary);
     void load_progress(quint64 request, double fraction, const QString& stage);
     void model_loaded(quint64 request, const inferscope::ui::ModelSummary& summary);

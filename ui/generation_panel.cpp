@@ -96,7 +96,7 @@ GenerationPanel::GenerationPanel(QWidget* parent)
     layout->addWidget(output_, 1);
     set_running(false);
     update_stats();
-    connect(prompt_, &QPlainTextEdit::textChanged, this, [this] { emit lab_prompt_changed(lab_prompt()); });
+    connect(prompt_, &QPlainTextEdit::textChanged, this, [this] { Q_EMIT lab_prompt_changed(lab_prompt()); });
 }
 
 // Conversation mode (models with a chat template): a system prompt, New chat, and the text
@@ -122,7 +122,7 @@ QWidget* GenerationPanel::build_chat_controls() {
         new_chat();
         system_prompt_->setEnabled(chat_mode());
     });
-    connect(system_prompt_, &QLineEdit::textChanged, this, [this] { emit lab_prompt_changed(lab_prompt()); });
+    connect(system_prompt_, &QLineEdit::textChanged, this, [this] { Q_EMIT lab_prompt_changed(lab_prompt()); });
     return box;
 }
 
@@ -155,7 +155,7 @@ void GenerationPanel::new_chat() {
     last_rendered_tokens_ = 0;
     new_chat_->setEnabled(false);
     show_rendered_->setEnabled(false);
-    emit lab_prompt_changed(lab_prompt());
+    Q_EMIT lab_prompt_changed(lab_prompt());
 }
 
 QVector<ChatMessageText> GenerationPanel::request_history() const {

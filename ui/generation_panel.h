@@ -55,7 +55,7 @@ public:
     QPlainTextEdit* output_view() const { return output_; }
     QCheckBox* chat_toggle() const { return chat_; }
 
-signals:
+Q_SIGNALS:
     void generate_requested();
     void stop_requested();
     // The text the labs analyse changed (typing, a turn, the chat toggle).

@@ -38,7 +38,7 @@ void GpuMemoryProbe::start() {
         }
         // Queued to this object: dropped if it is destroyed before the event is delivered.
         QMetaObject::invokeMethod(
-            this, [this, gpus] { emit detected(gpus); }, Qt::QueuedConnection);
+            this, [this, gpus] { Q_EMIT detected(gpus); }, Qt::QueuedConnection);
     });
     thread_->setParent(this);
     thread_->start();

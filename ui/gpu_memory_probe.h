@@ -33,7 +33,7 @@ public:
     // Lists the devices once, in the background; detected() follows on this object's thread.
     void start();
 
-signals:
+Q_SIGNALS:
     void detected(const QVector<inferscope::ui::GpuMemory>& gpus);
 
 private:

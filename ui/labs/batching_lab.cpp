@@ -134,7 +134,7 @@ void BatchingLab::connect_controller() {
         knee_label_->setText(tr("Move the slider or sweep to measure the curve."));
         replay_->clear_real_result();
         set_model_ready(true);
-        emit rows_changed();
+        Q_EMIT rows_changed();
     });
     follow_lab_progress(controller_, this, *progress_,
                         [](const QString& kind) { return kind == kSweepJob || kind == kRealReplayJob; });
@@ -143,11 +143,11 @@ void BatchingLab::connect_controller() {
             add_rows(std::any_cast<const BatchBenchReport&>(result), kind == kSweepJob);
         } else if (kind == kReplayJob) {
             replay_->set_result(std::any_cast<const ReplayResult&>(result));
-            emit replay_changed();
+            Q_EMIT replay_changed();
         } else if (kind == kRealReplayJob) {
             replay_->set_real_result(std::any_cast<const ReplayResult&>(result));
             status_->setText(tr("Served the trace for real on the loaded model: dashed curves."));
-            emit replay_changed();
+            Q_EMIT replay_changed();
         }
         if (kind == kSweepJob) end_sweep();
         update_cancel_button();
@@ -228,7 +228,7 @@ void BatchingLab::add_rows(const BatchBenchReport& report, bool replace_all) {
                          .arg(point_settings_.prompt_tokens)
                          .arg(point_settings_.generate_tokens)
                          .arg(noisy_points_text()));
-    emit rows_changed();
+    Q_EMIT rows_changed();
     replay();
 }
 

@@ -65,7 +65,7 @@ public:
     // Cancels every running job of this tab.
     void cancel();
 
-signals:
+Q_SIGNALS:
     void rows_changed();
     void replay_changed();
 

@@ -10,9 +10,6 @@
 #include "engine/quant/model_quantizer.h"
 #include "engine/runtime/session.h"
 
-// This file uses no Qt keywords, and SchedulerOptions has a field named like Qt's macro.
-#undef slots
-
 namespace inferscope::ui {
 
 BatchBenchReport measure_batch_sizes(const LabContext& context, const BatchRunSettings& settings) {

@@ -14,12 +14,8 @@
 #include "engine/probes/outlier_analysis.h"
 #include "engine/quant/scheme.h"
 #include "engine/speculative/spec_measure.h"
-// Qt defines `slots` as a macro, and the scheduler has a field of that name.
-#pragma push_macro("slots")
-#undef slots
 #include "engine/runtime/scheduler.h"
 #include "engine/runtime/serving_sim.h"
-#pragma pop_macro("slots")
 #include "ui/lab_job.h"
 
 namespace inferscope::ui {

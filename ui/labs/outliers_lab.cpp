@@ -121,7 +121,7 @@ void OutliersLab::show_report(const OutlierReport& report) {
     show_layer(layer_slider_->value());
     show_int8(*report_);
     heat_strip_->set_layers(report_->layers, QString::fromStdString(report_->tensor));
-    emit report_changed();
+    Q_EMIT report_changed();
 }
 
 const QString& OutliersLab::analysed_prompt() const { return follower_->analysed_prompt(); }

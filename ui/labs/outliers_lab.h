@@ -50,7 +50,7 @@ public:
     // Starts the analysis of the current prompt now (replacing a running one).
     void run_now();
 
-signals:
+Q_SIGNALS:
     void report_changed();
 
 private:

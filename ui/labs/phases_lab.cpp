@@ -172,7 +172,7 @@ void PhasesLab::show_report(const PhasesReport& report) {
                       .arg(noisy_percent());
     }
     status_->setText(lesson);
-    emit report_changed();
+    Q_EMIT report_changed();
 }
 
 QList<ChartPanel*> PhasesLab::panels() const { return {chart_}; }

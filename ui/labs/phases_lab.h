@@ -42,7 +42,7 @@ public:
     PhasesOptions options_fitting(int context_tokens) const;
     void measure();
 
-signals:
+Q_SIGNALS:
     void report_changed();
 
 private:

@@ -17,10 +17,10 @@ PromptFollower::PromptFollower(QWidget& view, EngineController& controller, QStr
     connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
         if (kind != kind_) return;
         analysed_prompt_ = running_prompt_;
-        emit finished(result);
+        Q_EMIT finished(result);
     });
     connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
-        if (kind == kind_) emit failed(message);
+        if (kind == kind_) Q_EMIT failed(message);
     });
     view_.installEventFilter(this);
 }

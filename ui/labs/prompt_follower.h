@@ -50,7 +50,7 @@ public:
     // The lab dropped its result (a new model): no prompt counts as analysed.
     void forget_result() { analysed_prompt_.clear(); }
 
-signals:
+Q_SIGNALS:
     // The current job's result, on the UI thread; analysed_prompt() is already its prompt.
     void finished(const std::any& result);
     void failed(const QString& message);

@@ -302,7 +302,7 @@ void QuantizationLab::on_job_finished(const QString& kind, const std::any& resul
                              .arg(report_->matrices.size())
                              .arg(report_->seconds, 0, 'f', 2)
                              .arg(report_->n_threads));
-        emit report_changed();
+        Q_EMIT report_changed();
     } else if (kind == kQualityJob) {
         append_quality_row(std::any_cast<const QualityRow&>(result));
     } else {
@@ -350,7 +350,7 @@ void QuantizationLab::append_quality_row(const QualityRow& row) {
                          .arg(row.scored_tokens)
                          .arg(QString::fromStdString(quality_settings_.text_name))
                          .arg(format_number(row.ppl, 5), format_number(row.reference_ppl, 5)));
-    emit quality_rows_changed();
+    Q_EMIT quality_rows_changed();
 }
 
 void QuantizationLab::update_enabled() {

@@ -71,7 +71,7 @@ public:
     // Cancels this tab's running jobs.
     void cancel();
 
-signals:
+Q_SIGNALS:
     void report_changed();
     void quality_rows_changed();
 

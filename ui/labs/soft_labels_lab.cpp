@@ -160,7 +160,7 @@ void SoftLabelsLab::show_distribution() {
                              .arg(labels_->mass_beyond_argmax, 0, 'f', 4)
                              .arg(format_number(at_one.top_to_kth_ratio, 4))
                              .arg(at_one.mass_beyond_argmax, 0, 'f', 4));
-    emit labels_changed();
+    Q_EMIT labels_changed();
 }
 
 void SoftLabelsLab::show_student() {

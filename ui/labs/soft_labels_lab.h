@@ -65,7 +65,7 @@ public:
     // Starts the pass over the current prompt now (replacing a running one).
     void run_now();
 
-signals:
+Q_SIGNALS:
     void labels_changed();
 
 private:

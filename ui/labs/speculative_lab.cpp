@@ -242,7 +242,7 @@ void SpeculativeLab::show_result(const SpeculativeRunResult& result) {
             .arg(QString::fromStdString(result.draft_label));  // last: a path may hold '%'
     results_->setText(numbers + speedup_warning(result) + tr("\n\nOutput after the prompt:\n") +
                       QString::fromStdString(result.text));
-    emit result_changed();
+    Q_EMIT result_changed();
 }
 
 QString SpeculativeLab::speedup_warning(const SpeculativeRunResult& result) {

@@ -60,7 +60,7 @@ public:
     SpeculativeRunSettings settings() const;
     void measure();
 
-signals:
+Q_SIGNALS:
     void result_changed();
 
 private:
