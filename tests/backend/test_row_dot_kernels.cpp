@@ -30,7 +30,7 @@
 #include "engine/formats/ggml_type.h"
 #include "engine/formats/quant.h"
 #include "formats/quant_test_util.h"
-#include "kernels/row_dot_test_support.h"
+#include "backend/row_dot_test_support.h"
 
 namespace inferscope {
 namespace {

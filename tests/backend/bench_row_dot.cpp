@@ -13,7 +13,7 @@
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "formats/quant_test_util.h"
-#include "kernels/row_dot_test_support.h"
+#include "backend/row_dot_test_support.h"
 
 using namespace inferscope;
 using testing::block_elements;
