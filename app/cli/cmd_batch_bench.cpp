@@ -6,7 +6,7 @@
 
 #include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
-#include "engine/eval/batch_bench.h"
+#include "engine/bench/batch_bench.h"
 
 namespace inferscope::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
-#include "engine/eval/bench.h"
+#include "engine/bench/bench.h"
 
 namespace inferscope::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/core/error.h"
-#include "engine/eval/bench.h"
+#include "engine/bench/bench.h"
 #include "engine/runtime/session.h"
 
 namespace inferscope {

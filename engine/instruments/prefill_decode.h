@@ -2,7 +2,7 @@
 // Prefill vs decode, as tables: prefill cost (total and per token) against the prompt length,
 // decode step cost against the cache length, and what users see of them: time to first
 // token (the prefill: the first token's logits come out of it) and tokens/s (one per decode
-// step). Measured with the bench (engine/eval/bench.h) on random token ids.
+// step). Measured with the bench (engine/bench/bench.h) on random token ids.
 #include <vector>
 
 namespace inferscope {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/core/sample_stats.h"
-#include "engine/eval/batch_bench.h"
+#include "engine/bench/batch_bench.h"
 #include "engine/eval/soft_labels.h"
 #include "engine/instruments/prefill_decode.h"
 #include "engine/probes/outlier_analysis.h"

@@ -4,7 +4,7 @@
 // the repetitions), with the knee marked; the throughput curve exports the spread too.
 #include <vector>
 
-#include "engine/eval/batch_bench.h"
+#include "engine/bench/batch_bench.h"
 #include "ui/panels/chart_panel.h"
 
 class QLineSeries;

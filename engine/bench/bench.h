@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/eval/memory_bandwidth.h"
+#include "engine/bench/memory_bandwidth.h"
 
 namespace inferscope {
 

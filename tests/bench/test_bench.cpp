@@ -7,8 +7,8 @@
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
-#include "engine/eval/bench.h"
-#include "engine/eval/memory_bandwidth.h"
+#include "engine/bench/bench.h"
+#include "engine/bench/memory_bandwidth.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
 

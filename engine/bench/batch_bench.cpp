@@ -1,4 +1,4 @@
-#include "engine/eval/batch_bench.h"
+#include "engine/bench/batch_bench.h"
 
 #include <algorithm>
 #include <chrono>

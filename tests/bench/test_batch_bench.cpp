@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
-#include "engine/eval/batch_bench.h"
+#include "engine/bench/batch_bench.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
 

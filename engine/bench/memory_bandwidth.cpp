@@ -1,4 +1,4 @@
-#include "engine/eval/memory_bandwidth.h"
+#include "engine/bench/memory_bandwidth.h"
 
 #include <algorithm>
 #include <atomic>

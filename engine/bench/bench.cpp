@@ -1,4 +1,4 @@
-#include "engine/eval/bench.h"
+#include "engine/bench/bench.h"
 
 #include <algorithm>
 #include <chrono>
