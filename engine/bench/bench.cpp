@@ -10,7 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/core/sample_stats.h"
 #include "engine/core/thread_pool.h"
-#include "engine/instruments/kv_accounting.h"
+#include "engine/plan/kv_formula.h"
 #include "engine/model/model.h"
 #include "engine/runtime/session.h"
 
