@@ -3,7 +3,7 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/chat/conversation.h"
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/kv/kv_block_pool.h"
 
 namespace inferscope::cli {
 namespace {

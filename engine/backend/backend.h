@@ -11,8 +11,8 @@
 #include "engine/backend/activation_tap.h"
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
-#include "engine/runtime/kv_cache.h"
-#include "engine/runtime/step_event.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/backend/step_event.h"
 
 namespace inferscope {
 

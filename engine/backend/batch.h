@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/kv/kv_block_pool.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace inferscope {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/plan/kv_formula.h"
-#include "engine/runtime/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 
 namespace inferscope {
 

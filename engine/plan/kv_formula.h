@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/runtime/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 
 namespace inferscope {
 

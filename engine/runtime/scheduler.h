@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/kv/kv_block_pool.h"
 #include "engine/runtime/sampler.h"
 
 namespace inferscope {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/runtime/kv_cache.h"
-#include "engine/runtime/step_event.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/backend/step_event.h"
 
 namespace inferscope {
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "engine/core/huge_page_buffer.h"
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/kv/kv_block_pool.h"
 
 namespace inferscope {
 

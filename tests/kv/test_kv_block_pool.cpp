@@ -6,7 +6,7 @@
 #include <random>
 
 #include "engine/core/error.h"
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/kv/kv_block_pool.h"
 
 namespace inferscope {
 namespace {

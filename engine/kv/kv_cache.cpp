@@ -1,4 +1,4 @@
-#include "engine/runtime/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 
 #include <string>
 

@@ -8,7 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/runtime/generator.h"
-#include "engine/runtime/kv_cache.h"
+#include "engine/kv/kv_cache.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
 

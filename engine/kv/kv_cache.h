@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/runtime/kv_block_pool.h"
+#include "engine/kv/kv_block_pool.h"
 
 namespace inferscope {
 
