@@ -4,6 +4,7 @@
 // older pass, and the chart exports.
 #include <gtest/gtest.h>
 
+#include <QBarCategoryAxis>
 #include <QFile>
 #include <QLabel>
 #include <QSlider>
@@ -80,6 +81,20 @@ void expect_chart_shows(const SoftLabelsLab& lab, const SoftLabels& expected) {
     EXPECT_TRUE(lab.ratio_line().text().contains(format_number(expected.top_to_kth_ratio, 4)))
         << lab.ratio_line().text().toStdString();
     EXPECT_TRUE(lab.ratio_line().text().contains(QString::number(expected.mass_beyond_argmax, 'f', 4)));
+}
+
+// Pieces that look like markup ("</s>", "<0x0A>") are shown escaped on the rich-text axis and
+// kept as they are in the categories and the export.
+TEST(SoftLabelsPanel, PiecesThatLookLikeTagsStayVisible) {
+    SoftLabels labels;
+    labels.top = {{2, "</s>", 0.6}, {13, "<0x0A>", 0.3}, {65, "a", 0.1}};
+    SoftLabelsPanel panel;
+    panel.set_labels(labels);
+    EXPECT_EQ(panel.categories(), (QStringList{QStringLiteral("1 '</s>'"), QStringLiteral("2 '<0x0A>'"), QStringLiteral("3 'a'")}));
+    EXPECT_EQ(panel.plot_data().categories, panel.categories());
+    auto* axis = qobject_cast<QBarCategoryAxis*>(panel.chart()->axes(Qt::Horizontal).front());
+    ASSERT_NE(axis, nullptr);
+    EXPECT_EQ(axis->categories().front(), QStringLiteral("1 '&lt;/s&gt;'"));
 }
 
 TEST_F(SoftLabelsLabTest, ThePromptsDistributionIsTheEnginesSoftLabels) {

@@ -42,7 +42,11 @@ void SoftLabelsPanel::set_labels(const SoftLabels& labels, const QString& studen
         values << labels.top[i].probability;
     }
     replace_bar_values(probabilities_, values);
-    tokens_->setCategories(names);
+    names_ = names;
+    // Axis labels are rich text: a piece such as "</s>" or "<0x0A>" would vanish as a tag.
+    QStringList shown;
+    for (const QString& name : names) shown << name.toHtmlEscaped();
+    tokens_->setCategories(shown);
     chart()->setTitle(
         tr("%1 at T = %2: top %3").arg(distribution_).arg(labels.temperature, 0, 'f', 2).arg(labels.top.size()));
 }
@@ -71,10 +75,17 @@ void SoftLabelsPanel::show_student_bars(const SoftLabels& labels, const QString&
 void SoftLabelsPanel::clear(const QString& title) {
     show_student_bars({}, QString());
     replace_bar_values(probabilities_, {});
+    names_.clear();
     tokens_->clear();
     chart()->setTitle(title);
 }
 
-QStringList SoftLabelsPanel::categories() const { return tokens_->categories(); }
+QStringList SoftLabelsPanel::categories() const { return names_; }
+
+PlotData SoftLabelsPanel::plot_data() const {
+    PlotData data = ChartPanel::plot_data();
+    data.categories = names_;
+    return data;
+}
 
 }  // namespace inferscope::ui

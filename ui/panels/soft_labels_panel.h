@@ -28,6 +28,8 @@ public:
     void set_distribution_name(const QString& distribution) { distribution_ = distribution; }
     // The category axis's labels, "rank 'piece'" (ranks keep them unique when pieces repeat).
     QStringList categories() const;
+    // As ChartPanel's, with the token pieces as they are (the axis shows them escaped).
+    PlotData plot_data() const override;
 
 private:
     void show_student_bars(const SoftLabels& labels, const QString& student);
@@ -37,6 +39,7 @@ private:
     QBarSet* student_;  // in series_ only while a student is shown
     QBarCategoryAxis* tokens_;
     QString distribution_;
+    QStringList names_;  // "rank 'piece'" per bar, unescaped
 };
 
 }  // namespace inferscope::ui
