@@ -38,6 +38,7 @@
 #include "ui/guided_tour.h"
 #include "ui/gpu_memory_probe.h"
 #include "ui/labs/batching_lab.h"
+#include "ui/labs/lab_progress.h"
 #include "ui/labs/outliers_lab.h"
 #include "ui/labs/phases_lab.h"
 #include "ui/labs/quantization_lab.h"
@@ -257,7 +258,7 @@ void MainWindow::connect_controller() {
     connect(c, &EngineController::preview_ready, this, [this](const ModelSummary& s) { model_info_->show_summary(s, false); });
     connect(c, &EngineController::load_progress, this, [this](double fraction, const QString& stage) {
         progress_->setValue(static_cast<int>(fraction * 1000));
-        progress_->setFormat(stage + QStringLiteral(" %p%"));
+        show_progress_text(*progress_, stage);
     });
     connect(c, &EngineController::model_loaded, this, [this](const ModelSummary& s) {
         model_info_->show_summary(s, true);

@@ -16,4 +16,8 @@ class EngineController;
 void follow_lab_progress(EngineController& controller, QObject* context, QProgressBar& bar,
                          std::function<bool(const QString& kind)> owns);
 
+// Writes `stage` and the percentage on `bar`, the stage elided to the bar's width (a long
+// one would be cut mid-word) and whole in the tooltip.
+void show_progress_text(QProgressBar& bar, const QString& stage);
+
 }  // namespace inferscope::ui
