@@ -133,21 +133,21 @@ inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
 // bytes ahead in each row's own stream, whose continuation past the row's end is the same
 // row of the next group; rows no longer than that are requested as many whole groups ahead
 // as fit in total/R bytes of each row.
-struct Ahead {
+struct PrefetchDistances {
     int64_t near = kAhead;              // offset from the current position ...
     int64_t spill_at = INT64_MAX;       // ... while the step's offset in the row is below this,
     int64_t far = kAhead;               // then this one (into the next group)
 
-    static Ahead single() { return {}; }
+    static PrefetchDistances single() { return {}; }
     // Rows that each continue in memory as their own stream (the next row of the stream
     // follows the row's end): total/R bytes ahead in each, never spilling.
-    static Ahead streams(int rows, int64_t total) {
-        Ahead a;
+    static PrefetchDistances streams(int rows, int64_t total) {
+        PrefetchDistances a;
         a.near = a.far = total / (rows > 1 ? rows : 1);
         return a;
     }
-    static Ahead group(uint64_t row_bytes, int rows, int64_t total) {
-        Ahead a;
+    static PrefetchDistances group(uint64_t row_bytes, int rows, int64_t total) {
+        PrefetchDistances a;
         if (rows <= 1) return a;
         const auto rb = static_cast<int64_t>(row_bytes);
         const int64_t each = total / rows;
@@ -215,7 +215,7 @@ void dot_rows_left(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t firs
     const int64_t left = n_rows - first;
     if (left <= 0) return;
     const uint8_t* wr = w + static_cast<uint64_t>(first) * row_bytes;
-    const Ahead ahead = Ahead::group(row_bytes, static_cast<int>(left), K::kAheadBytes);
+    const PrefetchDistances ahead = PrefetchDistances::group(row_bytes, static_cast<int>(left), K::kAheadBytes);
     with_compile_time_count<kGroup - 1>(static_cast<int>(left), [&](auto rows) {
         K::template rows<decltype(rows)::value>(n, wr, row_bytes, x, out + first, 1, ahead);
     });
@@ -227,7 +227,7 @@ void dot_rows_in_neighbour_groups(int64_t n, const uint8_t* w, uint64_t row_byte
                                   float* out) {
     int64_t r = 0;
     if (n_rows >= kGroup) {
-        const Ahead ahead = Ahead::group(row_bytes, kGroup, K::kAheadBytes);
+        const PrefetchDistances ahead = PrefetchDistances::group(row_bytes, kGroup, K::kAheadBytes);
         // The steps prefetch from `near` bytes ahead on: start the lines before that now.
         if (ahead.spill_at == INT64_MAX) {
             prefetch_lines<K::kLocality>(w, std::min<int64_t>(ahead.near, static_cast<int64_t>(row_bytes) * n_rows));
@@ -257,7 +257,7 @@ void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, c
         dot_rows_in_neighbour_groups<K>(n, w, row_bytes, n_rows, x, out);
         return;
     }
-    const Ahead ahead = Ahead::streams(kGroup, K::kAheadBytes);
+    const PrefetchDistances ahead = PrefetchDistances::streams(kGroup, K::kAheadBytes);
     // The steps prefetch from `near` bytes ahead on: start each stream's lines before that now.
     for (int g = 0; g < kGroup; ++g) prefetch_lines<K::kLocality>(w + g * stream_bytes, ahead.near);
     for (int64_t j = 0; j < per_stream; ++j) {
@@ -269,7 +269,7 @@ void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, c
 template <class K>
 float dot_row(int64_t n, const uint8_t* w, const uint8_t* x) {
     float out[1];
-    K::template rows<1>(n, w, 0, x, out, 1, Ahead::single());
+    K::template rows<1>(n, w, 0, x, out, 1, PrefetchDistances::single());
     return out[0];
 }
 
@@ -291,7 +291,7 @@ void batch_over_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_
     const int64_t per_stream = n_rows / kGroup;
     const int64_t grouped = per_stream * kGroup;
     const int left = static_cast<int>(n_rows - grouped);
-    const int64_t ahead = Ahead::streams(kGroup, K::kAheadBytes).near;  // as dot_rows' streams
+    const int64_t ahead = PrefetchDistances::streams(kGroup, K::kAheadBytes).near;  // as dot_rows' streams
     const auto row = [&](int64_t r, int group_rows) {
         __m512 total[B];
         float tail_min[B];
@@ -428,7 +428,7 @@ struct HalvesRows {
     static constexpr int kLocality = kIntoL1;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
-                     const Ahead& ahead) {
+                     const PrefetchDistances& ahead) {
         constexpr int kAcc = R > 4 ? 2 : 4;
         __m512 acc[R][kAcc];
 #pragma GCC unroll 8
@@ -660,7 +660,7 @@ struct PairRows {
     }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
-                     const Ahead& ahead) {
+                     const PrefetchDistances& ahead) {
         const int64_t nb = n / 32;
         __m512 acc0[R], acc1[R];
         __m256 accm[R];  // kMin: [d_w*d_x, m_w*s_x] pairs; the odd lanes count
@@ -964,7 +964,7 @@ struct QuadRows {
     }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
-                     const Ahead& ahead) {
+                     const PrefetchDistances& ahead) {
         const int64_t nb = n / 32;
         __m512 acc0[R], acc1[R], accm[R];  // accm (kMin): [d_w*d_x, m_w*s_x] pairs; the odd lanes count
 #pragma GCC unroll 8
@@ -1199,7 +1199,7 @@ inline void copy_superblock(const uint8_t* x, __m512i* v) {
 // quants are gathered to match once per superblock for all rows (prep) or once per call
 // (lay_out: the four gathered registers, then the bsums and d).
 template <bool Q5>
-struct K4Body {
+struct Q4_KOrQ5_KBody {
     static constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
     static constexpr bool kMin = true;
     struct X {
@@ -1282,12 +1282,12 @@ struct K4Body {
 };
 
 // The other K-quants read the activation's Q8_K bytes directly (a layout is their copy).
-struct XDirect {
+struct Q8_KBytes {
     const uint8_t* p;
     float d;
 };
 struct DirectActivation {
-    using X = XDirect;
+    using X = Q8_KBytes;
     static X prep(const uint8_t* x) { return {x, load_f32(x)}; }
     static void lay_out(const uint8_t* x, __m512i* v) { copy_superblock(x, v); }
     static X view(const __m512i* v) { return prep(reinterpret_cast<const uint8_t*>(v)); }
@@ -1295,14 +1295,14 @@ struct DirectActivation {
 
 // Q6_K and Q3_K: bytes q (0..63, 0..7) in four runs of 64, 16 signed scales, one d; the
 // products are sum(scale * q * x) - offset * sum(scale * bsums) (offset 32, 4).
-struct OffsetW {
+struct OffsetKQuantWeights {
     __m512i q[2][2];       // [h][run]
     __m512i scales[2][2];  // the words that multiply them
     __m256i sc16;
     float d;
 };
 template <int OffsetShift>
-inline void offset_dot(const OffsetW& u, const XDirect& xd, __m512& acc) {
+inline void offset_dot(const OffsetKQuantWeights& u, const Q8_KBytes& xd, __m512& acc) {
     const __m256i offset = _mm256_madd_epi16(load256(xd.p + kQ8_KBsums), u.sc16);
     __m512i sumi = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, OffsetShift)));
     for (int h = 0; h < 2; ++h) {
@@ -1324,7 +1324,7 @@ inline void run_scales(__m256i sc16, __m512i (&out)[2][2]) {
 struct Q6_KBody : DirectActivation {
     static constexpr int64_t kW = kQ6_K;
     static constexpr bool kMin = false;
-    using W = OffsetW;
+    using W = OffsetKQuantWeights;
     static W unpack(const uint8_t* w) {
         const __m512i m30 = _mm512_set1_epi8(0x30);
         W u;
@@ -1345,7 +1345,7 @@ struct Q6_KBody : DirectActivation {
 struct Q3_KBody : DirectActivation {
     static constexpr int64_t kW = kQ3_K;
     static constexpr bool kMin = false;
-    using W = OffsetW;
+    using W = OffsetKQuantWeights;
     static W unpack(const uint8_t* w) {
         const __m512i m3 = _mm512_set1_epi8(3);
         const __m512i four = _mm512_set1_epi8(4);
@@ -1410,7 +1410,7 @@ struct KRows {
     static constexpr int kLocality = kIntoL1;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
-                     const Ahead& ahead) {
+                     const PrefetchDistances& ahead) {
         constexpr int64_t kW = Body::kW;
         const int64_t nb = n / 256;
         __m512 acc[R];
@@ -1683,7 +1683,7 @@ struct IQ4_XSRows {
     }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
-                     const Ahead& ahead) {
+                     const PrefetchDistances& ahead) {
         const int64_t nb = n / 256;
         __m512 acc[R];
 #pragma GCC unroll 8
@@ -1772,8 +1772,8 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
         case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(PairRows<Q5_1Pair>)};
         case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q2_KBody>)};
         case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q3_KBody>)};
-        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<false>>)};
-        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<K4Body<true>>)};
+        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q4_KOrQ5_KBody<false>>)};
+        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q4_KOrQ5_KBody<true>>)};
         case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q6_KBody>)};
         case GgmlType::IQ4_NL:
             return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL2)}
