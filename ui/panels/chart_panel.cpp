@@ -6,6 +6,7 @@
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QCheckBox>
+#include <QGraphicsLayout>
 #include <QHBoxLayout>
 #include <QLogValueAxis>
 #include <QValueAxis>
@@ -25,6 +26,9 @@ ChartPanel::ChartPanel(const QString& export_name, QWidget* parent)
       view_(new QChartView(chart_, chart_area_)) {
     view_->setRenderHint(QPainter::Antialiasing);
     chart_->legend()->setAlignment(Qt::AlignBottom);
+    // Qt's default margins inside and around a chart take room that a small chart needs for its plot.
+    chart_->setMargins(QMargins(8, 4, 8, 4));
+    chart_->layout()->setContentsMargins(2, 2, 2, 2);
     auto* area = new QVBoxLayout(chart_area_);
     area->setContentsMargins(0, 0, 0, 0);
     area->setSpacing(0);
