@@ -26,7 +26,7 @@ void print_table(const BatchBenchReport& report, const std::string& format) {
         for (const BatchBenchRow& r : report.rows) {
             rows.push_back({{"PP", r.prompt_tokens}, {"TG", r.generate_tokens}, {"B", r.batch}, {"N_KV", r.kv_tokens},
                             {"T_PP_s", r.prefill_s}, {"S_PP_tokens_per_s", r.prefill_tokens_per_s}, {"T_TG_s", r.decode_s},
-                            {"S_TG_tokens_per_s", r.decode_tokens_per_s}, {"S_TG_stddev", r.decode_tokens_per_s_stddev},
+                            {"S_TG_tokens_per_s", r.decode_tokens_per_s}, {"S_TG_stddev", r.decode_tokens_per_s_stddev}, {"runs", r.runs},
                             {"ms_per_step", r.ms_per_step}, {"speedup", r.speedup}});
         }
         print_json({{"rows", rows}, {"knee_batch", report.knee_batch}});

@@ -73,6 +73,7 @@ BatchBenchRow run_repeated(InferenceSession& session, int batch, const BatchBenc
     const SampleStats decode = sample_stats(decode_speeds);
     row.decode_tokens_per_s = decode.mean;
     row.decode_tokens_per_s_stddev = decode.stddev;
+    row.runs = decode.count;
     return row;
 }
 

@@ -32,6 +32,7 @@ struct BatchBenchRow {
     double decode_s = 0;         // T_TG
     double decode_tokens_per_s = 0;   // S_TG: the mean over the repetitions of B x TG / T_TG (aggregate)
     double decode_tokens_per_s_stddev = 0;  // sample standard deviation over the repetitions
+    int runs = 0;                           // timed runs the row's means are over
     double ms_per_step = 0;      // T_TG / TG: what each request waits per token
     double speedup = 0;          // S_TG / S_TG at the first batch size
 };

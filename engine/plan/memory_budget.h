@@ -22,7 +22,7 @@ struct BudgetModel {
     int window = 0;
 };
 
-// The presets (0.5b = Qwen2.5-0.5B's configuration; 7b, 13b (full MHA), 70b).
+// The preset model shapes, from a small model's to a large one's with full multi-head attention.
 const std::vector<BudgetModel>& budget_model_presets();
 // A preset by name (InvalidArgument listing the presets when unknown).
 const BudgetModel& budget_model_preset(const std::string& name);
