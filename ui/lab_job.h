@@ -13,6 +13,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "engine/core/progress.h"
+
 namespace inferscope {
 class Model;
 }  // namespace inferscope
@@ -48,6 +50,10 @@ public:
     }
     // `fraction` in [0, 1]; `stage` says what is being measured.
     void progress(double fraction, const QString& stage) const { report_progress_(fraction, stage); }
+    // The progress an engine call takes: its updates become this job's (worded by
+    // `describe`), passed on only at another percent or text since a tiny model makes
+    // thousands of steps per second; the call stops once the job is cancelled.
+    Progress engine_progress(std::function<QString(const ProgressUpdate&)> describe) const;
 
 private:
     std::shared_ptr<const Model> model_;

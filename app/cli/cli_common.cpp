@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include <unistd.h>
 
@@ -136,6 +137,23 @@ std::string terminal_safe(std::string_view text, bool keep_line_breaks) {
         }
     }
     return out;
+}
+
+Progress stderr_progress(const std::string& label) {
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;
+    auto last_stage = std::make_shared<std::string>();
+    return Progress([label, terminal, last_stage](const ProgressUpdate& u) {
+        const bool last = u.done == u.total;
+        const std::string line = label + ": " + std::string(u.stage) + " " + std::to_string(u.done) + "/" +
+                                 std::to_string(u.total) + (u.item.empty() ? "" : " " + std::string(u.item));
+        if (terminal) {
+            std::fprintf(stderr, "\r%-70s%s", line.c_str(), last ? "\n" : "");
+        } else if (last || u.stage != *last_stage || (u.total > 0 && u.done * 10 / u.total != (u.done - 1) * 10 / u.total)) {
+            std::fprintf(stderr, "%s\n", line.c_str());
+        }
+        *last_stage = u.stage;
+        std::fflush(stderr);
+    });
 }
 
 std::string read_text_file(const std::string& path) { return read_regular_file(path, "a text file", kMaxTextFileBytes); }

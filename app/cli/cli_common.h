@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/core/progress.h"
 #include "engine/model/model.h"
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/session.h"
@@ -68,6 +69,10 @@ private:
     bool terminal_;
     std::string held_;
 };
+
+// Progress lines on stderr, "LABEL: STAGE DONE/TOTAL ITEM": one line rewritten on a
+// terminal; in a log, a line when the stage changes, at every tenth and at the end.
+Progress stderr_progress(const std::string& label);
 
 // Texts for perplexity, prompts, templates and messages; beyond this a run would take hours.
 inline constexpr uint64_t kMaxTextFileBytes = uint64_t{256} << 20;

@@ -95,7 +95,7 @@ void add_batch_bench_command(CLI::App& app) {
         b.prompt_tokens = o->prompt_tokens;
         b.generate_tokens = o->generate_tokens;
         b.repetitions = o->repetitions;
-        b.on_progress = [](const std::string& what) { std::fprintf(stderr, "batch-bench: %s done\n", what.c_str()); };
+        b.progress = stderr_progress("batch-bench");
         print_table(run_batch_bench(session, b), o->model.json ? "json" : o->output);
     });
 }

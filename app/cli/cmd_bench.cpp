@@ -127,7 +127,7 @@ void run_bench_command(BenchCliOptions o) {
         b.measure_bandwidth = false;
         std::fprintf(stderr, "note: no bandwidth floor for --backend vulkan without --membw-gbs (the device's GB/s)\n");
     }
-    b.on_progress = [](const std::string& run) { std::fprintf(stderr, "bench: %s done\n", run.c_str()); };
+    b.progress = stderr_progress("bench");
     const BenchReport report = run_bench(session, b);
     print_rows(rows_of(*model, session, report, o.membw, o.membw_gbs > 0), o.model.json ? "json" : o.output);
 }

@@ -124,10 +124,7 @@ EvalRow compare_candidate(const EvalCliOptions& o, const EvalInputs& in, Inferen
     DistributionOptions d;
     d.n_ctx = o.model.ctx;
     d.n_batch = o.n_batch;
-    d.on_chunk = [&label](int done, int total) {
-        std::fprintf(stderr, "eval %s: chunk %d/%d\n", label.c_str(), done, total);
-        return true;
-    };
+    d.progress = stderr_progress("eval " + label);
     row.distribution = compare_distributions(reference, session, in.text_tokens, d);
     row.ppl = row.distribution->candidate_ppl;
     row.ppl_stderr = row.distribution->candidate_ppl_stderr;
@@ -157,7 +154,7 @@ void evaluate_scheme(const EvalCliOptions& o, const EvalInputs& in, InferenceSes
     QuantRunOptions q;
     q.include_embeddings = o.include_embeddings;
     q.n_threads = o.model.threads;
-    q.on_progress = stderr_progress("eval " + scheme.name() + ": quantizing");
+    q.progress = stderr_progress("eval " + scheme.name());
     const QuantizedModel quantized = quantize_model(reference.model_ptr(), scheme, q);
     EvalRow row;
     row.label = scheme.name();

@@ -26,12 +26,12 @@ void run_perplexity(PerplexityCliOptions o) {
     p.n_batch = o.n_batch;
     std::fprintf(stderr, "perplexity: %zu tokens, %zu chunks of %d, %s\n", tokens.size(),
                  tokens.size() / static_cast<size_t>(p.n_ctx), p.n_ctx, session.backend().name().c_str());
-    p.on_chunk = [](int done, int total, double running) {
-        std::fprintf(stderr, "[%d]%.4f%s", done, running, done == total ? "\n" : ",");
-        std::fflush(stderr);
-        return true;
-    };
+    p.progress = stderr_progress("perplexity");
     const PerplexityResult r = compute_perplexity(session, tokens, p);
+    // The running PPL after each chunk, as llama-perplexity prints it.
+    for (size_t c = 0; c < r.running_ppl.size(); ++c) {
+        std::fprintf(stderr, "[%zu]%.4f%s", c + 1, r.running_ppl[c], c + 1 == r.running_ppl.size() ? "\n" : ",");
+    }
     if (o.model.json) {
         print_json({{"ppl", r.ppl},
                     {"ppl_stderr", r.ppl_stderr},

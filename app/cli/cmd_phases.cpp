@@ -51,6 +51,7 @@ void run(PhasesCliOptions o) {
     check_phases_options(o.phases, model->config().context_length);
     o.model.ctx = phases_context_needed(o.phases);
     InferenceSession session(model, session_options(o.model), make_backend(o.model, model, /*op_timestamps=*/false));
+    o.phases.progress = stderr_progress("phases");
     const PhasesReport report = measure_phases(session, o.phases);
     if (o.model.json) {
         print_json(report_json(*model, o.phases, report));

@@ -134,7 +134,7 @@ void run_quant(const QuantCliOptions& o) {
     options.include_embeddings = o.include_embeddings;
     options.k_sigma = o.k_sigma;
     options.n_threads = o.model.threads;
-    options.on_progress = stderr_progress("quant");
+    options.progress = stderr_progress("quant");
     const QuantReport r = analyze_quantization(*model, schemes, options);
     std::fprintf(stderr, "quant: %zu matrices, %s parameters, %zu scheme(s) in %.2f s on %d threads\n",
                  r.matrices.size(), with_thousands(r.quantized_parameters).c_str(), schemes.size(), r.seconds,

@@ -28,7 +28,7 @@ void run_quantize(const QuantizeCliOptions& o) {
     QuantRunOptions options;
     options.include_embeddings = o.include_embeddings;
     options.n_threads = o.model.threads;
-    options.on_progress = stderr_progress("quantize " + scheme.name());
+    options.progress = stderr_progress("quantize " + scheme.name());
     const QuantizedModel q = quantize_model(model, scheme, options);
     const GgufWriter writer = export_quantized_gguf(*q.model, scheme);
     writer.write_file(o.output);

@@ -101,8 +101,7 @@ void run_serve_sim(ServeSimOptions o) {
     std::vector<int> chunks;  // steps with more tokens than slots: the newcomers' prompts
     for (int c = 2 * o.slots; c <= kLargestChunk; c *= 2) chunks.push_back(c);
     const std::vector<int> contexts = {o.trace.prompt_tokens, o.trace.prompt_tokens + o.trace.max_output_tokens};
-    std::fprintf(stderr, "serve-sim: measuring step costs on the model\n");
-    const StepCostModel costs = StepCostModel::measure(session, batches, chunks, contexts, 5);
+    const StepCostModel costs = StepCostModel::measure(session, batches, chunks, contexts, 5, stderr_progress("serve-sim"));
 
     std::vector<BatchingPolicy> policies;
     if (o.policy != "continuous") policies.push_back(BatchingPolicy::Static);

@@ -93,6 +93,7 @@ void run_spec(const SpecCliOptions& o) {
     so.temperature = o.temperature;
     so.seed = o.seed;
     so.stop_at_end_of_generation = !o.ignore_eos;
+    so.progress = stderr_progress("spec");
     r.measured = measure_speculative(target, draft, prompt, so);
     if (o.model.json) {
         print_json(report_json(o, r, target_model->tokenizer()));

@@ -1,8 +1,6 @@
 #include "app/cli/quant_cli_common.h"
 
-#include <cstdio>
-#include <unistd.h>
-
+#include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
 
@@ -48,22 +46,8 @@ CompanionModel companion_model(const std::shared_ptr<const Model>& base, const s
     const QuantScheme scheme = parse_quant_scheme(choice.scheme);
     QuantRunOptions q;
     q.n_threads = n_threads;
-    q.on_progress = stderr_progress("quantizing under " + scheme.name());
+    q.progress = stderr_progress(scheme.name());
     return {quantize_model(base, scheme, q).model, base_label + " under " + scheme.name()};
-}
-
-std::function<bool(int, int, const std::string&)> stderr_progress(const std::string& label) {
-    const bool terminal = ::isatty(STDERR_FILENO) != 0;
-    return [label, terminal](int done, int total, const std::string& matrix) {
-        // On a terminal the line is rewritten; in a log only every 10 % and the end appear.
-        if (terminal) {
-            std::fprintf(stderr, "\r%s: %d/%d %-40s%s", label.c_str(), done, total, matrix.c_str(), done == total ? "\n" : "");
-        } else if (done == total || (done * 10 / total) != ((done - 1) * 10 / total)) {
-            std::fprintf(stderr, "%s: %d/%d %s\n", label.c_str(), done, total, matrix.c_str());
-        }
-        std::fflush(stderr);
-        return true;
-    };
 }
 
 }  // namespace inferscope::cli

@@ -45,7 +45,4 @@ struct CompanionModel {
 CompanionModel companion_model(const std::shared_ptr<const Model>& base, const std::string& base_label,
                                const CompanionChoice& choice, int n_threads);
 
-// A progress callback that rewrites one stderr line: "quant int4:g128: 37/168 blk.5.attn_k.weight".
-std::function<bool(int, int, const std::string&)> stderr_progress(const std::string& label);
-
 }  // namespace inferscope::cli

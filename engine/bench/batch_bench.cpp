@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
 
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
@@ -105,7 +106,12 @@ BatchBenchReport run_batch_bench(InferenceSession& session, const BatchBenchOpti
     BatchBenchReport report;
     for (int batch : sizes) {
         report.rows.push_back(run_repeated(session, batch, o, rng));
-        if (o.on_progress) o.on_progress("B=" + std::to_string(batch));
+        o.progress.report("batch sizes", static_cast<int64_t>(report.rows.size()), static_cast<int64_t>(sizes.size()),
+                          "B=" + std::to_string(batch));
+        if (o.progress.cancelled()) {
+            report.cancelled = true;
+            return report;
+        }
     }
     for (BatchBenchRow& row : report.rows) row.speedup = row.decode_tokens_per_s / report.rows.front().decode_tokens_per_s;
     report.knee_batch = find_knee(report.rows, o.knee_gain);

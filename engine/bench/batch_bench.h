@@ -5,9 +5,9 @@
 // reads the weights once for all of them: throughput rises with B until the step turns
 // compute-bound (the knee).
 #include <cstdint>
-#include <functional>
-#include <string>
 #include <vector>
+
+#include "engine/core/progress.h"
 
 namespace inferscope {
 
@@ -19,7 +19,9 @@ struct BatchBenchOptions {
     int generate_tokens = 32;   // TG
     double knee_gain = 0.10;    // doubling B must gain at least this much throughput
     int repetitions = 1;        // timed runs per batch size; a row holds their means
-    std::function<void(const std::string&)> on_progress;
+    // Reported after each batch size (stage "batch sizes", item "B=8"); once cancelled, the
+    // report holds the rows measured and no knee.
+    Progress progress;
 };
 
 struct BatchBenchRow {
@@ -40,6 +42,7 @@ struct BatchBenchRow {
 struct BatchBenchReport {
     std::vector<BatchBenchRow> rows;
     int knee_batch = 0;  // the first B after which doubling B gains < knee_gain (0: none)
+    bool cancelled = false;
 };
 
 // The session needs room for max(batch_sizes) sequences of PP + TG tokens.

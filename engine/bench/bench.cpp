@@ -145,6 +145,8 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
     std::mt19937 rng(1234);
     // Round r runs every test once (round 0 is the warm-up), so that a slow minute on a shared
     // machine falls on all the tests alike and their ratios (such as the loss at depth) hold.
+    const auto runs_total = static_cast<int64_t>(tests.size()) * (options.repetitions + 1);
+    int64_t runs_done = 0;
     for (int r = 0; r <= options.repetitions; ++r) {
         const bool timed = r > 0;
         for (BenchResult& t : tests) {
@@ -153,9 +155,11 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
             }
             const double tps = run_once(session, t, options.ubatch, rng);
             if (timed) t.tokens_per_s.push_back(tps);
-            if (options.on_progress) {
-                options.on_progress(t.test + (timed ? " run " + std::to_string(r) + "/" + std::to_string(options.repetitions)
-                                                    : std::string(" warm-up")));
+            options.progress.report(t.test, ++runs_done, runs_total,
+                                    timed ? "run " + std::to_string(r) + "/" + std::to_string(options.repetitions) : "warm-up");
+            if (options.progress.cancelled()) {
+                report.cancelled = true;
+                return report;
             }
         }
     }

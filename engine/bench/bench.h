@@ -6,12 +6,12 @@
 // tokens/s cannot exceed bandwidth / bytes read per token. Token ids are random; nothing
 // is tokenized or sampled inside the timed region.
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/bench/memory_bandwidth.h"
+#include "engine/core/progress.h"
 
 namespace inferscope {
 
@@ -33,7 +33,9 @@ struct BenchOptions {
     // A given bandwidth for the floor instead of measuring host RAM (a GPU's memory
     // bandwidth when the backend runs there); 0: measure when measure_bandwidth is set.
     double given_bandwidth_bytes_per_s = 0;
-    std::function<void(const std::string&)> on_progress;  // a line per finished run ("tg128 run 2/5", "... warm-up")
+    // Reported after each run (stage the test, "tg128"; item "warm-up" or "run 2/5"); once
+    // cancelled, the report has no results.
+    Progress progress;
 };
 
 struct BenchResult {
@@ -58,6 +60,7 @@ struct BenchReport {
     uint64_t weight_bytes_per_token = 0;  // every matrix a decode step multiplies with
     std::optional<BandwidthResult> bandwidth;
     std::vector<BenchResult> results;
+    bool cancelled = false;
 };
 
 // The weight bytes one decode step reads: all projection matrices and the output matrix

@@ -101,7 +101,8 @@ PerplexityResult compute_perplexity(InferenceSession& session, std::span<const T
         perplexity_chunk(tokens, n_ctx, c, tokenizer, chunk);
         score_chunk(session, chunk, std::max(1, options.n_batch), acc);
         result.running_ppl.push_back(acc.ppl());
-        if (options.on_chunk && !options.on_chunk(c + 1, result.n_chunks, acc.ppl())) {
+        options.progress.report("scoring chunks", c + 1, result.n_chunks);
+        if (options.progress.cancelled()) {
             result.cancelled = true;
             break;
         }

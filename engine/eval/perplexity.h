@@ -5,10 +5,10 @@
 // half of each chunk is scored (logits at positions n_ctx/2 .. n_ctx-2 predict the next
 // token). PPL = exp(mean NLL); the error is PPL x the standard error of the mean NLL.
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
+#include "engine/core/progress.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace inferscope {
@@ -18,9 +18,9 @@ class InferenceSession;
 struct PerplexityOptions {
     int n_ctx = 512;
     int n_batch = 512;  // tokens per forward step within a chunk
-    // Called after each chunk with (chunks done, chunks total, running PPL); return false
-    // to cancel (the result then covers the chunks done).
-    std::function<bool(int, int, double)> on_chunk;
+    // Reported after each chunk (stage "scoring chunks"); once cancelled, the result covers
+    // the chunks done. The running PPL is in the result.
+    Progress progress;
 };
 
 struct PerplexityResult {

@@ -128,7 +128,8 @@ DistributionComparison compare_distributions(InferenceSession& reference, Infere
     for (int c = 0; c < result.n_chunks; ++c) {
         perplexity_chunk(tokens, options.n_ctx, c, reference.model().tokenizer(), chunk);
         compare_chunk(reference, candidate, chunk, std::max(1, options.n_batch), sums);
-        if (options.on_chunk && !options.on_chunk(c + 1, result.n_chunks)) {
+        options.progress.report("scoring chunks", c + 1, result.n_chunks);
+        if (options.progress.cancelled()) {
             result.cancelled = true;
             result.n_chunks = c + 1;
             break;

@@ -6,10 +6,10 @@
 // beyond one step; and greedy agreement: the reference generates greedily, the candidate,
 // teacher-forced on the same prefix, picks its argmax at each position.
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
+#include "engine/core/progress.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace inferscope {
@@ -19,9 +19,9 @@ class InferenceSession;
 struct DistributionOptions {
     int n_ctx = 512;    // chunk length, as perplexity's -c
     int n_batch = 512;  // tokens per forward step within a chunk
-    // After each chunk with (chunks done, total); return false to cancel (the result then
-    // covers the chunks done).
-    std::function<bool(int, int)> on_chunk;
+    // Reported after each chunk (stage "scoring chunks"); once cancelled, the result covers
+    // the chunks done.
+    Progress progress;
 };
 
 struct DistributionComparison {

@@ -59,9 +59,14 @@ void check_phases_options(const PhasesOptions& o, int max_context) {
 PhasesReport measure_phases(InferenceSession& session, const PhasesOptions& o) {
     check_phases_options(o, session.context_size());
     PhasesReport report;
+    const double prefill_share = static_cast<double>(o.prompt_lengths.size()) /
+                                 static_cast<double>(o.prompt_lengths.size() + o.context_lengths.size());
     BenchOptions prefill = bench_options(o);
     prefill.prompt_lengths = o.prompt_lengths;
-    for (const BenchResult& r : run_bench(session, prefill).results) {
+    prefill.progress = o.progress.share(0, prefill_share);
+    const BenchReport prefill_report = run_bench(session, prefill);
+    if (prefill_report.cancelled) return {.prefill = {}, .decode = {}, .cancelled = true};
+    for (const BenchResult& r : prefill_report.results) {
         PrefillRow row;
         row.n_prompt = r.n_prompt;
         row.tokens_per_s = r.mean;
@@ -74,7 +79,10 @@ PhasesReport measure_phases(InferenceSession& session, const PhasesOptions& o) {
     BenchOptions decode = bench_options(o);
     decode.generate_lengths = {o.decode_steps};
     decode.depths = o.context_lengths;
-    for (const BenchResult& r : run_bench(session, decode).results) {
+    decode.progress = o.progress.share(prefill_share, 1);
+    const BenchReport decode_report = run_bench(session, decode);
+    if (decode_report.cancelled) return {.prefill = {}, .decode = {}, .cancelled = true};
+    for (const BenchResult& r : decode_report.results) {
         report.decode.push_back({r.depth, 1000.0 / r.mean, r.mean, r.stddev});
     }
     return report;

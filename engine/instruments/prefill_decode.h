@@ -5,6 +5,8 @@
 // step). Measured with the bench (engine/bench/bench.h) on random token ids.
 #include <vector>
 
+#include "engine/core/progress.h"
+
 namespace inferscope {
 
 class InferenceSession;
@@ -15,6 +17,9 @@ struct PhasesOptions {
     int decode_steps = 8;  // tokens decoded after each cache length; the step cost is their mean
     int repetitions = 3;   // timed runs per length, after one warm-up
     int ubatch = 512;      // prompt tokens per forward pass
+    // The bench's reports, prefill tests first (stage "pp64", item "run 2/3"); once
+    // cancelled, the report is empty.
+    Progress progress;
 };
 
 struct PrefillRow {
@@ -36,6 +41,7 @@ struct DecodeRow {
 struct PhasesReport {
     std::vector<PrefillRow> prefill;
     std::vector<DecodeRow> decode;
+    bool cancelled = false;
 };
 
 // Tokens of context the run needs: the longest prompt, and the deepest cache plus the steps.

@@ -97,7 +97,8 @@ QuantReport run_quantization(const Model& model, std::span<const QuantScheme> sc
         report.quantized_parameters += static_cast<uint64_t>(m.rows * m.cols);
         reference_bytes_of_matrices += m.bytes();
         report.matrices.push_back(std::move(info));
-        if (options.on_progress && !options.on_progress(index + 1, total, m.name)) {
+        options.progress.report("quantizing", index + 1, total, m.name);
+        if (options.progress.cancelled()) {
             report.cancelled = true;
             break;
         }

@@ -5,12 +5,12 @@
 // aggregates, and optionally the quantized model itself, which executes GGUF schemes as
 // their packed blocks and INT/NF4 schemes as exact dequantized F32 weights.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "engine/core/progress.h"
 #include "engine/formats/ggml_type.h"
 #include "engine/quant/matrix_quantizer.h"
 #include "engine/quant/scheme.h"
@@ -24,9 +24,9 @@ struct QuantRunOptions {
     bool include_embeddings = false;  // also token_embd and (when not tied) output
     double k_sigma = 6.0;             // outlier threshold for the statistics
     int n_threads = 0;                // 0: one per physical core
-    // Called after each matrix with (matrices done, total, name of the matrix just done);
-    // return false to cancel: the report then covers the matrices done and no model is built.
-    std::function<bool(int, int, const std::string&)> on_progress;
+    // Reported after each matrix (stage "quantizing", item its name); once cancelled, the
+    // report covers the matrices done and no model is built.
+    Progress progress;
 };
 
 // The matrices a run quantizes, in order: per layer q, k, v, o, gate, up, down; then

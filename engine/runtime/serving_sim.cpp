@@ -103,18 +103,24 @@ double measure_step(InferenceSession& session, int sequences, int tokens_each, i
 
 StepCostModel StepCostModel::measure(InferenceSession& session, std::span<const int> decode_batches,
                                      std::span<const int> chunk_tokens, std::span<const int> contexts, int repetitions,
-                                     const std::function<void(const std::string&)>& on_progress) {
+                                     const Progress& progress) {
     std::mt19937 rng(77);
     std::vector<Point> points;
     const int reps = std::max(1, repetitions);
+    const auto total = static_cast<int64_t>(contexts.size() * (decode_batches.size() + chunk_tokens.size()));
+    const auto priced = [&](const std::string& what) {
+        progress.report("pricing steps", static_cast<int64_t>(points.size()), total, what);
+        return !progress.cancelled();
+    };
     for (int context : contexts) {
+        const std::string at = " at context " + std::to_string(context);
         for (int batch : decode_batches) {
             points.push_back({batch, context, measure_step(session, batch, 1, context, reps, rng)});
-            if (on_progress) on_progress("cost: " + std::to_string(batch) + " decodes at context " + std::to_string(context));
+            if (!priced(std::to_string(batch) + " decodes" + at)) return StepCostModel(std::move(points));
         }
         for (int chunk : chunk_tokens) {
             points.push_back({chunk, context, measure_step(session, 1, chunk, context, reps, rng)});
-            if (on_progress) on_progress("cost: a " + std::to_string(chunk) + "-token chunk at context " + std::to_string(context));
+            if (!priced("a " + std::to_string(chunk) + "-token chunk" + at)) return StepCostModel(std::move(points));
         }
     }
     return StepCostModel(std::move(points));

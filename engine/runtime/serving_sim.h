@@ -3,13 +3,13 @@
 // charges those costs instead of running the engine (so a trace of thousands of steps replays
 // in milliseconds), and a seeded request-trace generator.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/core/progress.h"
 #include "engine/runtime/scheduler.h"
 
 namespace inferscope {
@@ -34,9 +34,11 @@ public:
     // max(contexts) + max(chunk_tokens) tokens): steps of B decoding sequences for each B in
     // decode_batches, and prompt chunks of each size in chunk_tokens, at every context; each
     // point is the mean of `repetitions` timed steps (a replay pays the slow steps too).
+    // Reported after each point (stage "pricing steps"); once cancelled, the model holds the
+    // points priced so far.
     static StepCostModel measure(InferenceSession& session, std::span<const int> decode_batches,
                                  std::span<const int> chunk_tokens, std::span<const int> contexts, int repetitions,
-                                 const std::function<void(const std::string&)>& on_progress = {});
+                                 const Progress& progress = {});
 
     double seconds(int tokens, int context) const;
     double step_seconds(int decode_tokens, int prefill_tokens, int context) const {

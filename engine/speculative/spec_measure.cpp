@@ -7,11 +7,10 @@
 namespace inferscope {
 namespace {
 
-constexpr std::string_view kPlainStage = "plain decoding";
-constexpr std::string_view kSpeculativeStage = "speculative decoding";
+// The progress bar's halves: plain decoding, then the speculative run.
+constexpr double kPlainShare = 0.5;
 
-GenerationResult plain_decoding(InferenceSession& target, std::span<const TokenId> prompt, const SpeculativeOptions& o,
-                                const SpeculativeProgress& on_progress) {
+GenerationResult plain_decoding(InferenceSession& target, std::span<const TokenId> prompt, const SpeculativeOptions& o) {
     GenerationOptions g;
     g.n_predict = o.n_predict;
     g.sampling.temperature = o.temperature;
@@ -21,10 +20,12 @@ GenerationResult plain_decoding(InferenceSession& target, std::span<const TokenI
     g.sampling.seed = o.seed;
     g.reuse_cached_prefix = false;
     g.stop_at_end_of_generation = false;
+    const Progress progress = o.progress.share(0, kPlainShare);
     int done = 0;
-    TokenCallback on_token;
-    if (on_progress) on_token = [&](TokenId) { return on_progress(kPlainStage, ++done, o.n_predict); };
-    return generate(target, prompt, g, on_token);
+    return generate(target, prompt, g, [&](TokenId) {
+        progress.report("plain decoding", ++done, o.n_predict);
+        return !progress.cancelled();
+    });
 }
 
 // Plain decoding's time until `n_tokens` are known: TTFT + (n - 1) decode steps (generate()
@@ -34,24 +35,18 @@ double plain_ms_for(const GenerationTimings& t, int n_tokens) { return t.ttft_ms
 }  // namespace
 
 SpeculativeMeasurement measure_speculative(InferenceSession& target, InferenceSession& draft,
-                                           std::span<const TokenId> prompt, const SpeculativeOptions& options,
-                                           const SpeculativeProgress& on_progress) {
+                                           std::span<const TokenId> prompt, const SpeculativeOptions& options) {
     // Bad options and vocabularies fail before the plain run rather than after it.
     check_speculative_options(options);
     check_same_vocabulary(target.model(), draft.model());
     SpeculativeMeasurement m;
-    m.plain = plain_decoding(target, prompt, options, on_progress);
+    m.plain = plain_decoding(target, prompt, options);
     if (m.plain.stop_reason == "cancelled") {
         m.cancelled = true;
         return m;
     }
     SpeculativeOptions o = options;
-    if (on_progress) {
-        o.on_round = [&](int generated) {
-            const bool go_on = !options.on_round || options.on_round(generated);
-            return on_progress(kSpeculativeStage, generated, options.n_predict) && go_on;
-        };
-    }
+    o.progress = options.progress.share(kPlainShare, 1);
     m.speculative = speculative_generate(target, draft, prompt, o);
     m.cancelled = m.speculative.stop_reason == "cancelled";
     const std::vector<TokenId>& made = m.speculative.generated;

@@ -4,10 +4,8 @@
 // first, so that the speculative run does not find the target's weights warmer than plain
 // decoding did; its decode step prices the cost ratio c = draft step / target step, and its
 // time to as many tokens as the speculative run made gives the real speed-up.
-#include <functional>
 #include <optional>
 #include <span>
-#include <string_view>
 
 #include "engine/runtime/generator.h"
 #include "engine/speculative/speculative.h"
@@ -23,17 +21,14 @@ struct SpeculativeMeasurement {
     // Greedy only: whether the speculative tokens are a prefix of plain decoding's (they
     // must be: plain decoding does not stop at end of generation).
     std::optional<bool> identical_to_plain;
-    bool cancelled = false;  // stopped by the progress callback; the numbers are then partial
+    bool cancelled = false;  // stopped through options.progress; the numbers are then partial
 };
 
-// (stage: "plain decoding" or "speculative decoding", tokens done, tokens to make); return
-// false to cancel at the next token (plain) or verify round (speculative).
-using SpeculativeProgress = std::function<bool(std::string_view, int, int)>;
-
-// Plain decoding, then speculative_generate with `options` (whose on_round is still called),
-// each in a fresh sequence of its session. Errors as speculative_generate's.
+// Plain decoding, then speculative_generate with `options`, each in a fresh sequence of its
+// session. options.progress covers both halves: stage "plain decoding" (tokens made of
+// n_predict; cancelled at the next token), then "speculative decoding" (cancelled at the
+// next verify round). Errors as speculative_generate's.
 SpeculativeMeasurement measure_speculative(InferenceSession& target, InferenceSession& draft,
-                                           std::span<const TokenId> prompt, const SpeculativeOptions& options,
-                                           const SpeculativeProgress& on_progress = {});
+                                           std::span<const TokenId> prompt, const SpeculativeOptions& options);
 
 }  // namespace inferscope

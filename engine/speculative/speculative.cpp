@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
@@ -19,6 +20,7 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
 constexpr int kPrefillBatch = 512;  // prompt tokens per forward pass
+constexpr std::string_view kSpeculativeStage = "speculative decoding";
 
 TokenId draw(std::span<const double> weights, std::mt19937_64& rng) {
     std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
@@ -75,7 +77,9 @@ public:
             // Near the end of the context the target can verify fewer positions.
             propose(std::min(options_.gamma, context_ - static_cast<int>(tokens_.size())));
             more = commit(verify());
-            if (more && options_.on_round && !options_.on_round(static_cast<int>(result_.generated.size()))) {
+            if (!more) break;
+            options_.progress.report(kSpeculativeStage, static_cast<int64_t>(result_.generated.size()), options_.n_predict);
+            if (options_.progress.cancelled()) {
                 result_.stop_reason = "cancelled";
                 more = false;
             }

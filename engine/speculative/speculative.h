@@ -12,12 +12,12 @@
 // the token is drawn from norm(max(0, p - q)); after gamma acceptances a bonus token is drawn
 // from p. Each emitted token is then distributed exactly as a sample from p.
 #include <cstdint>
-#include <functional>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "engine/core/progress.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace inferscope {
@@ -31,10 +31,9 @@ struct SpeculativeOptions {
     float temperature = 0.0f;   // <= 0: greedy
     uint64_t seed = 42;
     bool stop_at_end_of_generation = true;
-    // Called after each verify round that does not end the run, with the number of tokens
-    // generated so far; returning false stops the run there with stop reason "cancelled"
-    // (as generate()'s token callback does).
-    std::function<bool(int)> on_round;
+    // Reported after each verify round (stage "speculative decoding", tokens generated of
+    // n_predict); once cancelled, the run stops there with stop reason "cancelled".
+    Progress progress;
 };
 
 struct SpeculativeStats {

@@ -25,7 +25,7 @@ TEST(BatchBench, RepeatedRunsGiveAMeanAndASpreadPerBatchSize) {
     options.generate_tokens = 4;
     options.repetitions = 3;
     std::vector<std::string> progress;
-    options.on_progress = [&](const std::string& step) { progress.push_back(step); };
+    options.progress = Progress([&](const ProgressUpdate& u) { progress.emplace_back(u.item); });
     const BatchBenchReport report = run_batch_bench(session, options);
     ASSERT_EQ(report.rows.size(), 3u);
     EXPECT_EQ(progress, (std::vector<std::string>{"B=1", "B=2", "B=4"}));
@@ -41,11 +41,30 @@ TEST(BatchBench, RepeatedRunsGiveAMeanAndASpreadPerBatchSize) {
     EXPECT_DOUBLE_EQ(report.rows.front().speedup, 1.0);
 
     options.repetitions = 1;
-    options.on_progress = {};
+    options.progress = {};
     for (const BatchBenchRow& row : run_batch_bench(session, options).rows) {
         EXPECT_EQ(row.runs, 1);
         EXPECT_EQ(row.decode_tokens_per_s_stddev, 0.0);  // no spread from a single run
     }
+}
+
+TEST(BatchBench, CancellingKeepsTheRowsMeasured) {
+    const auto model = testing::tiny_model(testing::tiny_spec("llama"));
+    SessionOptions session_options = testing::test_session_options(KvDtype::F16, 16);
+    session_options.max_sequences = 4;
+    InferenceSession session(model, session_options);
+    BatchBenchOptions options;
+    options.batch_sizes = {1, 2, 4};
+    options.prompt_tokens = 8;
+    options.generate_tokens = 4;
+    int rows_reported = 0;
+    options.progress = Progress([&](const ProgressUpdate&) { ++rows_reported; }, [&] { return rows_reported >= 2; });
+    const BatchBenchReport report = run_batch_bench(session, options);
+    EXPECT_TRUE(report.cancelled);
+    ASSERT_EQ(report.rows.size(), 2u);
+    EXPECT_EQ(report.rows[1].batch, 2);
+    EXPECT_EQ(report.knee_batch, 0);
+    EXPECT_EQ(session.kv_cache().used_block_count(), 0);
 }
 
 TEST(BatchBench, BadOptionsAreClearErrors) {

@@ -33,7 +33,11 @@ TEST(Bench, RunsEveryTestAtEveryDepthInInterleavedRounds) {
     options.repetitions = 2;
     options.measure_bandwidth = false;
     std::vector<std::string> runs;
-    options.on_progress = [&](const std::string& run) { runs.push_back(run); };
+    std::vector<double> fractions;
+    options.progress = Progress([&](const ProgressUpdate& u) {
+        runs.push_back(std::string(u.stage) + " " + std::string(u.item));
+        fractions.push_back(u.fraction);
+    });
     const BenchReport report = run_bench(session, options);
     // Rounds over all the tests: warm-ups first, then the first timed run of each, ...
     const std::vector<std::string> expected_runs = {
@@ -41,6 +45,10 @@ TEST(Bench, RunsEveryTestAtEveryDepthInInterleavedRounds) {
         "pp16 run 1/2",   "tg8 run 1/2",   "pp16 @ d32 run 1/2",   "tg8 @ d32 run 1/2",
         "pp16 run 2/2",   "tg8 run 2/2",   "pp16 @ d32 run 2/2",   "tg8 @ d32 run 2/2"};
     EXPECT_EQ(runs, expected_runs);
+    ASSERT_EQ(fractions.size(), 12u);
+    EXPECT_DOUBLE_EQ(fractions[5], 6.0 / 12);
+    EXPECT_DOUBLE_EQ(fractions.back(), 1.0);
+    EXPECT_FALSE(report.cancelled);
     ASSERT_EQ(report.results.size(), 4u);
     const char* names[] = {"pp16", "tg8", "pp16 @ d32", "tg8 @ d32"};
     for (size_t i = 0; i < 4; ++i) {
@@ -58,6 +66,23 @@ TEST(Bench, RunsEveryTestAtEveryDepthInInterleavedRounds) {
 // With the bandwidth measured, each decode run is set against the bandwidth read just
 // before it: one reading per timed run, the floor from the median reading, the % the mean
 // of the runs' own ratios. Prompt tests get no readings.
+TEST(Bench, CancellingStopsAfterTheRunInProgressWithNoResults) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, 64));
+    BenchOptions options;
+    options.prompt_lengths = {16};
+    options.generate_lengths = {8};
+    options.repetitions = 3;
+    options.measure_bandwidth = false;
+    int runs = 0;
+    options.progress = Progress([&](const ProgressUpdate&) { ++runs; }, [&] { return runs >= 3; });
+    const BenchReport report = run_bench(session, options);
+    EXPECT_TRUE(report.cancelled);
+    EXPECT_EQ(runs, 3);
+    EXPECT_TRUE(report.results.empty());
+    EXPECT_EQ(session.kv_cache().used_block_count(), 0);
+}
+
 TEST(Bench, EachDecodeRunHasItsOwnFloor) {
     const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
     InferenceSession session(model, testing::test_session_options(KvDtype::F16, 64));

@@ -117,7 +117,8 @@ TEST(Quality, CancellingAComparisonKeepsTheChunksDone) {
     InferenceSession b(model, small_session());
     DistributionOptions o;
     o.n_ctx = 32;
-    o.on_chunk = [](int done, int) { return done < 2; };
+    int64_t chunks_done = 0;
+    o.progress = Progress([&](const ProgressUpdate& u) { chunks_done = u.done; }, [&] { return chunks_done >= 2; });
     const DistributionComparison c = compare_distributions(a, b, pseudo_text(160, 300, 4), o);
     EXPECT_TRUE(c.cancelled);
     EXPECT_EQ(c.n_chunks, 2);

@@ -45,6 +45,33 @@ TEST(Phases, OneRowPerLengthWithConsistentColumns) {
     EXPECT_EQ(session.kv_cache().used_block_count(), 0);  // every measurement freed its sequence
 }
 
+TEST(Phases, ProgressCoversPrefillThenDecodeAndCancellingReturnsAnEmptyReport) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+    PhasesOptions o = small_options();
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, phases_context_needed(o)));
+    std::vector<std::string> stages;
+    std::vector<double> fractions;
+    o.progress = Progress([&](const ProgressUpdate& u) {
+        stages.emplace_back(u.stage);
+        fractions.push_back(u.fraction);
+    });
+    EXPECT_FALSE(measure_phases(session, o).cancelled);
+    // Three prompt lengths and two depths, each run once to warm up and twice timed.
+    ASSERT_EQ(stages.size(), 15u);
+    EXPECT_EQ(stages.front(), "pp4");
+    EXPECT_EQ(stages.back(), "tg4 @ d40");
+    EXPECT_DOUBLE_EQ(fractions[8], 3.0 / 5);  // the prefill tests' share of the bar
+    EXPECT_DOUBLE_EQ(fractions.back(), 1.0);
+
+    o.progress = Progress([&](const ProgressUpdate& u) { stages.emplace_back(u.stage); }, [&] { return stages.size() >= 17; });
+    const PhasesReport cancelled = measure_phases(session, o);
+    EXPECT_TRUE(cancelled.cancelled);
+    EXPECT_EQ(stages.size(), 17u);
+    EXPECT_TRUE(cancelled.prefill.empty());
+    EXPECT_TRUE(cancelled.decode.empty());
+    EXPECT_EQ(session.kv_cache().used_block_count(), 0);
+}
+
 TEST(Phases, RefusesLengthsBeyondTheContext) {
     PhasesOptions o = small_options();
     o.prompt_lengths = {4, 300};

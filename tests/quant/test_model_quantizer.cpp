@@ -132,16 +132,21 @@ TEST(ModelQuantizer, ProgressIsReportedAndCancellationStopsEarly) {
     const auto base = testing::tiny_model(testing::tiny_spec("llama"));
     QuantRunOptions o = quiet_options();
     std::vector<std::string> seen;
-    o.on_progress = [&](int done, int total, const std::string& name) {
-        EXPECT_EQ(total, 14);
-        EXPECT_EQ(done, static_cast<int>(seen.size()) + 1);
-        seen.push_back(name);
-        return done < 3;
-    };
+    std::vector<double> fractions;
+    o.progress = Progress(
+        [&](const ProgressUpdate& u) {
+            EXPECT_EQ(u.stage, "quantizing");
+            EXPECT_EQ(u.total, 14);
+            EXPECT_EQ(u.done, static_cast<int64_t>(seen.size()) + 1);
+            seen.emplace_back(u.item);
+            fractions.push_back(u.fraction);
+        },
+        [&] { return seen.size() >= 3; });
     const QuantizedModel q = quantize_model(base, parse_quant_scheme("int8:row"), o);
     EXPECT_TRUE(q.report.cancelled);
     EXPECT_EQ(q.model, nullptr);
-    EXPECT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen, (std::vector<std::string>{"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}));
+    EXPECT_EQ(fractions, (std::vector<double>{1.0 / 14, 2.0 / 14, 3.0 / 14}));
     EXPECT_EQ(q.report.matrices.size(), 3u);
     EXPECT_EQ(q.report.schemes[0].matrices.size(), 3u);
 }
@@ -150,7 +155,7 @@ TEST(ModelQuantizer, ShapesAreCheckedBeforeAnyWork) {
     const auto base = testing::tiny_model(testing::tiny_spec("llama"));  // rows of 64 and 96
     QuantRunOptions o = quiet_options();
     int calls = 0;
-    o.on_progress = [&](int, int, const std::string&) { return ++calls > 0; };
+    o.progress = Progress([&](const ProgressUpdate&) { ++calls; });
     const std::vector<QuantScheme> schemes = {parse_quant_scheme("int8:row"), parse_quant_scheme("int4:g128")};
     try {
         analyze_quantization(*base, schemes, o);

@@ -64,32 +64,38 @@ TEST_F(SpeculativeMeasurementOnStories, ProgressReportsBothStagesAndCancelsEithe
     o.n_predict = 24;
     o.gamma = 2;
     std::vector<std::string> stages;
-    std::vector<int> done;
-    const auto record = [&](std::string_view stage, int tokens, int total) {
-        EXPECT_EQ(total, 24);
-        stages.emplace_back(stage);
-        done.push_back(tokens);
-        return true;
-    };
-    const SpeculativeMeasurement full = measure_speculative(*target_, *draft_, prompt_, o, record);
+    std::vector<double> fractions;
+    o.progress = Progress([&](const ProgressUpdate& u) {
+        EXPECT_EQ(u.total, 24);
+        stages.emplace_back(u.stage);
+        fractions.push_back(u.fraction);
+    });
+    const SpeculativeMeasurement full = measure_speculative(*target_, *draft_, prompt_, o);
     ASSERT_FALSE(stages.empty());
     EXPECT_EQ(stages.front(), "plain decoding");
     EXPECT_EQ(stages.back(), "speculative decoding");
     EXPECT_EQ(std::count(stages.begin(), stages.end(), "plain decoding"), 24);
-    // One call per verify round but the last.
+    // One report per verify round but the last.
     EXPECT_EQ(std::count(stages.begin(), stages.end(), "speculative decoding"), full.speculative.stats.verify_passes - 1);
+    // Plain decoding fills the first half of the bar, the speculative run the second.
+    EXPECT_DOUBLE_EQ(fractions[23], 0.5);
+    EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
+    EXPECT_LT(fractions.back(), 1.0);
 
     // Cancelled during plain decoding: no speculative run at all.
-    const SpeculativeMeasurement in_plain = measure_speculative(
-        *target_, *draft_, prompt_, o, [](std::string_view stage, int tokens, int) { return stage != "plain decoding" || tokens < 5; });
+    int64_t plain_tokens = 0;
+    o.progress = Progress([&](const ProgressUpdate& u) { plain_tokens = u.stage == "plain decoding" ? u.done : plain_tokens; },
+                          [&] { return plain_tokens >= 5; });
+    const SpeculativeMeasurement in_plain = measure_speculative(*target_, *draft_, prompt_, o);
     EXPECT_TRUE(in_plain.cancelled);
     EXPECT_EQ(in_plain.plain.stop_reason, "cancelled");
     EXPECT_EQ(in_plain.plain.generated.size(), 5u);
     EXPECT_TRUE(in_plain.speculative.generated.empty());
 
     // Cancelled after the first verify round: its tokens are kept, the run stops there.
-    const SpeculativeMeasurement in_spec =
-        measure_speculative(*target_, *draft_, prompt_, o, [](std::string_view stage, int, int) { return stage == "plain decoding"; });
+    bool speculating = false;
+    o.progress = Progress([&](const ProgressUpdate& u) { speculating = u.stage == "speculative decoding"; }, [&] { return speculating; });
+    const SpeculativeMeasurement in_spec = measure_speculative(*target_, *draft_, prompt_, o);
     EXPECT_TRUE(in_spec.cancelled);
     EXPECT_EQ(in_spec.speculative.stop_reason, "cancelled");
     EXPECT_EQ(in_spec.speculative.stats.verify_passes, 1);

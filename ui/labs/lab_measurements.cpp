@@ -25,15 +25,13 @@ BatchBenchReport measure_batch_sizes(const LabContext& context, const BatchRunSe
     bench.prompt_tokens = settings.prompt_tokens;
     bench.generate_tokens = settings.generate_tokens;
     bench.repetitions = settings.repetitions;
-    size_t done = 0;
-    bench.on_progress = [&](const std::string& what) {
-        ++done;
-        context.progress(static_cast<double>(done) / static_cast<double>(settings.batch_sizes.size()),
-                         QCoreApplication::translate("BatchingLab", "measured %1").arg(QString::fromStdString(what)));
-        context.throw_if_cancelled();
-    };
+    bench.progress = context.engine_progress([](const ProgressUpdate& update) {
+        return QCoreApplication::translate("BatchingLab", "measured %1").arg(QString::fromUtf8(update.item));
+    });
     context.throw_if_cancelled();
-    return run_batch_bench(session, bench);
+    BatchBenchReport report = run_batch_bench(session, bench);
+    context.throw_if_cancelled();
+    return report;
 }
 
 StepCostModel cost_model_from_batch_rows(const std::vector<BatchBenchRow>& rows) {
@@ -68,30 +66,6 @@ ReplayResult replay_trace(const StepCostModel& costs, const TraceOptions& trace,
     return {run(BatchingPolicy::Static), run(BatchingPolicy::Continuous)};
 }
 
-namespace {
-
-
-// Passes progress on only when it reaches another percent or stage: a tiny model makes
-// thousands of steps per second, and each report is an event for the UI thread.
-class PercentProgress {
-public:
-    explicit PercentProgress(const LabContext& context) : context_(context) {}
-    void operator()(double fraction, const QString& stage) {
-        const int percent = static_cast<int>(fraction * 100);
-        if (percent == last_percent_ && stage == last_stage_) return;
-        last_percent_ = percent;
-        last_stage_ = stage;
-        context_.progress(fraction, stage);
-    }
-
-private:
-    const LabContext& context_;
-    int last_percent_ = -1;
-    QString last_stage_;
-};
-
-}  // namespace
-
 ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace, int slot_count) {
     const Model& model = context.require_model();
     if (slot_count < 1) throw InvalidArgument("the replay needs at least one slot (got " + std::to_string(slot_count) + ")");
@@ -104,9 +78,11 @@ ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace
     InferenceSession session(context.model(), options);
     int64_t trace_tokens = 0;
     for (const ServingRequest& r : requests) trace_tokens += r.max_new_tokens;
-    const double total_tokens = 2.0 * static_cast<double>(std::max<int64_t>(trace_tokens, 1));  // two policies
+    const int64_t total_tokens = 2 * std::max<int64_t>(trace_tokens, 1);  // two policies
     int64_t made = 0;
-    PercentProgress progress(context);
+    const Progress progress = context.engine_progress([](const ProgressUpdate& update) {
+        return QCoreApplication::translate("BatchingLab", "serving the trace for real, %1 batching").arg(QString::fromUtf8(update.stage));
+    });
     const auto run = [&](BatchingPolicy policy) {
         SchedulerOptions scheduler;
         scheduler.policy = policy;
@@ -114,13 +90,11 @@ ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace
         SamplingParams greedy;
         greedy.temperature = 0;
         const auto executor = make_engine_executor(session, requests, greedy);
-        const QString stage = QCoreApplication::translate("BatchingLab", "serving the trace for real, %1 batching")
-                                  .arg(QString::fromStdString(std::string(batching_policy_name(policy))));
         // Each slot serving a request makes one token per step (padding slots make none).
         return serve(requests, scheduler, *executor, [&](const SchedulerStep& step, ServingControl& control) {
             made += step.active_slots;
-            progress(std::min(1.0, static_cast<double>(made) / total_tokens), stage);
-            if (context.cancelled()) control.cancel_all();
+            progress.report(batching_policy_name(policy), made, total_tokens);
+            if (progress.cancelled()) control.cancel_all();
         });
     };
     ReplayResult result{run(BatchingPolicy::Static), {}};
@@ -145,10 +119,8 @@ std::vector<std::pair<double, double>> latency_distribution(const ServingReport&
 
 namespace {
 
-// Shares of the speculative tab's progress bar: quantizing the draft, then the runs; and of
-// each run: plain decoding, then the speculative run.
+// The share of the speculative tab's progress bar taken by quantizing the draft.
 constexpr double kQuantizeShare = 0.2;
-constexpr double kPlainShare = 0.5;
 
 std::shared_ptr<const Model> load_draft(const LabContext& context, const SpeculativeRunSettings& settings) {
     if (settings.draft_path.empty() == settings.draft_scheme.empty()) {
@@ -160,10 +132,7 @@ std::shared_ptr<const Model> load_draft(const LabContext& context, const Specula
                               .arg(QString::fromStdString(scheme.name()));
     QuantRunOptions options;
     options.n_threads = context.threads();
-    options.on_progress = [&](int done, int total, const std::string&) {
-        context.progress(kQuantizeShare * done / std::max(total, 1), stage);
-        return !context.cancelled();
-    };
+    options.progress = context.engine_progress([&stage](const ProgressUpdate&) { return stage; }).share(0, kQuantizeShare);
     QuantizedModel quantized = quantize_model(context.model(), scheme, options);
     context.throw_if_cancelled();
     return quantized.model;
@@ -189,24 +158,17 @@ SpeculativeRunResult measure_speculative_decoding(const LabContext& context, con
     speculative.n_predict = settings.n_predict;
     speculative.gamma = settings.gamma;
     speculative.temperature = 0.0f;
-    PercentProgress progress(context);
+    const Progress runs_progress = context.engine_progress([](const ProgressUpdate& update) {
+        return QString::fromUtf8(update.stage);
+    }).share(kQuantizeShare, 1);
     const int runs = std::max(1, settings.repetitions);
-    int run = 0;
-    const auto on_progress = [&](std::string_view stage, int done, int total) {
-        const bool plain = stage == "plain decoding";
-        const double start = plain ? 0.0 : kPlainShare;
-        const double share = plain ? kPlainShare : 1.0 - kPlainShare;
-        const double within_run = (start + share * done / std::max(total, 1) + run) / runs;
-        progress(kQuantizeShare + (1.0 - kQuantizeShare) * within_run,
-                 QString::fromUtf8(stage.data(), static_cast<qsizetype>(stage.size())));
-        return !context.cancelled();
-    };
     SpeculativeRunResult result;
     result.draft_label = settings.draft_path.empty() ? parse_quant_scheme(settings.draft_scheme).name() : settings.draft_path;
     result.gamma = settings.gamma;
     std::vector<double> speedups;
-    for (run = 0; run < runs; ++run) {
-        result.measured = measure_speculative(target_session, draft_session, prompt, speculative, on_progress);
+    for (int run = 0; run < runs; ++run) {
+        speculative.progress = runs_progress.part(run, runs);
+        result.measured = measure_speculative(target_session, draft_session, prompt, speculative);
         context.throw_if_cancelled();
         speedups.push_back(result.measured.speedup);
     }
@@ -215,31 +177,18 @@ SpeculativeRunResult measure_speculative_decoding(const LabContext& context, con
     return result;
 }
 
-PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOptions& options) {
+PhasesReport measure_prefill_and_decode(const LabContext& context, PhasesOptions options) {
     const Model& model = context.require_model();
-    if (options.prompt_lengths.size() != options.context_lengths.size()) {
-        throw InvalidArgument("the prefill-vs-decode panel measures as many prompt lengths as cache lengths");
-    }
     check_phases_options(options, model.config().context_length);
     SessionOptions session_options;
     session_options.n_threads = context.threads();
     session_options.n_ctx = phases_context_needed(options);
     InferenceSession session(context.model(), session_options);
-    PhasesReport report;
-    const size_t steps = options.prompt_lengths.size();
-    for (size_t i = 0; i < steps; ++i) {
-        context.throw_if_cancelled();
-        PhasesOptions one = options;
-        one.prompt_lengths = {options.prompt_lengths[i]};
-        one.context_lengths = {options.context_lengths[i]};
-        const PhasesReport part = measure_phases(session, one);
-        report.prefill.insert(report.prefill.end(), part.prefill.begin(), part.prefill.end());
-        report.decode.insert(report.decode.end(), part.decode.begin(), part.decode.end());
-        context.progress(static_cast<double>(i + 1) / static_cast<double>(steps),
-                         QCoreApplication::translate("PhasesLab", "measured %1 prompt tokens, %2 cached tokens")
-                             .arg(options.prompt_lengths[i])
-                             .arg(options.context_lengths[i]));
-    }
+    options.progress = context.engine_progress([](const ProgressUpdate& update) {
+        return QCoreApplication::translate("PhasesLab", "measuring %1 (%2)").arg(QString::fromUtf8(update.stage), QString::fromUtf8(update.item));
+    });
+    context.throw_if_cancelled();
+    PhasesReport report = measure_phases(session, options);
     context.throw_if_cancelled();
     return report;
 }
@@ -295,12 +244,10 @@ std::shared_ptr<const Model> StudentModels::get(const LabContext& context, const
     }
     QuantRunOptions options;
     options.n_threads = context.threads();
-    options.on_progress = [&](int done, int total, const std::string& matrix) {
-        context.progress(static_cast<double>(done) / std::max(1, total),
-                         QCoreApplication::translate("SoftLabelsLab", "quantizing the student under %1: %2")
-                             .arg(QString::fromStdString(name), QString::fromStdString(matrix)));
-        return !context.cancelled();
-    };
+    options.progress = context.engine_progress([&name](const ProgressUpdate& update) {
+        return QCoreApplication::translate("SoftLabelsLab", "quantizing the student under %1: %2")
+            .arg(QString::fromStdString(name), QString::fromUtf8(update.item));
+    });
     QuantizedModel student = quantize_model(context.model(), scheme, options);
     if (!student.model) throw LabJobCancelled();
     if (students_.size() >= kKept) students_.erase(students_.begin());

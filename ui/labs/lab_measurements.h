@@ -78,9 +78,9 @@ struct SpeculativeRunResult {
 // covers quantizing the draft, plain decoding and the speculative run, each cancellable.
 SpeculativeRunResult measure_speculative_decoding(const LabContext& context, const SpeculativeRunSettings& settings);
 
-// measure_phases one (prompt length, cache length) pair at a time, so that cancellation is
-// checked between pairs; both lists must have the same length.
-PhasesReport measure_phases_stepwise(const LabContext& context, const PhasesOptions& options);
+// measure_phases on a session just large enough for `options`, with the job's progress and
+// cancellation.
+PhasesReport measure_prefill_and_decode(const LabContext& context, PhasesOptions options);
 
 // analyze_outliers of `prompt` (tokenized as generation does, with BOS) on a session just
 // large enough for it; cancellation is checked before and after the single pass.

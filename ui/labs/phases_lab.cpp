@@ -127,7 +127,7 @@ void PhasesLab::measure() {
                          .arg(options.repetitions));
     repetitions_ = options.repetitions;
     controller_.run_lab_job({kJob, [options](const LabContext& context) -> std::any {
-                                 return measure_phases_stepwise(context, options);
+                                 return measure_prefill_and_decode(context, options);
                              }});
 }
 

@@ -11,22 +11,21 @@
 namespace inferscope::ui {
 namespace {
 
-// The engine's per-matrix hook: progress over [begin, end) of the job, false once cancelled.
-std::function<bool(int, int, const std::string&)> matrix_progress(const LabContext& context, double begin, double end) {
-    return [&context, begin, end](int done, int total, const std::string& matrix) {
-        context.progress(begin + (end - begin) * done / std::max(1, total),
-                         QCoreApplication::translate("QuantizationLab", "quantized %1 (%2 of %3)")
-                             .arg(QString::fromStdString(matrix))
-                             .arg(done)
-                             .arg(total));
-        return !context.cancelled();
-    };
-}
+// The share of the quality job's progress bar taken by quantizing; scoring takes the rest.
+constexpr double kQuantizeShare = 0.3;
 
+// Quantization over [begin, end] of the job's progress bar.
 QuantRunOptions run_options(const LabContext& context, double begin, double end) {
     QuantRunOptions options;
     options.n_threads = context.threads();
-    options.on_progress = matrix_progress(context, begin, end);
+    options.progress = context
+                           .engine_progress([](const ProgressUpdate& update) {
+                               return QCoreApplication::translate("QuantizationLab", "quantized %1 (%2 of %3)")
+                                   .arg(QString::fromUtf8(update.item))
+                                   .arg(update.done)
+                                   .arg(update.total);
+                           })
+                           .share(begin, end);
     return options;
 }
 
@@ -69,7 +68,7 @@ QualityRow measure_quant_quality(const LabContext& context, const QuantScheme& s
     const Model& model = context.require_model();
     const std::vector<TokenId> tokens = quality_tokens(model, settings);
     context.throw_if_cancelled();
-    const QuantizedModel quantized = quantize_model(context.model(), scheme, run_options(context, 0.0, 0.3));
+    const QuantizedModel quantized = quantize_model(context.model(), scheme, run_options(context, 0.0, kQuantizeShare));
     context.throw_if_cancelled();
     const SchemeSummary& summary = quantized.report.schemes.front();
     InferenceSession reference(context.model(), quality_session_options(context, settings));
@@ -78,11 +77,11 @@ QualityRow measure_quant_quality(const LabContext& context, const QuantScheme& s
     DistributionOptions d;
     d.n_ctx = settings.n_ctx;
     d.n_batch = settings.n_ctx;
-    d.on_chunk = [&](int done, int total) {
-        context.progress(0.3 + (compare_end - 0.3) * done / std::max(1, total),
-                         QCoreApplication::translate("QuantizationLab", "scored chunk %1 of %2").arg(done).arg(total));
-        return !context.cancelled();
-    };
+    d.progress = context
+                     .engine_progress([](const ProgressUpdate& update) {
+                         return QCoreApplication::translate("QuantizationLab", "scored chunk %1 of %2").arg(update.done).arg(update.total);
+                     })
+                     .share(kQuantizeShare, compare_end);
     const DistributionComparison comparison = compare_distributions(reference, candidate, tokens, d);
     context.throw_if_cancelled();
     QualityRow row{.scheme = scheme.name(),

@@ -1,9 +1,8 @@
 #pragma once
 // The engine work behind the quantization lab, as functions of a LabContext run on the
 // engine worker thread: the per-matrix error analysis of one scheme, the quantized model
-// itself, and its quality against the unquantized model. Each stops at the engine's next
-// progress hook once the context is cancelled (on_progress returns false, then
-// LabJobCancelled is thrown).
+// itself, and its quality against the unquantized model. Once the context is cancelled, the
+// engine call returns at its next progress report and LabJobCancelled is thrown.
 #include <cstdint>
 #include <memory>
 #include <optional>
