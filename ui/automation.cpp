@@ -25,9 +25,11 @@ AutomationRunner::AutomationRunner(MainWindow& window, AutomationOptions options
     connect(&c, &EngineController::busy_changed, this, [this](bool busy) {
         if (!busy) on_idle();
     });
-    connect(&c, &EngineController::lab_job_finished, this, [this](const QString& kind) { on_lab_job_done(kind); });
-    connect(&c, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
-        if (pending_lab_jobs_.contains(kind)) fail(message);
+    connect(&c, &EngineController::lab_job_started, this, [this](LabJobWatcher* job) {
+        connect(job, &LabJobWatcher::finished, this, [this, kind = job->kind()] { on_lab_job_done(kind); });
+        connect(job, &LabJobWatcher::failed, this, [this, kind = job->kind()](const QString& message) {
+            if (pending_lab_jobs_.contains(kind)) fail(message);
+        });
     });
 }
 

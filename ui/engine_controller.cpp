@@ -157,38 +157,47 @@ void EngineController::use_weights(std::shared_ptr<const Model> weights, const Q
 void EngineController::connect_lab_jobs() {
     connect(worker_, &EngineWorker::lab_job_progress, this,
             [this](const QString& kind, quint64 job, double fraction, const QString& stage) {
-                if (take_current_lab_job(kind, job, false)) Q_EMIT lab_job_progress(kind, job, fraction, stage);
+                if (LabJobWatcher* handle = current_lab_job(kind, job, false)) Q_EMIT handle->progress(fraction, stage);
             });
     connect(worker_, &EngineWorker::lab_job_finished, this, [this](const QString& kind, quint64 job, const std::any& result) {
-        if (take_current_lab_job(kind, job, true)) Q_EMIT lab_job_finished(kind, job, result);
+        if (LabJobWatcher* handle = current_lab_job(kind, job, true)) {
+            handle->result_ = result;
+            Q_EMIT handle->finished();
+        }
     });
     connect(worker_, &EngineWorker::lab_job_failed, this, [this](const QString& kind, quint64 job, const QString& message) {
-        if (take_current_lab_job(kind, job, true)) Q_EMIT lab_job_failed(kind, job, message);
+        if (LabJobWatcher* handle = current_lab_job(kind, job, true)) Q_EMIT handle->failed(message);
     });
     connect(worker_, &EngineWorker::lab_job_cancelled, this, [this](const QString& kind, quint64 job) {
-        if (take_current_lab_job(kind, job, true)) Q_EMIT lab_job_cancelled(kind, job);
+        if (LabJobWatcher* handle = current_lab_job(kind, job, true)) Q_EMIT handle->cancelled();
     });
 }
 
-bool EngineController::take_current_lab_job(const QString& kind, quint64 job, bool ends) {
+LabJobWatcher* EngineController::current_lab_job(const QString& kind, quint64 job, bool ends) {
+    LabJobWatcher* handle = lab_job_handles_.value(job);
+    if (ends) {
+        lab_job_handles_.remove(job);
+        if (handle != nullptr) handle->deleteLater();
+    }
     const auto it = lab_jobs_.constFind(kind);
-    if (it == lab_jobs_.cend() || it->id != job) return false;
+    if (it == lab_jobs_.cend() || it->id != job) return nullptr;
     if (ends) lab_jobs_.erase(it);
-    return true;
+    return handle;
 }
 
-quint64 EngineController::run_lab_job(const LabJob& job) {
-    const auto previous = lab_jobs_.constFind(job.kind);
+void EngineController::start_lab_job(LabJobWatcher& handle, std::function<std::any(const LabContext&)> run) {
+    const auto previous = lab_jobs_.constFind(handle.kind());
     if (previous != lab_jobs_.cend()) previous->cancelled->store(true);
     CurrentLabJob current{++last_lab_job_, std::make_shared<std::atomic<bool>>(false)};
-    lab_jobs_.insert(job.kind, current);
+    handle.id_ = current.id;
+    lab_jobs_.insert(handle.kind(), current);
+    lab_job_handles_.insert(current.id, &handle);
     QMetaObject::invokeMethod(
         worker_,
-        [worker = worker_, id = current.id, job, cancelled = std::shared_ptr<const std::atomic<bool>>(current.cancelled)] {
-            worker->run_lab_job(id, job, cancelled);
-        },
+        [worker = worker_, id = current.id, job = LabJob{handle.kind(), std::move(run)},
+         cancelled = std::shared_ptr<const std::atomic<bool>>(current.cancelled)] { worker->run_lab_job(id, job, cancelled); },
         Qt::QueuedConnection);
-    return current.id;
+    Q_EMIT lab_job_started(&handle);
 }
 
 void EngineController::cancel_lab_job(const QString& kind) {

@@ -10,13 +10,16 @@
 //
 // Lab jobs (ui/lab_job.h) are the panels' engine work. They run on the same worker thread,
 // in order with loads and generations, and are independent of them: each kind has at most
-// one current job, and starting another of the same kind cancels it (its result is dropped).
+// one current job, and starting another of the same kind cancels it (its handle falls silent).
 #include <QHash>
 #include <QObject>
 #include <QThread>
 #include <QTimer>
 #include <QVector>
+#include <any>
 #include <atomic>
+#include <functional>
+#include <type_traits>
 
 #include "ui/engine_types.h"
 #include "ui/lab_job.h"
@@ -47,10 +50,17 @@ public:
     // ModelSummary::weights = `description`. Lab jobs keep measuring the loaded file's model.
     void use_weights(std::shared_ptr<const Model> weights, const QString& description);
 
-    // Queues `job` on the worker and returns its id; an unfinished job of the same kind is
-    // cancelled (at its next cancellation check) and its signals are never emitted.
-    quint64 run_lab_job(const LabJob& job);
-    // Cancels the current job of `kind`, if any; lab_job_cancelled follows when it stops.
+    // Queues `run` (a function of the LabContext) on the worker and returns the job's handle,
+    // which the controller owns; an unfinished job of the same kind is cancelled (at its next
+    // cancellation check) and its handle emits nothing more.
+    template <typename Run>
+    LabJobHandle<std::decay_t<std::invoke_result_t<Run&, const LabContext&>>>* run_lab_job(const QString& kind, Run run) {
+        using Result = std::decay_t<std::invoke_result_t<Run&, const LabContext&>>;
+        auto* handle = new LabJobHandle<Result>(kind, this);
+        start_lab_job(*handle, [run = std::move(run)](const LabContext& context) { return std::any(run(context)); });
+        return handle;
+    }
+    // Cancels the current job of `kind`, if any; its handle's cancelled() follows when it stops.
     void cancel_lab_job(const QString& kind);
     bool lab_job_running(const QString& kind) const { return lab_jobs_.contains(kind); }
 
@@ -72,11 +82,8 @@ Q_SIGNALS:
     void generation_finished(const inferscope::ui::GenerationReport& report);
     void generation_failed(const QString& message);
     void busy_changed(bool busy);
-    // Only for the current job of each kind.
-    void lab_job_progress(const QString& kind, quint64 job, double fraction, const QString& stage);
-    void lab_job_finished(const QString& kind, quint64 job, const std::any& result);
-    void lab_job_failed(const QString& kind, quint64 job, const QString& message);
-    void lab_job_cancelled(const QString& kind, quint64 job);
+    // Every job as it is queued, for observers of all of them (scripted runs, tests).
+    void lab_job_started(inferscope::ui::LabJobWatcher* job);
 
 private:
     quint64 start_request();
@@ -84,9 +91,11 @@ private:
     bool is_current(quint64 request) const { return request == latest_request_.load(); }
     void connect_worker();
     void flush_pending();
+    void start_lab_job(LabJobWatcher& handle, std::function<std::any(const LabContext&)> run);
     void connect_lab_jobs();
-    // Whether `job` is the current one of `kind`; if so and `ends` is set, it stops being so.
-    bool take_current_lab_job(const QString& kind, quint64 job, bool ends);
+    // The handle of `job` while it is the current one of its kind, else null; with `ends`,
+    // the job stops being current and its handle is deleted later.
+    LabJobWatcher* current_lab_job(const QString& kind, quint64 job, bool ends);
 
     struct CurrentLabJob {
         quint64 id = 0;
@@ -106,6 +115,7 @@ private:
     ModelSummary model_;
     quint64 last_lab_job_ = 0;
     QHash<QString, CurrentLabJob> lab_jobs_;  // by kind
+    QHash<quint64, LabJobWatcher*> lab_job_handles_;  // every queued job's, by id, until it ends
 };
 
 }  // namespace inferscope::ui

@@ -76,26 +76,29 @@ TEST(LabJobs, ANewerJobOfTheSameKindCancelsTheOlder) {
     EngineController c;
     LabRecorder rec(c);
     std::atomic<bool> first_running{false}, first_saw_cancel{false};
-    const quint64 first = c.run_lab_job({QStringLiteral("k"), [&](const LabContext& context) -> std::any {
-                                             first_running = true;
-                                             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-                                             while (!context.cancelled() && std::chrono::steady_clock::now() < deadline) {
-                                                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                                             }
-                                             first_saw_cancel = context.cancelled();
-                                             context.throw_if_cancelled();
-                                             return 1;
-                                         }});
+    const quint64 first = c.run_lab_job(QStringLiteral("k"), [&](const LabContext& context) {
+                               first_running = true;
+                               const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+                               while (!context.cancelled() && std::chrono::steady_clock::now() < deadline) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                               }
+                               first_saw_cancel = context.cancelled();
+                               context.throw_if_cancelled();
+                               return 1;
+                           })->id();
     ASSERT_TRUE(wait_until([&] { return first_running.load(); }, kTimeoutMs));
-    const quint64 other_kind = c.run_lab_job({QStringLiteral("other"), [](const LabContext&) -> std::any { return 7; }});
-    const quint64 second = c.run_lab_job({QStringLiteral("k"), [](const LabContext&) -> std::any { return 2; }});
+    const quint64 other_kind = c.run_lab_job(QStringLiteral("other"), [](const LabContext&) { return 7; })->id();
+    auto* second_job = c.run_lab_job(QStringLiteral("k"), [](const LabContext&) { return QStringLiteral("two"); });
+    const quint64 second = second_job->id();
+    QString second_result;  // read through the typed handle
+    second_job->on_finished(&rec.scope, [&](const QString& result) { second_result = result; });
     ASSERT_TRUE(wait_until([&] { return rec.finished.size() == 2; }, kTimeoutMs));
     EXPECT_TRUE(first_saw_cancel.load());
     EXPECT_TRUE(rec.cancelled.isEmpty());  // the replaced job's signals are dropped
     EXPECT_EQ(rec.finished[0].job, other_kind);
     EXPECT_EQ(std::any_cast<int>(rec.finished[0].result), 7);
     EXPECT_EQ(rec.finished[1].job, second);
-    EXPECT_EQ(std::any_cast<int>(rec.finished[1].result), 2);
+    EXPECT_EQ(second_result, QStringLiteral("two"));
     EXPECT_NE(first, second);
     EXPECT_FALSE(c.lab_job_running(QStringLiteral("k")));
 }
@@ -103,21 +106,19 @@ TEST(LabJobs, ANewerJobOfTheSameKindCancelsTheOlder) {
 TEST(LabJobs, CancelStopsAJobAndFailuresNameTheProblem) {
     EngineController c;
     LabRecorder rec(c);
-    const quint64 job = c.run_lab_job({QStringLiteral("k"), [](const LabContext& context) -> std::any {
-                                           context.progress(0.5, QStringLiteral("half"));
-                                           while (!context.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                                           context.throw_if_cancelled();
-                                           return 0;
-                                       }});
+    const quint64 job = c.run_lab_job(QStringLiteral("k"), [](const LabContext& context) {
+                             context.progress(0.5, QStringLiteral("half"));
+                             while (!context.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                             context.throw_if_cancelled();
+                             return 0;
+                         })->id();
     ASSERT_TRUE(wait_until([&] { return !rec.progress.isEmpty(); }, kTimeoutMs));
     EXPECT_EQ(rec.progress.front(), 0.5);
     c.cancel_lab_job(QStringLiteral("k"));
     ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));
     EXPECT_EQ(rec.cancelled.front(), job);
     // No model is loaded: a job that needs one fails with a message saying so.
-    c.run_lab_job({QStringLiteral("k"), [](const LabContext& context) -> std::any {
-                       return measure_batch_sizes(context, BatchRunSettings{});
-                   }});
+    c.run_lab_job(QStringLiteral("k"), [](const LabContext& context) { return measure_batch_sizes(context, BatchRunSettings{}); });
     ASSERT_TRUE(wait_until([&] { return !rec.failures.isEmpty(); }, kTimeoutMs));
     EXPECT_TRUE(rec.failures.front().contains(QLatin1String("no model is loaded"))) << rec.failures.front().toStdString();
     EXPECT_TRUE(rec.finished.empty());

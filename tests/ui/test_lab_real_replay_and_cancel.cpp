@@ -1,8 +1,8 @@
 // The batching tab's "Run for real" and every lab's Cancel, on stories260K: the real replay
 // serves the replay's trace on the engine (tokens equal to the trace's total, each request's
 // greedy output as the engine run directly makes it) and is plotted beside the simulation;
-// Cancel ends a running job of the batching and prefill-vs-decode tabs with
-// lab_job_cancelled, no result, a "cancelled" status and a tab that still works.
+// Cancel ends a running job of the batching and prefill-vs-decode tabs with its handle's
+// cancelled signal, no result, a "cancelled" status and a tab that still works.
 #include <gtest/gtest.h>
 
 #include <QFile>

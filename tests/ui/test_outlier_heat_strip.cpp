@@ -22,6 +22,7 @@
 #include "support/test_paths.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
+#include "ui/lab_job_recorder.h"
 #include "ui/labs/outliers_lab.h"
 #include "ui/main_window.h"
 #include "ui/number_format.h"
@@ -180,25 +181,21 @@ TEST(OutlierHeatStrip, ExportsTheMatrixAndJoinsExportAll) {
 TEST(PromptFollowing, WaitsWhileTheTabIsHiddenAndCatchesUpWhenShown) {
     EngineController c;
     ASSERT_TRUE(load(c, QString()));
-    int finished = 0;
-    QObject scope;
-    QObject::connect(&c, &EngineController::lab_job_finished, &scope, [&](const QString& kind, quint64, const std::any&) {
-        if (kind == OutliersLab::kJob) ++finished;
-    });
+    LabRecorder rec(c);
     OutliersLab lab(c);
     lab.set_prompt(kPrompt);
     wait_until([] { return false; }, 3 * OutliersLab::kDebounceMs);
-    EXPECT_EQ(finished, 0);
+    EXPECT_EQ(rec.finished_count(OutliersLab::kJob), 0);
     EXPECT_FALSE(c.lab_job_running(OutliersLab::kJob));
     EXPECT_TRUE(lab.analysed_prompt().isEmpty());
     lab.show();
     ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == kPrompt; }, kTimeoutMs));
-    EXPECT_EQ(finished, 1);
+    EXPECT_EQ(rec.finished_count(OutliersLab::kJob), 1);
     // Shown again with nothing changed: the result is current, no new run.
     lab.hide();
     lab.show();
     wait_until([] { return false; }, 3 * OutliersLab::kDebounceMs);
-    EXPECT_EQ(finished, 1);
+    EXPECT_EQ(rec.finished_count(OutliersLab::kJob), 1);
 }
 
 }  // namespace

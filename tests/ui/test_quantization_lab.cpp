@@ -23,6 +23,7 @@
 #include "engine/synth/synthetic_model.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
+#include "ui/lab_job_recorder.h"
 #include "ui/labs/quantization_lab.h"
 #include "ui/number_format.h"
 #include "ui/labs/soft_labels_lab.h"
@@ -160,11 +161,7 @@ TEST_F(QuantizationLabTest, ANewerSettingCancelsTheRunningAnalysis) {
     QuantizationLab lab(c);
     lab.show();
     wait_for_report(lab, lab.scheme_text());
-    QList<quint64> delivered;
-    QObject scope;
-    QObject::connect(&c, &EngineController::lab_job_finished, &scope, [&](const QString& kind, quint64 job, const std::any&) {
-        if (kind == QuantizationLab::kAnalysisJob) delivered << job;
-    });
+    LabRecorder rec(c);
     lab.bits_slider().setValue(8);
     lab.run_now();
     const quint64 stale = lab.analysis_job();
@@ -174,7 +171,7 @@ TEST_F(QuantizationLabTest, ANewerSettingCancelsTheRunningAnalysis) {
     ASSERT_NE(stale, current);
     wait_for_report(lab, QStringLiteral("int2:row"));
     wait_until([] { return false; }, 2 * QuantizationLab::kDebounceMs);  // a debounced rerun would show here
-    EXPECT_EQ(delivered, QList<quint64>{current});
+    EXPECT_EQ(rec.finished_ids(QuantizationLab::kAnalysisJob), QList<quint64>{current});
     expect_bars_equal(lab.error_panel(), expected_report(QStringLiteral("int2:row")));
 }
 
@@ -236,15 +233,11 @@ TEST_F(QuantizationLabTest, MeasureQualityAddsTheEnginesNumbers) {
 TEST_F(QuantizationLabTest, CancelStopsTheQualityMeasurementWithoutARow) {
     EngineController& c = controller();
     QuantizationLab lab(c);
-    bool cancelled = false;
-    QObject scope;
-    QObject::connect(&c, &EngineController::lab_job_cancelled, &scope, [&](const QString& kind, quint64) {
-        if (kind == QuantizationLab::kQualityJob) cancelled = true;
-    });
+    LabRecorder rec(c);
     lab.measure_button().click();
     ASSERT_TRUE(lab.cancel_button().isEnabled());
     lab.cancel_button().click();
-    ASSERT_TRUE(wait_until([&] { return cancelled && !c.lab_job_running(QuantizationLab::kQualityJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.cancelled_kinds.contains(QuantizationLab::kQualityJob) && !c.lab_job_running(QuantizationLab::kQualityJob); }, kTimeoutMs));
     EXPECT_TRUE(lab.quality_rows().empty());
     EXPECT_EQ(lab.results_table().rowCount(), 0);
     EXPECT_FALSE(lab.cancel_button().isEnabled());

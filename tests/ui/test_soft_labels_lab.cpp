@@ -18,6 +18,7 @@
 #include "engine/synth/synthetic_model.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
+#include "ui/lab_job_recorder.h"
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/number_format.h"
 #include "ui/panels/soft_labels_panel.h"
@@ -56,13 +57,9 @@ protected:
 
 // Counts the finished soft-label jobs while it lives.
 struct JobCounter {
-    explicit JobCounter(EngineController& c) {
-        QObject::connect(&c, &EngineController::lab_job_finished, &scope, [this](const QString& kind, quint64, const std::any&) {
-            if (kind == SoftLabelsLab::kJob) ++finished;
-        });
-    }
-    QObject scope;
-    int finished = 0;
+    explicit JobCounter(EngineController& c) : recorder(c) {}
+    int finished() const { return recorder.finished_count(SoftLabelsLab::kJob); }
+    LabRecorder recorder;
 };
 
 void expect_chart_shows(const SoftLabelsLab& lab, const SoftLabels& expected) {
@@ -122,7 +119,7 @@ TEST_F(SoftLabelsLabTest, TheTemperatureSliderRecomputesWithoutANewPass) {
     expect_chart_shows(lab, expected_labels(kPrompt, 0.25, 3));
     // Let a debounced run (there must be none) have its chance.
     wait_until([] { return false; }, 2 * SoftLabelsLab::kDebounceMs);
-    EXPECT_EQ(jobs.finished, 0);
+    EXPECT_EQ(jobs.finished(), 0);
     EXPECT_FALSE(controller().lab_job_running(SoftLabelsLab::kJob));
 }
 
@@ -139,7 +136,7 @@ TEST_F(SoftLabelsLabTest, ANewerPromptCancelsTheOlderPass) {
     lab.run_now();
     ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kTimeoutMs));
     ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(SoftLabelsLab::kJob); }, kTimeoutMs));
-    EXPECT_EQ(jobs.finished, 1);
+    EXPECT_EQ(jobs.finished(), 1);
     EXPECT_EQ(lab.logits()->prompt_ids, lab.logits()->model->tokenizer().encode(newer.toStdString(), true, true));
     expect_chart_shows(lab, expected_labels(newer, 1.0, SoftLabelsLab::kDefaultTopK));
 }

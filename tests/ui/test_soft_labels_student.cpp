@@ -20,6 +20,7 @@
 #include "support/test_paths.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
+#include "ui/lab_job_recorder.h"
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/number_format.h"
 #include "ui/panels/soft_labels_panel.h"
@@ -82,18 +83,11 @@ private:
 
 // The soft-label jobs' progress stages while it lives.
 struct StageRecorder {
-    explicit StageRecorder(EngineController& c) {
-        QObject::connect(&c, &EngineController::lab_job_progress, &scope, [this](const QString& kind, quint64, double, const QString& stage) {
-            if (kind == SoftLabelsLab::kJob) stages << stage;
-        });
-        QObject::connect(&c, &EngineController::lab_job_finished, &scope, [this](const QString& kind, quint64, const std::any&) {
-            if (kind == SoftLabelsLab::kJob) ++finished;
-        });
-    }
-    bool quantized() const { return !stages.filter(QStringLiteral("quantizing the student")).isEmpty(); }
-    QObject scope;
-    QStringList stages;
-    int finished = 0;
+    explicit StageRecorder(EngineController& c) : recorder(c) {}
+    QStringList stages() const { return recorder.stages_of(SoftLabelsLab::kJob); }
+    bool quantized() const { return !stages().filter(QStringLiteral("quantizing the student")).isEmpty(); }
+    int finished() const { return recorder.finished_count(SoftLabelsLab::kJob); }
+    LabRecorder recorder;
 };
 
 void expect_student_shown(const SoftLabelsLab& lab, const std::pair<SoftLabels, SoftLabels>& want) {
@@ -140,7 +134,7 @@ TEST_F(SoftLabelsStudentTest, TheStudentsKlIsTheEnginesAtTheSlidersTemperature) 
     EXPECT_NE(*lab.labels()->kl_teacher_student, kl_at_one);
     EXPECT_TRUE(lab.kl_line().text().contains(QStringLiteral("T = 2.00")));
     wait_until([] { return false; }, 2 * SoftLabelsLab::kDebounceMs);
-    EXPECT_EQ(jobs.finished, 0);
+    EXPECT_EQ(jobs.finished(), 0);
 }
 
 TEST_F(SoftLabelsStudentTest, TheStudentIsQuantizedOncePerScheme) {
@@ -148,7 +142,7 @@ TEST_F(SoftLabelsStudentTest, TheStudentIsQuantizedOncePerScheme) {
     {
         StageRecorder first(controller());
         analyse_with_student(lab, kPrompt);
-        EXPECT_TRUE(first.quantized()) << first.stages.join(QLatin1Char('\n')).toStdString();
+        EXPECT_TRUE(first.quantized()) << first.stages().join(QLatin1Char('\n')).toStdString();
     }
     StageRecorder later(controller());
     const QString newer = QStringLiteral("The little dog ran");
@@ -166,8 +160,8 @@ TEST_F(SoftLabelsStudentTest, TheStudentIsQuantizedOncePerScheme) {
     lab.student_box().setCurrentIndex(lab.student_box().findData(kScheme));
     ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme == kScheme.toStdString(); }, kTimeoutMs));
     expect_student_shown(lab, expected(newer, 1.0, SoftLabelsLab::kDefaultTopK));
-    EXPECT_EQ(later.finished, 3);
-    EXPECT_FALSE(later.quantized()) << later.stages.join(QLatin1Char('\n')).toStdString();
+    EXPECT_EQ(later.finished(), 3);
+    EXPECT_FALSE(later.quantized()) << later.stages().join(QLatin1Char('\n')).toStdString();
 }
 
 TEST_F(SoftLabelsStudentTest, TheStudentsChartExports) {
@@ -193,8 +187,9 @@ TEST(SoftLabelsStudent, ASchemeTheShapesRuleOutNamesTheProblem) {
     bool loaded = false;
     QString failure;
     QObject::connect(&c, &EngineController::model_loaded, [&] { loaded = true; });
-    QObject::connect(&c, &EngineController::lab_job_failed, [&](const QString& kind, quint64, const QString& message) {
-        if (kind == SoftLabelsLab::kJob) failure = message;
+    QObject scope;
+    QObject::connect(&c, &EngineController::lab_job_started, &scope, [&](LabJobWatcher* job) {
+        if (job->kind() == SoftLabelsLab::kJob) QObject::connect(job, &LabJobWatcher::failed, &scope, [&](const QString& message) { failure = message; });
     });
     c.load_model(inferscope::testing::shared_model_path("stories260K.gguf"));
     ASSERT_TRUE(wait_until([&] { return loaded && !c.busy(); }, kTimeoutMs));

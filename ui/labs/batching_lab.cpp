@@ -136,34 +136,24 @@ void BatchingLab::connect_controller() {
         set_model_ready(true);
         Q_EMIT rows_changed();
     });
-    follow_lab_progress(controller_, this, *progress_,
-                        [](const QString& kind) { return kind == kSweepJob || kind == kRealReplayJob; });
-    connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
-        if (kind == kPointJob || kind == kSweepJob) {
-            add_rows(std::any_cast<const BatchBenchReport&>(result), kind == kSweepJob);
-        } else if (kind == kReplayJob) {
-            replay_->set_result(std::any_cast<const ReplayResult&>(result));
-            Q_EMIT replay_changed();
-        } else if (kind == kRealReplayJob) {
-            replay_->set_real_result(std::any_cast<const ReplayResult&>(result));
-            status_->setText(tr("Served the trace for real on the loaded model: dashed curves."));
-            Q_EMIT replay_changed();
-        }
-        if (kind == kSweepJob) end_sweep();
+}
+
+void BatchingLab::watch(LabJobWatcher& job) {
+    const bool sweep = job.kind() == kSweepJob;
+    if (sweep || job.kind() == kRealReplayJob) show_lab_progress(job, *progress_);
+    // Connected after the job's result slot, so the rows are in when the buttons update.
+    connect(&job, &LabJobWatcher::finished, this, [this, sweep] {
+        if (sweep) end_sweep();
         update_cancel_button();
     });
-    connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
-        if (!kind.startsWith(QStringLiteral("batching/"))) return;
-        if (kind == kSweepJob) end_sweep();
-        status_->setText(tr("Measurement failed: %1").arg(message));
+    const auto ended = [this, sweep](const QString& status) {
+        if (sweep) end_sweep();
+        status_->setText(status);
         update_cancel_button();
-    });
-    connect(&controller_, &EngineController::lab_job_cancelled, this, [this](const QString& kind, quint64) {
-        if (!kind.startsWith(QStringLiteral("batching/"))) return;
-        if (kind == kSweepJob) end_sweep();
-        status_->setText(tr("Cancelled."));
-        update_cancel_button();
-    });
+    };
+    connect(&job, &LabJobWatcher::failed, this, [ended](const QString& message) { ended(tr("Measurement failed: %1").arg(message)); });
+    connect(&job, &LabJobWatcher::cancelled, this, [ended] { ended(tr("Cancelled.")); });
+    update_cancel_button();
 }
 
 void BatchingLab::set_model_ready(bool ready) {
@@ -209,10 +199,9 @@ void BatchingLab::measure(const QString& kind, std::vector<int> batch_sizes) {
     settings.batch_sizes = std::move(batch_sizes);
     settings.repetitions = repeats_->value();
     status_->setText(tr("Measuring…"));
-    controller_.run_lab_job({kind, [settings](const LabContext& context) -> std::any {
-                                 return measure_batch_sizes(context, settings);
-                             }});
-    update_cancel_button();
+    auto* job = controller_.run_lab_job(kind, [settings](const LabContext& context) { return measure_batch_sizes(context, settings); });
+    job->on_finished(this, [this, sweep = kind == kSweepJob](const BatchBenchReport& report) { add_rows(report, sweep); });
+    watch(*job);
 }
 
 void BatchingLab::add_rows(const BatchBenchReport& report, bool replace_all) {
@@ -295,10 +284,15 @@ void BatchingLab::replay_for_real() {
     const int slot_count = replay_slots();
     progress_->setValue(0);
     status_->setText(tr("Serving %1 requests for real through %2 slots\u2026").arg(trace.requests).arg(slot_count));
-    controller_.run_lab_job({kRealReplayJob, [trace, slot_count](const LabContext& context) -> std::any {
-                                 return replay_trace_for_real(context, trace, slot_count);
-                             }});
-    update_cancel_button();
+    auto* job = controller_.run_lab_job(kRealReplayJob, [trace, slot_count](const LabContext& context) {
+        return replay_trace_for_real(context, trace, slot_count);
+    });
+    job->on_finished(this, [this](const ReplayResult& result) {
+        replay_->set_real_result(result);
+        status_->setText(tr("Served the trace for real on the loaded model: dashed curves."));
+        Q_EMIT replay_changed();
+    });
+    watch(*job);
 }
 
 void BatchingLab::replay() {
@@ -306,11 +300,15 @@ void BatchingLab::replay() {
     const std::vector<BatchBenchRow> measured = rows();
     const TraceOptions trace = trace_options();
     const int slot_count = replay_slots();
-    controller_.run_lab_job({kReplayJob, [measured, trace, slot_count](const LabContext& context) -> std::any {
-                                 context.throw_if_cancelled();
-                                 return replay_trace(cost_model_from_batch_rows(measured), trace, slot_count);
-                             }});
-    update_cancel_button();
+    auto* job = controller_.run_lab_job(kReplayJob, [measured, trace, slot_count](const LabContext& context) {
+        context.throw_if_cancelled();
+        return replay_trace(cost_model_from_batch_rows(measured), trace, slot_count);
+    });
+    job->on_finished(this, [this](const ReplayResult& result) {
+        replay_->set_result(result);
+        Q_EMIT replay_changed();
+    });
+    watch(*job);
 }
 
 QList<ChartPanel*> BatchingLab::panels() const { return {throughput_, step_, replay_}; }

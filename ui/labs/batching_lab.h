@@ -73,6 +73,9 @@ private:
     QWidget* build_controls();
     QWidget* build_replay_controls();
     void connect_controller();
+    // Ends a job of this tab: the sweep button, the status line on failure or cancel, and
+    // the Cancel button and progress bar after every end.
+    void watch(LabJobWatcher& job);
     void measure(const QString& kind, std::vector<int> batch_sizes);
     void add_rows(const BatchBenchReport& report, bool replace_all);
     void replay();

@@ -4,19 +4,16 @@
 #include <QProgressBar>
 #include <algorithm>
 
-#include "ui/engine_controller.h"
+#include "ui/lab_job.h"
 
 namespace inferscope::ui {
 
-void follow_lab_progress(EngineController& controller, QObject* context, QProgressBar& bar,
-                         std::function<bool(const QString& kind)> owns) {
-    QObject::connect(&controller, &EngineController::lab_job_progress, context,
-                     [&bar, owns = std::move(owns)](const QString& kind, quint64, double fraction, const QString& stage) {
-                         if (!owns(kind)) return;
-                         bar.show();
-                         bar.setValue(static_cast<int>(fraction * 1000));
-                         show_progress_text(bar, stage);
-                     });
+void show_lab_progress(const LabJobWatcher& job, QProgressBar& bar) {
+    QObject::connect(&job, &LabJobWatcher::progress, &bar, [&bar](double fraction, const QString& stage) {
+        bar.show();
+        bar.setValue(static_cast<int>(fraction * 1000));
+        show_progress_text(bar, stage);
+    });
 }
 
 void show_progress_text(QProgressBar& bar, const QString& stage) {

@@ -34,11 +34,7 @@ OutliersLab::OutliersLab(EngineController& controller, QWidget* parent)
       heat_strip_(new OutlierHeatStripPanel()),
       follower_(new PromptFollower(*this, controller, kJob, kDebounceMs,
                                    {[this] { return report_is_current(); },
-                                    [this](const std::string& prompt) -> PromptFollower::JobBody {
-                                        return [prompt, options = analysis_options()](const LabContext& context) -> std::any {
-                                            return measure_outliers(context, prompt, options);
-                                        };
-                                    }})) {
+                                    [this](const std::string& prompt) { start_job(prompt); }})) {
     setObjectName(QStringLiteral("activation-outliers"));
     layer_slider_->setRange(0, 0);
     wrap_within_column(status_);
@@ -109,8 +105,6 @@ void OutliersLab::set_model(const ModelSummary& model) {
 
 void OutliersLab::connect_controller() {
     connect(&controller_, &EngineController::model_loaded, this, &OutliersLab::set_model);
-    connect(follower_, &PromptFollower::finished, this,
-            [this](const std::any& result) { show_report(std::any_cast<const OutlierReport&>(result)); });
     connect(follower_, &PromptFollower::failed, this,
             [this](const QString& message) { status_->setText(tr("Analysis failed: %1").arg(message)); });
 }
@@ -122,6 +116,14 @@ void OutliersLab::show_report(const OutlierReport& report) {
     show_int8(*report_);
     heat_strip_->set_layers(report_->layers, QString::fromStdString(report_->tensor));
     Q_EMIT report_changed();
+}
+
+void OutliersLab::start_job(const std::string& prompt) {
+    auto* job = controller_.run_lab_job(kJob, [prompt, options = analysis_options()](const LabContext& context) {
+        return measure_outliers(context, prompt, options);
+    });
+    follower_->track(*job);
+    job->on_finished(this, [this](const OutlierReport& report) { show_report(report); });
 }
 
 const QString& OutliersLab::analysed_prompt() const { return follower_->analysed_prompt(); }

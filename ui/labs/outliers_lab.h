@@ -60,6 +60,8 @@ private:
     void connect_controller();
     void show_layer(int layer);
     void show_int8(const OutlierReport& report);
+    // Runs the analysis job for `prompt` under the current layer choice.
+    void start_job(const std::string& prompt);
     void show_report(const OutlierReport& report);
 
     EngineController& controller_;

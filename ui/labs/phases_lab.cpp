@@ -72,22 +72,6 @@ void PhasesLab::connect_controller() {
         status_->setText(tr("Press Measure to time this model's prefill and decode."));
         measure_button_->setEnabled(true);
     });
-    follow_lab_progress(controller_, this, *progress_, [](const QString& kind) { return kind == kJob; });
-    connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
-        if (kind != kJob) return;
-        end_run();
-        show_report(std::any_cast<const PhasesReport&>(result));
-    });
-    connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
-        if (kind != kJob) return;
-        end_run();
-        status_->setText(tr("Measurement failed: %1").arg(message));
-    });
-    connect(&controller_, &EngineController::lab_job_cancelled, this, [this](const QString& kind, quint64) {
-        if (kind != kJob) return;
-        end_run();
-        status_->setText(tr("Measurement cancelled."));
-    });
 }
 
 void PhasesLab::end_run() {
@@ -126,9 +110,22 @@ void PhasesLab::measure() {
                          .arg(options.prompt_lengths.size())
                          .arg(options.repetitions));
     repetitions_ = options.repetitions;
-    controller_.run_lab_job({kJob, [options](const LabContext& context) -> std::any {
-                                 return measure_prefill_and_decode(context, options);
-                             }});
+    auto* job = controller_.run_lab_job(kJob, [options](const LabContext& context) {
+        return measure_prefill_and_decode(context, options);
+    });
+    show_lab_progress(*job, *progress_);
+    job->on_finished(this, [this](const PhasesReport& report) {
+        end_run();
+        show_report(report);
+    });
+    connect(job, &LabJobWatcher::failed, this, [this](const QString& message) {
+        end_run();
+        status_->setText(tr("Measurement failed: %1").arg(message));
+    });
+    connect(job, &LabJobWatcher::cancelled, this, [this] {
+        end_run();
+        status_->setText(tr("Measurement cancelled."));
+    });
 }
 
 void PhasesLab::show_report(const PhasesReport& report) {

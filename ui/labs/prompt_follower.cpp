@@ -14,15 +14,12 @@ PromptFollower::PromptFollower(QWidget& view, EngineController& controller, QStr
     connect(&debounce_, &QTimer::timeout, this, [this] {
         if (view_.isVisible() && !hooks_.result_is_current()) run_now();
     });
-    connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
-        if (kind != kind_) return;
-        analysed_prompt_ = running_prompt_;
-        Q_EMIT finished(result);
-    });
-    connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
-        if (kind == kind_) Q_EMIT failed(message);
-    });
     view_.installEventFilter(this);
+}
+
+void PromptFollower::track(const LabJobWatcher& job) {
+    connect(&job, &LabJobWatcher::finished, this, [this, prompt = running_prompt_] { analysed_prompt_ = prompt; });
+    connect(&job, &LabJobWatcher::failed, this, &PromptFollower::failed);
 }
 
 bool PromptFollower::eventFilter(QObject* watched, QEvent* event) {
@@ -41,7 +38,7 @@ void PromptFollower::run_now() {
     debounce_.stop();
     if (!controller_.has_model() || prompt_.trimmed().isEmpty()) return;
     running_prompt_ = prompt_;
-    controller_.run_lab_job({kind_, hooks_.make_job(prompt_.toStdString())});
+    hooks_.start_job(prompt_.toStdString());
 }
 
 }  // namespace inferscope::ui

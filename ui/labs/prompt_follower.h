@@ -4,11 +4,10 @@
 // generation for the worker otherwise; showing the tab catches up with what was typed
 // meanwhile), and one running job of the lab's kind (a newer one cancels the older, whose
 // result never arrives). The lab says whether its shown result still answers its controls and
-// builds the job for a prompt; the follower tells it when that job's result or error arrives.
+// starts the job for a prompt, handing it to track() before connecting its own result slot.
 #include <QObject>
 #include <QString>
 #include <QTimer>
-#include <any>
 #include <functional>
 #include <string>
 
@@ -23,12 +22,11 @@ class EngineController;
 class PromptFollower : public QObject {
     Q_OBJECT
 public:
-    using JobBody = std::function<std::any(const LabContext&)>;
     struct Hooks {
         // Whether the lab's shown result answers the current prompt and controls.
         std::function<bool()> result_is_current;
-        // The job for `prompt` under the lab's current controls.
-        std::function<JobBody(const std::string& prompt)> make_job;
+        // Starts the lab's job (of the follower's kind) for `prompt` under its current controls.
+        std::function<void(const std::string& prompt)> start_job;
     };
 
     // `view` is the lab's tab: jobs start only while it is visible, and showing it catches up.
@@ -49,10 +47,11 @@ public:
     void run_now();
     // The lab dropped its result (a new model): no prompt counts as analysed.
     void forget_result() { analysed_prompt_.clear(); }
+    // Follows the job start_job started: once it finishes, its prompt is the analysed one
+    // (before the lab's own slots, connected after this call, see the result).
+    void track(const LabJobWatcher& job);
 
 Q_SIGNALS:
-    // The current job's result, on the UI thread; analysed_prompt() is already its prompt.
-    void finished(const std::any& result);
     void failed(const QString& message);
 
 protected:

@@ -204,10 +204,10 @@ void QuantizationLab::run_now() {
     running_scheme_ = scheme_text();
     const QuantScheme scheme = parse_quant_scheme(running_scheme_.toStdString());
     status_->setText(tr("Quantizing with %1…").arg(running_scheme_));
-    analysis_job_ = controller_.run_lab_job({kAnalysisJob, [scheme](const LabContext& context) -> std::any {
-                                                 return measure_quant_errors(context, scheme);
-                                             }});
-    update_enabled();
+    auto* job = controller_.run_lab_job(kAnalysisJob, [scheme](const LabContext& context) { return measure_quant_errors(context, scheme); });
+    analysis_job_ = job->id();
+    job->on_finished(this, [this](const QuantReport& report) { show_report(report); });
+    watch(*job);
 }
 
 void QuantizationLab::measure_quality() {
@@ -216,10 +216,11 @@ void QuantizationLab::measure_quality() {
     QualitySettings settings = quality_settings_;
     if (controller_.model().parameters > kBatteryMaxParameters) settings.battery.reset();
     status_->setText(tr("Measuring the quality of %1…").arg(scheme_text()));
-    controller_.run_lab_job({kQualityJob, [scheme, settings](const LabContext& context) -> std::any {
-                                 return measure_quant_quality(context, scheme, settings);
-                             }});
-    update_enabled();
+    auto* job = controller_.run_lab_job(kQualityJob, [scheme, settings](const LabContext& context) {
+        return measure_quant_quality(context, scheme, settings);
+    });
+    job->on_finished(this, [this](const QualityRow& row) { append_quality_row(row); });
+    watch(*job);
 }
 
 void QuantizationLab::use_quantized_weights() {
@@ -227,10 +228,9 @@ void QuantizationLab::use_quantized_weights() {
     weights_scheme_ = scheme_text();
     const QuantScheme scheme = parse_quant_scheme(weights_scheme_.toStdString());
     status_->setText(tr("Quantizing the model with %1 for generation…").arg(weights_scheme_));
-    controller_.run_lab_job({kWeightsJob, [scheme](const LabContext& context) -> std::any {
-                                 return measure_quantized_model(context, scheme);
-                             }});
-    update_enabled();
+    auto* job = controller_.run_lab_job(kWeightsJob, [scheme](const LabContext& context) { return measure_quantized_model(context, scheme); });
+    job->on_finished(this, [this](const QuantizedModel& quantized) { use_weights(quantized); });
+    watch(*job);
 }
 
 void QuantizationLab::restore_weights() {
@@ -244,13 +244,15 @@ void QuantizationLab::cancel() {
 
 void QuantizationLab::connect_controller() {
     connect(&controller_, &EngineController::model_loaded, this, &QuantizationLab::set_model);
-    follow_lab_progress(controller_, this, *progress_, [this](const QString& kind) { return is_own_job(kind); });
-    connect(&controller_, &EngineController::lab_job_finished, this,
-            [this](const QString& kind, quint64, const std::any& result) { on_job_finished(kind, result); });
-    connect(&controller_, &EngineController::lab_job_failed, this,
-            [this](const QString& kind, quint64, const QString& message) { on_job_ended(kind, tr("Failed: %1").arg(message)); });
-    connect(&controller_, &EngineController::lab_job_cancelled, this,
-            [this](const QString& kind, quint64) { on_job_ended(kind, tr("Cancelled.")); });
+}
+
+void QuantizationLab::watch(LabJobWatcher& job) {
+    show_lab_progress(job, *progress_);
+    // Connected after the job's result slot, so the buttons see the result in.
+    connect(&job, &LabJobWatcher::finished, this, [this] { on_job_ended(QString()); });
+    connect(&job, &LabJobWatcher::failed, this, [this](const QString& message) { on_job_ended(tr("Failed: %1").arg(message)); });
+    connect(&job, &LabJobWatcher::cancelled, this, [this] { on_job_ended(tr("Cancelled.")); });
+    update_enabled();
 }
 
 void QuantizationLab::fit_choices_to(const ModelSummary& model) {
@@ -292,37 +294,30 @@ void QuantizationLab::set_model(const ModelSummary& model) {
     schedule_analysis();
 }
 
-void QuantizationLab::on_job_finished(const QString& kind, const std::any& result) {
-    if (!is_own_job(kind)) return;
-    if (kind == kAnalysisJob) {
-        report_ = std::any_cast<const QuantReport&>(result);
-        error_panel_->set_report(*report_);
-        status_->setText(tr("%1: %2 matrices quantized in %3 s on %4 threads.")
-                             .arg(running_scheme_)
-                             .arg(report_->matrices.size())
-                             .arg(report_->seconds, 0, 'f', 2)
-                             .arg(report_->n_threads));
-        Q_EMIT report_changed();
-    } else if (kind == kQualityJob) {
-        append_quality_row(std::any_cast<const QualityRow&>(result));
-    } else {
-        const auto& quantized = std::any_cast<const QuantizedModel&>(result);
-        const SchemeSummary& summary = quantized.report.schemes.front();
-        const std::string_view type = ggml_type_name(summary.execution_type);
-        const QString execution_name = QString::fromUtf8(type.data(), static_cast<qsizetype>(type.size()));
-        controller_.use_weights(quantized.model,
-                                tr("quantized in memory with %1 (%2 bits/weight, %3 MiB; executes as %4)")
-                                    .arg(weights_scheme_)
-                                    .arg(summary.bits_per_weight, 0, 'f', 3)
-                                    .arg(bytes_to_mib(summary.model_bytes), 0, 'f', 2)
-                                    .arg(execution_name));
-        status_->setText(tr("Generation now runs the weights quantized with %1.").arg(weights_scheme_));
-    }
-    on_job_ended(kind, QString());
+void QuantizationLab::show_report(const QuantReport& report) {
+    report_ = report;
+    error_panel_->set_report(report);
+    status_->setText(tr("%1: %2 matrices quantized in %3 s on %4 threads.")
+                         .arg(running_scheme_)
+                         .arg(report.matrices.size())
+                         .arg(report.seconds, 0, 'f', 2)
+                         .arg(report.n_threads));
+    Q_EMIT report_changed();
 }
 
-void QuantizationLab::on_job_ended(const QString& kind, const QString& message) {
-    if (!is_own_job(kind)) return;
+void QuantizationLab::use_weights(const QuantizedModel& quantized) {
+    const SchemeSummary& summary = quantized.report.schemes.front();
+    const std::string_view type = ggml_type_name(summary.execution_type);
+    const QString execution_name = QString::fromUtf8(type.data(), static_cast<qsizetype>(type.size()));
+    controller_.use_weights(quantized.model, tr("quantized in memory with %1 (%2 bits/weight, %3 MiB; executes as %4)")
+                                                 .arg(weights_scheme_)
+                                                 .arg(summary.bits_per_weight, 0, 'f', 3)
+                                                 .arg(bytes_to_mib(summary.model_bytes), 0, 'f', 2)
+                                                 .arg(execution_name));
+    status_->setText(tr("Generation now runs the weights quantized with %1.").arg(weights_scheme_));
+}
+
+void QuantizationLab::on_job_ended(const QString& message) {
     if (!message.isEmpty()) status_->setText(message);
     const bool running = controller_.lab_job_running(kAnalysisJob) || controller_.lab_job_running(kQualityJob) ||
                          controller_.lab_job_running(kWeightsJob);

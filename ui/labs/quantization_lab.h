@@ -86,15 +86,18 @@ private:
     void connect_controller();
     void schedule_analysis();
     void set_model(const ModelSummary& model);
-    void on_job_finished(const QString& kind, const std::any& result);
-    void on_job_ended(const QString& kind, const QString& message);
+    // Shows a job's progress and ends it: the status line (a non-empty message), the bar and
+    // the buttons.
+    void watch(LabJobWatcher& job);
+    void on_job_ended(const QString& message);
+    void show_report(const QuantReport& report);
+    void use_weights(const QuantizedModel& quantized);
     void append_quality_row(const QualityRow& row);
     void update_enabled();
     // Disables the formats and group sizes whose block does not divide every row of the
     // model's matrices (stories260K's FFN rows hold 172 weights), saying why in the tooltip.
     void fit_choices_to(const ModelSummary& model);
     bool analysis_is_current() const;
-    bool is_own_job(const QString& kind) const { return kind == kAnalysisJob || kind == kQualityJob || kind == kWeightsJob; }
 
     EngineController& controller_;
     QComboBox* format_;

@@ -41,7 +41,7 @@ SoftLabelsLab::SoftLabelsLab(EngineController& controller, QWidget* parent)
       student_panel_(new SoftLabelsPanel(QStringLiteral("soft-labels-student"), tr("Student's next-token distribution"))),
       follower_(new PromptFollower(*this, controller, kJob, kDebounceMs,
                                    {[this] { return logits_are_current(); },
-                                    [this](const std::string& prompt) { return make_job(prompt); }})),
+                                    [this](const std::string& prompt) { start_job(prompt); }})),
       students_(std::make_shared<StudentModels>()) {
     setObjectName(QStringLiteral("soft-labels"));
     temperature_slider_->setRange(kMinTemperatureStep, kMaxTemperatureStep);
@@ -84,11 +84,18 @@ void SoftLabelsLab::build_layout() {
     layout->addWidget(kl_line_);
 }
 
-PromptFollower::JobBody SoftLabelsLab::make_job(const std::string& prompt) const {
-    return [prompt, scheme = student_scheme().toStdString(), students = students_](const LabContext& context) -> std::any {
-        if (scheme.empty()) return measure_next_token_logits(context, prompt);
-        return measure_teacher_and_student_logits(context, prompt, scheme, *students);
-    };
+void SoftLabelsLab::start_job(const std::string& prompt) {
+    auto* job = controller_.run_lab_job(
+        kJob, [prompt, scheme = student_scheme().toStdString(), students = students_](const LabContext& context) {
+            if (scheme.empty()) return measure_next_token_logits(context, prompt);
+            return measure_teacher_and_student_logits(context, prompt, scheme, *students);
+        });
+    follower_->track(*job);
+    job->on_finished(this, [this](const NextTokenLogits& logits) { show_logits(logits); });
+    // Quantizing a student takes seconds on a real model: say which matrix it is at.
+    connect(job, &LabJobWatcher::progress, this, [this](double fraction, const QString& stage) {
+        status_->setText(tr("%1 (%2 %)").arg(stage).arg(100.0 * fraction, 0, 'f', 0));
+    });
 }
 
 double SoftLabelsLab::temperature() const { return temperature_slider_->value() / static_cast<double>(kTemperatureSteps); }
@@ -120,15 +127,8 @@ void SoftLabelsLab::set_model(const ModelSummary& model) {
 
 void SoftLabelsLab::connect_controller() {
     connect(&controller_, &EngineController::model_loaded, this, &SoftLabelsLab::set_model);
-    connect(follower_, &PromptFollower::finished, this,
-            [this](const std::any& result) { show_logits(std::any_cast<const NextTokenLogits&>(result)); });
     connect(follower_, &PromptFollower::failed, this,
             [this](const QString& message) { status_->setText(tr("The distribution could not be computed: %1").arg(message)); });
-    // Quantizing a student takes seconds on a real model: say which matrix it is at.
-    connect(&controller_, &EngineController::lab_job_progress, this,
-            [this](const QString& kind, quint64, double fraction, const QString& stage) {
-                if (kind == kJob) status_->setText(tr("%1 (%2 %)").arg(stage).arg(100.0 * fraction, 0, 'f', 0));
-            });
 }
 
 void SoftLabelsLab::show_logits(const NextTokenLogits& logits) {

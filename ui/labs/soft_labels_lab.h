@@ -72,7 +72,8 @@ private:
     bool logits_are_current() const;
     void build_layout();
     // The pass over `prompt` with the chosen student (if any), for the follower to run.
-    std::function<std::any(const LabContext&)> make_job(const std::string& prompt) const;
+    // Runs the distribution job for `prompt` under the current student choice.
+    void start_job(const std::string& prompt);
     void set_model(const ModelSummary& model);
     void connect_controller();
     void show_logits(const NextTokenLogits& logits);

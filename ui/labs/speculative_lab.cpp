@@ -141,18 +141,6 @@ void SpeculativeLab::connect_controller() {
         status_->setText(tr("Press Measure to run this model against its draft."));
         measure_button_->setEnabled(true);
     });
-    follow_lab_progress(controller_, this, *progress_, [](const QString& kind) { return kind == kJob; });
-    connect(&controller_, &EngineController::lab_job_finished, this, [this](const QString& kind, quint64, const std::any& result) {
-        if (kind != kJob) return;
-        end_run(tr("Measured: plain decoding first, then the speculative run on the same target."));
-        show_result(std::any_cast<const SpeculativeRunResult&>(result));
-    });
-    connect(&controller_, &EngineController::lab_job_failed, this, [this](const QString& kind, quint64, const QString& message) {
-        if (kind == kJob) end_run(tr("Measurement failed: %1").arg(message));
-    });
-    connect(&controller_, &EngineController::lab_job_cancelled, this, [this](const QString& kind, quint64) {
-        if (kind == kJob) end_run(tr("Measurement cancelled."));
-    });
 }
 
 void SpeculativeLab::set_generation_prompt(const QString& prompt) { generation_prompt_ = prompt; }
@@ -200,9 +188,14 @@ void SpeculativeLab::measure() {
     measure_button_->setEnabled(false);
     cancel_button_->setEnabled(true);
     status_->setText(tr("Measuring %1 tokens with \u03b3 = %2\u2026").arg(s.n_predict).arg(s.gamma));
-    controller_.run_lab_job({kJob, [s](const LabContext& context) -> std::any {
-                                 return measure_speculative_decoding(context, s);
-                             }});
+    auto* job = controller_.run_lab_job(kJob, [s](const LabContext& context) { return measure_speculative_decoding(context, s); });
+    show_lab_progress(*job, *progress_);
+    job->on_finished(this, [this](const SpeculativeRunResult& result) {
+        end_run(tr("Measured: plain decoding first, then the speculative run on the same target."));
+        show_result(result);
+    });
+    connect(job, &LabJobWatcher::failed, this, [this](const QString& message) { end_run(tr("Measurement failed: %1").arg(message)); });
+    connect(job, &LabJobWatcher::cancelled, this, [this] { end_run(tr("Measurement cancelled.")); });
 }
 
 void SpeculativeLab::end_run(const QString& status) {
