@@ -7,6 +7,8 @@
 #include <QVector>
 #include <atomic>
 
+#include "engine/model/model_config.h"
+
 namespace inferscope::ui {
 
 // Calls to the worker's entry points, and how many of them ran on the UI thread (none may:
@@ -26,16 +28,7 @@ struct ModelSummary {
     qint64 parameters = 0;
     qint64 file_bytes = 0;
     QString fingerprint;        // GgufFile::content_fingerprint()
-    int n_layer = 0;
-    int n_embd = 0;
-    int n_head = 0;
-    int n_head_kv = 0;
-    int head_dim = 0;
-    int n_ff = 0;
-    int n_vocab = 0;
-    int context_length = 0;
-    int sliding_window = 0;     // tokens a local layer attends to; 0 without local layers
-    int local_layers = 0;       // layers with sliding-window attention (of n_layer)
+    ModelConfig config;         // the shapes the header declares; zeros when they cannot be read
     QStringList tensor_types;   // "Q4_K x 96", ...
     QString tokenizer;          // filled once the model is loaded
     QString backend;            // filled once the model is loaded
@@ -48,7 +41,7 @@ struct ModelSummary {
 
     // KV-cache bytes per token at 2 bytes per element for `kv_heads` KV heads.
     qint64 kv_bytes_per_token(int kv_heads, int element_bytes = 2) const {
-        return qint64{2} * n_layer * kv_heads * head_dim * element_bytes;
+        return qint64{2} * config.n_layer * kv_heads * config.head_dim * element_bytes;
     }
 };
 

@@ -86,17 +86,7 @@ ModelSummary summarize_file(const GgufFile& file) {
         s.tensor_types << QStringLiteral("%1 \u00d7 %2").arg(QString::fromStdString(type)).arg(count);
     }
     try {
-        const ModelConfig c = architecture_for(file).read_config(file);
-        s.n_layer = c.n_layer;
-        s.n_embd = c.n_embd;
-        s.n_head = c.n_head;
-        s.n_head_kv = c.n_head_kv;
-        s.head_dim = c.head_dim;
-        s.n_ff = c.n_ff;
-        s.n_vocab = c.n_vocab;
-        s.context_length = c.context_length;
-        s.local_layers = c.local_layer_count();
-        s.sliding_window = s.local_layers > 0 ? c.sliding_window : 0;
+        s.config = architecture_for(file).read_config(file);
     } catch (const Error&) {
         // An unsupported or inconsistent file: the preview shows what the header says and
         // loading reports the problem.

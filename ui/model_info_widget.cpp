@@ -44,16 +44,19 @@ void ModelInfoWidget::show_summary(const ModelSummary& s, bool loaded) {
     if (!s.builtin) add(tr("File:"), tr("%1, %2").arg(QFileInfo(s.path).fileName(), format_bytes(s.file_bytes)));
     add(tr("Architecture:"), s.architecture);
     add(tr("Parameters:"), locale.toString(s.parameters));
-    if (s.n_layer > 0) {
-        add(tr("Layers / width:"), tr("%1 layers, n_embd %2, FFN %3").arg(s.n_layer).arg(s.n_embd).arg(s.n_ff));
-        add(tr("Heads:"), tr("%1 query, %2 KV (head dim %3)").arg(s.n_head).arg(s.n_head_kv).arg(s.head_dim));
-        add(tr("KV bytes/token:"), tr("%1 (f16)").arg(locale.toString(s.kv_bytes_per_token(s.n_head_kv))));
-        if (s.local_layers > 0) {
-            add(tr("Sliding window:"), tr("%1 of %2 layers attend to the last %3 tokens").arg(s.local_layers).arg(s.n_layer).arg(s.sliding_window));
+    if (s.config.n_layer > 0) {
+        add(tr("Layers / width:"), tr("%1 layers, n_embd %2, FFN %3").arg(s.config.n_layer).arg(s.config.n_embd).arg(s.config.n_ff));
+        add(tr("Heads:"), tr("%1 query, %2 KV (head dim %3)").arg(s.config.n_head).arg(s.config.n_head_kv).arg(s.config.head_dim));
+        add(tr("KV bytes/token:"), tr("%1 (f16)").arg(locale.toString(s.kv_bytes_per_token(s.config.n_head_kv))));
+        if (s.config.local_layer_count() > 0) {
+            add(tr("Sliding window:"), tr("%1 of %2 layers attend to the last %3 tokens")
+                                           .arg(s.config.local_layer_count())
+                                           .arg(s.config.n_layer)
+                                           .arg(s.config.sliding_window));
         }
-        add(tr("Vocabulary:"), locale.toString(s.n_vocab));
-        add(tr("Context:"), loaded ? tr("%1 tokens (model: %2)").arg(s.context_size).arg(s.context_length)
-                                   : locale.toString(s.context_length));
+        add(tr("Vocabulary:"), locale.toString(s.config.n_vocab));
+        add(tr("Context:"), loaded ? tr("%1 tokens (model: %2)").arg(s.context_size).arg(s.config.context_length)
+                                   : locale.toString(s.config.context_length));
     }
     add(tr("Tensor types:"), s.tensor_types.join(QStringLiteral(", ")));
     if (loaded) {

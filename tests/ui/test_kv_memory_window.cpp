@@ -9,12 +9,12 @@ namespace {
 
 TEST(KvMemoryPanelWindow, LocalLayersFlattenAtTheWindow) {
     ModelSummary model;  // gemma3-tiny's attention: 6 layers, 4 local with a window of 8
-    model.n_layer = 6;
-    model.n_head = 4;
-    model.n_head_kv = 1;
-    model.head_dim = 64;
-    model.local_layers = 4;
-    model.sliding_window = 8;
+    model.config.n_layer = 6;
+    model.config.n_head = 4;
+    model.config.n_head_kv = 1;
+    model.config.head_dim = 64;
+    model.config.local_layers = {0, 1, 1, 0, 1, 1};
+    model.config.sliding_window = 8;
     KvMemoryPanel panel;
     panel.set_model(model);
     StepRecord step;
@@ -27,8 +27,8 @@ TEST(KvMemoryPanelWindow, LocalLayersFlattenAtTheWindow) {
     EXPECT_EQ(panel.local_layers_bytes_at(40), 4 * layer_bytes * 8);
 
     ModelSummary plain = model;
-    plain.local_layers = 0;
-    plain.sliding_window = 0;
+    plain.config.local_layers.clear();
+    plain.config.sliding_window = 0;
     panel.set_model(plain);
     EXPECT_EQ(panel.local_layers_bytes_at(40), 0);
 }

@@ -51,9 +51,9 @@ TEST(LabPanels, TheLoadedModelJoinsTheMemoryPlanner) {
     models->setCurrentIndex(4);
     const BudgetModel chosen = window.memory_planner_panel().chosen_model();
     EXPECT_EQ(chosen.parameters, static_cast<double>(model.parameters));
-    EXPECT_EQ(chosen.layers, model.n_layer);
-    EXPECT_EQ(chosen.kv_heads, model.n_head_kv);
-    EXPECT_EQ(chosen.head_dim, model.head_dim);
+    EXPECT_EQ(chosen.layers, model.config.n_layer);
+    EXPECT_EQ(chosen.kv_heads, model.config.n_head_kv);
+    EXPECT_EQ(chosen.head_dim, model.config.head_dim);
 }
 
 }  // namespace

@@ -168,9 +168,9 @@ TEST(MemoryPlannerPanel, TheLoadedModelIsAChoice) {
     ModelSummary summary;
     summary.name = QStringLiteral("tiny");
     summary.parameters = 260000;
-    summary.n_layer = 5;
-    summary.n_head_kv = 4;
-    summary.head_dim = 8;
+    summary.config.n_layer = 5;
+    summary.config.n_head_kv = 4;
+    summary.config.head_dim = 8;
     panel.set_model(summary);
     ASSERT_EQ(panel.model_combo()->count(), 5);
     panel.model_combo()->setCurrentIndex(4);

@@ -157,7 +157,7 @@ TEST(OutlierHeatStrip, ExportsTheMatrixAndJoinsExportAll) {
     const QByteArray csv_text = csv.readAll();
     EXPECT_EQ(csv_text, plot_data_to_csv(strip.plot_data()));
     // The header, then one row per (dimension, layer).
-    EXPECT_EQ(csv_text.count('\n'), 1 + OutlierHeatStripPanel::kDimensions * window.controller().model().n_layer);
+    EXPECT_EQ(csv_text.count('\n'), 1 + OutlierHeatStripPanel::kDimensions * window.controller().model().config.n_layer);
     EXPECT_TRUE(csv_text.startsWith("series,layer (block),max |h| over the prompt's tokens\n"));
     const QString json_path = dir.filePath(QStringLiteral("strip.json"));
     ASSERT_TRUE(export_chart(strip, json_path, ExportFormat::Json).isEmpty());

@@ -237,7 +237,11 @@ TEST_F(QuantizationLabTest, CancelStopsTheQualityMeasurementWithoutARow) {
     lab.measure_button().click();
     ASSERT_TRUE(lab.cancel_button().isEnabled());
     lab.cancel_button().click();
-    ASSERT_TRUE(wait_until([&] { return rec.cancelled_kinds.contains(QuantizationLab::kQualityJob) && !c.lab_job_running(QuantizationLab::kQualityJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until(
+        [&] {
+            return rec.cancelled_kinds.contains(QuantizationLab::kQualityJob) && !c.lab_job_running(QuantizationLab::kQualityJob);
+        },
+        kTimeoutMs));
     EXPECT_TRUE(lab.quality_rows().empty());
     EXPECT_EQ(lab.results_table().rowCount(), 0);
     EXPECT_FALSE(lab.cancel_button().isEnabled());

@@ -189,7 +189,8 @@ TEST(SoftLabelsStudent, ASchemeTheShapesRuleOutNamesTheProblem) {
     QObject::connect(&c, &EngineController::model_loaded, [&] { loaded = true; });
     QObject scope;
     QObject::connect(&c, &EngineController::lab_job_started, &scope, [&](LabJobWatcher* job) {
-        if (job->kind() == SoftLabelsLab::kJob) QObject::connect(job, &LabJobWatcher::failed, &scope, [&](const QString& message) { failure = message; });
+        if (job->kind() == SoftLabelsLab::kJob)
+            QObject::connect(job, &LabJobWatcher::failed, &scope, [&](const QString& message) { failure = message; });
     });
     c.load_model(inferscope::testing::shared_model_path("stories260K.gguf"));
     ASSERT_TRUE(wait_until([&] { return loaded && !c.busy(); }, kTimeoutMs));

@@ -185,7 +185,8 @@ PhasesReport measure_prefill_and_decode(const LabContext& context, PhasesOptions
     session_options.n_ctx = phases_context_needed(options);
     InferenceSession session(context.model(), session_options);
     options.progress = context.engine_progress([](const ProgressUpdate& update) {
-        return QCoreApplication::translate("PhasesLab", "measuring %1 (%2)").arg(QString::fromUtf8(update.stage), QString::fromUtf8(update.item));
+        return QCoreApplication::translate("PhasesLab", "measuring %1 (%2)")
+            .arg(QString::fromUtf8(update.stage), QString::fromUtf8(update.item));
     });
     context.throw_if_cancelled();
     PhasesReport report = measure_phases(session, options);

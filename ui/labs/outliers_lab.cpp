@@ -97,8 +97,8 @@ void OutliersLab::set_model(const ModelSummary& model) {
     heat_strip_->clear(waiting);
     int8_summary_->clear();
     int8_table_->setRowCount(0);
-    layer_slider_->setRange(0, std::max(0, model.n_layer - 1));
-    layer_slider_->setValue(model.n_layer / 2);
+    layer_slider_->setRange(0, std::max(0, model.config.n_layer - 1));
+    layer_slider_->setValue(model.config.n_layer / 2);
     layer_label_->setText(tr("block %1").arg(layer_slider_->value()));
     follower_->schedule();
 }

@@ -102,7 +102,7 @@ PhasesOptions PhasesLab::options_fitting(int context_tokens) const {
 void PhasesLab::measure() {
     // Lengths beyond the model's context are left out rather than failing the whole run.
     options_.repetitions = repeats_->value();
-    const PhasesOptions options = options_fitting(controller_.model().context_length);
+    const PhasesOptions options = options_fitting(controller_.model().config.context_length);
     progress_->setValue(0);
     progress_->show();
     cancel_button_->setEnabled(true);

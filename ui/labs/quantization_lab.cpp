@@ -204,7 +204,8 @@ void QuantizationLab::run_now() {
     running_scheme_ = scheme_text();
     const QuantScheme scheme = parse_quant_scheme(running_scheme_.toStdString());
     status_->setText(tr("Quantizing with %1…").arg(running_scheme_));
-    auto* job = controller_.run_lab_job(kAnalysisJob, [scheme](const LabContext& context) { return measure_quant_errors(context, scheme); });
+    auto* job = controller_.run_lab_job(kAnalysisJob,
+                                        [scheme](const LabContext& context) { return measure_quant_errors(context, scheme); });
     analysis_job_ = job->id();
     job->on_finished(this, [this](const QuantReport& report) { show_report(report); });
     watch(*job);
@@ -228,7 +229,8 @@ void QuantizationLab::use_quantized_weights() {
     weights_scheme_ = scheme_text();
     const QuantScheme scheme = parse_quant_scheme(weights_scheme_.toStdString());
     status_->setText(tr("Quantizing the model with %1 for generation…").arg(weights_scheme_));
-    auto* job = controller_.run_lab_job(kWeightsJob, [scheme](const LabContext& context) { return measure_quantized_model(context, scheme); });
+    auto* job = controller_.run_lab_job(kWeightsJob,
+                                        [scheme](const LabContext& context) { return measure_quantized_model(context, scheme); });
     job->on_finished(this, [this](const QuantizedModel& quantized) { use_weights(quantized); });
     watch(*job);
 }

@@ -12,7 +12,7 @@ namespace inferscope::ui {
 
 QList<int> matrix_row_lengths(const ModelSummary& model) {
     QList<int> lengths;
-    for (int length : {model.n_embd, model.n_head * model.head_dim, model.n_ff}) {
+    for (int length : {model.config.n_embd, model.config.n_head * model.config.head_dim, model.config.n_ff}) {
         if (length > 0 && !lengths.contains(length)) lengths.append(length);
     }
     return lengths;

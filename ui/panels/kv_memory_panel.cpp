@@ -64,32 +64,33 @@ void KvMemoryPanel::style_series(bool dark) {
 }
 
 double KvMemoryPanel::local_layers_bytes_at(int tokens) const {
-    if (model_.local_layers == 0 || model_.n_layer == 0) return 0;
-    const double layer_bytes = static_cast<double>(model_.kv_bytes_per_token(model_.n_head_kv)) / model_.n_layer;
-    return model_.local_layers * layer_bytes * std::min(tokens, model_.sliding_window);
+    if (model_.config.local_layer_count() == 0 || model_.config.n_layer == 0) return 0;
+    const double layer_bytes = static_cast<double>(model_.kv_bytes_per_token(model_.config.n_head_kv)) / model_.config.n_layer;
+    return model_.config.local_layer_count() * layer_bytes * std::min(tokens, model_.config.sliding_window);
 }
 
 void KvMemoryPanel::set_model(const ModelSummary& model) {
     model_ = model;
     chart()->setTitle(tr("KV-cache memory \u2014 2 \u00d7 %1 layers \u00d7 %2 KV heads \u00d7 %3 dims \u00d7 2 bytes (f16) = "
                          "%4 bytes/token")
-                          .arg(model.n_layer)
-                          .arg(model.n_head_kv)
-                          .arg(model.head_dim)
-                          .arg(model.kv_bytes_per_token(model.n_head_kv)));
-    formula_->setName(tr("formula (%1 KV heads)").arg(model.n_head_kv));
-    mha_->setName(tr("MHA what-if (%1 KV heads)").arg(model.n_head));
+                          .arg(model.config.n_layer)
+                          .arg(model.config.n_head_kv)
+                          .arg(model.config.head_dim)
+                          .arg(model.kv_bytes_per_token(model.config.n_head_kv)));
+    formula_->setName(tr("formula (%1 KV heads)").arg(model.config.n_head_kv));
+    mha_->setName(tr("MHA what-if (%1 KV heads)").arg(model.config.n_head));
     mqa_->setName(tr("MQA what-if (1 KV head)"));
     // A what-if equal to the model's own layout says nothing new.
-    mha_->setVisible(model.n_head != model.n_head_kv);
-    mqa_->setVisible(model.n_head_kv != 1);
-    const bool windowed = model.local_layers > 0;
+    mha_->setVisible(model.config.n_head != model.config.n_head_kv);
+    mqa_->setVisible(model.config.n_head_kv != 1);
+    const bool windowed = model.config.local_layer_count() > 0;
     global_layers_->setVisible(windowed);
     local_layers_->setVisible(windowed);
     if (windowed) {
-        formula_->setName(tr("formula, every layer global (%1 KV heads)").arg(model.n_head_kv));
-        global_layers_->setName(tr("%1 global layers").arg(model.n_layer - model.local_layers));
-        local_layers_->setName(tr("%1 local layers (window %2 tokens)").arg(model.local_layers).arg(model.sliding_window));
+        formula_->setName(tr("formula, every layer global (%1 KV heads)").arg(model.config.n_head_kv));
+        global_layers_->setName(tr("%1 global layers").arg(model.config.n_layer - model.config.local_layer_count()));
+        local_layers_->setName(
+            tr("%1 local layers (window %2 tokens)").arg(model.config.local_layer_count()).arg(model.config.sliding_window));
     }
     reset();
 }
@@ -123,14 +124,14 @@ void KvMemoryPanel::extend_reference_lines(int tokens) {
     const auto line = [this, tokens](QLineSeries* s, qint64 bytes_per_token) {
         bytes_[s] = {QPointF(0, 0), QPointF(tokens, static_cast<double>(bytes_per_token) * tokens)};
     };
-    line(formula_, model_.kv_bytes_per_token(model_.n_head_kv));
-    if (mha_->isVisible()) line(mha_, model_.kv_bytes_per_token(model_.n_head));
+    line(formula_, model_.kv_bytes_per_token(model_.config.n_head_kv));
+    if (mha_->isVisible()) line(mha_, model_.kv_bytes_per_token(model_.config.n_head));
     if (mqa_->isVisible()) line(mqa_, model_.kv_bytes_per_token(1));
     if (local_layers_->isVisible()) {
-        const double layer_bytes = static_cast<double>(model_.kv_bytes_per_token(model_.n_head_kv)) / model_.n_layer;
-        const int global = model_.n_layer - model_.local_layers;
+        const double layer_bytes = static_cast<double>(model_.kv_bytes_per_token(model_.config.n_head_kv)) / model_.config.n_layer;
+        const int global = model_.config.n_layer - model_.config.local_layer_count();
         bytes_[global_layers_] = {QPointF(0, 0), QPointF(tokens, global * layer_bytes * tokens)};
-        const int knee = std::min(tokens, model_.sliding_window);
+        const int knee = std::min(tokens, model_.config.sliding_window);
         bytes_[local_layers_] = {QPointF(0, 0), QPointF(knee, local_layers_bytes_at(knee)),
                                  QPointF(tokens, local_layers_bytes_at(tokens))};
     }

@@ -198,10 +198,10 @@ void MemoryPlannerPanel::set_model(const ModelSummary& summary) {
             models_.pop_back();
             model_->removeItem(loaded_index);
         }
-        if (summary.parameters > 0 && summary.n_layer > 0 && summary.n_head_kv > 0 && summary.head_dim > 0) {
+        if (summary.parameters > 0 && summary.config.n_layer > 0 && summary.config.n_head_kv > 0 && summary.config.head_dim > 0) {
             const QString name = summary.name.isEmpty() ? tr("loaded model") : summary.name;
-            models_.push_back({name.toStdString(), static_cast<double>(summary.parameters), summary.n_layer,
-                               summary.n_head_kv, summary.head_dim});
+            models_.push_back({name.toStdString(), static_cast<double>(summary.parameters), summary.config.n_layer,
+                               summary.config.n_head_kv, summary.config.head_dim});
             model_->addItem(tr("loaded: %1").arg(preset_label(models_.back())));
             if (loaded_was_chosen) model_->setCurrentIndex(loaded_index);
         }
