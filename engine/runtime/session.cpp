@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/default_backend.h"
 #include "engine/core/error.h"
 #include "engine/core/system_memory.h"
 #include "engine/core/thread_pool.h"
@@ -116,7 +116,7 @@ InferenceSession::InferenceSession(std::shared_ptr<const Model> model, const Ses
     : model_(std::move(model)),
       n_ctx_(resolve_context(*model_, options.n_ctx)),
       n_threads_(options.n_threads > 0 ? options.n_threads : ThreadPool::default_thread_count()),
-      backend_(backend ? std::move(backend) : std::make_unique<CpuBackend>(model_, n_threads_)),
+      backend_(backend ? std::move(backend) : make_default_backend(model_, n_threads_)),
       cache_(checked_layout(model_->config(), options, n_ctx_)) {
     backend_->set_activation_precision(options.activation_precision);
     backend_->allocate_kv(cache_.layout());

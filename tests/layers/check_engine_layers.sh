@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The engine's layering, checked on its includes: a module of engine/ includes only modules
 # before it in LAYERS (and itself), and nothing of the app, the UI, the GPU backend, Qt or
-# Vulkan. Prints every violation and fails when there is one.
+# Vulkan; the runtime sees backends through their interface only. Prints every violation and
+# fails when there is one.
 set -euo pipefail
 engine="${1:?usage: check_engine_layers.sh ENGINE_DIR}"
 
@@ -35,6 +36,9 @@ for dir in "$engine"/*/; do
       at="$(position "$target")"
       if [ "$at" -lt 0 ] || [ "$at" -gt "$own" ]; then
         echo "${file#"$engine"/}:$line: engine/$module includes engine/$target, which comes after it"
+        violations=$((violations + 1))
+      elif [ "$module" = runtime ] && [[ "$include" == *'"engine/backend/cpu/'* ]]; then
+        echo "${file#"$engine"/}:$line: the runtime uses backends through engine/backend/backend.h, not the CPU backend's own headers"
         violations=$((violations + 1))
       fi
     elif [[ "$include" =~ \#include[[:space:]]*[\<\"](gpu/|ui/|app/|Q[A-Za-z]*[\>.]|vulkan) ]]; then

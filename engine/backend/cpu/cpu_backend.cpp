@@ -9,6 +9,7 @@
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/ops.h"
+#include "engine/backend/default_backend.h"
 #include "engine/core/error.h"
 #include "engine/formats/quant.h"
 #include "engine/model/model.h"
@@ -369,6 +370,10 @@ void CpuBackend::publish(const char* suffix, int layer, const std::vector<float>
     if (tap_ == nullptr) return;
     const std::string name = layer < 0 ? std::string(suffix) : "blk." + std::to_string(layer) + "." + suffix;
     tap_->on_tensor({name, layer, data.data(), static_cast<int64_t>(tokens.size()), cols, tokens});
+}
+
+std::unique_ptr<Backend> make_default_backend(std::shared_ptr<const Model> model, int n_threads) {
+    return std::make_unique<CpuBackend>(std::move(model), n_threads);
 }
 
 }  // namespace inferscope
