@@ -1,107 +1,58 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 
-#include <queue>
+#include <optional>
 
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/tokenizer/symbol_merge.h"
 #include "engine/tokenizer/unicode_text.h"
 
 namespace inferscope::tokenizer_detail {
 
 namespace {
 
-// One word through the merge loop. Symbols start as the word's characters (one per input
-// byte, since the word is byte-level encoded) and form a linked list; the queue holds the
-// mergeable neighbour pairs, lowest rank first (ties: leftmost).
+// One word through the merge loop (symbol_merge.h), lowest merge rank first. The word is
+// byte-level encoded, so its characters are one per input byte; each symbol keeps the
+// BpeMerges::symbol_id of its text.
 class BpeMerger {
 public:
-    BpeMerger(const BpeTokenizer& tokenizer, std::string_view word) : tokenizer_(tokenizer), word_(word) {}
+    BpeMerger(const BpeTokenizer& tokenizer, std::string_view word) : tokenizer_(tokenizer), merge_(word) {
+        ids_.reserve(static_cast<size_t>(merge_.size()));
+        for (int i = 0; i < merge_.size(); ++i) ids_.push_back(tokenizer_.symbol_id(merge_.text_of(merge_.symbol(i))));
+    }
 
     void run(std::vector<TokenId>& out) {
-        split_into_characters();
-        for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) try_add_bigram(i - 1, i);
-        while (!queue_.empty()) {
-            const Bigram bigram = queue_.top();
-            queue_.pop();
-            Symbol& left = symbols_[static_cast<size_t>(bigram.left)];
-            Symbol& right = symbols_[static_cast<size_t>(bigram.right)];
-            // A candidate is stale once either side took part in another merge; because the
-            // symbols are contiguous, comparing lengths is the same as llama.cpp's text check.
-            if (left.length == 0 || right.length == 0 || left.length + right.length != bigram.size) continue;
-            left.length += right.length;
-            left.id = tokenizer_.symbol_id(text_of(left));
-            right.length = 0;
-            left.next = right.next;
-            if (right.next >= 0) symbols_[static_cast<size_t>(right.next)].prev = bigram.left;
-            try_add_bigram(left.prev, bigram.left);
-            try_add_bigram(bigram.left, left.next);
-        }
-        for (const Symbol& symbol : symbols_) {
-            if (symbol.length > 0) emit(symbol, out);
-        }
+        merge_.run(
+            [this](int left, int right) -> std::optional<int32_t> {
+                const TokenId l = ids_[static_cast<size_t>(left)];
+                const TokenId r = ids_[static_cast<size_t>(right)];
+                if (l < 0 || r < 0) return std::nullopt;  // no merge has this text as a half
+                const int32_t rank = tokenizer_.merge_rank(l, r);
+                return rank >= 0 ? std::optional<int32_t>(rank) : std::nullopt;
+            },
+            [this](int left) { ids_[static_cast<size_t>(left)] = tokenizer_.symbol_id(merge_.text_of(merge_.symbol(left))); });
+        for (const int index : merge_.remaining()) emit(index, out);
     }
 
 private:
-    struct Symbol {
-        int prev;
-        int next;
-        size_t offset;
-        size_t length;
-        TokenId id;  // BpeMerges::symbol_id of the text
-    };
-    struct Bigram {
-        int left;
-        int right;
-        int32_t rank;
-        size_t size;
-    };
-    struct LowerPriority {
-        bool operator()(const Bigram& a, const Bigram& b) const {
-            return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-        }
-    };
-
-    std::string_view text_of(const Symbol& symbol) const { return word_.substr(symbol.offset, symbol.length); }
-
-    void split_into_characters() {
-        size_t offset = 0;
-        while (offset < word_.size()) {
-            const size_t length =
-                std::min(utf8_sequence_length(static_cast<unsigned char>(word_[offset])), word_.size() - offset);
-            const int index = static_cast<int>(symbols_.size());
-            offset += length;
-            const TokenId id = tokenizer_.symbol_id(word_.substr(offset - length, length));
-            symbols_.push_back({index - 1, offset == word_.size() ? -1 : index + 1, offset - length, length, id});
-        }
-    }
-
-    void try_add_bigram(int left, int right) {
-        if (left == -1 || right == -1) return;
-        const Symbol& l = symbols_[static_cast<size_t>(left)];
-        const Symbol& r = symbols_[static_cast<size_t>(right)];
-        if (l.id < 0 || r.id < 0) return;  // no merge has this text as a half
-        const int32_t rank = tokenizer_.merge_rank(l.id, r.id);
-        if (rank >= 0) queue_.push({left, right, rank, l.length + r.length});
-    }
-
     // A final symbol is its token; failing that (merges whose result is not in the
     // vocabulary) llama.cpp looks up each of its bytes alone and drops those that are not
     // tokens, which for multi-byte characters means dropping them.
-    void emit(const Symbol& symbol, std::vector<TokenId>& out) const {
-        if (symbol.id >= 0 && symbol.id < tokenizer_.vocab_size()) {
-            out.push_back(symbol.id);
+    void emit(int index, std::vector<TokenId>& out) const {
+        const TokenId id = ids_[static_cast<size_t>(index)];
+        if (id >= 0 && id < tokenizer_.vocab_size()) {
+            out.push_back(id);
             return;
         }
-        const std::string_view text = text_of(symbol);
+        const std::string_view text = merge_.text_of(merge_.symbol(index));
         for (size_t i = 0; i < text.size(); ++i) {
             if (const TokenId token = tokenizer_.token_for(text.substr(i, 1)); token != kNoToken) out.push_back(token);
         }
     }
 
     const BpeTokenizer& tokenizer_;
-    std::string_view word_;
-    std::vector<Symbol> symbols_;
-    std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue_;
+    SymbolMerge<int32_t> merge_;
+    std::vector<TokenId> ids_;  // [symbols] BpeMerges::symbol_id of each symbol's text
 };
 
 }  // namespace

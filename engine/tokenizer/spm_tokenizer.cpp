@@ -1,10 +1,10 @@
 #include "engine/tokenizer/spm_tokenizer.h"
 
-#include <queue>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/tokenizer/unicode_text.h"
+#include "engine/tokenizer/symbol_merge.h"
 
 namespace inferscope::tokenizer_detail {
 
@@ -25,81 +25,29 @@ std::string escape_spaces(std::string_view text) {
     return out;
 }
 
-// One run of the merge loop over one fragment. Symbols form a linked list over the text;
-// the queue holds candidate merges of neighbours, best score first (ties: leftmost).
+// One fragment through the merge loop (symbol_merge.h), best token score first.
 class SpmMerger {
 public:
-    SpmMerger(const SpmTokenizer& tokenizer, std::string_view text) : tokenizer_(tokenizer), text_(text) {}
+    SpmMerger(const SpmTokenizer& tokenizer, std::string_view text) : tokenizer_(tokenizer), merge_(text) {}
 
     void run(std::vector<TokenId>& out) {
-        split_into_characters();
-        for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) try_add_bigram(i - 1, i);
-        while (!queue_.empty()) {
-            const Bigram bigram = queue_.top();
-            queue_.pop();
-            Symbol& left = symbols_[static_cast<size_t>(bigram.left)];
-            Symbol& right = symbols_[static_cast<size_t>(bigram.right)];
-            // Skip candidates made stale by an earlier merge of either side.
-            if (left.length == 0 || right.length == 0 || left.length + right.length != bigram.size) continue;
-            left.length += right.length;
-            right.length = 0;
-            left.next = right.next;
-            if (right.next >= 0) symbols_[static_cast<size_t>(right.next)].prev = bigram.left;
-            try_add_bigram(left.prev, bigram.left);
-            try_add_bigram(bigram.left, left.next);
-        }
-        for (int i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[static_cast<size_t>(i)].next) {
-            resegment(symbols_[static_cast<size_t>(i)], out);
-        }
+        merge_.run(
+            [this](int left, int right) -> std::optional<float> {
+                const std::string_view joined = merge_.joined(left, right);
+                const TokenId token = tokenizer_.token_for(joined);
+                if (token == kNoToken) return std::nullopt;
+                // Remember how this text was formed, to split it again if it is not a token after all.
+                reverse_merges_[std::string(joined)] = {left, right};
+                return -tokenizer_.token_score(token);
+            },
+            [](int) {});
+        for (const int index : merge_.remaining()) resegment(index, out);
     }
 
 private:
-    struct Symbol {
-        int prev;
-        int next;
-        size_t offset;
-        size_t length;
-    };
-    struct Bigram {
-        int left;
-        int right;
-        float score;
-        size_t size;
-    };
-    struct LowerPriority {
-        bool operator()(const Bigram& a, const Bigram& b) const {
-            return a.score < b.score || (a.score == b.score && a.left > b.left);
-        }
-    };
-
-    std::string_view text_of(const Symbol& symbol) const { return text_.substr(symbol.offset, symbol.length); }
-
-    // "Characters" are UTF-8 sequences by their lead byte, unvalidated, as in llama.cpp.
-    void split_into_characters() {
-        size_t offset = 0;
-        while (offset < text_.size()) {
-            const size_t length =
-                std::min(utf8_sequence_length(static_cast<unsigned char>(text_[offset])), text_.size() - offset);
-            const int index = static_cast<int>(symbols_.size());
-            offset += length;
-            symbols_.push_back({index - 1, offset == text_.size() ? -1 : index + 1, offset - length, length});
-        }
-    }
-
-    void try_add_bigram(int left, int right) {
-        if (left == -1 || right == -1) return;
-        const Symbol& l = symbols_[static_cast<size_t>(left)];
-        const std::string_view joined = text_.substr(l.offset, l.length + symbols_[static_cast<size_t>(right)].length);
-        const TokenId token = tokenizer_.token_for(joined);
-        if (token == kNoToken) return;
-        queue_.push({left, right, tokenizer_.token_score(token), joined.size()});
-        // Remember how this text was formed, to split it again if it is not a token after all.
-        reverse_merges_[std::string(joined)] = {left, right};
-    }
-
     // Emits a final symbol: its token, or the two symbols it was merged from, or its bytes.
-    void resegment(const Symbol& symbol, std::vector<TokenId>& out) const {
-        const std::string_view text = text_of(symbol);
+    void resegment(int index, std::vector<TokenId>& out) const {
+        const std::string_view text = merge_.text_of(merge_.symbol(index));
         if (const TokenId token = tokenizer_.token_for(text); token != kNoToken) {
             out.push_back(token);
             return;
@@ -112,14 +60,12 @@ private:
             }
             return;
         }
-        resegment(symbols_[static_cast<size_t>(it->second.first)], out);
-        resegment(symbols_[static_cast<size_t>(it->second.second)], out);
+        resegment(it->second.first, out);
+        resegment(it->second.second, out);
     }
 
     const SpmTokenizer& tokenizer_;
-    std::string_view text_;
-    std::vector<Symbol> symbols_;
-    std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue_;
+    SymbolMerge<float> merge_;
     std::unordered_map<std::string, std::pair<int, int>> reverse_merges_;
 };
 
