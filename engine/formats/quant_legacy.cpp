@@ -107,87 +107,60 @@ void dequantize_q8_1(const uint8_t* src, float* dst, int64_t blocks) {
 // ggml writes `MIN(15, (int8_t)(x0 + 8.5f))`: truncation (so +8.5 rounds half up around the
 // offset 8), clamped above only. truncate_to_int_x86 + the int8 cast reproduce that exactly.
 
+namespace {
+
+// Quantizes blocks of 4 or 5 bits: symmetric (Q4_0, Q5_0: d = signed absmax / -2^(bits-1),
+// codes offset by 2^(bits-1)) or with a minimum (Q4_1, Q5_1: d = range / (2^bits - 1)). The
+// low nibbles of elements j and j+16 share byte j; 5-bit codes keep their fifth bits in qh.
+// The clamp to the largest code only bites on symmetric blocks: a minimum's codes stay
+// within range by construction.
+template <typename Block, int Bits, bool WithMin>
+void quantize_small_blocks(const float* src, uint8_t* dst, int64_t blocks) {
+    constexpr int kMaxCode = (1 << Bits) - 1;
+    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
+        Block b{};
+        float min = 0.0f;
+        float d;
+        if constexpr (WithMin) {
+            float max;
+            min_max(src, kQK, min, max);
+            d = (max - min) / static_cast<float>(kMaxCode);
+            b.m = fp32_to_fp16(min);
+        } else {
+            d = signed_absmax(src, kQK) / -static_cast<float>(1 << (Bits - 1));
+        }
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        b.d = fp32_to_fp16(d);
+        const auto code = [&](float x) {
+            const float shifted = WithMin ? (x - min) * id + 0.5f : x * id + (static_cast<float>(1 << (Bits - 1)) + 0.5f);
+            return static_cast<uint8_t>(std::min<int>(kMaxCode, static_cast<int8_t>(truncate_to_int_x86(shifted))));
+        };
+        uint32_t qh = 0;
+        for (int j = 0; j < kQK / 2; ++j) {
+            const uint8_t q0 = code(src[j]);
+            const uint8_t q1 = code(src[j + kQK / 2]);
+            b.qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            qh |= ((q0 & 0x10u) >> 4) << j;
+            qh |= ((q1 & 0x10u) >> 4) << (j + kQK / 2);
+        }
+        if constexpr (Bits == 5) std::memcpy(b.qh, &qh, sizeof(qh));
+        store_block(dst, i, b);
+    }
+}
+
+}  // namespace
+
 void quantize_q4_0_ref(const float* src, uint8_t* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
-        const float max = signed_absmax(src, kQK);
-        const float d = max / -8.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        BlockQ4_0 b{};
-        b.d = fp32_to_fp16(d);
-        for (int j = 0; j < kQK / 2; ++j) {
-            const auto lo = static_cast<int8_t>(truncate_to_int_x86(src[j] * id + 8.5f));
-            const auto hi = static_cast<int8_t>(truncate_to_int_x86(src[j + kQK / 2] * id + 8.5f));
-            const auto q0 = static_cast<uint8_t>(std::min<int>(15, lo));
-            const auto q1 = static_cast<uint8_t>(std::min<int>(15, hi));
-            b.qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-        }
-        store_block(dst, i, b);
-    }
+    quantize_small_blocks<BlockQ4_0, 4, false>(src, dst, blocks);
 }
-
 void quantize_q4_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
-        float min, max;
-        min_max(src, kQK, min, max);
-        const float d = (max - min) / 15.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        BlockQ4_1 b{};
-        b.d = fp32_to_fp16(d);
-        b.m = fp32_to_fp16(min);
-        for (int j = 0; j < kQK / 2; ++j) {
-            const auto lo = static_cast<int8_t>(truncate_to_int_x86((src[j] - min) * id + 0.5f));
-            const auto hi = static_cast<int8_t>(truncate_to_int_x86((src[j + kQK / 2] - min) * id + 0.5f));
-            const auto q0 = static_cast<uint8_t>(std::min<int>(15, lo));
-            const auto q1 = static_cast<uint8_t>(std::min<int>(15, hi));
-            b.qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-        }
-        store_block(dst, i, b);
-    }
+    quantize_small_blocks<BlockQ4_1, 4, true>(src, dst, blocks);
 }
-
 void quantize_q5_0_ref(const float* src, uint8_t* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
-        const float max = signed_absmax(src, kQK);
-        const float d = max / -16.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        BlockQ5_0 b{};
-        b.d = fp32_to_fp16(d);
-        uint32_t qh = 0;
-        for (int j = 0; j < kQK / 2; ++j) {
-            const auto lo = static_cast<int8_t>(truncate_to_int_x86(src[j] * id + 16.5f));
-            const auto hi = static_cast<int8_t>(truncate_to_int_x86(src[j + kQK / 2] * id + 16.5f));
-            const auto q0 = static_cast<uint8_t>(std::min<int>(31, lo));
-            const auto q1 = static_cast<uint8_t>(std::min<int>(31, hi));
-            b.qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
-            qh |= ((q0 & 0x10u) >> 4) << j;
-            qh |= ((q1 & 0x10u) >> 4) << (j + kQK / 2);
-        }
-        std::memcpy(b.qh, &qh, sizeof(qh));
-        store_block(dst, i, b);
-    }
+    quantize_small_blocks<BlockQ5_0, 5, false>(src, dst, blocks);
 }
-
 void quantize_q5_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
-        float min, max;
-        min_max(src, kQK, min, max);
-        const float d = (max - min) / 31.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        BlockQ5_1 b{};
-        b.d = fp32_to_fp16(d);
-        b.m = fp32_to_fp16(min);
-        uint32_t qh = 0;
-        for (int j = 0; j < kQK / 2; ++j) {
-            // ggml: `(uint8_t)(x0 + 0.5f)`, no clamp (x0 <= 31 by construction).
-            const auto q0 = static_cast<uint8_t>(truncate_to_int_x86((src[j] - min) * id + 0.5f));
-            const auto q1 = static_cast<uint8_t>(truncate_to_int_x86((src[j + kQK / 2] - min) * id + 0.5f));
-            b.qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
-            qh |= ((q0 & 0x10u) >> 4) << j;
-            qh |= ((q1 & 0x10u) >> 4) << (j + kQK / 2);
-        }
-        std::memcpy(b.qh, &qh, sizeof(qh));
-        store_block(dst, i, b);
-    }
+    quantize_small_blocks<BlockQ5_1, 5, true>(src, dst, blocks);
 }
 
 namespace {
