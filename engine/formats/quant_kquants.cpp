@@ -150,6 +150,27 @@ void lane_sums(const int8_t* a, const int8_t* q8, const int scale16[16], int32_t
     for (int k = 0; k < kQK_K; ++k) lanes[k % 8] += scale16[k / 16] * (q8[k] * a[k]);
 }
 
+// Adds one super-block's lane sums, scaled by `d`, to the eight running sums.
+void add_scaled_lanes(const int8_t values[kQK_K], const BlockQ8_K& bx, const int scale16[16], float d, float sums[8]) {
+    int32_t lanes[8];
+    lane_sums(values, bx.qs, scale16, lanes);
+    for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(lanes[l]);
+}
+
+// `start` plus the eight running sums, in lane order.
+float add_lane_totals(float start, const float sums[8]) {
+    for (int l = 0; l < 8; ++l) start += sums[l];
+    return start;
+}
+
+// add_scaled_lanes for Q3_K and Q6_K: sixteen signed scales, d = the block's d x q8's d.
+void add_signed_scaled_lanes(const int8_t values[kQK_K], const BlockQ8_K& bx, const int8_t scales[16], float block_d,
+                             float sums[8]) {
+    int scale16[16];
+    for (int j = 0; j < 16; ++j) scale16[j] = scales[j];
+    add_scaled_lanes(values, bx, scale16, block_d * bx.d, sums);
+}
+
 // The unsigned quant values (0..15 or 0..31) of a Q4_K / Q5_K block, in element order.
 template <class Block>
 void k4_values(const Block& b, const uint8_t* qh, int8_t out[kQK_K]) {
@@ -187,15 +208,11 @@ float dot_k4_family(int64_t blocks, const uint8_t* w, const uint8_t* x) {
             scale16[2 * j] = scale16[2 * j + 1] = sc;
             sumi += bx.bsums[2 * j] * m + bx.bsums[2 * j + 1] * m;
         }
-        int32_t lanes[8];
-        lane_sums(values, bx.qs, scale16, lanes);
-        const float d = fp16_to_fp32(bw.d) * bx.d;
-        for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(lanes[l]);
+        add_scaled_lanes(values, bx, scale16, fp16_to_fp32(bw.d) * bx.d, sums);
         const float dmin = fp16_to_fp32(bw.dmin) * bx.d;
         sumf -= dmin * static_cast<float>(sumi);
     }
-    for (int l = 0; l < 8; ++l) sumf += sums[l];
-    return sumf;
+    return add_lane_totals(sumf, sums);
 }
 
 }  // namespace
@@ -245,16 +262,9 @@ float vec_dot_q3_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
         }
         int8_t scales[16];
         q3k_scales(bw.scales, scales);
-        int scale16[16];
-        for (int j = 0; j < 16; ++j) scale16[j] = scales[j];
-        int32_t lanes[8];
-        lane_sums(values, bx.qs, scale16, lanes);
-        const float d = fp16_to_fp32(bw.d) * bx.d;
-        for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(lanes[l]);
+        add_signed_scaled_lanes(values, bx, scales, fp16_to_fp32(bw.d), sums);
     }
-    float sumf = 0.0f;
-    for (int l = 0; l < 8; ++l) sumf += sums[l];
-    return sumf;
+    return add_lane_totals(0.0f, sums);
 }
 
 float vec_dot_q4_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
@@ -272,16 +282,9 @@ float vec_dot_q6_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
         const auto bw = load_block<BlockQ6_K>(w, i);
         const auto bx = load_block<BlockQ8_K>(x, i);
         q6k_values(bw, values);
-        int scale16[16];
-        for (int j = 0; j < 16; ++j) scale16[j] = bw.scales[j];
-        int32_t lanes[8];
-        lane_sums(values, bx.qs, scale16, lanes);
-        const float d = fp16_to_fp32(bw.d) * bx.d;
-        for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(lanes[l]);
+        add_signed_scaled_lanes(values, bx, bw.scales, fp16_to_fp32(bw.d), sums);
     }
-    float sumf = 0.0f;
-    for (int l = 0; l < 8; ++l) sumf += sums[l];
-    return sumf;
+    return add_lane_totals(0.0f, sums);
 }
 
 }  // namespace inferscope::quant_detail
