@@ -243,20 +243,31 @@ void pack_q3k_scales(const float scales[16], float max_scale, BlockQ3_K& b) {
     b.d = fp32_to_fp16(1 / iscale);
 }
 
+// Q3_K and Q6_K: `fit(x, L)` scales each of the 16 sub-blocks of 16 elements; returns the
+// scale of largest magnitude (the first of equals), its magnitude in `max_abs`.
+template <typename Fit>
+float fit_sixteen_scales(const float* src, int8_t L[kQK_K], float scales[16], Fit fit, float& max_abs) {
+    float max_scale = 0;
+    max_abs = 0;
+    for (int j = 0; j < 16; ++j) {
+        scales[j] = fit(src + 16 * j, L + 16 * j);
+        if (std::fabs(scales[j]) > max_abs) {
+            max_abs = std::fabs(scales[j]);
+            max_scale = scales[j];
+        }
+    }
+    return max_scale;
+}
+
 }  // namespace
 
 void quantize_q3_K_ref(const float* src, uint8_t* dst, int64_t blocks) {
     for (int64_t i = 0; i < blocks; ++i, src += kQK_K) {
         int8_t L[kQK_K];
         float scales[16];
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < 16; ++j) {
-            scales[j] = fit_q3_scale(16, 4, src + 16 * j, L + 16 * j);
-            if (std::fabs(scales[j]) > amax) {
-                amax = std::fabs(scales[j]);
-                max_scale = scales[j];
-            }
-        }
+        float amax;
+        const float max_scale = fit_sixteen_scales(
+            src, L, scales, [](const float* x, int8_t* l) { return fit_q3_scale(16, 4, x, l); }, amax);
         BlockQ3_K b{};
         if (max_scale != 0.0f) pack_q3k_scales(scales, max_scale, b);
         int8_t decoded[16];
@@ -378,14 +389,9 @@ void quantize_q6_K_ref(const float* src, uint8_t* dst, int64_t blocks) {
     for (int64_t i = 0; i < blocks; ++i, src += kQK_K) {
         int8_t L[kQK_K];
         float scales[16];
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < 16; ++ib) {
-            scales[ib] = fit_symmetric_scale(16, 32, src + 16 * ib, L + 16 * ib);
-            if (std::fabs(scales[ib]) > max_abs_scale) {
-                max_abs_scale = std::fabs(scales[ib]);
-                max_scale = scales[ib];
-            }
-        }
+        float max_abs_scale;
+        const float max_scale = fit_sixteen_scales(
+            src, L, scales, [](const float* x, int8_t* l) { return fit_symmetric_scale(16, 32, x, l); }, max_abs_scale);
         BlockQ6_K b{};
         if (max_abs_scale < kGroupMaxEps) {  // all zero: an all-zero block (d = 0)
             store_block(dst, i, b);
