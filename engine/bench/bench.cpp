@@ -83,22 +83,18 @@ void set_floor(BenchResult& t, const BenchReport& report) {
 
 std::vector<BenchResult> planned_tests(const BenchOptions& o) {
     std::vector<BenchResult> tests;
+    const auto add = [&tests](const std::string& name, int n_prompt, int n_generate, int depth) {
+        BenchResult t;
+        t.test = name;
+        t.n_prompt = n_prompt;
+        t.n_generate = n_generate;
+        t.depth = depth;
+        tests.push_back(std::move(t));
+    };
     for (int depth : o.depths) {
         const std::string suffix = depth > 0 ? " @ d" + std::to_string(depth) : "";
-        for (int p : o.prompt_lengths) {
-            BenchResult t;
-            t.test = "pp" + std::to_string(p) + suffix;
-            t.n_prompt = p;
-            t.depth = depth;
-            tests.push_back(t);
-        }
-        for (int g : o.generate_lengths) {
-            BenchResult t;
-            t.test = "tg" + std::to_string(g) + suffix;
-            t.n_generate = g;
-            t.depth = depth;
-            tests.push_back(t);
-        }
+        for (int p : o.prompt_lengths) add("pp" + std::to_string(p) + suffix, p, 0, depth);
+        for (int g : o.generate_lengths) add("tg" + std::to_string(g) + suffix, 0, g, depth);
     }
     return tests;
 }

@@ -16,7 +16,7 @@ namespace inferscope {
 class InferenceSession;
 
 struct PerplexityOptions {
-    int n_ctx = 512;
+    int n_ctx = 512;    // chunk length (llama-perplexity's -c)
     int n_batch = 512;  // tokens per forward step within a chunk
     // Reported after each chunk (stage "scoring chunks"); once cancelled, the result covers
     // the chunks done. The running PPL is in the result.

@@ -9,20 +9,15 @@
 #include <span>
 #include <vector>
 
-#include "engine/core/progress.h"
+#include "engine/eval/perplexity.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace inferscope {
 
 class InferenceSession;
 
-struct DistributionOptions {
-    int n_ctx = 512;    // chunk length, as perplexity's -c
-    int n_batch = 512;  // tokens per forward step within a chunk
-    // Reported after each chunk (stage "scoring chunks"); once cancelled, the result covers
-    // the chunks done.
-    Progress progress;
-};
+// The text is cut and scored in chunks exactly as perplexity's.
+using DistributionOptions = PerplexityOptions;
 
 struct DistributionComparison {
     double reference_ppl = 0;
