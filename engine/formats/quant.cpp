@@ -55,28 +55,20 @@ void quantize_half(const float* src, uint8_t* dst, int64_t n) {
     }
 }
 
-float dot_f32(int64_t n, const uint8_t* w, const uint8_t* x) {
+// A dot product of two rows of `Stored` values, each product in float, summed in double.
+template <typename Stored, float (*ToFloat)(Stored)>
+float dot_stored(int64_t n, const uint8_t* w, const uint8_t* x) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
-        float a, b;
-        std::memcpy(&a, w + 4 * i, sizeof(a));
-        std::memcpy(&b, x + 4 * i, sizeof(b));
-        sum += static_cast<double>(a * b);
-    }
-    return static_cast<float>(sum);
-}
-
-template <float (*ToFloat)(uint16_t)>
-float dot_half(int64_t n, const uint8_t* w, const uint8_t* x) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        uint16_t a, b;
-        std::memcpy(&a, w + 2 * i, sizeof(a));
-        std::memcpy(&b, x + 2 * i, sizeof(b));
+        Stored a, b;
+        std::memcpy(&a, w + sizeof(Stored) * i, sizeof(a));
+        std::memcpy(&b, x + sizeof(Stored) * i, sizeof(b));
         sum += static_cast<double>(ToFloat(a) * ToFloat(b));
     }
     return static_cast<float>(sum);
 }
+
+float f32_as_is(float value) { return value; }
 
 // ---- the table
 
@@ -93,11 +85,11 @@ constexpr auto F16_TO_F32 = &fp16_to_fp32;
 constexpr auto BF16_TO_F32 = &bf16_to_fp32;
 
 const std::array kFormats = {
-    Format{GgmlType::F32, dequantize_f32, quantize_f32, quantize_f32, GgmlType::F32, dot_f32},
+    Format{GgmlType::F32, dequantize_f32, quantize_f32, quantize_f32, GgmlType::F32, dot_stored<float, f32_as_is>},
     Format{GgmlType::F16, dequantize_half<F16_TO_F32>, quantize_half<&fp32_to_fp16>,
-           quantize_half<&fp32_to_fp16>, GgmlType::F16, dot_half<F16_TO_F32>},
+           quantize_half<&fp32_to_fp16>, GgmlType::F16, dot_stored<uint16_t, F16_TO_F32>},
     Format{GgmlType::BF16, dequantize_half<BF16_TO_F32>, quantize_half<&fp32_to_bf16>,
-           quantize_half<&fp32_to_bf16>, GgmlType::BF16, dot_half<BF16_TO_F32>},
+           quantize_half<&fp32_to_bf16>, GgmlType::BF16, dot_stored<uint16_t, BF16_TO_F32>},
     Format{GgmlType::Q4_0, dequantize_q4_0, quantize_q4_0_ref, quantize_q4_0_ref, GgmlType::Q8_0, vec_dot_q4_0_q8_0},
     Format{GgmlType::Q4_1, dequantize_q4_1, quantize_q4_1_ref, quantize_q4_1_ref, GgmlType::Q8_1, vec_dot_q4_1_q8_1},
     Format{GgmlType::Q5_0, dequantize_q5_0, quantize_q5_0_ref, quantize_q5_0_ref, GgmlType::Q8_0, vec_dot_q5_0_q8_0},
