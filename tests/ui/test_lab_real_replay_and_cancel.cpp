@@ -25,7 +25,6 @@
 namespace inferscope::ui {
 namespace {
 
-using inferscope::testing::shared_model_path;
 using inferscope::testing::wait_until;
 
 constexpr int kTimeoutMs = 120000;
@@ -36,18 +35,7 @@ QList<QPointF> distribution_points(const ServingReport& report) {
     return points;
 }
 
-class LabRealRunTest : public inferscope::testing::SharedModelSuite {
-protected:
-    static void SetUpTestSuite() {
-        if (std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) {
-            load_model(shared_model_path("stories260K.gguf"), kTimeoutMs);
-        }
-    }
-    void SetUp() override {
-        INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
-        ASSERT_TRUE(model_loaded()) << "stories260K.gguf did not load";
-    }
-};
+class LabRealRunTest : public inferscope::testing::SharedStoriesSuite {};
 
 TEST_F(LabRealRunTest, RunForRealServesTheTraceOnTheEngineBesideTheSimulation) {
     EngineController& c = controller();

@@ -39,17 +39,8 @@ using inferscope::testing::wait_until;
 constexpr int kTimeoutMs = 120000;
 const QString kPrompt = QStringLiteral("Once upon a time");
 
-class SpeculativeLabTest : public inferscope::testing::SharedModelSuite {
+class SpeculativeLabTest : public inferscope::testing::SharedStoriesSuite {
 protected:
-    static void SetUpTestSuite() {
-        if (std::filesystem::exists(inferscope::testing::shared_model("stories260K.gguf"))) {
-            load_model(shared_model_path("stories260K.gguf"), kTimeoutMs);
-        }
-    }
-    void SetUp() override {
-        INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
-        ASSERT_TRUE(model_loaded()) << "stories260K.gguf did not load";
-    }
 
     // Clicks Measure and waits for the job to end; returns whether a result arrived.
     static bool measure_and_wait(SpeculativeLab& lab, const LabRecorder& rec) {

@@ -4,6 +4,7 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QString>
+#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -82,6 +83,22 @@ private:
     static inline ui::EngineController* controller_ = nullptr;
     static inline std::shared_ptr<const Model> direct_model_;
     static inline bool loaded_ = false;
+};
+
+// A SharedModelSuite on ../shared/models/stories260K.gguf; without the file its tests skip,
+// saying so.
+class SharedStoriesSuite : public SharedModelSuite {
+protected:
+    static constexpr int kStoriesLoadTimeoutMs = 120000;
+    static void SetUpTestSuite() {
+        if (std::filesystem::exists(shared_model("stories260K.gguf"))) {
+            load_model(shared_model_path("stories260K.gguf"), kStoriesLoadTimeoutMs);
+        }
+    }
+    void SetUp() override {
+        INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+        ASSERT_TRUE(model_loaded()) << "stories260K.gguf did not load";
+    }
 };
 
 }  // namespace inferscope::testing
