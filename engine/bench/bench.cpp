@@ -61,8 +61,9 @@ void summarize(BenchResult& r) {
     r.stddev = stats.stddev;
 }
 
-// Passes of the membw reading and of each run's (after a warm-up pass each): ~60 ms per
-// run's reading at 50 GB/s with the default 1 GiB.
+// Passes over the bandwidth buffer for the membw figure and before each timed decode run
+// (after a warm-up pass each): fewer before a run, so that reading its floor stays short
+// beside the run itself.
 constexpr int kBandwidthPasses = 5;
 constexpr int kRunBandwidthPasses = 3;
 
