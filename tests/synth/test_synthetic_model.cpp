@@ -1,0 +1,105 @@
+// Synthetic and built-in models: every small preset builds a model whose header says what the
+// spec asked for, the seed alone decides the weights, bad names and shapes are clear errors,
+// and the built-in models are named and loaded by their "builtin:" paths.
+#include "engine/synth/synthetic_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model.h"
+#include "engine/synth/builtin_models.h"
+
+namespace inferscope {
+namespace {
+
+std::shared_ptr<const Model> build(const SyntheticModelSpec& spec) {
+    return Model::from_gguf(GgufFile::from_bytes(build_synthetic_model(spec).to_bytes(), spec.name + ".gguf"));
+}
+
+TEST(SyntheticModel, EverySmallPresetLoadsWithTheShapeItNames) {
+    for (const std::string_view name : {"default", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3"}) {
+        SCOPED_TRACE(std::string(name));
+        const SyntheticModelSpec spec = synthetic_preset(name);
+        const auto model = build(spec);
+        const ModelConfig& c = model->config();
+        EXPECT_EQ(c.architecture, spec.architecture);
+        EXPECT_EQ(c.n_layer, spec.n_layer);
+        EXPECT_EQ(c.n_embd, spec.n_embd);
+        EXPECT_EQ(c.n_head, spec.n_head);
+        EXPECT_EQ(c.n_head_kv, spec.n_head_kv);
+        EXPECT_EQ(c.head_dim, spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head);
+        EXPECT_EQ(c.n_ff, spec.n_ff);
+        EXPECT_EQ(c.n_vocab, spec.n_vocab);
+        EXPECT_EQ(c.context_length, spec.context_length);
+        EXPECT_EQ(c.tied_output, spec.tied_output);
+        EXPECT_TRUE(model->file().get_bool("inferscope.synthetic", false));
+    }
+}
+
+TEST(SyntheticModel, GemmaPresetsMarkEveryNthLayerGlobal) {
+    const SyntheticModelSpec spec = synthetic_preset("tiny-gemma3");
+    const auto model = build(spec);
+    const ModelConfig& c = model->config();
+    ASSERT_EQ(static_cast<int>(c.local_layers.size()), c.n_layer);
+    for (int layer = 0; layer < c.n_layer; ++layer) {
+        EXPECT_EQ(c.is_local_layer(layer), (layer + 1) % spec.sliding_window_pattern != 0) << "layer " << layer;
+    }
+    EXPECT_EQ(c.sliding_window, spec.sliding_window);
+}
+
+TEST(SyntheticModel, TheSeedAloneDecidesTheWeights) {
+    SyntheticModelSpec spec = synthetic_preset("tiny-qwen2");
+    const std::vector<uint8_t> first = build_synthetic_model(spec).to_bytes();
+    EXPECT_EQ(build_synthetic_model(spec).to_bytes(), first);
+    const auto model = build(spec);
+    spec.seed += 1;
+    const auto reseeded = build(spec);
+    const WeightMatrix& a = model->layers()[0].w_down;
+    const WeightMatrix& b = reseeded->layers()[0].w_down;
+    ASSERT_EQ(a.bytes(), b.bytes());
+    EXPECT_NE(std::memcmp(a.data, b.data, a.bytes()), 0);
+}
+
+TEST(SyntheticModel, AnUnknownPresetListsTheNames) {
+    try {
+        synthetic_preset("qwen9");
+        FAIL() << "an unknown preset was accepted";
+    } catch (const InvalidArgument& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("unknown preset \"qwen9\""), std::string::npos) << message;
+        for (const std::string_view name : synthetic_preset_names()) {
+            EXPECT_NE(message.find(std::string(name)), std::string::npos) << name;
+        }
+    }
+}
+
+TEST(SyntheticModel, InconsistentShapesAreRefused) {
+    SyntheticModelSpec spec = synthetic_preset("tiny-qwen2");
+    spec.n_head_kv = 3;  // does not divide the query heads
+    EXPECT_THROW(build_synthetic_model(spec), InvalidArgument);
+}
+
+TEST(BuiltinModels, PathsNameThemAndUnknownNamesAreErrors) {
+    for (const BuiltinModel model : {BuiltinModel::Stories260K, BuiltinModel::Synthetic}) {
+        EXPECT_EQ(builtin_model_named(builtin_model_path(model)), model);
+        EXPECT_FALSE(builtin_model_label(model).empty());
+    }
+    EXPECT_EQ(builtin_model_named("models/stories260K.gguf"), std::nullopt);
+    EXPECT_THROW(builtin_model_named("builtin:nothing"), InvalidArgument);
+}
+
+TEST(BuiltinModels, Stories260KLoadsFromTheLinkedBytes) {
+    EXPECT_GT(stories260k_gguf_bytes().size(), 0u);
+    const auto stories = load_builtin_model(BuiltinModel::Stories260K);
+    EXPECT_EQ(stories->config().architecture, "llama");
+    EXPECT_GT(stories->config().n_vocab, 0);
+    const auto synthetic = load_builtin_model(BuiltinModel::Synthetic);
+    EXPECT_TRUE(synthetic->file().get_bool("inferscope.synthetic", false));
+}
+
+}  // namespace
+}  // namespace inferscope
