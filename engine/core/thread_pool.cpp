@@ -13,6 +13,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define INFERSCOPE_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define INFERSCOPE_CPU_RELAX() __asm__ __volatile__("yield")
 #else
 #define INFERSCOPE_CPU_RELAX() std::this_thread::yield()
 #endif

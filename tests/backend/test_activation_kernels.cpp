@@ -95,7 +95,7 @@ TEST(ActivationKernels, Avx2AndAvx512SwigluAgreeBitForBit) {
     for (size_t i = 0; i < gate.size(); ++i) EXPECT_EQ(avx2[i], avx512[i]) << "g = " << gate[i];
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, ActivationKernelsTest, ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
+INSTANTIATE_TEST_SUITE_P(Families, ActivationKernelsTest, ::testing::ValuesIn(built_cpu_families()),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(cpu_isa_name(info.param)); });
 
 }  // namespace

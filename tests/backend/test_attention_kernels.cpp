@@ -148,7 +148,7 @@ TEST(KvBlockWalk, RequestsByLineTheBlockAheadInSequenceOrder) {
     EXPECT_EQ(walk.tokens_in(4), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, AttentionKernelsTest, ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
+INSTANTIATE_TEST_SUITE_P(Families, AttentionKernelsTest, ::testing::ValuesIn(built_cpu_families()),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(cpu_isa_name(info.param)); });
 
 }  // namespace

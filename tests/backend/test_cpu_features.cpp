@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -28,7 +29,7 @@ std::set<std::string> proc_cpuinfo_flags() {
 
 TEST(CpuFeatures, AgreeWithTheKernelsFlagsInProcCpuinfo) {
 #if !(defined(__x86_64__) || defined(__i386__))
-    GTEST_SKIP() << "not an x86 CPU: feature detection only covers x86";
+    GTEST_SKIP() << "not an x86 CPU: the ARM64 features come from the kernel's hardware capabilities";
 #endif
     const std::set<std::string> flags = proc_cpuinfo_flags();
     if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line on this system";
@@ -49,8 +50,50 @@ TEST(CpuFeatures, ActiveFamilyIsOneTheCpuSupports) {
     EXPECT_TRUE(cpu_supports(CpuIsa::Scalar));
 }
 
+// The families of this build, lowest first, each on the one before it; every ARM64 core
+// has NEON, and each extension level needs the ones below it.
+TEST(CpuFeatures, BuiltFamiliesFormOneChainFromScalar) {
+    const std::span<const CpuIsa> families = built_cpu_families();
+    ASSERT_FALSE(families.empty());
+    EXPECT_EQ(families.front(), CpuIsa::Scalar);
+    EXPECT_EQ(family_below(CpuIsa::Scalar), CpuIsa::Scalar);
+    std::set<std::string_view> names;
+    for (size_t i = 0; i < families.size(); ++i) {
+        names.insert(cpu_isa_name(families[i]));
+        if (i > 0) EXPECT_EQ(family_below(families[i]), families[i - 1]) << cpu_isa_name(families[i]);
+        if (cpu_supports(families[i])) EXPECT_TRUE(cpu_supports(family_below(families[i])));
+    }
+    EXPECT_EQ(names.size(), families.size());
+#if defined(__aarch64__)
+    EXPECT_TRUE(cpu_features().neon);
+    EXPECT_TRUE(cpu_supports(CpuIsa::Neon));
+#endif
+}
+
+// INFERSCOPE_CPU_ISA names a family of this build; the active one is it (or, when the CPU
+// cannot run it, the best one below it), else the best the CPU supports.
+TEST(CpuFeatures, ActiveFamilyFollowsTheEnvironment) {
+    const char* requested = std::getenv("INFERSCOPE_CPU_ISA");
+    const std::string name = requested == nullptr ? "" : requested;
+    CpuIsa best = CpuIsa::Scalar;
+    for (const CpuIsa isa : built_cpu_families()) {
+        if (cpu_supports(isa)) best = isa;
+    }
+    for (const CpuIsa isa : built_cpu_families()) {
+        if (cpu_isa_name(isa) != name) continue;
+        CpuIsa expected = isa;
+        while (!cpu_supports(expected)) expected = family_below(expected);
+        EXPECT_EQ(active_cpu_isa(), expected);
+        return;
+    }
+    EXPECT_EQ(active_cpu_isa(), best) << "INFERSCOPE_CPU_ISA=" << name;
+}
+
 // The vendor from CPUID leaf 0 against the kernel's "vendor_id" line.
 TEST(CpuFeatures, VendorAgreesWithProcCpuinfo) {
+#if !(defined(__x86_64__) || defined(__i386__))
+    GTEST_SKIP() << "not an x86 CPU: the vendor comes from x86's CPUID";
+#endif
     std::ifstream in("/proc/cpuinfo");
     std::string line;
     bool found = false;

@@ -45,17 +45,23 @@ using testing::name_of;
 using testing::row_bytes;
 
 const auto& kWeightTypes = testing::kRowDotWeightTypes;
-const CpuIsa kSimdIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
+// The SIMD families this build has (the scalar reference aside).
+const std::vector<CpuIsa> kSimdIsas = [] {
+    std::vector<CpuIsa> isas;
+    for (const CpuIsa isa : built_cpu_families()) {
+        if (isa != CpuIsa::Scalar) isas.push_back(isa);
+    }
+    return isas;
+}();
 
-// Whether the table of `isa` itself provides the kernels for `type` (rather than a fall-back).
-RowDotKernels family_table(CpuIsa isa, GgmlType type) {
-    return isa == CpuIsa::Avx2 ? simd::avx2_row_dot_kernels(type) : simd::avx512_row_dot_kernels(type, active_prefetch_level());
-}
+// The x86-64 families have a kernel of their own for every weight type; the ARM64 families
+// do not yet, and borrow the rest from the family below.
+bool covers_every_type(CpuIsa isa) { return isa == CpuIsa::Avx2 || isa == CpuIsa::Avx512; }
 
 // ------------------------------------------------------------------ tables
 
 TEST(RowDotKernels, NoNullMembersForAnyWeightType) {
-    for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    for (CpuIsa isa : built_cpu_families()) {
         if (!cpu_supports(isa)) {
             std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", name_of(isa).c_str());
             continue;
@@ -70,7 +76,7 @@ TEST(RowDotKernels, NoNullMembersForAnyWeightType) {
     }
 }
 
-TEST(RowDotKernels, SimdFamiliesProvideEveryType) {
+TEST(RowDotKernels, EachSimdFamilyProvidesItsKernelsWhole) {
     for (CpuIsa isa : kSimdIsas) {
         if (!cpu_supports(isa)) {
             std::printf("[ SKIPPED  ] %s: this CPU cannot run it\n", name_of(isa).c_str());
@@ -81,13 +87,17 @@ TEST(RowDotKernels, SimdFamiliesProvideEveryType) {
             std::printf("[ SKIPPED  ] avx512 table: no AVX512-VNNI on this CPU\n");
             continue;
         }
+        int provided = 0;
         for (GgmlType t : kWeightTypes) {
-            const RowDotKernels k = family_table(isa, t);
+            const RowDotKernels k = row_dot_family_kernels(t, isa);
+            if (!covers_every_type(isa) && k.dot == nullptr) continue;
+            ++provided;
             EXPECT_NE(k.dot, nullptr) << name_of(t) << " " << name_of(isa);
             EXPECT_NE(k.dot_rows, nullptr) << name_of(t) << " " << name_of(isa);
-            EXPECT_NE(k.encode, nullptr) << name_of(t) << " " << name_of(isa);
+            if (covers_every_type(isa)) EXPECT_NE(k.encode, nullptr) << name_of(t) << " " << name_of(isa);
             EXPECT_EQ(k.activation_type, vec_dot_type(t)) << name_of(t) << " " << name_of(isa);
         }
+        EXPECT_GT(provided, 0) << name_of(isa) << " provides no row kernel of its own";
     }
 }
 
@@ -587,7 +597,7 @@ void check_dot_rows(CpuIsa isa, GgmlType t, int64_t n, int64_t n_rows, uint64_t 
 
 std::vector<CpuIsa> all_supported_isas() {
     std::vector<CpuIsa> isas;
-    for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    for (CpuIsa isa : built_cpu_families()) {
         if (cpu_supports(isa)) isas.push_back(isa);
     }
     return isas;
@@ -762,6 +772,9 @@ TEST(RowDotRows, BatchGivesEveryActivationTheBitsOfDotRows) {
 // Where the AVX-512 kernels prefetch the weights changes no result: both levels' tables give
 // the same bits for every type, over row counts with and without whole groups.
 TEST(RowDotRows, BothPrefetchLevelsComputeTheSame) {
+#if !defined(__x86_64__)
+    GTEST_SKIP() << "the prefetch levels belong to the x86-64 AVX-512 kernels, which this build lacks";
+#else
     if (!cpu_supports(CpuIsa::Avx512) || !cpu_features().avx512vnni) {
         GTEST_SKIP() << "the AVX-512 row kernels need AVX-512 F/BW/VL and VNNI, which this CPU lacks";
     }
@@ -782,6 +795,7 @@ TEST(RowDotRows, BothPrefetchLevelsComputeTheSame) {
         l2.dot_rows(n, w.data(), rb, n_rows, x.data(), out_l2.data());
         EXPECT_EQ(out_l1, out_l2) << name_of(t);
     }
+#endif
 }
 
 }  // namespace

@@ -1,11 +1,17 @@
 #include "engine/backend/cpu/cpu_features.h"
 
+#include <array>
 #include <cstdio>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 #include <cstdlib>
 #include <string>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 namespace inferscope {
 namespace {
@@ -22,10 +28,39 @@ unsigned long long enabled_register_state() {
 }
 #endif
 
+#if defined(__aarch64__) && defined(__APPLE__)
+bool sysctl_flag(const char* name) {
+    int value = 0;
+    size_t size = sizeof(value);
+    return sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
+}
+#endif
+
+#if defined(__aarch64__)
+// The ARM64 extensions, from the kernel's hardware capabilities (Linux) or sysctl (macOS).
+void detect_arm(CpuFeatures& f) {
+    f.neon = true;  // Advanced SIMD is part of every ARMv8-A profile the engine runs on
+#if defined(__linux__)
+    const unsigned long hwcap = getauxval(AT_HWCAP);
+    const unsigned long hwcap2 = getauxval(AT_HWCAP2);
+    f.dotprod = (hwcap & HWCAP_ASIMDDP) != 0;
+    f.fp16_arithmetic = (hwcap & HWCAP_ASIMDHP) != 0;
+    f.i8mm = (hwcap2 & HWCAP2_I8MM) != 0;
+#elif defined(__APPLE__)
+    f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    f.fp16_arithmetic = sysctl_flag("hw.optional.arm.FEAT_FP16");
+    f.i8mm = sysctl_flag("hw.optional.arm.FEAT_I8MM");
+#endif
+}
+#endif
+
 // Read from CPUID directly: compilers disagree on which names __builtin_cpu_supports accepts
 // (clang 14 knows neither "f16c" nor "avxvnni").
 CpuFeatures detect() {
     CpuFeatures f;
+#if defined(__aarch64__)
+    detect_arm(f);
+#endif
 #if defined(__x86_64__) || defined(__i386__)
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (__get_cpuid_count(0, 0, &eax, &ebx, &ecx, &edx) == 0) return f;
@@ -53,10 +88,26 @@ CpuFeatures detect() {
     return f;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+constexpr std::array kBuiltFamilies = {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512};
+#elif defined(__aarch64__)
+constexpr std::array kBuiltFamilies = {CpuIsa::Scalar, CpuIsa::Neon, CpuIsa::Dotprod, CpuIsa::I8mm};
+#else
+constexpr std::array kBuiltFamilies = {CpuIsa::Scalar};
+#endif
+
 CpuIsa best_supported() {
-    if (cpu_supports(CpuIsa::Avx512)) return CpuIsa::Avx512;
-    if (cpu_supports(CpuIsa::Avx2)) return CpuIsa::Avx2;
-    return CpuIsa::Scalar;
+    CpuIsa best = CpuIsa::Scalar;
+    for (const CpuIsa isa : kBuiltFamilies) {
+        if (cpu_supports(isa)) best = isa;
+    }
+    return best;
+}
+
+std::string built_family_names() {
+    std::string names;
+    for (const CpuIsa isa : kBuiltFamilies) names += (names.empty() ? "" : ", ") + std::string(cpu_isa_name(isa));
+    return names;
 }
 
 CpuIsa choose() {
@@ -64,19 +115,17 @@ CpuIsa choose() {
     const char* requested = std::getenv("INFERSCOPE_CPU_ISA");
     if (requested == nullptr || *requested == '\0') return best;
     const std::string name(requested);
-    CpuIsa wanted = best;
-    if (name == "scalar") {
-        wanted = CpuIsa::Scalar;
-    } else if (name == "avx2") {
-        wanted = CpuIsa::Avx2;
-    } else if (name == "avx512") {
-        wanted = CpuIsa::Avx512;
-    } else {
-        std::fprintf(stderr, "warning: INFERSCOPE_CPU_ISA=%s is not one of scalar, avx2, avx512; using %s\n", requested,
-                     cpu_isa_name(best).data());
+    const CpuIsa* named = nullptr;
+    for (const CpuIsa& isa : kBuiltFamilies) {
+        if (cpu_isa_name(isa) == name) named = &isa;
+    }
+    if (named == nullptr) {
+        std::fprintf(stderr, "warning: INFERSCOPE_CPU_ISA=%s is not one of %s; using %s\n", requested,
+                     built_family_names().c_str(), cpu_isa_name(best).data());
         return best;
     }
-    while (!cpu_supports(wanted)) wanted = static_cast<CpuIsa>(static_cast<int>(wanted) - 1);
+    CpuIsa wanted = *named;
+    while (!cpu_supports(wanted)) wanted = family_below(wanted);
     if (std::string_view(cpu_isa_name(wanted)) != name) {
         std::fprintf(stderr, "warning: this CPU cannot run %s kernels; using %s\n", requested, cpu_isa_name(wanted).data());
     }
@@ -108,9 +157,26 @@ bool cpu_supports(CpuIsa isa) {
         case CpuIsa::Scalar: return true;
         case CpuIsa::Avx2: return f.avx2 && f.fma && f.f16c;
         case CpuIsa::Avx512: return f.avx512f && f.avx512bw && f.avx512vl && f.avx2 && f.fma && f.f16c;
+        case CpuIsa::Neon: return f.neon;
+        case CpuIsa::Dotprod: return f.neon && f.dotprod;
+        case CpuIsa::I8mm: return f.neon && f.dotprod && f.i8mm;
     }
     return false;
 }
+
+CpuIsa family_below(CpuIsa isa) {
+    switch (isa) {
+        case CpuIsa::Scalar: return CpuIsa::Scalar;
+        case CpuIsa::Avx2: return CpuIsa::Scalar;
+        case CpuIsa::Avx512: return CpuIsa::Avx2;
+        case CpuIsa::Neon: return CpuIsa::Scalar;
+        case CpuIsa::Dotprod: return CpuIsa::Neon;
+        case CpuIsa::I8mm: return CpuIsa::Dotprod;
+    }
+    return CpuIsa::Scalar;
+}
+
+std::span<const CpuIsa> built_cpu_families() { return kBuiltFamilies; }
 
 CpuIsa active_cpu_isa() {
     static const CpuIsa isa = choose();
@@ -122,6 +188,9 @@ std::string_view cpu_isa_name(CpuIsa isa) {
         case CpuIsa::Scalar: return "scalar";
         case CpuIsa::Avx2: return "avx2";
         case CpuIsa::Avx512: return "avx512";
+        case CpuIsa::Neon: return "neon";
+        case CpuIsa::Dotprod: return "dotprod";
+        case CpuIsa::I8mm: return "i8mm";
     }
     return "unknown";
 }

@@ -1,16 +1,22 @@
 #pragma once
 // Which instruction sets this CPU offers, and which kernel family the engine uses. The
 // choice is made once per process: the best family the CPU supports, or the one named by
-// the environment variable INFERSCOPE_CPU_ISA (scalar, avx2, avx512) for testing; a request
-// the CPU cannot run falls back to the best supported family below it.
+// the environment variable INFERSCOPE_CPU_ISA (scalar, avx2, avx512 on x86-64; scalar,
+// neon, dotprod, i8mm on ARM64) for testing; a request the CPU cannot run falls back to the
+// best supported family below it.
+#include <span>
 #include <string_view>
 
 namespace inferscope {
 
+// Each family builds on the one below it (family_below), down to Scalar.
 enum class CpuIsa {
-    Scalar,  // portable C++: the reference every other path is tested against
-    Avx2,    // AVX2 + FMA + F16C
-    Avx512,  // AVX-512 F/BW/VL (+ VNNI, BF16 where present)
+    Scalar,   // portable C++: the reference every other path is tested against
+    Avx2,     // x86-64: AVX2 + FMA + F16C
+    Avx512,   // x86-64: AVX-512 F/BW/VL (+ VNNI, BF16 where present)
+    Neon,     // ARM64: Advanced SIMD (every ARMv8-A core)
+    Dotprod,  // ARM64: + the 8-bit dot product (sdot, ARMv8.2)
+    I8mm,     // ARM64: + the 8-bit matrix multiply (smmla, ARMv8.6)
 };
 
 struct CpuFeatures {
@@ -24,13 +30,21 @@ struct CpuFeatures {
     bool avx512bf16 = false;
     bool avxvnni = false;
     bool intel = false;  // vendor "GenuineIntel"
+    bool neon = false;
+    bool dotprod = false;
+    bool i8mm = false;
+    bool fp16_arithmetic = false;  // ARM64 FEAT_FP16: half-precision vector arithmetic
 };
 
 const CpuFeatures& cpu_features();
 bool cpu_supports(CpuIsa isa);
 // The family in use (decided on first call).
 CpuIsa active_cpu_isa();
-std::string_view cpu_isa_name(CpuIsa isa);  // "scalar", "avx2", "avx512"
+std::string_view cpu_isa_name(CpuIsa isa);  // "scalar", "avx2", "avx512", "neon", "dotprod", "i8mm"
+// The family a family's missing kernels come from (Scalar for Scalar itself).
+CpuIsa family_below(CpuIsa isa);
+// The families this build has kernels for, lowest first: Scalar, then this architecture's.
+std::span<const CpuIsa> built_cpu_families();
 
 // Where the AVX-512 4-bit row kernels (Q4_0, Q4_1, IQ4_NL, IQ4_XS) request the weights they
 // will read next: into L1 (prefetcht0) or into L2 only (prefetcht1). Chosen once per process:

@@ -12,20 +12,30 @@ void fill_missing(ActivationKernels& k, const ActivationKernels& fallback) {
     if (k.rms_norm == nullptr) k.rms_norm = fallback.rms_norm;
 }
 
+// A family's own kernels; null members (and families this build lacks) provide none.
+ActivationKernels family_kernels(CpuIsa isa) {
+    switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+        case CpuIsa::Avx2: return simd::avx2_activation_kernels();
+        case CpuIsa::Avx512: return simd::avx512_activation_kernels();
+#endif
+        default: return {};
+    }
+}
+
 }  // namespace
 
 ActivationKernels activation_kernels(CpuIsa isa) {
-    ActivationKernels scalar;
-    scalar.swiglu = &swiglu_inplace;
-    scalar.geglu = &geglu_inplace;
-    scalar.rms_norm = &rms_norm_row;
-    if (isa == CpuIsa::Scalar) return scalar;
-    ActivationKernels avx2 = simd::avx2_activation_kernels();
-    fill_missing(avx2, scalar);
-    if (isa == CpuIsa::Avx2) return avx2;
-    ActivationKernels avx512 = simd::avx512_activation_kernels();
-    fill_missing(avx512, avx2);
-    return avx512;
+    if (isa == CpuIsa::Scalar) {
+        ActivationKernels scalar;
+        scalar.swiglu = &swiglu_inplace;
+        scalar.geglu = &geglu_inplace;
+        scalar.rms_norm = &rms_norm_row;
+        return scalar;
+    }
+    ActivationKernels own = family_kernels(isa);
+    fill_missing(own, activation_kernels(family_below(isa)));
+    return own;
 }
 
 }  // namespace inferscope

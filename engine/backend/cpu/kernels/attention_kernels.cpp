@@ -50,22 +50,32 @@ void fill_missing(AttentionKernels& k, const AttentionKernels& fallback) {
     if (k.accumulate_f32 == nullptr) k.accumulate_f32 = fallback.accumulate_f32;
 }
 
+// A family's own kernels; null members (and families this build lacks) provide none.
+AttentionKernels family_kernels(CpuIsa isa) {
+    switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+        case CpuIsa::Avx2: return simd::avx2_attention_kernels();
+        case CpuIsa::Avx512: return simd::avx512_attention_kernels();
+#endif
+        default: return {};
+    }
+}
+
 }  // namespace
 
 AttentionKernels attention_kernels(CpuIsa isa) {
-    AttentionKernels scalar;
-    scalar.scores_f16 = &scalar_scores<uint16_t>;
-    scalar.scores_f32 = &scalar_scores<float>;
-    scalar.accumulate_f16 = &scalar_accumulate<uint16_t>;
-    scalar.accumulate_f32 = &scalar_accumulate<float>;
-    scalar.softmax = &softmax_inplace;
-    if (isa == CpuIsa::Scalar) return scalar;
-    AttentionKernels avx2 = simd::avx2_attention_kernels();
-    fill_missing(avx2, scalar);
-    if (isa == CpuIsa::Avx2) return avx2;
-    AttentionKernels avx512 = simd::avx512_attention_kernels();
-    fill_missing(avx512, avx2);
-    return avx512;
+    if (isa == CpuIsa::Scalar) {
+        AttentionKernels scalar;
+        scalar.scores_f16 = &scalar_scores<uint16_t>;
+        scalar.scores_f32 = &scalar_scores<float>;
+        scalar.accumulate_f16 = &scalar_accumulate<uint16_t>;
+        scalar.accumulate_f32 = &scalar_accumulate<float>;
+        scalar.softmax = &softmax_inplace;
+        return scalar;
+    }
+    AttentionKernels own = family_kernels(isa);
+    fill_missing(own, attention_kernels(family_below(isa)));
+    return own;
 }
 
 }  // namespace inferscope

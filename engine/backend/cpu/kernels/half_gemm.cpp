@@ -37,14 +37,23 @@ void interleave_rows(const float* x, int64_t n, int64_t k, float* xt, int64_t l_
 }
 
 void round_to_half(GgmlType type, const float* x, int64_t count, float* out, CpuIsa isa) {
+#if defined(__x86_64__) || defined(__i386__)
     if (isa == CpuIsa::Avx512 && cpu_supports(CpuIsa::Avx512)) return simd::avx512_round_to_half(type, x, count, out);
+#else
+    (void)isa;
+#endif
     const bool half = type == GgmlType::F16;
     for (int64_t i = 0; i < count; ++i) out[i] = half ? round_to_fp16(x[i]) : round_to_bf16(x[i]);
 }
 
 HalfGemmFn half_gemm_kernel(GgmlType weight_type, CpuIsa isa) {
     if (weight_type != GgmlType::F16 && weight_type != GgmlType::BF16) return nullptr;
+#if defined(__x86_64__) || defined(__i386__)
     return isa == CpuIsa::Avx512 ? simd::avx512_half_gemm_kernel(weight_type) : nullptr;
+#else
+    (void)isa;
+    return nullptr;
+#endif
 }
 
 }  // namespace inferscope

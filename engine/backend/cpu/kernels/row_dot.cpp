@@ -78,15 +78,25 @@ void fill_missing(RowDotKernels& k, const RowDotKernels& fallback) {
 
 }  // namespace
 
+RowDotKernels row_dot_family_kernels(GgmlType weight_type, CpuIsa isa) {
+    switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+        case CpuIsa::Avx2: return simd::avx2_row_dot_kernels(weight_type);
+        case CpuIsa::Avx512: return simd::avx512_row_dot_kernels(weight_type, active_prefetch_level());
+#elif defined(__aarch64__)
+        case CpuIsa::Neon: return simd::neon_row_dot_kernels(weight_type);
+        case CpuIsa::Dotprod: return simd::dotprod_row_dot_kernels(weight_type);
+#endif
+        default: return {};
+    }
+}
+
 RowDotKernels row_dot_kernels(GgmlType weight_type, CpuIsa isa) {
-    const RowDotKernels scalar = scalar_kernels(weight_type);  // throws for types without a dot product
-    if (isa == CpuIsa::Scalar) return scalar;
-    RowDotKernels avx2 = simd::avx2_row_dot_kernels(weight_type);
-    fill_missing(avx2, scalar);
-    if (isa == CpuIsa::Avx2) return avx2;
-    RowDotKernels avx512 = simd::avx512_row_dot_kernels(weight_type, active_prefetch_level());
-    fill_missing(avx512, avx2);
-    return avx512;
+    if (isa == CpuIsa::Scalar) return scalar_kernels(weight_type);  // throws for types without a dot product
+    const RowDotKernels below = row_dot_kernels(weight_type, family_below(isa));
+    RowDotKernels own = row_dot_family_kernels(weight_type, isa);
+    fill_missing(own, below);
+    return own;
 }
 
 }  // namespace inferscope

@@ -41,12 +41,17 @@ struct RowDotKernels {
 // the next family below it, down to the scalar reference. Throws UnsupportedError for types
 // without a dot product.
 RowDotKernels row_dot_kernels(GgmlType weight_type, CpuIsa isa);
+// The family's own table (null members: not provided; empty for families this build lacks
+// and for Scalar, whose table row_dot_kernels gives).
+RowDotKernels row_dot_family_kernels(GgmlType weight_type, CpuIsa isa);
 
 namespace simd {
 // Per-family tables, defined in row_dot_<isa>.cpp: null members are "not provided".
 RowDotKernels avx2_row_dot_kernels(GgmlType weight_type);
 // `prefetch`: see active_prefetch_level (the kernels compute the same either way).
 RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetch);
+RowDotKernels neon_row_dot_kernels(GgmlType weight_type);
+RowDotKernels dotprod_row_dot_kernels(GgmlType weight_type);
 }  // namespace simd
 
 }  // namespace inferscope

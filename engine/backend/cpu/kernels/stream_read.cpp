@@ -20,11 +20,16 @@ uint64_t scalar_stream_read(const uint64_t* words, size_t count) {
 
 StreamReadFn stream_read_kernel(CpuIsa isa) {
     switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx512: return &simd::avx512_stream_read;
         case CpuIsa::Avx2: return &simd::avx2_stream_read;
-        case CpuIsa::Scalar: break;
+#elif defined(__aarch64__)
+        case CpuIsa::Neon:
+        case CpuIsa::Dotprod:
+        case CpuIsa::I8mm: return &simd::neon_stream_read;
+#endif
+        default: return &scalar_stream_read;
     }
-    return &scalar_stream_read;
 }
 
 }  // namespace inferscope

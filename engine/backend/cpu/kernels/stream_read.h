@@ -14,6 +14,7 @@ StreamReadFn stream_read_kernel(CpuIsa isa);
 namespace simd {
 uint64_t avx2_stream_read(const uint64_t* words, size_t count);
 uint64_t avx512_stream_read(const uint64_t* words, size_t count);
+uint64_t neon_stream_read(const uint64_t* words, size_t count);
 }  // namespace simd
 
 }  // namespace inferscope

@@ -2,16 +2,21 @@
 
 namespace inferscope {
 
-TileGemmFn tile_gemm_kernel(GgmlType weight_type, CpuIsa isa) {
+TileGemmFn tile_gemm_family_kernel(GgmlType weight_type, CpuIsa isa) {
     switch (isa) {
-        case CpuIsa::Scalar: return nullptr;
+#if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx2: return simd::avx2_tile_gemm_kernel(weight_type);
-        case CpuIsa::Avx512: {
-            TileGemmFn kernel = simd::avx512_tile_gemm_kernel(weight_type);
-            return kernel != nullptr ? kernel : simd::avx2_tile_gemm_kernel(weight_type);
-        }
+        case CpuIsa::Avx512: return simd::avx512_tile_gemm_kernel(weight_type);
+#endif
+        default: return nullptr;
     }
-    return nullptr;
+}
+
+TileGemmFn tile_gemm_kernel(GgmlType weight_type, CpuIsa isa) {
+    for (;; isa = family_below(isa)) {
+        if (const TileGemmFn kernel = tile_gemm_family_kernel(weight_type, isa)) return kernel;
+        if (isa == CpuIsa::Scalar) return nullptr;
+    }
 }
 
 }  // namespace inferscope

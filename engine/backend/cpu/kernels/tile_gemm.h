@@ -29,9 +29,11 @@ struct TileGemmArgs {
 
 using TileGemmFn = void (*)(const TileGemmArgs& args);
 
-// The tiled kernel for `weight_type` on `isa`, or nullptr when that family has none (the
-// caller then loops over row dot products).
+// The tiled kernel for `weight_type` on `isa` or the nearest family below it that has one;
+// nullptr when none has (the caller then loops over row dot products).
 TileGemmFn tile_gemm_kernel(GgmlType weight_type, CpuIsa isa);
+// The family's own kernel (nullptr: it has none, or this build lacks the family).
+TileGemmFn tile_gemm_family_kernel(GgmlType weight_type, CpuIsa isa);
 
 namespace simd {
 TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type);
