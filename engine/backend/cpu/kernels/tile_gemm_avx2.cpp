@@ -26,13 +26,12 @@
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
+#include "engine/backend/cpu/kernels/tile_gemm_driver.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
 #include "engine/formats/block_layouts.h"
 
 namespace inferscope::simd {
 namespace {
-
-inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
 
 // Lanes [0, count) set, for partial row vectors.
 inline __m256i lane_mask(int count) {
@@ -90,163 +89,15 @@ inline void transpose8x8(__m256 r[8]) {
     }
 }
 
-template <class K, int MZ, int RN, class... A>
-inline void dispatch_rn(int rn, A&... args) {
-    if constexpr (RN > 0) {
-        if (rn == RN) {
-            K::template compute<MZ, RN>(args...);
-        } else {
-            dispatch_rn<K, MZ, RN - 1>(rn, args...);
-        }
+// The AVX2 side of tile_gemm_driver.h: 8 rows per vector, a panel's last row vector stored
+// through a lane mask.
+struct Avx2Tile {
+    static constexpr int kLanes = 8;
+    static constexpr auto rows_mask = &lane_mask;
+    static Out out(float* c, int64_t ldc, int last_rows, __m256i last_mask, bool accumulate) {
+        return {c, ldc, last_rows, last_mask, accumulate};
     }
-}
-template <class K, int MZ, class... A>
-inline void dispatch(int mz, int rn, A&... args) {
-    if constexpr (MZ > 0) {
-        if (mz == MZ) {
-            dispatch_rn<K, MZ, K::kTileN>(rn, args...);
-        } else {
-            dispatch<K, MZ - 1>(mz, rn, args...);
-        }
-    }
-}
-
-inline bool write_zeros_if_empty(const TileGemmArgs& a) {
-    if (a.n <= 0 || a.row_end <= a.row_begin) return true;
-    if (a.k > 0) return false;
-    for (int64_t i = 0; i < a.n; ++i) {
-        for (int64_t r = a.row_begin; r < a.row_end; ++r) a.c[i * a.ldc + r] = 0.0f;
-    }
-    return true;
-}
-
-// Every cache line of [row, row + bytes) for `rows` rows `stride` bytes apart. The rows need
-// not start on a line (activation buffers are not line-aligned), so a span of whole lines'
-// worth of bytes usually touches one line more.
-inline void prefetch_rows(const uint8_t* first, uint64_t stride, int rows, int bytes) {
-    for (int j = 0; j < rows; ++j) {
-        const uint8_t* row = first + static_cast<uint64_t>(j) * stride;
-        const uint8_t* line = row - (reinterpret_cast<uintptr_t>(row) & 63);
-        for (; line < row + bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-    }
-}
-
-// Prefetches the weight rows the next pack will read, spread over the micro-tiles that run
-// before it (packing reads a few cache lines from each of many rows).
-class WeightPrefetch {
-public:
-    template <class K>
-    void start(const TileGemmArgs& a, int64_t row, int rows, int64_t k0, int64_t tiles) {
-        if (rows <= 0 || k0 >= a.k) {
-            rows_ = 0;
-            return;
-        }
-        base_ = a.weights + static_cast<uint64_t>(row) * a.weight_row_bytes + K::weight_offset(k0);
-        stride_ = a.weight_row_bytes;
-        rows_ = rows;
-        bytes_ = K::weight_bytes(imin(K::kChunk, a.k - k0));
-        per_step_ = tiles > 0 ? static_cast<int>((rows + tiles - 1) / tiles) : rows;
-        done_ = 0;
-    }
-    void step() {
-        const int count = imin(per_step_, rows_ - done_);
-        if (count <= 0) return;
-        prefetch_rows(base_ + static_cast<uint64_t>(done_) * stride_, stride_, count, bytes_);
-        done_ += count;
-    }
-
-private:
-    const uint8_t* base_ = nullptr;
-    uint64_t stride_ = 0;
-    int rows_ = 0, bytes_ = 0, per_step_ = 0, done_ = 0;
 };
-
-// Driver for F16: panels of 8 * K::kMZ weight rows; per panel, k chunks packed once; per
-// chunk, tiles of K::kTileN activation rows, each converted right before its micro-kernel.
-template <class K>
-void run_panels(const TileGemmArgs& a) {
-    if (write_zeros_if_empty(a)) return;
-    constexpr int kPanel = 8 * K::kMZ;
-    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
-    typename K::Scratch s;
-    const int64_t tiles = (a.n + K::kTileN - 1) / K::kTileN;
-    WeightPrefetch prefetch;
-    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kPanel) {
-        const int nr = imin(kPanel, a.row_end - r0);
-        const int mz = (nr + 7) / 8;
-        const int last_rows = nr - 8 * (mz - 1);
-        const __m256i last_mask = lane_mask(last_rows);
-        for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
-            const int kc = imin(K::kChunk, a.k - k0);
-            K::pack(a, r0, nr, k0, kc, s);
-            if (k0 + K::kChunk < a.k) {
-                prefetch.start<K>(a, r0, nr, k0 + K::kChunk, tiles);
-            } else {
-                prefetch.start<K>(a, r0 + kPanel, imin(kPanel, a.row_end - r0 - kPanel), 0, tiles);
-            }
-            for (int64_t i0 = 0; i0 < a.n; i0 += K::kTileN) {
-                prefetch.step();
-                const int rn = imin(K::kTileN, a.n - i0);
-                const int next = imin(K::kTileN, a.n - i0 - rn);
-                prefetch_rows(a.activations + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes + 2 * k0,
-                              a.activation_row_bytes, next, 2 * kc);
-                K::prepare(a, i0, rn, k0, kc, s);
-                const Out out{a.c + i0 * a.ldc + r0, a.ldc, last_rows, last_mask, k0 > 0};
-                const int first = 0;
-                dispatch<K, K::kMZ>(mz, rn, s, kc, first, out);
-            }
-        }
-    }
-}
-
-// Driver for the quantized types: blocks of up to K::kMaxN activation rows and
-// K::kPanelsPerBlock panels; per k chunk the activation scales of the whole block are
-// converted once, then every panel is packed and multiplied with all of it.
-template <class K>
-void run_blocked(const TileGemmArgs& a) {
-    if (write_zeros_if_empty(a)) return;
-    constexpr int kPanel = 8 * K::kMZ;
-    constexpr int64_t kRowBlock = static_cast<int64_t>(kPanel) * K::kPanelsPerBlock;
-    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
-    typename K::Scratch s;
-    WeightPrefetch prefetch;
-    for (int64_t n0 = 0; n0 < a.n; n0 += K::kMaxN) {
-        const int nn = imin(K::kMaxN, a.n - n0);
-        const int64_t tiles = (nn + K::kTileN - 1) / K::kTileN;
-        for (int64_t rb = a.row_begin; rb < a.row_end; rb += kRowBlock) {
-            const int64_t rb_end = rb + kRowBlock < a.row_end ? rb + kRowBlock : a.row_end;
-            for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
-                const int kc = imin(K::kChunk, a.k - k0);
-                K::prepare(a, n0, nn, k0, kc, s);
-                for (int64_t r0 = rb; r0 < rb_end; r0 += kPanel) {
-                    const int nr = imin(kPanel, rb_end - r0);
-                    const int mz = (nr + 7) / 8;
-                    const int last_rows = nr - 8 * (mz - 1);
-                    const __m256i last_mask = lane_mask(last_rows);
-                    K::pack(a, r0, nr, k0, kc, s);
-                    if (r0 + kPanel < rb_end) {
-                        prefetch.start<K>(a, r0 + kPanel, imin(kPanel, rb_end - r0 - kPanel), k0, tiles);
-                    } else if (k0 + K::kChunk < a.k) {
-                        prefetch.start<K>(a, rb, imin(kPanel, rb_end - rb), k0 + K::kChunk, tiles);
-                    } else {
-                        prefetch.start<K>(a, rb_end, imin(kPanel, a.row_end - rb_end), 0, tiles);
-                    }
-                    for (int i0 = 0; i0 < nn; i0 += K::kTileN) {
-                        prefetch.step();
-                        const int rn = imin(K::kTileN, nn - i0);
-                        if (r0 == rb) {
-                            const int next = imin(K::kTileN, nn - i0 - rn);
-                            prefetch_rows(s.x0 + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes, a.activation_row_bytes,
-                                          next, K::act_bytes(kc));
-                        }
-                        const Out out{a.c + (n0 + i0) * a.ldc + r0, a.ldc, last_rows, last_mask, k0 > 0};
-                        dispatch<K, K::kMZ>(mz, rn, s, kc, i0, out);
-                    }
-                }
-            }
-        }
-    }
-}
 
 // ================================================================== F16
 
@@ -256,6 +107,8 @@ struct F16Kind {
     static constexpr int kChunk = KC_;
     static constexpr int kTileN = RN_;
     static constexpr int kPanelRows = 8 * kMZ;
+    static int64_t act_offset(int64_t k0) { return 2 * k0; }
+    static int act_bytes(int kc) { return 2 * kc; }
     static int64_t weight_offset(int64_t k0) { return 2 * k0; }
     static int weight_bytes(int kc) { return 2 * kc; }
     struct Scratch {
@@ -707,11 +560,11 @@ struct KQuantKind {
 
 template <class K>
 void panels_kernel(const TileGemmArgs& args) {
-    run_panels<K>(args);
+    run_panels<Avx2Tile, K>(args);
 }
 template <class K>
 void blocked_kernel(const TileGemmArgs& args) {
-    run_blocked<K>(args);
+    run_blocked<Avx2Tile, K>(args);
 }
 
 }  // namespace
