@@ -34,7 +34,9 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
+#include "engine/backend/cpu/kernels/q8_encoders.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
+#include "engine/backend/cpu/kernels/row_dot_common.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
 #include "engine/formats/block_layouts.h"
 #include "engine/formats/iq4_levels.h"
@@ -48,42 +50,12 @@ using namespace block_layouts;
 // ---------------------------------------------------------------- helpers
 
 inline __m512i load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
-inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-inline void store128(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
-
-inline void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, sizeof(v)); }
-
-inline float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 inline float hsum(__m512 v) {
     const __m512i bits = _mm512_castps_si512(v);
     const __m256 lo = _mm256_castsi256_ps(_mm512_castsi512_si256(bits));
     const __m256 hi = _mm256_castsi256_ps(_mm512_extracti64x4_epi64(bits, 1));
     return hsum(_mm256_add_ps(lo, hi));
-}
-
-inline int32_t hsum_epi32(__m512i v) {
-    const __m512i f = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
-    __m128i s = _mm_add_epi32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-}
-
-inline uint32_t hmax_epu32(__m512i v) {
-    const __m512i f = _mm512_max_epu32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
-    __m128i s = _mm_max_epu32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
-    s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
-    return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
 }
 
 // The low and the high 256 bits of a register from two places.
@@ -1138,26 +1110,6 @@ struct QuadRows {
 // One 256-element superblock per step; a Body type computes one row's superblock against the
 // activation's (acc += d*dx * sumi, accm += dmin*dx * the mins term).
 
-// Scales in bytes 0..7, mins in bytes 8..15 (see row_dot_avx2.cpp).
-inline __m128i k4_scales_mins(const uint8_t* packed) {
-    const uint32_t u0 = load_u32(packed), u1 = load_u32(packed + 4), u2 = load_u32(packed + 8);
-    const uint32_t sc03 = u0 & 0x3F3F3F3Fu;
-    const uint32_t m03 = u1 & 0x3F3F3F3Fu;
-    const uint32_t sc47 = (u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u);
-    const uint32_t m47 = ((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u);
-    return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47), static_cast<int>(sc03));
-}
-
-inline __m128i q3k_scales(const uint8_t* packed) {
-    const uint32_t a0 = load_u32(packed), a1 = load_u32(packed + 4), t = load_u32(packed + 8);
-    const uint32_t s0 = (a0 & 0x0F0F0F0Fu) | ((t << 4) & 0x30303030u);
-    const uint32_t s1 = (a1 & 0x0F0F0F0Fu) | ((t << 2) & 0x30303030u);
-    const uint32_t s2 = ((a0 >> 4) & 0x0F0F0F0Fu) | (t & 0x30303030u);
-    const uint32_t s3 = ((a1 >> 4) & 0x0F0F0F0Fu) | ((t >> 2) & 0x30303030u);
-    const __m128i s = _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1), static_cast<int>(s0));
-    return _mm_sub_epi8(s, _mm_set1_epi8(32));
-}
-
 // acc + sum over 64 elements of scale(element) * q * x: q unsigned bytes, x the activation
 // quants, scales the int16 scale of each pair of products (vpermw of the block's scales).
 inline __m512i scaled_run(__m512i acc, __m512i q, const uint8_t* qx, __m512i scales) {
@@ -1472,100 +1424,56 @@ struct KRows {
 
 // ---------------------------------------------------------------- encoders
 
-constexpr uint32_t kInfBits = 0x7F800000u;
-
-// max |x| over `count` floats (a multiple of 16) as float bits; >= kInfBits for inf/NaN.
-inline uint32_t absmax_bits(const float* x, int count) {
-    const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
-    __m512i m = _mm512_setzero_si512();
-    for (int i = 0; i < count; i += 16) {
-        m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + i)), abs_mask));
+// The AVX-512 steps of q8_encoders.h.
+struct Avx512Encoding {
+    // max |x| over `count` floats (a multiple of 16), as the bits of a float.
+    static uint32_t absmax_bits(const float* x, int count) {
+        const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+        __m512i m = _mm512_setzero_si512();
+        for (int i = 0; i < count; i += 16) {
+            m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + i)), abs_mask));
+        }
+        const __m512i f = _mm512_max_epu32(m, _mm512_shuffle_i32x4(m, m, 0x4E));
+        __m128i s = _mm_max_epu32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
+        s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
+        s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
+        return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
     }
-    return hmax_epu32(m);
-}
 
-inline float bits_float(uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
-// x[0..31] * multiplier rounded to nearest even and saturated to int8 (32 bytes at q);
-// returns the int32 values (their sum is the block's sum when nothing saturated).
-inline __m512i quantize32(const float* x, float multiplier, uint8_t* q) {
-    const __m512 m = _mm512_set1_ps(multiplier);
-    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), m));
-    const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16), m));
-    store128(q, _mm512_cvtsepi32_epi8(i0));
-    store128(q + 16, _mm512_cvtsepi32_epi8(i1));
-    return _mm512_add_epi32(i0, i1);
-}
-
-inline bool q8_legacy_block(const float* x, uint8_t* qs, float& d, int32_t& sum) {
-    const uint32_t bits = absmax_bits(x, 32);
-    if (bits >= kInfBits) return false;
-    const float amax = bits_float(bits);
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    if (std::isinf(id)) return false;
-    d = amax / 127.0f;
-    sum = hsum_epi32(quantize32(x, id, qs));
-    return true;
-}
-
-void encode_q8_0(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += kQ8_0) {
-        float d;
-        int32_t sum;
-        if (!q8_legacy_block(x, dst + 2, d, sum)) {
-            fallback::encode_q8_0_block(x, dst);
-            continue;
-        }
-        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    // x[0..31] * multiplier rounded to nearest even and saturated to int8 (32 bytes at q);
+    // returns the int32 values (their sum is the block's sum when nothing saturated).
+    static __m512i quantize32(const float* x, float multiplier, uint8_t* q) {
+        const __m512 m = _mm512_set1_ps(multiplier);
+        const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), m));
+        const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16), m));
+        store128(q, _mm512_cvtsepi32_epi8(i0));
+        store128(q + 16, _mm512_cvtsepi32_epi8(i1));
+        return _mm512_add_epi32(i0, i1);
     }
-}
 
-void encode_q8_1(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += kQ8_1) {
-        float d;
-        int32_t sum;
-        if (!q8_legacy_block(x, dst + 4, d, sum)) {
-            fallback::encode_q8_1_block(x, dst);
-            continue;
-        }
-        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-        store_u16(dst + 2, _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
+    static int32_t total(__m512i v) {
+        const __m512i f = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
+        __m128i s = _mm_add_epi32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
+        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+        return _mm_cvtsi128_si32(s);
     }
-}
 
-void encode_q8_k(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 256; ++b, x += 256, dst += kQ8_K) {
-        const uint32_t bits = absmax_bits(x, 256);
-        if (bits >= kInfBits) {
-            fallback::encode_q8_k_block(x, dst);
-            continue;
-        }
-        if (bits == 0) {
-            std::memset(dst, 0, kQ8_K);
-            continue;
-        }
+    // The index of the first of x[0..255] whose magnitude has the float bits `bits`.
+    static int first_of_magnitude(const float* x, uint32_t bits) {
         const __m512i target = _mm512_set1_epi32(static_cast<int>(bits));
         const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
-        int first = 0;
         for (int i = 0; i < 256; i += 16) {
             const __m512i a = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + i)), abs_mask);
             const unsigned hits = _mm512_cmpeq_epi32_mask(a, target);
-            if (hits != 0) {
-                first = i + __builtin_ctz(hits);
-                break;
-            }
+            if (hits != 0) return i + __builtin_ctz(hits);
         }
-        const float iscale = -127.f / x[first];
-        if (std::isinf(iscale)) {
-            fallback::encode_q8_k_block(x, dst);
-            continue;
-        }
-        for (int c = 0; c < 8; ++c) quantize32(x + 32 * c, iscale, dst + kQ8_KQs + 32 * c);
-        // bsums: sum of each 16 quants (bias to unsigned, sum of absolute differences to 0).
+        return 0;
+    }
+
+    // Q8_K's bsums: the sum of each 16 quants (bias to unsigned, sum of absolute differences
+    // to 0).
+    static void store_q8_k_bsums(uint8_t* dst) {
         const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
         for (int c = 0; c < 4; ++c) {
             const __m512i sad = _mm512_sad_epu8(_mm512_xor_si512(load512(dst + kQ8_KQs + 64 * c), bias), _mm512_setzero_si512());
@@ -1578,9 +1486,8 @@ void encode_q8_k(const float* x, uint8_t* dst, int64_t n) {
                 store_u16(dst + kQ8_KBsums + 2 * (4 * c + j), static_cast<uint16_t>(s));
             }
         }
-        store_f32(dst, 1 / iscale);
     }
-}
+};
 
 void encode_f16(const float* x, uint8_t* dst, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
@@ -1761,26 +1668,26 @@ RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetc
 #define INFERSCOPE_BATCH_ROWS(K) &dot_row<K>, &dot_rows<K>, &dot_rows_batch<K>
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, INFERSCOPE_BATCH_ROWS(HalvesRows<false>)};
         case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, INFERSCOPE_BATCH_ROWS(HalvesRows<true>)};
-        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(PairRows<Q8_0Pair>)};
+        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(PairRows<Q8_0Pair>)};
         case GgmlType::Q4_0:
-            return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(Q4_0RowsL2)}
-                         : RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(Q4_0RowsL1)};
-        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(PairRows<Q5_0Pair>)};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(Q4_0RowsL2)}
+                         : RowDotKernels{GgmlType::Q8_0, &encode_q8_0<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(Q4_0RowsL1)};
+        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(PairRows<Q5_0Pair>)};
         case GgmlType::Q4_1:
-            return to_l2 ? RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(Q4_1RowsL2)}
-                         : RowDotKernels{GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(Q4_1RowsL1)};
-        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, INFERSCOPE_BATCH_ROWS(PairRows<Q5_1Pair>)};
-        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q2_KBody>)};
-        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q3_KBody>)};
-        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q4_KOrQ5_KBody<false>>)};
-        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q4_KOrQ5_KBody<true>>)};
-        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(KRows<Q6_KBody>)};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_1, &encode_q8_1<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(Q4_1RowsL2)}
+                         : RowDotKernels{GgmlType::Q8_1, &encode_q8_1<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(Q4_1RowsL1)};
+        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(PairRows<Q5_1Pair>)};
+        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(KRows<Q2_KBody>)};
+        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(KRows<Q3_KBody>)};
+        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(KRows<Q4_KOrQ5_KBody<false>>)};
+        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(KRows<Q4_KOrQ5_KBody<true>>)};
+        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(KRows<Q6_KBody>)};
         case GgmlType::IQ4_NL:
-            return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL2)}
-                         : RowDotKernels{GgmlType::Q8_0, &encode_q8_0, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL1)};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_0, &encode_q8_0<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL2)}
+                         : RowDotKernels{GgmlType::Q8_0, &encode_q8_0<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(IQ4_NLRowsL1)};
         case GgmlType::IQ4_XS:
-            return to_l2 ? RowDotKernels{GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL2)}
-                         : RowDotKernels{GgmlType::Q8_K, &encode_q8_k, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL1)};
+            return to_l2 ? RowDotKernels{GgmlType::Q8_K, &encode_q8_k<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL2)}
+                         : RowDotKernels{GgmlType::Q8_K, &encode_q8_k<Avx512Encoding>, INFERSCOPE_BATCH_ROWS(IQ4_XSRowsL1)};
 #undef INFERSCOPE_BATCH_ROWS
         default: return {};
     }
