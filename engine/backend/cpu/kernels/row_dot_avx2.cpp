@@ -36,6 +36,7 @@
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/row_dot_common.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/backend/cpu/kernels/tuning_avx2.h"
 #include "engine/formats/block_layouts.h"
 #include "engine/formats/iq4_levels.h"
 
@@ -44,6 +45,7 @@ namespace {
 
 // Block sizes and field offsets (kQ4_0, kQ8_KBsums, …).
 using namespace block_layouts;
+namespace tuning = avx2_tuning;
 
 // ---------------------------------------------------------------- helpers
 
@@ -110,11 +112,9 @@ inline __m256i word_pair_shuffle(int lo_word, int hi_word) {
 
 // ---------------------------------------------------------------- prefetching, row loops
 
-// Software prefetch distance: the hardware prefetchers alone leave part of the bandwidth
-// unused (see stream_read_avx512.cpp). Each kernel step prefetches the cache lines of the
-// weight bytes it reads this far ahead; the rows of a matrix are contiguous, so the last steps
+// Each kernel step prefetches the cache lines of the weight bytes it reads
+// tuning::kRowDotPrefetchBytes ahead; the rows of a matrix are contiguous, so the last steps
 // of a row prefetch the start of the next one.
-constexpr int64_t kAhead = 4096;
 
 template <int64_t Bytes>
 inline void prefetch_span(const uint8_t* p) {
@@ -137,7 +137,7 @@ float dot_f16(int64_t n, const uint8_t* w, const uint8_t* x) {
     for (; i + 32 <= n; i += 32) {
         const uint8_t* wi = w + 2 * i;
         const uint8_t* xi = x + 2 * i;
-        prefetch_span<64>(wi + kAhead);
+        prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
         acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi)), _mm256_cvtph_ps(load128(xi)), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi + 16)), _mm256_cvtph_ps(load128(xi + 16)), acc1);
         acc2 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi + 32)), _mm256_cvtph_ps(load128(xi + 32)), acc2);
@@ -169,7 +169,7 @@ float dot_bf16(int64_t n, const uint8_t* w, const uint8_t* x) {
     for (; i + 32 <= n; i += 32) {
         const uint8_t* wi = w + 2 * i;
         const uint8_t* xi = x + 2 * i;
-        prefetch_span<64>(wi + kAhead);
+        prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
         acc0 = _mm256_fmadd_ps(bf16x8(wi), bf16x8(xi), acc0);
         acc1 = _mm256_fmadd_ps(bf16x8(wi + 16), bf16x8(xi + 16), acc1);
         acc2 = _mm256_fmadd_ps(bf16x8(wi + 32), bf16x8(xi + 32), acc2);
@@ -261,7 +261,7 @@ float dot_legacy(int64_t n, const uint8_t* w, const uint8_t* x) {
     __m256 accm = _mm256_setzero_ps();  // WithMin: [d_w*d_x, m_w*s_x] pairs; the odd lanes count
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, w += 4 * Block::kW, x += 4 * Block::kX) {
-        prefetch_span<4 * Block::kW>(w + kAhead);
+        prefetch_span<4 * Block::kW>(w + tuning::kRowDotPrefetchBytes);
         __m256 d;  // block k's d_w*d_x in lane k (WithMin: lane 2k)
         if constexpr (WithMin) {
             d = _mm256_mul_ps(f16x2x4(w, Block::kW), f16x2x4(x, Block::kX));
@@ -323,7 +323,7 @@ float dot_k4_family(int64_t n, const uint8_t* w, const uint8_t* x) {
     const int64_t nb = n / 256;
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kW, x += kQ8_K) {
-        prefetch_span<kW>(w + kAhead);
+        prefetch_span<kW>(w + tuning::kRowDotPrefetchBytes);
         const float dx = load_f32(x);
         const __m128i sm = k4_scales_mins(w + 4);
         // min term: sum_j m_j * (bsums[2j] + bsums[2j+1])
@@ -350,7 +350,7 @@ float dot_q6_k(int64_t n, const uint8_t* w, const uint8_t* x) {
     const __m256i m30 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kQ6_K, x += kQ8_K) {
-        prefetch_span<kQ6_K>(w + kAhead);
+        prefetch_span<kQ6_K>(w + tuning::kRowDotPrefetchBytes);
         const __m128i sc8 = load128(w + 192);
         const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
@@ -399,7 +399,7 @@ float dot_q3_k(int64_t n, const uint8_t* w, const uint8_t* x) {
     const int64_t nb = n / 256;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kQ3_K, x += kQ8_K) {
-        prefetch_span<kQ3_K>(w + kAhead);
+        prefetch_span<kQ3_K>(w + tuning::kRowDotPrefetchBytes);
         const __m128i sc8 = q3k_scales(w + 96);
         const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
         const __m256i hm = load256(w);
@@ -417,7 +417,7 @@ float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kQ2_K, x += kQ8_K) {
-        prefetch_span<kQ2_K>(w + kAhead);
+        prefetch_span<kQ2_K>(w + tuning::kRowDotPrefetchBytes);
         const float dx = load_f32(x);
         const __m128i packed = load128(w);
         const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
@@ -451,7 +451,7 @@ float dot_iq4_xs(int64_t n, const uint8_t* w, const uint8_t* x) {
     const int64_t nb = n / 256;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kIQ4_XS, x += kQ8_K) {
-        prefetch_span<kIQ4_XS>(w + kAhead);
+        prefetch_span<kIQ4_XS>(w + tuning::kRowDotPrefetchBytes);
         const uint32_t scales_h = load_u16(w + 2);
         const uint32_t scales_l = load_u32(w + 4);
         __m256i sumi = _mm256_setzero_si256();

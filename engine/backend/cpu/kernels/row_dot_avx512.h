@@ -22,6 +22,7 @@
 #include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/row_dot_common.h"
+#include "engine/backend/cpu/kernels/tuning_avx512.h"
 #include "engine/formats/block_layouts.h"
 #include "engine/formats/iq4_levels.h"
 
@@ -39,6 +40,7 @@ namespace {
 
 // Block sizes and field offsets (kQ4_0, kQ8_KBsums, …).
 using namespace block_layouts;
+namespace tuning = avx512_tuning;
 
 // ---------------------------------------------------------------- helpers
 
@@ -70,12 +72,9 @@ inline __m512i iq4_levels_u8() {
 
 // ---------------------------------------------------------------- prefetching, row groups
 
-// Software prefetch distance of one stream of weights: the hardware prefetchers alone leave
-// part of the bandwidth unused (see stream_read_avx512.cpp). Each kernel step prefetches the
-// cache lines of the weight bytes it reads, this far ahead (a kernel's kAheadBytes: this,
-// unless its format streams better at another distance); rows are contiguous, so a row's
-// last steps prefetch the rows that follow it.
-constexpr int64_t kAhead = 4096;
+// Each kernel step prefetches the cache lines of the weight bytes it reads its kAheadBytes
+// ahead (tuning::kRowDotPrefetchBytes unless its format streams better at another
+// distance); rows are contiguous, so a row's last steps prefetch the rows that follow it.
 
 // Where a kernel's prefetches put the lines (its kLocality), as __builtin_prefetch's
 // locality: GCC and clang emit prefetcht0 for 3 and prefetcht1 for 2 (clang has no _mm_hint
@@ -100,9 +99,9 @@ inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
 // row of the next group; rows no longer than that are requested as many whole groups ahead
 // as fit in total/R bytes of each row.
 struct PrefetchDistances {
-    int64_t near = kAhead;              // offset from the current position ...
-    int64_t spill_at = INT64_MAX;       // ... while the step's offset in the row is below this,
-    int64_t far = kAhead;               // then this one (into the next group)
+    int64_t near = tuning::kRowDotPrefetchBytes;  // offset from the current position ...
+    int64_t spill_at = INT64_MAX;                 // ... while the step's offset in the row is below this,
+    int64_t far = tuning::kRowDotPrefetchBytes;   // then this one (into the next group)
 
     static PrefetchDistances single() { return {}; }
     // Rows that each continue in memory as their own stream (the next row of the stream
@@ -161,18 +160,14 @@ inline void store_sums(float* out, int64_t out_stride, const __m512 (&v)[R]) {
 // Rows in groups of kGroup (the activation's loads, unpacking and scales shared by the group),
 // then the 1..kGroup-1 rows left. K::rows<R>(n, w, row_stride, x, out, out_stride, ahead)
 // does R rows: row r at w + r * row_stride, its sum to out[r * out_stride].
-// Eight rows rather than four: with every core streaming, a core's share of the bandwidth is
-// bound by how many lines it has in flight, and eight rows are eight streams, each with its
-// own prefetches.
-constexpr int kGroup = 8;
+constexpr int kGroup = tuning::kRowGroup;
 
-// A range whose eighths are at least this long is read as eight streams (dot_rows); a
-// shorter one in groups of neighbouring rows. The short ranges are the passes of the
-// batched path for formats without batch kernels (matmul.cpp: about 24 KiB of rows, run
-// against each input row in turn) and the last pieces of a thread's share: there the
+// A range whose eighths are at least tuning::kMinStreamBytes long is read as eight streams
+// (dot_rows); a shorter one in groups of neighbouring rows. The short ranges are the passes
+// of the batched path for formats without batch kernels (matmul.cpp: about 24 KiB of rows,
+// run against each input row in turn) and the last pieces of a thread's share: there the
 // neighbours' prefetches, two groups ahead, reach into the rows after the range, which
 // eight short streams' do not, so neighbour groups read such ranges faster.
-constexpr uint64_t kMinStreamBytes = 8192;
 
 // The rows [first, n_rows) after the whole groups, as one group of fewer rows.
 template <class K>
@@ -219,7 +214,7 @@ template <class K>
 void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
     const int64_t per_stream = n_rows / kGroup;
     const uint64_t stream_bytes = static_cast<uint64_t>(per_stream) * row_bytes;
-    if (stream_bytes < kMinStreamBytes) {
+    if (stream_bytes < tuning::kMinStreamBytes) {
         dot_rows_in_neighbour_groups<K>(n, w, row_bytes, n_rows, x, out);
         return;
     }
@@ -241,10 +236,10 @@ float dot_row(int64_t n, const uint8_t* w, const uint8_t* x) {
 
 // ---------------------------------------------------------------- batches
 
-// Activation rows per pass of dot_rows_batch: their accumulators (2 or 3 per activation row
-// for the quantized formats, 2 or 4 for the float ones) stay in registers beside a row's
-// unpacked weights.
-constexpr int kMaxBatch = 4;
+// Activation rows per pass of dot_rows_batch (tuning::kMaxBatch): their accumulators (2 or
+// 3 per activation row for the quantized formats, 2 or 4 for the float ones) stay in
+// registers beside a row's unpacked weights.
+constexpr int kMaxBatch = tuning::kMaxBatch;
 
 // The rows in dot_rows' order of streams, each against B laid-out activation rows, each sum
 // computed as in the group dot_rows puts its row in (K::row_batch gets that group's size;

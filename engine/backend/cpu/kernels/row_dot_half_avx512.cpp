@@ -34,7 +34,7 @@ inline __m512 halves_masked(const uint8_t* p, __mmask16 m) {
 // sums keep both fma pipes busy either way).
 template <bool BF16>
 struct HalvesRows {
-    static constexpr int64_t kAheadBytes = kAhead;
+    static constexpr int64_t kAheadBytes = tuning::kRowDotPrefetchBytes;
     static constexpr int kLocality = kIntoL1;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,

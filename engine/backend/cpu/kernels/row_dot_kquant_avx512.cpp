@@ -282,7 +282,7 @@ struct Q2_KBody : DirectActivation {
 
 template <class Body>
 struct KRows {
-    static constexpr int64_t kAheadBytes = kAhead;
+    static constexpr int64_t kAheadBytes = tuning::kRowDotPrefetchBytes;
     static constexpr int kLocality = kIntoL1;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
@@ -359,7 +359,7 @@ struct KRows {
 template <int Locality>
 struct IQ4_XSRows {
     static constexpr int64_t kW = kIQ4_XS, kX = kQ8_K;
-    static constexpr int64_t kAheadBytes = 8192;
+    static constexpr int64_t kAheadBytes = tuning::kIQ4_XSPrefetchBytes;
     static constexpr int kLocality = Locality;
 
     // The nibbles of groups 2k and 2k+1 (32 bytes at qs) in element order: group 2k's low

@@ -138,9 +138,7 @@ struct Q5_1Pair {  // q = nibble + 16*bit in 0..31 (value d*q + m)
 template <class Pair>
 struct PairRows {
     static constexpr int64_t kW = Pair::kW, kX = Pair::kX;
-    // Q8_0 rows of 896 columns are 952 bytes: 4096 in all would put each row's prefetches
-    // only 512 bytes ahead, too close to hide the latency; 16384 requests them two groups ahead.
-    static constexpr int64_t kAheadBytes = kW == kQ8_0 ? 16384 : kAhead;
+    static constexpr int64_t kAheadBytes = kW == kQ8_0 ? tuning::kQ8_0PrefetchBytes : tuning::kRowDotPrefetchBytes;
     static constexpr int kLocality = kIntoL1;  // L1 even on Intel cores: L2 slows Q8_0 decode
     // sum(q * x) + init over blocks a and b.
     static __m512i sum(const uint8_t* wa, const uint8_t* wb, __m512i init, __m512i qx) {
@@ -400,9 +398,7 @@ struct IQ4_NLQuad {  // Q4_0's layout; nibble q means level(q): sum((level + 128
 template <class Quad, int Locality>
 struct QuadRows {
     static constexpr int64_t kW = Quad::kW, kX = Quad::kX;
-    // 1 KiB ahead in each row of the FFN down product (2736 bytes), and still two groups
-    // ahead for rows of 896 columns: the longer distance hides more of the latency.
-    static constexpr int64_t kAheadBytes = 8192;
+    static constexpr int64_t kAheadBytes = tuning::kQuadRowsPrefetchBytes;
     static constexpr int kLocality = Locality;
     // The unsigned quants of four blocks (nibbles, or for kTable the looked-up levels + 128).
     template <int64_t Stride>

@@ -5,20 +5,21 @@
 // registers: panels of 8..24 weight rows are repacked per k chunk into a stack buffer so that
 // each 32-byte vector holds the same k position(s) of 8 rows; the micro-kernel broadcasts 4
 // bytes of each activation row against them. Without VNNI the byte products go through
-// VPMADDUBSW (u8 x s8 -> i16 pair sums) and VPMADDWD:
-//   F16 (3 x 4 tile, 96-element chunks): weights converted to F32 when packed, activations
-//       per tile; F32 FMA.
-//   Q4_0, Q5_0 (2 x 3 and 1 x 3, 16-block chunks): signed weights (|w| <= 16), activation
-//       bytes flipped to x + 128; the i16 pair sums (|.| <= 2 * 255 * 16) are added in i16
-//       for 8 (Q4_0) or 4 (Q5_0) dwords before widening, which cannot overflow, and
-//       -128 * sum(w) per block (from packing) corrects the i32 sum.
-//   Q8_0, IQ4_NL (2 x 3): |w| packed as the unsigned operand and the activation bytes given
-//       w's signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
-//   K-quants, IQ4_XS (1 x 4; Q4_K, Q5_K 2 x 3; IQ4_XS 1 x 6; one super-block): unsigned values against Q8_K's signed bytes,
-//       the offset (Q6_K: 32, Q3_K: 4) through the bsums and the mins as one FMA per group;
-//       IQ4_XS with the sign trick. Group sums in float, scaled by the activation's d once.
-// Scratch: one fixed-size object on the stack per call (at most 52 KiB: Q8_0, 32 KiB of it
-// the activation scales of up to 512 activation rows).
+// VPMADDUBSW (u8 x s8 -> i16 pair sums) and VPMADDWD (tile shapes and chunks per type:
+// tuning_avx2.h):
+//   F16: weights converted to F32 when packed, activations per tile; F32 FMA.
+//   Q4_0, Q5_0: signed weights (|w| <= 16), activation bytes flipped to x + 128; the i16
+//       pair sums (|.| <= 2 * 255 * 16) are added in i16 for 8 (Q4_0) or 4 (Q5_0) dwords
+//       before widening, which cannot overflow, and -128 * sum(w) per block (from packing)
+//       corrects the i32 sum.
+//   Q8_0, IQ4_NL: |w| packed as the unsigned operand and the activation bytes given w's
+//       signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
+//   K-quants, IQ4_XS (one super-block per chunk): unsigned values against Q8_K's signed
+//       bytes, the offset (Q6_K: 32, Q3_K: 4) through the bsums and the mins as one FMA per
+//       group; IQ4_XS with the sign trick. Group sums in float, scaled by the activation's d
+//       once.
+// Scratch: one fixed-size object on the stack per call (largest: Q8_0's, most of it the
+// activation scales of tuning::kTileActivationRows rows).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -27,11 +28,15 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/tile_gemm_driver.h"
+#include "engine/backend/cpu/kernels/tuning_avx2.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
 #include "engine/formats/block_layouts.h"
 
 namespace inferscope::simd {
 namespace {
+
+namespace tuning = avx2_tuning;
+using tuning::TileShape;
 
 // Lanes [0, count) set, for partial row vectors.
 inline __m256i lane_mask(int count) {
@@ -101,11 +106,11 @@ struct Avx2Tile {
 
 // ================================================================== F16
 
-template <int MZ_, int RN_, int KC_>
+template <TileShape Shape, int KC_>
 struct F16Kind {
-    static constexpr int kMZ = MZ_;  // 8-row vectors per panel
+    static constexpr int kMZ = Shape.weight_vectors;  // 8-row vectors per panel
     static constexpr int kChunk = KC_;
-    static constexpr int kTileN = RN_;
+    static constexpr int kTileN = Shape.activation_rows;
     static constexpr int kPanelRows = 8 * kMZ;
     static int64_t act_offset(int64_t k0) { return 2 * k0; }
     static int act_bytes(int kc) { return 2 * kc; }
@@ -218,14 +223,14 @@ struct DecIQ4_NL {  // Q4_0's layout; the nibbles index the IQ4 levels (|w| <= 1
     static __m256i values(const uint8_t* b) { return iq4_group(b + 2, iq4_levels<0>()); }
 };
 
-template <class Dec, int MZ_, int RN_, int KB_ = 16>
+template <class Dec, TileShape Shape, int KB_ = tuning::kLegacyChunkBlocks>
 struct LegacyKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kBlocks = KB_;
     static constexpr int kChunk = 32 * kBlocks;
-    static constexpr int kTileN = RN_;
-    static constexpr int kMaxN = 512;  // activation rows whose scales are converted at once
-    static constexpr int kPanelsPerBlock = 8;
+    static constexpr int kTileN = Shape.activation_rows;
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose scales are converted at once
+    static constexpr int kPanelsPerBlock = tuning::kPanelsPerBlock;
     static constexpr int kActBytes = block_layouts::kQ8_0;
     static int act_bytes(int kc) { return kc / 32 * kActBytes; }
     static int64_t weight_offset(int64_t k0) { return k0 / 32 * Dec::kBytes; }
@@ -387,13 +392,13 @@ struct LegacyKind {
 // starting sum; int16 pair sums (<= 2 * kMaxValue * 127) are added for kFlush dwords before
 // widening. IQ4_XS's levels + 128 would saturate the int16 pair sums, so they are packed as
 // signed levels and multiplied with the sign trick (Q8_K's bytes lie in [-127, 127]).
-template <class Dec, int MZ_, int RN_>
+template <class Dec, TileShape Shape>
 struct KQuantKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kChunk = 256;
-    static constexpr int kTileN = RN_;
-    static constexpr int kMaxN = 512;  // activation rows whose block data are prepared at once
-    static constexpr int kPanelsPerBlock = 8;
+    static constexpr int kTileN = Shape.activation_rows;
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose block data are prepared at once
+    static constexpr int kPanelsPerBlock = tuning::kPanelsPerBlock;
     static constexpr int kGroups = 256 / Dec::kGroup;
     static constexpr int kGroupDwords = Dec::kGroup / 4;
     static constexpr bool kSignTrick = Dec::kOffset == 128;
@@ -572,19 +577,17 @@ void blocked_kernel(const TileGemmArgs& args) {
 TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
     if (!cpu_supports(CpuIsa::Avx2)) return nullptr;
     switch (weight_type) {
-        // Tile shapes (8-row vectors x activation rows), the fastest per format: the legacy
-        // formats' chosen on AMD Zen 5, the K-quants' and IQ4_XS's on Intel cores running AVX2.
-        case GgmlType::F16: return panels_kernel<F16Kind<3, 4, 96>>;
-        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0, 2, 3>>;
-        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, 1, 3>>;
-        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0, 2, 3>>;
-        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL, 2, 3>>;
-        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K, 1, 4>>;
-        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K, 1, 4>>;
-        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K, 2, 3>>;
-        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K, 2, 3>>;
-        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K, 1, 4>>;
-        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS, 1, 6>>;
+        case GgmlType::F16: return panels_kernel<F16Kind<tuning::kF16Tile, tuning::kF16ChunkElements>>;
+        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0, tuning::kQ4_0Tile>>;
+        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, tuning::kQ5_0Tile>>;
+        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0, tuning::kQ8_0Tile>>;
+        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL, tuning::kIQ4_NLTile>>;
+        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K, tuning::kQ2_KTile>>;
+        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K, tuning::kQ3_KTile>>;
+        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K, tuning::kQ4_KTile>>;
+        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K, tuning::kQ5_KTile>>;
+        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K, tuning::kQ6_KTile>>;
+        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS, tuning::kIQ4_XSTile>>;
         default: return nullptr;
     }
 }

@@ -14,17 +14,17 @@
 // k is processed in chunks (each chunk's sums are added to c), which also bounds every
 // float summation chain to the chunk length plus the number of chunks.
 //
-// Per type (tile = MZ x RN, chunk):
-//   F16   5 x 5, 96 elements. Weights converted to F32 when packed; each tile of
+// Per type (tile shapes and chunks: tuning_avx512.h):
+//   F16   Weights converted to F32 when packed; each tile of
 //         activation rows converted to F32 right before its micro-kernel (F32 FMA).
-//   BF16  4 x 6, 256 elements. Pairs of BF16 packed per lane; VDPBF16PS with the activation
+//   BF16  Pairs of BF16 packed per lane; VDPBF16PS with the activation
 //         pair broadcast straight from the row (needs AVX512_BF16).
-//   Q8_0, Q4_0, Q5_0, IQ4_NL (3 x 4, 16 blocks): signed weight values packed per lane; the
+//   Q8_0, Q4_0, Q5_0, IQ4_NL: signed weight values packed per lane; the
 //         activation bytes are broadcast and flipped to unsigned (x + 128) for VPDPBUSD, and
 //         -128 * sum(w) per block, computed when packing, starts each block's integer sum.
-//   Q4_1, Q5_1 (3 x 4, 8 blocks): unsigned weight values, no correction; the min term
+//   Q4_1, Q5_1: unsigned weight values, no correction; the min term
 //         m_w * s_x is one more FMA.
-//   K-quants (2 x 4, one super-block): unsigned weight values; VPDPBUSD with the activation
+//   K-quants: unsigned weight values; VPDPBUSD with the activation
 //         bytes broadcast as the signed operand; the offset (Q6_K: 32, Q3_K: 4) comes in
 //         through Q8_K's bsums as the start of each group's integer sum, and the mins
 //         (Q4_K, Q5_K, Q2_K) as one FMA per group with the float group sum. IQ4_XS packs its
@@ -32,9 +32,9 @@
 // The quantized types need AVX512_VNNI. Integer sums within a block or group are exact; the
 // float steps differ from the scalar reference only in rounding order.
 //
-// Scratch: one fixed-size object on the stack per call (largest: Q8_0/Q4_0/Q5_0, 64 KiB, of
-// which 32 KiB are the activation scales of up to 512 activation rows). No heap, no state
-// kept between calls; weights are only read.
+// Scratch: one fixed-size object on the stack per call (largest: Q8_0/Q4_0/Q5_0's, half of
+// it the activation scales of tuning::kTileActivationRows rows). No heap, no state kept
+// between calls; weights are only read.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -43,12 +43,16 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/tile_gemm_driver.h"
+#include "engine/backend/cpu/kernels/tuning_avx512.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
 #include "engine/formats/block_layouts.h"
 
 namespace inferscope::simd {
 namespace {
+
+namespace tuning = avx512_tuning;
+using tuning::TileShape;
 
 // Where a micro-kernel writes its MZ x RN vectors: row i of c starts at c + i * ldc, the
 // panel's first column is already added in; the last row vector may be partial.
@@ -150,11 +154,11 @@ struct Avx512Tile {
 
 // ================================================================== F16
 
-template <int MZ_ = 5, int RN_ = 5, int KC_ = 96>
+template <TileShape Shape = tuning::kF16Tile, int KC_ = tuning::kF16ChunkElements>
 struct F16Kind {
-    static constexpr int kMZ = MZ_;      // 16-row vectors per panel
-    static constexpr int kChunk = KC_;   // k elements per packed chunk
-    static constexpr int kTileN = RN_;   // activation rows per micro-tile
+    static constexpr int kMZ = Shape.weight_vectors;      // 16-row vectors per panel
+    static constexpr int kChunk = KC_;                    // k elements per packed chunk
+    static constexpr int kTileN = Shape.activation_rows;  // activation rows per micro-tile
     static constexpr int kPanelRows = 16 * kMZ;
     static int64_t act_offset(int64_t k0) { return 2 * k0; }
     static int act_bytes(int kc) { return 2 * kc; }
@@ -225,11 +229,11 @@ struct F16Kind {
 
 // ================================================================== BF16
 
-template <int MZ_ = 4, int RN_ = 6, int KC_ = 256>
+template <TileShape Shape = tuning::kBf16Tile, int KC_ = tuning::kBf16ChunkElements>
 struct Bf16Kind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kChunk = KC_;  // k elements per packed chunk (pairs: half that)
-    static constexpr int kTileN = RN_;
+    static constexpr int kTileN = Shape.activation_rows;
     static int64_t act_offset(int64_t k0) { return 2 * k0; }
     static int act_bytes(int kc) { return 2 * kc; }
     static int64_t weight_offset(int64_t k0) { return 2 * k0; }
@@ -372,14 +376,15 @@ struct DecIQ4_NL {  // Q4_0's layout, signed levels instead of q - 8
     static uint16_t m(const uint8_t*) { return 0; }
 };
 
-template <class Dec, int MZ_ = 3, int RN_ = 4, int KB_ = Dec::kHasMin ? 8 : 16>
+template <class Dec, TileShape Shape = tuning::kLegacyTile,
+          int KB_ = Dec::kHasMin ? tuning::kLegacyWithMinChunkBlocks : tuning::kLegacyChunkBlocks>
 struct LegacyKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kBlocks = KB_;  // blocks per packed chunk
     static constexpr int kChunk = 32 * kBlocks;
-    static constexpr int kTileN = RN_;  // MZ x RN float + MZ x RN integer accumulators
-    static constexpr int kMaxN = 512;   // activation rows whose scales are prepared at once
-    static constexpr int kPanelsPerBlock = 4;
+    static constexpr int kTileN = Shape.activation_rows;  // MZ x RN float + MZ x RN integer accumulators
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose scales are prepared at once
+    static constexpr int kPanelsPerBlock = tuning::kLegacyPanelsPerBlock;
     // Activation blocks: Q8_1 (d, s, qs) for the formats with a min, Q8_0 (d, qs) otherwise.
     static constexpr int kActBytes = Dec::kHasMin ? block_layouts::kQ8_1 : block_layouts::kQ8_0;
     static constexpr int kActQs = Dec::kHasMin ? 4 : 2;
@@ -516,14 +521,14 @@ struct LegacyKind {
 
 // The decoders (DecQ4_K ... DecIQ4_XS) are in super_block_unpack.h.
 
-template <class Dec, int MZ_ = 2, int RN_ = 4, int KS_ = 1>
+template <class Dec, TileShape Shape = tuning::kKQuantTile, int KS_ = tuning::kKQuantChunkSuperBlocks>
 struct KQuantKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kSuper = KS_;  // super-blocks per packed chunk
     static constexpr int kChunk = 256 * kSuper;
-    static constexpr int kTileN = RN_;  // MZ x RN accumulators, block sums and integer sums each
-    static constexpr int kMaxN = 512;   // activation rows whose block data are prepared at once
-    static constexpr int kPanelsPerBlock = 6;
+    static constexpr int kTileN = Shape.activation_rows;  // MZ x RN accumulators, block sums and integer sums each
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose block data are prepared at once
+    static constexpr int kPanelsPerBlock = tuning::kKQuantPanelsPerBlock;
     static constexpr int kGroups = 256 / Dec::kGroup;
     static constexpr int kGroupDwords = Dec::kGroup / 4;
     static constexpr int kActBytes = block_layouts::kQ8_K;
