@@ -189,10 +189,7 @@ struct DecQ4_0 {
     static constexpr int kFlush = 8;  // dwords whose i16 pair sums may be added before widening
     static constexpr bool kSignTrick = false;
     static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+        return _mm256_sub_epi8(block_nibbles(b + 2), _mm256_set1_epi8(8));
     }
 };
 struct DecQ5_0 {
@@ -200,9 +197,7 @@ struct DecQ5_0 {
     static constexpr int kFlush = 4;
     static constexpr bool kSignTrick = false;
     static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 6));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m256i low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+        const __m256i low = block_nibbles(b + 6);
         // Bit j of qh -> 0x10 in byte j: spread each of the 4 qh bytes over 8 bytes, test.
         const __m256i qh = _mm256_set1_epi32(load_i32(b + 2));
         const __m256i spread = _mm256_shuffle_epi8(
@@ -563,31 +558,22 @@ struct KQuantKind {
     }
 };
 
-template <class K>
-void panels_kernel(const TileGemmArgs& args) {
-    run_panels<Avx2Tile, K>(args);
-}
-template <class K>
-void blocked_kernel(const TileGemmArgs& args) {
-    run_blocked<Avx2Tile, K>(args);
-}
-
 }  // namespace
 
 TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
     if (!cpu_supports(CpuIsa::Avx2)) return nullptr;
     switch (weight_type) {
-        case GgmlType::F16: return panels_kernel<F16Kind<tuning::kF16Tile, tuning::kF16ChunkElements>>;
-        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0, tuning::kQ4_0Tile>>;
-        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, tuning::kQ5_0Tile>>;
-        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0, tuning::kQ8_0Tile>>;
-        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL, tuning::kIQ4_NLTile>>;
-        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K, tuning::kQ2_KTile>>;
-        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K, tuning::kQ3_KTile>>;
-        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K, tuning::kQ4_KTile>>;
-        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K, tuning::kQ5_KTile>>;
-        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K, tuning::kQ6_KTile>>;
-        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS, tuning::kIQ4_XSTile>>;
+        case GgmlType::F16: return panels_kernel<Avx2Tile, F16Kind<tuning::kF16Tile, tuning::kF16ChunkElements>>;
+        case GgmlType::Q4_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ4_0, tuning::kQ4_0Tile>>;
+        case GgmlType::Q5_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ5_0, tuning::kQ5_0Tile>>;
+        case GgmlType::Q8_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ8_0, tuning::kQ8_0Tile>>;
+        case GgmlType::IQ4_NL: return blocked_kernel<Avx2Tile, LegacyKind<DecIQ4_NL, tuning::kIQ4_NLTile>>;
+        case GgmlType::Q2_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ2_K, tuning::kQ2_KTile>>;
+        case GgmlType::Q3_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ3_K, tuning::kQ3_KTile>>;
+        case GgmlType::Q4_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ4_K, tuning::kQ4_KTile>>;
+        case GgmlType::Q5_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ5_K, tuning::kQ5_KTile>>;
+        case GgmlType::Q6_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ6_K, tuning::kQ6_KTile>>;
+        case GgmlType::IQ4_XS: return blocked_kernel<Avx2Tile, KQuantKind<DecIQ4_XS, tuning::kIQ4_XSTile>>;
         default: return nullptr;
     }
 }

@@ -319,10 +319,7 @@ struct DecQ4_0 {
     static constexpr int kBytes = block_layouts::kQ4_0;
     static constexpr bool kSigned = true, kHasMin = false;
     static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+        return _mm256_sub_epi8(block_nibbles(b + 2), _mm256_set1_epi8(8));
     }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
     static uint16_t m(const uint8_t*) { return 0; }
@@ -330,18 +327,12 @@ struct DecQ4_0 {
 struct DecQ4_1 {
     static constexpr int kBytes = block_layouts::kQ4_1;
     static constexpr bool kSigned = false, kHasMin = true;
-    static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    }
+    static __m256i values(const uint8_t* b) { return block_nibbles(b + 4); }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
     static uint16_t m(const uint8_t* b) { return load_u16(b + 2); }
 };
 inline __m256i q5_values(const uint8_t* qh_ptr, const uint8_t* qs_ptr) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs_ptr));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const __m256i low = block_nibbles(qs_ptr);
     const uint32_t qh = static_cast<uint32_t>(load_i32(qh_ptr));
     const __m256i high = _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(low, high);
@@ -679,39 +670,30 @@ struct KQuantKind {
     }
 };
 
-template <class K>
-void panels_kernel(const TileGemmArgs& args) {
-    run_panels<Avx512Tile, K>(args);
-}
-template <class K>
-void blocked_kernel(const TileGemmArgs& args) {
-    run_blocked<Avx512Tile, K>(args);
-}
-
 }  // namespace
 
 TileGemmFn avx512_tile_gemm_kernel(GgmlType weight_type) {
     const CpuFeatures& f = cpu_features();
     if (!cpu_supports(CpuIsa::Avx512)) return nullptr;
     switch (weight_type) {
-        case GgmlType::F16: return panels_kernel<F16Kind<>>;
-        case GgmlType::BF16: return f.avx512bf16 ? panels_kernel<Bf16Kind<>> : nullptr;
+        case GgmlType::F16: return panels_kernel<Avx512Tile, F16Kind<>>;
+        case GgmlType::BF16: return f.avx512bf16 ? panels_kernel<Avx512Tile, Bf16Kind<>> : nullptr;
         default: break;
     }
     if (!f.avx512vnni) return nullptr;
     switch (weight_type) {
-        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0>>;
-        case GgmlType::Q4_1: return blocked_kernel<LegacyKind<DecQ4_1>>;
-        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0>>;
-        case GgmlType::Q5_1: return blocked_kernel<LegacyKind<DecQ5_1>>;
-        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0>>;
-        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K>>;
-        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K>>;
-        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K>>;
-        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K>>;
-        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K>>;
-        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL>>;
-        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS>>;
+        case GgmlType::Q4_0: return blocked_kernel<Avx512Tile, LegacyKind<DecQ4_0>>;
+        case GgmlType::Q4_1: return blocked_kernel<Avx512Tile, LegacyKind<DecQ4_1>>;
+        case GgmlType::Q5_0: return blocked_kernel<Avx512Tile, LegacyKind<DecQ5_0>>;
+        case GgmlType::Q5_1: return blocked_kernel<Avx512Tile, LegacyKind<DecQ5_1>>;
+        case GgmlType::Q8_0: return blocked_kernel<Avx512Tile, LegacyKind<DecQ8_0>>;
+        case GgmlType::Q2_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ2_K>>;
+        case GgmlType::Q3_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ3_K>>;
+        case GgmlType::Q4_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ4_K>>;
+        case GgmlType::Q5_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ5_K>>;
+        case GgmlType::Q6_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ6_K>>;
+        case GgmlType::IQ4_NL: return blocked_kernel<Avx512Tile, LegacyKind<DecIQ4_NL>>;
+        case GgmlType::IQ4_XS: return blocked_kernel<Avx512Tile, KQuantKind<DecIQ4_XS>>;
         default: return nullptr;
     }
 }

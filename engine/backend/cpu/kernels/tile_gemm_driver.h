@@ -203,5 +203,15 @@ void run_blocked(const TileGemmArgs& a) {
     }
 }
 
+// The entry points (TileGemmFn) of a kind's kernel.
+template <class Isa, class K>
+void panels_kernel(const TileGemmArgs& args) {
+    run_panels<Isa, K>(args);
+}
+template <class Isa, class K>
+void blocked_kernel(const TileGemmArgs& args) {
+    run_blocked<Isa, K>(args);
+}
+
 }  // namespace
 }  // namespace inferscope::simd
