@@ -9,6 +9,7 @@
 #include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/exp_avx2.h"
 #include "engine/backend/cpu/kernels/lanes8_avx2.h"
+#include "engine/backend/cpu/kernels/tuning_avx2.h"
 
 namespace inferscope::simd {
 namespace {
@@ -57,7 +58,7 @@ void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, in
 template <typename T>
 void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
             float* out, int64_t out_stride) {
-    constexpr int kMaxHeadsPerPass = 8;
+    constexpr int kMaxHeadsPerPass = avx2_tuning::kAttentionScoreHeads;
     const __m256 scale_v = _mm256_set1_ps(scale);
     const auto walk = KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {
@@ -106,11 +107,11 @@ void accumulate_chunks(const float* p, int n_q, int64_t p_stride, const T* v, in
     }
 }
 
-// Up to 8 chunks (64 dimensions) of every head per pass.
+// Up to kMaxChunks chunks of 8 dimensions of every head per pass.
 template <typename T>
 void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
                 int n_ctx, int head_dim, float* out) {
-    constexpr int kMaxChunks = 8;
+    constexpr int kMaxChunks = avx2_tuning::kAttentionValueChunks;
     const int chunks = (head_dim + 7) / 8;
     const auto walk = KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {

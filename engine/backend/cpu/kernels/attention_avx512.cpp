@@ -8,11 +8,12 @@
 #include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/exp_avx512.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
+#include "engine/backend/cpu/kernels/tuning_avx512.h"
 
 namespace inferscope::simd {
 namespace {
 
-constexpr int kMaxHeadsPerPass = 8;  // score accumulators kept in registers at once
+constexpr int kMaxHeadsPerPass = avx512_tuning::kAttentionScoreHeads;
 
 // 16 elements starting at `index` (the lanes outside `mask` read as zero).
 inline __m512 load16(const uint16_t* p, int64_t index, __mmask16 mask) {
@@ -151,12 +152,11 @@ void accumulate_pass(const float* p, int64_t p_stride, const T* const* v_blocks,
     }
 }
 
-// Up to 8 heads x 2 chunks (32 dimensions) per pass: 16 accumulators, 2 rows of V and a
-// broadcast weight, well inside the 32 registers.
+// Up to kHeads heads x 2 chunks (32 dimensions) per pass.
 template <typename T>
 void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
                 int n_ctx, int head_dim, float* out) {
-    constexpr int kHeads = 8;
+    constexpr int kHeads = avx512_tuning::kAttentionValueHeads;
     const int chunks = (head_dim + 15) / 16;
     for (int c0 = 0; c0 < chunks; c0 += 2) {
         for (int g0 = 0; g0 < n_q; g0 += kHeads) {

@@ -17,12 +17,13 @@
 
 #include "engine/backend/cpu/kernels/half_gemm.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
+#include "engine/backend/cpu/kernels/tuning_avx512.h"
 
 namespace inferscope::simd {
 namespace {
 
-constexpr int kRows = 3;      // weight rows per tile
-constexpr int kMaxGroup = 8;  // activation rows per tile
+constexpr int kRows = avx512_tuning::kHalfGemmTileRows;      // weight rows per tile
+constexpr int kMaxGroup = avx512_tuning::kHalfGemmMaxGroup;  // activation rows per tile
 
 template <bool BF16>
 inline __m512 widen(__m256i halves) {
@@ -107,7 +108,7 @@ void run_tile(int rm, int rn, const HalfGemmArgs& a, int64_t r0, int64_t i0) {
     }
 }
 
-constexpr int kChunk = 256;  // elements of each weight row widened at a time (wide path)
+constexpr int kChunk = avx512_tuning::kHalfGemmChunkElements;  // elements of each weight row widened at a time (wide path)
 
 // buf[m][kk] = w[r0 + m][l0 + kk] for m < rm, kk < kc (rows past rm: zero, never read).
 template <bool BF16, int RM>
@@ -232,9 +233,8 @@ void wide(const HalfGemmArgs& a) {
 
 // With more than one group, each group runs over a block of kRowBlock weight rows before the
 // next group does: the block's weights then come from L2 for the later groups, and a
-// group's activation rows stay in L1 (group after group per row tile, the activations of
-// all groups went back and forth between L1 and L2: 16 rows ran at half the speed of 8).
-constexpr int64_t kRowBlock = 96;
+// group's activation rows stay in L1.
+constexpr int64_t kRowBlock = avx512_tuning::kHalfGemmRowBlock;
 
 // Activation rows are split into groups of equal size (at most kMaxGroup, differing by at
 // most one), so that 12 rows run as 6 + 6 rather than 8 + 4.

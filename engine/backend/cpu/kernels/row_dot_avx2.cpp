@@ -32,8 +32,11 @@
 #include <cstring>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
+#include "engine/backend/cpu/kernels/q8_encoders.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
+#include "engine/backend/cpu/kernels/row_dot_common.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/backend/cpu/kernels/tuning_avx2.h"
 #include "engine/formats/block_layouts.h"
 #include "engine/formats/iq4_levels.h"
 
@@ -42,18 +45,12 @@ namespace {
 
 // Block sizes and field offsets (kQ4_0, kQ8_KBsums, …).
 using namespace block_layouts;
+namespace tuning = avx2_tuning;
 
 // ---------------------------------------------------------------- helpers
 
-inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 inline __m128i load64(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
 inline void store256(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
-inline void store128(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
-
-inline void store_f32(uint8_t* p, float v) { std::memcpy(p, &v, sizeof(v)); }
-
-inline float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 // The f16 values at p, p + stride, p + 2*stride, p + 3*stride, as four floats.
 inline __m128 f16x4(const uint8_t* p, int64_t stride) {
@@ -65,27 +62,6 @@ inline __m128 f16x4(const uint8_t* p, int64_t stride) {
 
 // Lane k of v in all eight lanes.
 inline __m256 lane(__m256 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-inline int32_t hsum_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-}
-
-inline uint32_t hmax_epu32(__m256i v) {
-    __m128i s = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
-    return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
-}
 
 inline __m256i ones16() { return _mm256_set1_epi16(1); }
 inline __m256i low_nibbles() { return _mm256_set1_epi8(0x0F); }
@@ -136,11 +112,9 @@ inline __m256i word_pair_shuffle(int lo_word, int hi_word) {
 
 // ---------------------------------------------------------------- prefetching, row loops
 
-// Software prefetch distance: the hardware prefetchers alone leave part of the bandwidth
-// unused (see stream_read_avx512.cpp). Each kernel step prefetches the cache lines of the
-// weight bytes it reads this far ahead; the rows of a matrix are contiguous, so the last steps
+// Each kernel step prefetches the cache lines of the weight bytes it reads
+// tuning::kRowDotPrefetchBytes ahead; the rows of a matrix are contiguous, so the last steps
 // of a row prefetch the start of the next one.
-constexpr int64_t kAhead = 4096;
 
 template <int64_t Bytes>
 inline void prefetch_span(const uint8_t* p) {
@@ -163,7 +137,7 @@ float dot_f16(int64_t n, const uint8_t* w, const uint8_t* x) {
     for (; i + 32 <= n; i += 32) {
         const uint8_t* wi = w + 2 * i;
         const uint8_t* xi = x + 2 * i;
-        prefetch_span<64>(wi + kAhead);
+        prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
         acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi)), _mm256_cvtph_ps(load128(xi)), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi + 16)), _mm256_cvtph_ps(load128(xi + 16)), acc1);
         acc2 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi + 32)), _mm256_cvtph_ps(load128(xi + 32)), acc2);
@@ -195,7 +169,7 @@ float dot_bf16(int64_t n, const uint8_t* w, const uint8_t* x) {
     for (; i + 32 <= n; i += 32) {
         const uint8_t* wi = w + 2 * i;
         const uint8_t* xi = x + 2 * i;
-        prefetch_span<64>(wi + kAhead);
+        prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
         acc0 = _mm256_fmadd_ps(bf16x8(wi), bf16x8(xi), acc0);
         acc1 = _mm256_fmadd_ps(bf16x8(wi + 16), bf16x8(xi + 16), acc1);
         acc2 = _mm256_fmadd_ps(bf16x8(wi + 32), bf16x8(xi + 32), acc2);
@@ -287,7 +261,7 @@ float dot_legacy(int64_t n, const uint8_t* w, const uint8_t* x) {
     __m256 accm = _mm256_setzero_ps();  // WithMin: [d_w*d_x, m_w*s_x] pairs; the odd lanes count
     int64_t b = 0;
     for (; b + 4 <= nb; b += 4, w += 4 * Block::kW, x += 4 * Block::kX) {
-        prefetch_span<4 * Block::kW>(w + kAhead);
+        prefetch_span<4 * Block::kW>(w + tuning::kRowDotPrefetchBytes);
         __m256 d;  // block k's d_w*d_x in lane k (WithMin: lane 2k)
         if constexpr (WithMin) {
             d = _mm256_mul_ps(f16x2x4(w, Block::kW), f16x2x4(x, Block::kX));
@@ -321,28 +295,6 @@ float dot_legacy(int64_t n, const uint8_t* w, const uint8_t* x) {
 
 // ---------------------------------------------------------------- K-quants (x Q8_K)
 
-// The eight 6-bit scales and eight 6-bit mins of a Q4_K/Q5_K block (12 packed bytes) as
-// bytes: scales in bytes 0..7, mins in bytes 8..15 (k4_scale_min in quant_blocks.h).
-inline __m128i k4_scales_mins(const uint8_t* packed) {
-    const uint32_t u0 = load_u32(packed), u1 = load_u32(packed + 4), u2 = load_u32(packed + 8);
-    const uint32_t sc03 = u0 & 0x3F3F3F3Fu;
-    const uint32_t m03 = u1 & 0x3F3F3F3Fu;
-    const uint32_t sc47 = (u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u);
-    const uint32_t m47 = ((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u);
-    return _mm_set_epi32(static_cast<int>(m47), static_cast<int>(m03), static_cast<int>(sc47), static_cast<int>(sc03));
-}
-
-// The sixteen signed scales (-32..31) of a Q3_K block (q3k_scales in quant_blocks.h).
-inline __m128i q3k_scales(const uint8_t* packed) {
-    const uint32_t a0 = load_u32(packed), a1 = load_u32(packed + 4), t = load_u32(packed + 8);
-    const uint32_t s0 = (a0 & 0x0F0F0F0Fu) | ((t << 4) & 0x30303030u);
-    const uint32_t s1 = (a1 & 0x0F0F0F0Fu) | ((t << 2) & 0x30303030u);
-    const uint32_t s2 = ((a0 >> 4) & 0x0F0F0F0Fu) | (t & 0x30303030u);
-    const uint32_t s3 = ((a1 >> 4) & 0x0F0F0F0Fu) | ((t >> 2) & 0x30303030u);
-    const __m128i s = _mm_set_epi32(static_cast<int>(s3), static_cast<int>(s2), static_cast<int>(s1), static_cast<int>(s0));
-    return _mm_sub_epi8(s, _mm_set1_epi8(32));
-}
-
 // sum(q * x) over one 32-element run, each half of it weighted by its int16 scale (the
 // shuffle of `scales` that puts the run's two scales in the two 128-bit lanes), as int32x8.
 inline __m256i scaled_run(__m256i q, const uint8_t* qx, __m256i scales, __m256i shuffle) {
@@ -371,7 +323,7 @@ float dot_k4_family(int64_t n, const uint8_t* w, const uint8_t* x) {
     const int64_t nb = n / 256;
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kW, x += kQ8_K) {
-        prefetch_span<kW>(w + kAhead);
+        prefetch_span<kW>(w + tuning::kRowDotPrefetchBytes);
         const float dx = load_f32(x);
         const __m128i sm = k4_scales_mins(w + 4);
         // min term: sum_j m_j * (bsums[2j] + bsums[2j+1])
@@ -398,7 +350,7 @@ float dot_q6_k(int64_t n, const uint8_t* w, const uint8_t* x) {
     const __m256i m30 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kQ6_K, x += kQ8_K) {
-        prefetch_span<kQ6_K>(w + kAhead);
+        prefetch_span<kQ6_K>(w + tuning::kRowDotPrefetchBytes);
         const __m128i sc8 = load128(w + 192);
         const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
@@ -447,7 +399,7 @@ float dot_q3_k(int64_t n, const uint8_t* w, const uint8_t* x) {
     const int64_t nb = n / 256;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kQ3_K, x += kQ8_K) {
-        prefetch_span<kQ3_K>(w + kAhead);
+        prefetch_span<kQ3_K>(w + tuning::kRowDotPrefetchBytes);
         const __m128i sc8 = q3k_scales(w + 96);
         const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
         const __m256i hm = load256(w);
@@ -465,7 +417,7 @@ float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kQ2_K, x += kQ8_K) {
-        prefetch_span<kQ2_K>(w + kAhead);
+        prefetch_span<kQ2_K>(w + tuning::kRowDotPrefetchBytes);
         const float dx = load_f32(x);
         const __m128i packed = load128(w);
         const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
@@ -499,7 +451,7 @@ float dot_iq4_xs(int64_t n, const uint8_t* w, const uint8_t* x) {
     const int64_t nb = n / 256;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, w += kIQ4_XS, x += kQ8_K) {
-        prefetch_span<kIQ4_XS>(w + kAhead);
+        prefetch_span<kIQ4_XS>(w + tuning::kRowDotPrefetchBytes);
         const uint32_t scales_h = load_u16(w + 2);
         const uint32_t scales_l = load_u32(w + 4);
         __m256i sumi = _mm256_setzero_si256();
@@ -515,105 +467,55 @@ float dot_iq4_xs(int64_t n, const uint8_t* w, const uint8_t* x) {
 
 // ---------------------------------------------------------------- encoders
 
-// max |x| over `count` floats (a multiple of 8), as the bits of a float: abs-value bit
-// patterns order like the values, and any infinity or NaN gives >= 0x7F800000.
-inline uint32_t absmax_bits(const float* x, int count) {
-    const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
-    __m256i m = _mm256_setzero_si256();
-    for (int i = 0; i < count; i += 8) {
-        m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + i)), abs_mask));
+// The AVX2 steps of q8_encoders.h.
+struct Avx2Encoding {
+    // max |x| over `count` floats (a multiple of 8), as the bits of a float.
+    static uint32_t absmax_bits(const float* x, int count) {
+        const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+        __m256i m = _mm256_setzero_si256();
+        for (int i = 0; i < count; i += 8) {
+            m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + i)), abs_mask));
+        }
+        __m128i s = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
+        s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
+        return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
     }
-    return hmax_epu32(m);
-}
 
-inline float bits_float(uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
-constexpr uint32_t kInfBits = 0x7F800000u;
-
-// Rounds x[0..31] * multiplier to int8 (nearest even, saturated), writes the 32 bytes and
-// returns their eight partial sums (int32).
-inline __m256i quantize32(const float* x, float multiplier, uint8_t* q) {
-    const __m256 m = _mm256_set1_ps(multiplier);
-    const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), m));
-    const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), m));
-    const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), m));
-    const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), m));
-    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-    store256(q, _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-    return _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
-}
-
-// The common part of Q8_0 and Q8_1: false when the block needs the scalar replica.
-inline bool q8_legacy_block(const float* x, uint8_t* qs, float& d, int32_t& sum) {
-    const uint32_t bits = absmax_bits(x, 32);
-    if (bits >= kInfBits) return false;
-    const float amax = bits_float(bits);
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    if (std::isinf(id)) return false;
-    d = amax / 127.0f;
-    sum = hsum_epi32(quantize32(x, id, qs));
-    return true;
-}
-
-void encode_q8_0(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += kQ8_0) {
-        float d;
-        int32_t sum;
-        if (!q8_legacy_block(x, dst + 2, d, sum)) {
-            fallback::encode_q8_0_block(x, dst);
-            continue;
-        }
-        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    // Rounds x[0..31] * multiplier to int8 (nearest even, saturated), writes the 32 bytes and
+    // returns their eight partial sums (int32).
+    static __m256i quantize32(const float* x, float multiplier, uint8_t* q) {
+        const __m256 m = _mm256_set1_ps(multiplier);
+        const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), m));
+        const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), m));
+        const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), m));
+        const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), m));
+        const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        store256(q, _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        return _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
     }
-}
 
-void encode_q8_1(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += kQ8_1) {
-        float d;
-        int32_t sum;
-        if (!q8_legacy_block(x, dst + 4, d, sum)) {
-            fallback::encode_q8_1_block(x, dst);
-            continue;
-        }
-        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-        store_u16(dst + 2, _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
+    static int32_t total(__m256i v) {
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+        return _mm_cvtsi128_si32(s);
     }
-}
 
-void encode_q8_k(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 256; ++b, x += 256, dst += kQ8_K) {
-        const uint32_t bits = absmax_bits(x, 256);
-        if (bits >= kInfBits) {
-            fallback::encode_q8_k_block(x, dst);
-            continue;
-        }
-        if (bits == 0) {  // all zeros: d = 0, qs = 0, bsums = 0
-            std::memset(dst, 0, kQ8_K);
-            continue;
-        }
-        // The first element of largest magnitude, with its sign.
+    // The index of the first of x[0..255] whose magnitude has the float bits `bits`.
+    static int first_of_magnitude(const float* x, uint32_t bits) {
         const __m256i target = _mm256_set1_epi32(static_cast<int>(bits));
         const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
-        int first = 0;
         for (int i = 0; i < 256; i += 8) {
             const __m256i a = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + i)), abs_mask);
             const int hits = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, target)));
-            if (hits != 0) {
-                first = i + __builtin_ctz(static_cast<unsigned>(hits));
-                break;
-            }
+            if (hits != 0) return i + __builtin_ctz(static_cast<unsigned>(hits));
         }
-        const float iscale = -127.f / x[first];
-        if (std::isinf(iscale)) {
-            fallback::encode_q8_k_block(x, dst);
-            continue;
-        }
-        // |iscale * x| <= 127 (+ rounding), so nearest-even rounding needs no clamp.
-        for (int c = 0; c < 8; ++c) quantize32(x + 32 * c, iscale, dst + kQ8_KQs + 32 * c);
+        return 0;
+    }
+
+    // Q8_K's bsums: the sums of each 16 quants.
+    static void store_q8_k_bsums(uint8_t* dst) {
         for (int j = 0; j < 16; ++j) {
             const __m128i q = load128(dst + kQ8_KQs + 16 * j);
             // sum of 16 int8: bias to unsigned, sum absolute differences against 0
@@ -621,9 +523,8 @@ void encode_q8_k(const float* x, uint8_t* dst, int64_t n) {
             const int sum = _mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128;
             store_u16(dst + kQ8_KBsums + 2 * j, static_cast<uint16_t>(static_cast<int16_t>(sum)));
         }
-        store_f32(dst, 1 / iscale);
     }
-}
+};
 
 void encode_f16(const float* x, uint8_t* dst, int64_t n) {
     int64_t i = 0;
@@ -661,19 +562,19 @@ RowDotKernels avx2_row_dot_kernels(GgmlType weight_type) {
     switch (weight_type) {
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, &dot_f16, &dot_rows<&dot_f16>};
         case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, &dot_bf16, &dot_rows<&dot_bf16>};
-        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_legacy<Q8_0Sum, false>, &dot_rows<&dot_legacy<Q8_0Sum, false>>};
-        case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_legacy<Q4_0Sum, false>, &dot_rows<&dot_legacy<Q4_0Sum, false>>};
-        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0, &dot_legacy<Q5_0Sum, false>, &dot_rows<&dot_legacy<Q5_0Sum, false>>};
-        case GgmlType::Q4_1: return {GgmlType::Q8_1, &encode_q8_1, &dot_legacy<Q4_1Sum, true>, &dot_rows<&dot_legacy<Q4_1Sum, true>>};
-        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1, &dot_legacy<Q5_1Sum, true>, &dot_rows<&dot_legacy<Q5_1Sum, true>>};
-        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q2_k, &dot_rows<&dot_q2_k>};
-        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q3_k, &dot_rows<&dot_q3_k>};
-        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<false>, &dot_rows<&dot_k4_family<false>>};
-        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_k4_family<true>, &dot_rows<&dot_k4_family<true>>};
-        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k, &dot_q6_k, &dot_rows<&dot_q6_k>};
+        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q8_0Sum, false>, &dot_rows<&dot_legacy<Q8_0Sum, false>>};
+        case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q4_0Sum, false>, &dot_rows<&dot_legacy<Q4_0Sum, false>>};
+        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q5_0Sum, false>, &dot_rows<&dot_legacy<Q5_0Sum, false>>};
+        case GgmlType::Q4_1: return {GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>, &dot_legacy<Q4_1Sum, true>, &dot_rows<&dot_legacy<Q4_1Sum, true>>};
+        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>, &dot_legacy<Q5_1Sum, true>, &dot_rows<&dot_legacy<Q5_1Sum, true>>};
+        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q2_k, &dot_rows<&dot_q2_k>};
+        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q3_k, &dot_rows<&dot_q3_k>};
+        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_k4_family<false>, &dot_rows<&dot_k4_family<false>>};
+        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_k4_family<true>, &dot_rows<&dot_k4_family<true>>};
+        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q6_k, &dot_rows<&dot_q6_k>};
         case GgmlType::IQ4_NL:
-            return {GgmlType::Q8_0, &encode_q8_0, &dot_legacy<IQ4_NLSum, false>, &dot_rows<&dot_legacy<IQ4_NLSum, false>>};
-        case GgmlType::IQ4_XS: return {GgmlType::Q8_K, &encode_q8_k, &dot_iq4_xs, &dot_rows<&dot_iq4_xs>};
+            return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<IQ4_NLSum, false>, &dot_rows<&dot_legacy<IQ4_NLSum, false>>};
+        case GgmlType::IQ4_XS: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_iq4_xs, &dot_rows<&dot_iq4_xs>};
         default: return {};
     }
 }

@@ -2,19 +2,16 @@
 #include <immintrin.h>
 
 #include "engine/backend/cpu/kernels/stream_read.h"
+#include "engine/backend/cpu/kernels/tuning_avx512.h"
 
 namespace inferscope::simd {
-namespace {
-constexpr int kPrefetchBytes = 4096;
-}  // namespace
 
 uint64_t avx512_stream_read(const uint64_t* words, size_t count) {
     __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     size_t i = 0;
-    // Software prefetch 4 KiB ahead: the hardware prefetchers alone leave part of the
-    // bandwidth unused.
+    // Software prefetch kStreamReadPrefetchBytes ahead (tuning_avx512.h).
     for (; i + 32 <= count; i += 32) {  // 256 bytes per iteration, four cache lines
-        const char* ahead = reinterpret_cast<const char*>(words + i) + kPrefetchBytes;
+        const char* ahead = reinterpret_cast<const char*>(words + i) + avx512_tuning::kStreamReadPrefetchBytes;
         _mm_prefetch(ahead, _MM_HINT_T0);
         _mm_prefetch(ahead + 64, _MM_HINT_T0);
         _mm_prefetch(ahead + 128, _MM_HINT_T0);

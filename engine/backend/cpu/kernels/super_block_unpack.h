@@ -1,6 +1,6 @@
 #pragma once
-// Unpacking of 256-element super-blocks (Q2_K ... Q6_K, IQ4_XS), IQ4 level lookups and the
-// F16 scale conversion for the tiled GEMM kernels, in 256-bit operations that both the AVX2
+// Unpacking of 256-element super-blocks (Q2_K ... Q6_K, IQ4_XS), of the 32-element blocks'
+// nibbles, IQ4 level lookups and the F16 scale conversion for the tiled GEMM kernels, in 256-bit operations that both the AVX2
 // and the AVX-512 files can compile. Include it only from *_avx2.cpp / *_avx512.cpp files: everything is in an
 // anonymous namespace, one copy per instruction-set family (engine/CMakeLists.txt).
 #include <immintrin.h>
@@ -21,6 +21,13 @@ template <int Bias>
 inline __m128i iq4_levels() {
     const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues));
     return _mm_add_epi8(levels, _mm_set1_epi8(static_cast<char>(Bias)));
+}
+// The 32 nibbles of the 16 bytes at qs in element order: the low nibbles, then the high ones
+// (the layout of the 32-element blocks' packed quants).
+inline __m256i block_nibbles(const uint8_t* qs) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
 }
 // The 32 elements of a group whose nibbles are the 16 bytes at qs, looked up in `levels`.
 inline __m256i iq4_group(const uint8_t* qs, __m128i levels) {

@@ -5,20 +5,21 @@
 // registers: panels of 8..24 weight rows are repacked per k chunk into a stack buffer so that
 // each 32-byte vector holds the same k position(s) of 8 rows; the micro-kernel broadcasts 4
 // bytes of each activation row against them. Without VNNI the byte products go through
-// VPMADDUBSW (u8 x s8 -> i16 pair sums) and VPMADDWD:
-//   F16 (3 x 4 tile, 96-element chunks): weights converted to F32 when packed, activations
-//       per tile; F32 FMA.
-//   Q4_0, Q5_0 (2 x 3 and 1 x 3, 16-block chunks): signed weights (|w| <= 16), activation
-//       bytes flipped to x + 128; the i16 pair sums (|.| <= 2 * 255 * 16) are added in i16
-//       for 8 (Q4_0) or 4 (Q5_0) dwords before widening, which cannot overflow, and
-//       -128 * sum(w) per block (from packing) corrects the i32 sum.
-//   Q8_0, IQ4_NL (2 x 3): |w| packed as the unsigned operand and the activation bytes given
-//       w's signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
-//   K-quants, IQ4_XS (1 x 4; Q4_K, Q5_K 2 x 3; IQ4_XS 1 x 6; one super-block): unsigned values against Q8_K's signed bytes,
-//       the offset (Q6_K: 32, Q3_K: 4) through the bsums and the mins as one FMA per group;
-//       IQ4_XS with the sign trick. Group sums in float, scaled by the activation's d once.
-// Scratch: one fixed-size object on the stack per call (at most 52 KiB: Q8_0, 32 KiB of it
-// the activation scales of up to 512 activation rows).
+// VPMADDUBSW (u8 x s8 -> i16 pair sums) and VPMADDWD (tile shapes and chunks per type:
+// tuning_avx2.h):
+//   F16: weights converted to F32 when packed, activations per tile; F32 FMA.
+//   Q4_0, Q5_0: signed weights (|w| <= 16), activation bytes flipped to x + 128; the i16
+//       pair sums (|.| <= 2 * 255 * 16) are added in i16 for 8 (Q4_0) or 4 (Q5_0) dwords
+//       before widening, which cannot overflow, and -128 * sum(w) per block (from packing)
+//       corrects the i32 sum.
+//   Q8_0, IQ4_NL: |w| packed as the unsigned operand and the activation bytes given w's
+//       signs (VPSIGNB); pair sums <= 2 * 128 * 127 fit i16; widened every dword.
+//   K-quants, IQ4_XS (one super-block per chunk): unsigned values against Q8_K's signed
+//       bytes, the offset (Q6_K: 32, Q3_K: 4) through the bsums and the mins as one FMA per
+//       group; IQ4_XS with the sign trick. Group sums in float, scaled by the activation's d
+//       once.
+// Scratch: one fixed-size object on the stack per call (largest: Q8_0's, most of it the
+// activation scales of tuning::kTileActivationRows rows).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -26,13 +27,16 @@
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
+#include "engine/backend/cpu/kernels/tile_gemm_driver.h"
+#include "engine/backend/cpu/kernels/tuning_avx2.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
 #include "engine/formats/block_layouts.h"
 
 namespace inferscope::simd {
 namespace {
 
-inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
+namespace tuning = avx2_tuning;
+using tuning::TileShape;
 
 // Lanes [0, count) set, for partial row vectors.
 inline __m256i lane_mask(int count) {
@@ -90,172 +94,26 @@ inline void transpose8x8(__m256 r[8]) {
     }
 }
 
-template <class K, int MZ, int RN, class... A>
-inline void dispatch_rn(int rn, A&... args) {
-    if constexpr (RN > 0) {
-        if (rn == RN) {
-            K::template compute<MZ, RN>(args...);
-        } else {
-            dispatch_rn<K, MZ, RN - 1>(rn, args...);
-        }
+// The AVX2 side of tile_gemm_driver.h: 8 rows per vector, a panel's last row vector stored
+// through a lane mask.
+struct Avx2Tile {
+    static constexpr int kLanes = 8;
+    static constexpr auto rows_mask = &lane_mask;
+    static Out out(float* c, int64_t ldc, int last_rows, __m256i last_mask, bool accumulate) {
+        return {c, ldc, last_rows, last_mask, accumulate};
     }
-}
-template <class K, int MZ, class... A>
-inline void dispatch(int mz, int rn, A&... args) {
-    if constexpr (MZ > 0) {
-        if (mz == MZ) {
-            dispatch_rn<K, MZ, K::kTileN>(rn, args...);
-        } else {
-            dispatch<K, MZ - 1>(mz, rn, args...);
-        }
-    }
-}
-
-inline bool write_zeros_if_empty(const TileGemmArgs& a) {
-    if (a.n <= 0 || a.row_end <= a.row_begin) return true;
-    if (a.k > 0) return false;
-    for (int64_t i = 0; i < a.n; ++i) {
-        for (int64_t r = a.row_begin; r < a.row_end; ++r) a.c[i * a.ldc + r] = 0.0f;
-    }
-    return true;
-}
-
-// Every cache line of [row, row + bytes) for `rows` rows `stride` bytes apart. The rows need
-// not start on a line (activation buffers are not line-aligned), so a span of whole lines'
-// worth of bytes usually touches one line more.
-inline void prefetch_rows(const uint8_t* first, uint64_t stride, int rows, int bytes) {
-    for (int j = 0; j < rows; ++j) {
-        const uint8_t* row = first + static_cast<uint64_t>(j) * stride;
-        const uint8_t* line = row - (reinterpret_cast<uintptr_t>(row) & 63);
-        for (; line < row + bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-    }
-}
-
-// Prefetches the weight rows the next pack will read, spread over the micro-tiles that run
-// before it (packing reads a few cache lines from each of many rows).
-class WeightPrefetch {
-public:
-    template <class K>
-    void start(const TileGemmArgs& a, int64_t row, int rows, int64_t k0, int64_t tiles) {
-        if (rows <= 0 || k0 >= a.k) {
-            rows_ = 0;
-            return;
-        }
-        base_ = a.weights + static_cast<uint64_t>(row) * a.weight_row_bytes + K::weight_offset(k0);
-        stride_ = a.weight_row_bytes;
-        rows_ = rows;
-        bytes_ = K::weight_bytes(imin(K::kChunk, a.k - k0));
-        per_step_ = tiles > 0 ? static_cast<int>((rows + tiles - 1) / tiles) : rows;
-        done_ = 0;
-    }
-    void step() {
-        const int count = imin(per_step_, rows_ - done_);
-        if (count <= 0) return;
-        prefetch_rows(base_ + static_cast<uint64_t>(done_) * stride_, stride_, count, bytes_);
-        done_ += count;
-    }
-
-private:
-    const uint8_t* base_ = nullptr;
-    uint64_t stride_ = 0;
-    int rows_ = 0, bytes_ = 0, per_step_ = 0, done_ = 0;
 };
-
-// Driver for F16: panels of 8 * K::kMZ weight rows; per panel, k chunks packed once; per
-// chunk, tiles of K::kTileN activation rows, each converted right before its micro-kernel.
-template <class K>
-void run_panels(const TileGemmArgs& a) {
-    if (write_zeros_if_empty(a)) return;
-    constexpr int kPanel = 8 * K::kMZ;
-    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
-    typename K::Scratch s;
-    const int64_t tiles = (a.n + K::kTileN - 1) / K::kTileN;
-    WeightPrefetch prefetch;
-    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kPanel) {
-        const int nr = imin(kPanel, a.row_end - r0);
-        const int mz = (nr + 7) / 8;
-        const int last_rows = nr - 8 * (mz - 1);
-        const __m256i last_mask = lane_mask(last_rows);
-        for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
-            const int kc = imin(K::kChunk, a.k - k0);
-            K::pack(a, r0, nr, k0, kc, s);
-            if (k0 + K::kChunk < a.k) {
-                prefetch.start<K>(a, r0, nr, k0 + K::kChunk, tiles);
-            } else {
-                prefetch.start<K>(a, r0 + kPanel, imin(kPanel, a.row_end - r0 - kPanel), 0, tiles);
-            }
-            for (int64_t i0 = 0; i0 < a.n; i0 += K::kTileN) {
-                prefetch.step();
-                const int rn = imin(K::kTileN, a.n - i0);
-                const int next = imin(K::kTileN, a.n - i0 - rn);
-                prefetch_rows(a.activations + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes + 2 * k0,
-                              a.activation_row_bytes, next, 2 * kc);
-                K::prepare(a, i0, rn, k0, kc, s);
-                const Out out{a.c + i0 * a.ldc + r0, a.ldc, last_rows, last_mask, k0 > 0};
-                const int first = 0;
-                dispatch<K, K::kMZ>(mz, rn, s, kc, first, out);
-            }
-        }
-    }
-}
-
-// Driver for the quantized types: blocks of up to K::kMaxN activation rows and
-// K::kPanelsPerBlock panels; per k chunk the activation scales of the whole block are
-// converted once, then every panel is packed and multiplied with all of it.
-template <class K>
-void run_blocked(const TileGemmArgs& a) {
-    if (write_zeros_if_empty(a)) return;
-    constexpr int kPanel = 8 * K::kMZ;
-    constexpr int64_t kRowBlock = static_cast<int64_t>(kPanel) * K::kPanelsPerBlock;
-    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
-    typename K::Scratch s;
-    WeightPrefetch prefetch;
-    for (int64_t n0 = 0; n0 < a.n; n0 += K::kMaxN) {
-        const int nn = imin(K::kMaxN, a.n - n0);
-        const int64_t tiles = (nn + K::kTileN - 1) / K::kTileN;
-        for (int64_t rb = a.row_begin; rb < a.row_end; rb += kRowBlock) {
-            const int64_t rb_end = rb + kRowBlock < a.row_end ? rb + kRowBlock : a.row_end;
-            for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
-                const int kc = imin(K::kChunk, a.k - k0);
-                K::prepare(a, n0, nn, k0, kc, s);
-                for (int64_t r0 = rb; r0 < rb_end; r0 += kPanel) {
-                    const int nr = imin(kPanel, rb_end - r0);
-                    const int mz = (nr + 7) / 8;
-                    const int last_rows = nr - 8 * (mz - 1);
-                    const __m256i last_mask = lane_mask(last_rows);
-                    K::pack(a, r0, nr, k0, kc, s);
-                    if (r0 + kPanel < rb_end) {
-                        prefetch.start<K>(a, r0 + kPanel, imin(kPanel, rb_end - r0 - kPanel), k0, tiles);
-                    } else if (k0 + K::kChunk < a.k) {
-                        prefetch.start<K>(a, rb, imin(kPanel, rb_end - rb), k0 + K::kChunk, tiles);
-                    } else {
-                        prefetch.start<K>(a, rb_end, imin(kPanel, a.row_end - rb_end), 0, tiles);
-                    }
-                    for (int i0 = 0; i0 < nn; i0 += K::kTileN) {
-                        prefetch.step();
-                        const int rn = imin(K::kTileN, nn - i0);
-                        if (r0 == rb) {
-                            const int next = imin(K::kTileN, nn - i0 - rn);
-                            prefetch_rows(s.x0 + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes, a.activation_row_bytes,
-                                          next, K::act_bytes(kc));
-                        }
-                        const Out out{a.c + (n0 + i0) * a.ldc + r0, a.ldc, last_rows, last_mask, k0 > 0};
-                        dispatch<K, K::kMZ>(mz, rn, s, kc, i0, out);
-                    }
-                }
-            }
-        }
-    }
-}
 
 // ================================================================== F16
 
-template <int MZ_, int RN_, int KC_>
+template <TileShape Shape, int KC_>
 struct F16Kind {
-    static constexpr int kMZ = MZ_;  // 8-row vectors per panel
+    static constexpr int kMZ = Shape.weight_vectors;  // 8-row vectors per panel
     static constexpr int kChunk = KC_;
-    static constexpr int kTileN = RN_;
+    static constexpr int kTileN = Shape.activation_rows;
     static constexpr int kPanelRows = 8 * kMZ;
+    static int64_t act_offset(int64_t k0) { return 2 * k0; }
+    static int act_bytes(int kc) { return 2 * kc; }
     static int64_t weight_offset(int64_t k0) { return 2 * k0; }
     static int weight_bytes(int kc) { return 2 * kc; }
     struct Scratch {
@@ -331,10 +189,7 @@ struct DecQ4_0 {
     static constexpr int kFlush = 8;  // dwords whose i16 pair sums may be added before widening
     static constexpr bool kSignTrick = false;
     static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+        return _mm256_sub_epi8(block_nibbles(b + 2), _mm256_set1_epi8(8));
     }
 };
 struct DecQ5_0 {
@@ -342,9 +197,7 @@ struct DecQ5_0 {
     static constexpr int kFlush = 4;
     static constexpr bool kSignTrick = false;
     static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 6));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m256i low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+        const __m256i low = block_nibbles(b + 6);
         // Bit j of qh -> 0x10 in byte j: spread each of the 4 qh bytes over 8 bytes, test.
         const __m256i qh = _mm256_set1_epi32(load_i32(b + 2));
         const __m256i spread = _mm256_shuffle_epi8(
@@ -365,14 +218,14 @@ struct DecIQ4_NL {  // Q4_0's layout; the nibbles index the IQ4 levels (|w| <= 1
     static __m256i values(const uint8_t* b) { return iq4_group(b + 2, iq4_levels<0>()); }
 };
 
-template <class Dec, int MZ_, int RN_, int KB_ = 16>
+template <class Dec, TileShape Shape, int KB_ = tuning::kLegacyChunkBlocks>
 struct LegacyKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kBlocks = KB_;
     static constexpr int kChunk = 32 * kBlocks;
-    static constexpr int kTileN = RN_;
-    static constexpr int kMaxN = 512;  // activation rows whose scales are converted at once
-    static constexpr int kPanelsPerBlock = 8;
+    static constexpr int kTileN = Shape.activation_rows;
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose scales are converted at once
+    static constexpr int kPanelsPerBlock = tuning::kPanelsPerBlock;
     static constexpr int kActBytes = block_layouts::kQ8_0;
     static int act_bytes(int kc) { return kc / 32 * kActBytes; }
     static int64_t weight_offset(int64_t k0) { return k0 / 32 * Dec::kBytes; }
@@ -534,13 +387,13 @@ struct LegacyKind {
 // starting sum; int16 pair sums (<= 2 * kMaxValue * 127) are added for kFlush dwords before
 // widening. IQ4_XS's levels + 128 would saturate the int16 pair sums, so they are packed as
 // signed levels and multiplied with the sign trick (Q8_K's bytes lie in [-127, 127]).
-template <class Dec, int MZ_, int RN_>
+template <class Dec, TileShape Shape>
 struct KQuantKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kChunk = 256;
-    static constexpr int kTileN = RN_;
-    static constexpr int kMaxN = 512;  // activation rows whose block data are prepared at once
-    static constexpr int kPanelsPerBlock = 8;
+    static constexpr int kTileN = Shape.activation_rows;
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose block data are prepared at once
+    static constexpr int kPanelsPerBlock = tuning::kPanelsPerBlock;
     static constexpr int kGroups = 256 / Dec::kGroup;
     static constexpr int kGroupDwords = Dec::kGroup / 4;
     static constexpr bool kSignTrick = Dec::kOffset == 128;
@@ -705,33 +558,22 @@ struct KQuantKind {
     }
 };
 
-template <class K>
-void panels_kernel(const TileGemmArgs& args) {
-    run_panels<K>(args);
-}
-template <class K>
-void blocked_kernel(const TileGemmArgs& args) {
-    run_blocked<K>(args);
-}
-
 }  // namespace
 
 TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
     if (!cpu_supports(CpuIsa::Avx2)) return nullptr;
     switch (weight_type) {
-        // Tile shapes (8-row vectors x activation rows), the fastest per format: the legacy
-        // formats' chosen on AMD Zen 5, the K-quants' and IQ4_XS's on Intel cores running AVX2.
-        case GgmlType::F16: return panels_kernel<F16Kind<3, 4, 96>>;
-        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0, 2, 3>>;
-        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0, 1, 3>>;
-        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0, 2, 3>>;
-        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL, 2, 3>>;
-        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K, 1, 4>>;
-        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K, 1, 4>>;
-        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K, 2, 3>>;
-        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K, 2, 3>>;
-        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K, 1, 4>>;
-        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS, 1, 6>>;
+        case GgmlType::F16: return panels_kernel<Avx2Tile, F16Kind<tuning::kF16Tile, tuning::kF16ChunkElements>>;
+        case GgmlType::Q4_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ4_0, tuning::kQ4_0Tile>>;
+        case GgmlType::Q5_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ5_0, tuning::kQ5_0Tile>>;
+        case GgmlType::Q8_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ8_0, tuning::kQ8_0Tile>>;
+        case GgmlType::IQ4_NL: return blocked_kernel<Avx2Tile, LegacyKind<DecIQ4_NL, tuning::kIQ4_NLTile>>;
+        case GgmlType::Q2_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ2_K, tuning::kQ2_KTile>>;
+        case GgmlType::Q3_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ3_K, tuning::kQ3_KTile>>;
+        case GgmlType::Q4_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ4_K, tuning::kQ4_KTile>>;
+        case GgmlType::Q5_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ5_K, tuning::kQ5_KTile>>;
+        case GgmlType::Q6_K: return blocked_kernel<Avx2Tile, KQuantKind<DecQ6_K, tuning::kQ6_KTile>>;
+        case GgmlType::IQ4_XS: return blocked_kernel<Avx2Tile, KQuantKind<DecIQ4_XS, tuning::kIQ4_XSTile>>;
         default: return nullptr;
     }
 }

@@ -14,17 +14,17 @@
 // k is processed in chunks (each chunk's sums are added to c), which also bounds every
 // float summation chain to the chunk length plus the number of chunks.
 //
-// Per type (tile = MZ x RN, chunk):
-//   F16   5 x 5, 96 elements. Weights converted to F32 when packed; each tile of
+// Per type (tile shapes and chunks: tuning_avx512.h):
+//   F16   Weights converted to F32 when packed; each tile of
 //         activation rows converted to F32 right before its micro-kernel (F32 FMA).
-//   BF16  4 x 6, 256 elements. Pairs of BF16 packed per lane; VDPBF16PS with the activation
+//   BF16  Pairs of BF16 packed per lane; VDPBF16PS with the activation
 //         pair broadcast straight from the row (needs AVX512_BF16).
-//   Q8_0, Q4_0, Q5_0, IQ4_NL (3 x 4, 16 blocks): signed weight values packed per lane; the
+//   Q8_0, Q4_0, Q5_0, IQ4_NL: signed weight values packed per lane; the
 //         activation bytes are broadcast and flipped to unsigned (x + 128) for VPDPBUSD, and
 //         -128 * sum(w) per block, computed when packing, starts each block's integer sum.
-//   Q4_1, Q5_1 (3 x 4, 8 blocks): unsigned weight values, no correction; the min term
+//   Q4_1, Q5_1: unsigned weight values, no correction; the min term
 //         m_w * s_x is one more FMA.
-//   K-quants (2 x 4, one super-block): unsigned weight values; VPDPBUSD with the activation
+//   K-quants: unsigned weight values; VPDPBUSD with the activation
 //         bytes broadcast as the signed operand; the offset (Q6_K: 32, Q3_K: 4) comes in
 //         through Q8_K's bsums as the start of each group's integer sum, and the mins
 //         (Q4_K, Q5_K, Q2_K) as one FMA per group with the float group sum. IQ4_XS packs its
@@ -32,9 +32,9 @@
 // The quantized types need AVX512_VNNI. Integer sums within a block or group are exact; the
 // float steps differ from the scalar reference only in rounding order.
 //
-// Scratch: one fixed-size object on the stack per call (largest: Q8_0/Q4_0/Q5_0, 64 KiB, of
-// which 32 KiB are the activation scales of up to 512 activation rows). No heap, no state
-// kept between calls; weights are only read.
+// Scratch: one fixed-size object on the stack per call (largest: Q8_0/Q4_0/Q5_0's, half of
+// it the activation scales of tuning::kTileActivationRows rows). No heap, no state kept
+// between calls; weights are only read.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -42,6 +42,8 @@
 
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
+#include "engine/backend/cpu/kernels/tile_gemm_driver.h"
+#include "engine/backend/cpu/kernels/tuning_avx512.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
 #include "engine/formats/block_layouts.h"
@@ -49,7 +51,8 @@
 namespace inferscope::simd {
 namespace {
 
-inline int imin(int64_t a, int64_t b) { return static_cast<int>(a < b ? a : b); }
+namespace tuning = avx512_tuning;
+using tuning::TileShape;
 
 // Where a micro-kernel writes its MZ x RN vectors: row i of c starts at c + i * ldc, the
 // panel's first column is already added in; the last row vector may be partial.
@@ -141,173 +144,21 @@ inline void transpose16x8_dwords(const uint8_t* src, int stride, __m512i out[8])
     }
 }
 
-// Runs K::compute<mz, rn> for mz = 1..MZ, rn = 1..RN.
-template <class K, int MZ, int RN, class... A>
-inline void dispatch_rn(int rn, A&... args) {
-    if constexpr (RN > 0) {
-        if (rn == RN) {
-            K::template compute<MZ, RN>(args...);
-        } else {
-            dispatch_rn<K, MZ, RN - 1>(rn, args...);
-        }
-    }
-}
-template <class K, int MZ, class... A>
-inline void dispatch(int mz, int rn, A&... args) {
-    if constexpr (MZ > 0) {
-        if (mz == MZ) {
-            dispatch_rn<K, MZ, K::kTileN>(rn, args...);
-        } else {
-            dispatch<K, MZ - 1>(mz, rn, args...);
-        }
-    }
-}
-
-inline bool write_zeros_if_empty(const TileGemmArgs& a) {
-    if (a.n <= 0 || a.row_end <= a.row_begin) return true;
-    if (a.k > 0) return false;
-    for (int64_t i = 0; i < a.n; ++i) {
-        for (int64_t r = a.row_begin; r < a.row_end; ++r) a.c[i * a.ldc + r] = 0.0f;
-    }
-    return true;
-}
-
-// Every cache line of [row, row + bytes) for `rows` rows `stride` bytes apart. The rows need
-// not start on a line (activation buffers are not line-aligned), so a span of whole lines'
-// worth of bytes usually touches one line more.
-inline void prefetch_rows(const uint8_t* first, uint64_t stride, int rows, int bytes) {
-    for (int j = 0; j < rows; ++j) {
-        const uint8_t* row = first + static_cast<uint64_t>(j) * stride;
-        const uint8_t* line = row - (reinterpret_cast<uintptr_t>(row) & 63);
-        for (; line < row + bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-    }
-}
-
-// Prefetches the weight rows the next pack will read, spread over the micro-tiles that run
-// before it: packing reads a few cache lines from each of 32..64 rows, which would otherwise
-// wait on memory latency one row at a time.
-class WeightPrefetch {
-public:
-    template <class K>
-    void start(const TileGemmArgs& a, int64_t row, int rows, int64_t k0, int64_t tiles) {
-        if (rows <= 0 || k0 >= a.k) {
-            rows_ = 0;
-            return;
-        }
-        base_ = a.weights + static_cast<uint64_t>(row) * a.weight_row_bytes + K::weight_offset(k0);
-        stride_ = a.weight_row_bytes;
-        rows_ = rows;
-        bytes_ = K::weight_bytes(imin(K::kChunk, a.k - k0));
-        per_step_ = tiles > 0 ? static_cast<int>((rows + tiles - 1) / tiles) : rows;
-        done_ = 0;
-    }
-    void step() {
-        const int count = imin(per_step_, rows_ - done_);
-        if (count <= 0) return;
-        prefetch_rows(base_ + static_cast<uint64_t>(done_) * stride_, stride_, count, bytes_);
-        done_ += count;
-    }
-
-private:
-    const uint8_t* base_ = nullptr;
-    uint64_t stride_ = 0;
-    int rows_ = 0, bytes_ = 0, per_step_ = 0, done_ = 0;
+// The AVX-512 side of tile_gemm_driver.h: 16 rows per vector, a panel's last row vector
+// stored through a lane mask.
+struct Avx512Tile {
+    static constexpr int kLanes = 16;
+    static constexpr auto rows_mask = &first_lanes;
+    static Out out(float* c, int64_t ldc, int, __mmask16 last_mask, bool accumulate) { return {c, ldc, last_mask, accumulate}; }
 };
-
-// Driver for the float types: panels of 16 * K::kMZ weight rows; per panel, k chunks of
-// K::kChunk elements packed once; per chunk, tiles of K::kTileN activation rows, each
-// prepared (converted) right before its micro-kernel runs.
-template <class K>
-void run_panels(const TileGemmArgs& a) {
-    if (write_zeros_if_empty(a)) return;
-    constexpr int kPanel = 16 * K::kMZ;
-    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
-    typename K::Scratch s;
-    const int64_t tiles = (a.n + K::kTileN - 1) / K::kTileN;
-    WeightPrefetch prefetch;
-    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += kPanel) {
-        const int nr = imin(kPanel, a.row_end - r0);
-        const int mz = (nr + 15) / 16;
-        const __mmask16 last_mask = first_lanes(nr - 16 * (mz - 1));
-        for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
-            const int kc = imin(K::kChunk, a.k - k0);
-            K::pack(a, r0, nr, k0, kc, s);
-            if (k0 + K::kChunk < a.k) {
-                prefetch.start<K>(a, r0, nr, k0 + K::kChunk, tiles);  // this panel's next chunk
-            } else {
-                prefetch.start<K>(a, r0 + kPanel, imin(kPanel, a.row_end - r0 - kPanel), 0, tiles);  // the next panel
-            }
-            for (int64_t i0 = 0; i0 < a.n; i0 += K::kTileN) {
-                prefetch.step();
-                const int rn = imin(K::kTileN, a.n - i0);
-                const int next = imin(K::kTileN, a.n - i0 - rn);
-                prefetch_rows(a.activations + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes + K::act_offset(k0),
-                              a.activation_row_bytes, next, K::act_bytes(kc));
-                K::prepare(a, i0, rn, k0, kc, s);
-                const Out out{a.c + i0 * a.ldc + r0, a.ldc, last_mask, k0 > 0};
-                const int first = 0;
-                dispatch<K, K::kMZ>(mz, rn, s, kc, first, out);
-            }
-        }
-    }
-}
-
-// Driver for the quantized types (GotoBLAS-like): blocks of up to K::kMaxN activation rows
-// and K::kPanelsPerBlock panels; per k chunk, the activation side data (scales, block sums)
-// of the whole row block is prepared once, then every panel is packed and multiplied with
-// all of it. The block's slice of c (panels x activation rows) stays in L2 across chunks.
-template <class K>
-void run_blocked(const TileGemmArgs& a) {
-    if (write_zeros_if_empty(a)) return;
-    constexpr int kPanel = 16 * K::kMZ;
-    constexpr int64_t kRowBlock = static_cast<int64_t>(kPanel) * K::kPanelsPerBlock;
-    static_assert(sizeof(typename K::Scratch) <= 64 * 1024, "scratch must stay a small stack buffer");
-    typename K::Scratch s;
-    WeightPrefetch prefetch;
-    for (int64_t n0 = 0; n0 < a.n; n0 += K::kMaxN) {
-        const int nn = imin(K::kMaxN, a.n - n0);
-        const int64_t tiles = (nn + K::kTileN - 1) / K::kTileN;
-        for (int64_t rb = a.row_begin; rb < a.row_end; rb += kRowBlock) {
-            const int64_t rb_end = rb + kRowBlock < a.row_end ? rb + kRowBlock : a.row_end;
-            for (int64_t k0 = 0; k0 < a.k; k0 += K::kChunk) {
-                const int kc = imin(K::kChunk, a.k - k0);
-                K::prepare(a, n0, nn, k0, kc, s);
-                for (int64_t r0 = rb; r0 < rb_end; r0 += kPanel) {
-                    const int nr = imin(kPanel, rb_end - r0);
-                    const int mz = (nr + 15) / 16;
-                    const __mmask16 last_mask = first_lanes(nr - 16 * (mz - 1));
-                    K::pack(a, r0, nr, k0, kc, s);
-                    if (r0 + kPanel < rb_end) {
-                        prefetch.start<K>(a, r0 + kPanel, imin(kPanel, rb_end - r0 - kPanel), k0, tiles);  // next panel
-                    } else if (k0 + K::kChunk < a.k) {
-                        prefetch.start<K>(a, rb, imin(kPanel, rb_end - rb), k0 + K::kChunk, tiles);  // next chunk
-                    } else {
-                        prefetch.start<K>(a, rb_end, imin(kPanel, a.row_end - rb_end), 0, tiles);  // next row block
-                    }
-                    for (int i0 = 0; i0 < nn; i0 += K::kTileN) {
-                        prefetch.step();
-                        const int rn = imin(K::kTileN, nn - i0);
-                        if (r0 == rb) {
-                            const int next = imin(K::kTileN, nn - i0 - rn);
-                            prefetch_rows(s.x0 + static_cast<uint64_t>(i0 + rn) * a.activation_row_bytes, a.activation_row_bytes,
-                                          next, K::act_bytes(kc));
-                        }
-                        const Out out{a.c + (n0 + i0) * a.ldc + r0, a.ldc, last_mask, k0 > 0};
-                        dispatch<K, K::kMZ>(mz, rn, s, kc, i0, out);
-                    }
-                }
-            }
-        }
-    }
-}
 
 // ================================================================== F16
 
-template <int MZ_ = 5, int RN_ = 5, int KC_ = 96>
+template <TileShape Shape = tuning::kF16Tile, int KC_ = tuning::kF16ChunkElements>
 struct F16Kind {
-    static constexpr int kMZ = MZ_;      // 16-row vectors per panel
-    static constexpr int kChunk = KC_;   // k elements per packed chunk
-    static constexpr int kTileN = RN_;   // activation rows per micro-tile
+    static constexpr int kMZ = Shape.weight_vectors;      // 16-row vectors per panel
+    static constexpr int kChunk = KC_;                    // k elements per packed chunk
+    static constexpr int kTileN = Shape.activation_rows;  // activation rows per micro-tile
     static constexpr int kPanelRows = 16 * kMZ;
     static int64_t act_offset(int64_t k0) { return 2 * k0; }
     static int act_bytes(int kc) { return 2 * kc; }
@@ -378,11 +229,11 @@ struct F16Kind {
 
 // ================================================================== BF16
 
-template <int MZ_ = 4, int RN_ = 6, int KC_ = 256>
+template <TileShape Shape = tuning::kBf16Tile, int KC_ = tuning::kBf16ChunkElements>
 struct Bf16Kind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kChunk = KC_;  // k elements per packed chunk (pairs: half that)
-    static constexpr int kTileN = RN_;
+    static constexpr int kTileN = Shape.activation_rows;
     static int64_t act_offset(int64_t k0) { return 2 * k0; }
     static int act_bytes(int kc) { return 2 * kc; }
     static int64_t weight_offset(int64_t k0) { return 2 * k0; }
@@ -468,10 +319,7 @@ struct DecQ4_0 {
     static constexpr int kBytes = block_layouts::kQ4_0;
     static constexpr bool kSigned = true, kHasMin = false;
     static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-        return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+        return _mm256_sub_epi8(block_nibbles(b + 2), _mm256_set1_epi8(8));
     }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
     static uint16_t m(const uint8_t*) { return 0; }
@@ -479,18 +327,12 @@ struct DecQ4_0 {
 struct DecQ4_1 {
     static constexpr int kBytes = block_layouts::kQ4_1;
     static constexpr bool kSigned = false, kHasMin = true;
-    static __m256i values(const uint8_t* b) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));
-        const __m128i m = _mm_set1_epi8(0x0F);
-        return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    }
+    static __m256i values(const uint8_t* b) { return block_nibbles(b + 4); }
     static uint16_t d(const uint8_t* b) { return load_u16(b); }
     static uint16_t m(const uint8_t* b) { return load_u16(b + 2); }
 };
 inline __m256i q5_values(const uint8_t* qh_ptr, const uint8_t* qs_ptr) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs_ptr));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    const __m256i low = block_nibbles(qs_ptr);
     const uint32_t qh = static_cast<uint32_t>(load_i32(qh_ptr));
     const __m256i high = _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(low, high);
@@ -525,14 +367,15 @@ struct DecIQ4_NL {  // Q4_0's layout, signed levels instead of q - 8
     static uint16_t m(const uint8_t*) { return 0; }
 };
 
-template <class Dec, int MZ_ = 3, int RN_ = 4, int KB_ = Dec::kHasMin ? 8 : 16>
+template <class Dec, TileShape Shape = tuning::kLegacyTile,
+          int KB_ = Dec::kHasMin ? tuning::kLegacyWithMinChunkBlocks : tuning::kLegacyChunkBlocks>
 struct LegacyKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kBlocks = KB_;  // blocks per packed chunk
     static constexpr int kChunk = 32 * kBlocks;
-    static constexpr int kTileN = RN_;  // MZ x RN float + MZ x RN integer accumulators
-    static constexpr int kMaxN = 512;   // activation rows whose scales are prepared at once
-    static constexpr int kPanelsPerBlock = 4;
+    static constexpr int kTileN = Shape.activation_rows;  // MZ x RN float + MZ x RN integer accumulators
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose scales are prepared at once
+    static constexpr int kPanelsPerBlock = tuning::kLegacyPanelsPerBlock;
     // Activation blocks: Q8_1 (d, s, qs) for the formats with a min, Q8_0 (d, qs) otherwise.
     static constexpr int kActBytes = Dec::kHasMin ? block_layouts::kQ8_1 : block_layouts::kQ8_0;
     static constexpr int kActQs = Dec::kHasMin ? 4 : 2;
@@ -669,14 +512,14 @@ struct LegacyKind {
 
 // The decoders (DecQ4_K ... DecIQ4_XS) are in super_block_unpack.h.
 
-template <class Dec, int MZ_ = 2, int RN_ = 4, int KS_ = 1>
+template <class Dec, TileShape Shape = tuning::kKQuantTile, int KS_ = tuning::kKQuantChunkSuperBlocks>
 struct KQuantKind {
-    static constexpr int kMZ = MZ_;
+    static constexpr int kMZ = Shape.weight_vectors;
     static constexpr int kSuper = KS_;  // super-blocks per packed chunk
     static constexpr int kChunk = 256 * kSuper;
-    static constexpr int kTileN = RN_;  // MZ x RN accumulators, block sums and integer sums each
-    static constexpr int kMaxN = 512;   // activation rows whose block data are prepared at once
-    static constexpr int kPanelsPerBlock = 6;
+    static constexpr int kTileN = Shape.activation_rows;  // MZ x RN accumulators, block sums and integer sums each
+    static constexpr int kMaxN = tuning::kTileActivationRows;  // activation rows whose block data are prepared at once
+    static constexpr int kPanelsPerBlock = tuning::kKQuantPanelsPerBlock;
     static constexpr int kGroups = 256 / Dec::kGroup;
     static constexpr int kGroupDwords = Dec::kGroup / 4;
     static constexpr int kActBytes = block_layouts::kQ8_K;
@@ -827,39 +670,30 @@ struct KQuantKind {
     }
 };
 
-template <class K>
-void panels_kernel(const TileGemmArgs& args) {
-    run_panels<K>(args);
-}
-template <class K>
-void blocked_kernel(const TileGemmArgs& args) {
-    run_blocked<K>(args);
-}
-
 }  // namespace
 
 TileGemmFn avx512_tile_gemm_kernel(GgmlType weight_type) {
     const CpuFeatures& f = cpu_features();
     if (!cpu_supports(CpuIsa::Avx512)) return nullptr;
     switch (weight_type) {
-        case GgmlType::F16: return panels_kernel<F16Kind<>>;
-        case GgmlType::BF16: return f.avx512bf16 ? panels_kernel<Bf16Kind<>> : nullptr;
+        case GgmlType::F16: return panels_kernel<Avx512Tile, F16Kind<>>;
+        case GgmlType::BF16: return f.avx512bf16 ? panels_kernel<Avx512Tile, Bf16Kind<>> : nullptr;
         default: break;
     }
     if (!f.avx512vnni) return nullptr;
     switch (weight_type) {
-        case GgmlType::Q4_0: return blocked_kernel<LegacyKind<DecQ4_0>>;
-        case GgmlType::Q4_1: return blocked_kernel<LegacyKind<DecQ4_1>>;
-        case GgmlType::Q5_0: return blocked_kernel<LegacyKind<DecQ5_0>>;
-        case GgmlType::Q5_1: return blocked_kernel<LegacyKind<DecQ5_1>>;
-        case GgmlType::Q8_0: return blocked_kernel<LegacyKind<DecQ8_0>>;
-        case GgmlType::Q2_K: return blocked_kernel<KQuantKind<DecQ2_K>>;
-        case GgmlType::Q3_K: return blocked_kernel<KQuantKind<DecQ3_K>>;
-        case GgmlType::Q4_K: return blocked_kernel<KQuantKind<DecQ4_K>>;
-        case GgmlType::Q5_K: return blocked_kernel<KQuantKind<DecQ5_K>>;
-        case GgmlType::Q6_K: return blocked_kernel<KQuantKind<DecQ6_K>>;
-        case GgmlType::IQ4_NL: return blocked_kernel<LegacyKind<DecIQ4_NL>>;
-        case GgmlType::IQ4_XS: return blocked_kernel<KQuantKind<DecIQ4_XS>>;
+        case GgmlType::Q4_0: return blocked_kernel<Avx512Tile, LegacyKind<DecQ4_0>>;
+        case GgmlType::Q4_1: return blocked_kernel<Avx512Tile, LegacyKind<DecQ4_1>>;
+        case GgmlType::Q5_0: return blocked_kernel<Avx512Tile, LegacyKind<DecQ5_0>>;
+        case GgmlType::Q5_1: return blocked_kernel<Avx512Tile, LegacyKind<DecQ5_1>>;
+        case GgmlType::Q8_0: return blocked_kernel<Avx512Tile, LegacyKind<DecQ8_0>>;
+        case GgmlType::Q2_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ2_K>>;
+        case GgmlType::Q3_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ3_K>>;
+        case GgmlType::Q4_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ4_K>>;
+        case GgmlType::Q5_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ5_K>>;
+        case GgmlType::Q6_K: return blocked_kernel<Avx512Tile, KQuantKind<DecQ6_K>>;
+        case GgmlType::IQ4_NL: return blocked_kernel<Avx512Tile, LegacyKind<DecIQ4_NL>>;
+        case GgmlType::IQ4_XS: return blocked_kernel<Avx512Tile, KQuantKind<DecIQ4_XS>>;
         default: return nullptr;
     }
 }
