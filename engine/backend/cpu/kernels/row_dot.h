@@ -52,6 +52,7 @@ RowDotKernels avx2_row_dot_kernels(GgmlType weight_type);
 RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetch);
 RowDotKernels neon_row_dot_kernels(GgmlType weight_type);
 RowDotKernels dotprod_row_dot_kernels(GgmlType weight_type);
+RowDotKernels i8mm_row_dot_kernels(GgmlType weight_type);
 }  // namespace simd
 
 }  // namespace inferscope

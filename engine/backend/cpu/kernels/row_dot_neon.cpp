@@ -56,27 +56,13 @@ float dot_q4_0(int64_t n, const uint8_t* w, const uint8_t* x) {
 }  // namespace
 
 RowDotKernels neon_row_dot_kernels(GgmlType weight_type) {
-    RowDotKernels k;
     switch (weight_type) {
-        case GgmlType::F32:
-            k.dot = &dot_f32;
-            k.dot_rows = &rows_of<&dot_f32>;
-            break;
-        case GgmlType::F16:
-            k.dot = &dot_f16;
-            k.dot_rows = &rows_of<&dot_f16>;
-            break;
-        case GgmlType::Q8_0:
-            k.dot = &dot_q8_0;
-            k.dot_rows = &rows_of<&dot_q8_0>;
-            break;
-        case GgmlType::Q4_0:
-            k.dot = &dot_q4_0;
-            k.dot_rows = &rows_of<&dot_q4_0>;
-            break;
-        default: break;
+        case GgmlType::F32: return {GgmlType::F32, nullptr, &dot_f32, &rows_of<&dot_f32>};
+        case GgmlType::F16: return {GgmlType::F16, nullptr, &dot_f16, &rows_of<&dot_f16>};
+        case GgmlType::Q8_0: return {GgmlType::Q8_0, nullptr, &dot_q8_0, &rows_of<&dot_q8_0>};
+        case GgmlType::Q4_0: return {GgmlType::Q8_0, nullptr, &dot_q4_0, &rows_of<&dot_q4_0>};
+        default: return {};
     }
-    return k;
 }
 
 }  // namespace inferscope::simd
