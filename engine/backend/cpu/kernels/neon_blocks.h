@@ -47,6 +47,26 @@ inline int32_t dot_32_widening(const int8x16x2_t& a, const int8x16x2_t& b) {
     return vaddvq_s32(acc);
 }
 
+// Q8_0 and Q4_0 rows (activations in Q8_0) through a 32-value integer dot `Dot32`; each
+// block's sum is scaled as the reference scales it: Q8_0 sumi x (dw x dx), Q4_0 (sumi x dw) x dx.
+template <int32_t (*Dot32)(const int8x16x2_t&, const int8x16x2_t&)>
+float q8_0_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += layouts::kQ8_0, x += layouts::kQ8_0) {
+        sum += static_cast<float>(Dot32(load_q8_0(w), load_q8_0(x))) * (block_scale(w) * block_scale(x));
+    }
+    return sum;
+}
+
+template <int32_t (*Dot32)(const int8x16x2_t&, const int8x16x2_t&)>
+float q4_0_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += layouts::kQ4_0, x += layouts::kQ8_0) {
+        sum += static_cast<float>(Dot32(unpack_q4_0(w), load_q8_0(x))) * block_scale(w) * block_scale(x);
+    }
+    return sum;
+}
+
 // The row kernels' multi-row form: one row at a time through `dot`.
 template <float (*Dot)(int64_t, const uint8_t*, const uint8_t*)>
 void rows_of(int64_t n, const uint8_t* weights, uint64_t weight_row_bytes, int64_t n_rows, const uint8_t* activation_row,

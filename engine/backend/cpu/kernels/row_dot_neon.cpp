@@ -1,6 +1,5 @@
 // NEON row dot products (ARM64; Advanced SIMD needs no extra flags): F32 and F16 rows in
-// float lanes, Q8_0 and Q4_0 blocks through widening 8-bit multiplies. Each block's integer
-// sum is scaled as the reference scales it (Q8_0: sumi x (dw x dx); Q4_0: (sumi x dw) x dx).
+// float lanes, Q8_0 and Q4_0 blocks through widening 8-bit multiplies.
 #include "engine/backend/cpu/kernels/neon_blocks.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 
@@ -35,23 +34,8 @@ float dot_f16(int64_t n, const uint8_t* w, const uint8_t* x) {
     return sum;
 }
 
-float dot_q8_0(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += layouts::kQ8_0, x += layouts::kQ8_0) {
-        const int32_t sumi = dot_32_widening(load_q8_0(w), load_q8_0(x));
-        sum += static_cast<float>(sumi) * (block_scale(w) * block_scale(x));
-    }
-    return sum;
-}
-
-float dot_q4_0(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += layouts::kQ4_0, x += layouts::kQ8_0) {
-        const int32_t sumi = dot_32_widening(unpack_q4_0(w), load_q8_0(x));
-        sum += static_cast<float>(sumi) * block_scale(w) * block_scale(x);
-    }
-    return sum;
-}
+float dot_q8_0(int64_t n, const uint8_t* w, const uint8_t* x) { return q8_0_row_dot<&dot_32_widening>(n, w, x); }
+float dot_q4_0(int64_t n, const uint8_t* w, const uint8_t* x) { return q4_0_row_dot<&dot_32_widening>(n, w, x); }
 
 }  // namespace
 
