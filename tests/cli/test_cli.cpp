@@ -360,6 +360,11 @@ TEST_F(CliTest, BatchBenchReportsEveryBatchSizeAndTheKnee) {
     EXPECT_EQ(j["rows"][2]["N_KV"], 4 * (8 + 4));
     EXPECT_DOUBLE_EQ(j["rows"][0]["speedup"].get<double>(), 1.0);
     EXPECT_TRUE(j["knee_batch"].is_number_integer());
+    // Progress goes to stderr, a line per batch size when stderr is not a terminal.
+    for (const char* line : {"batch-bench: batch sizes 1/3 B=1\n", "batch-bench: batch sizes 2/3 B=2\n",
+                             "batch-bench: batch sizes 3/3 B=4\n"}) {
+        EXPECT_NE(r.err.find(line), std::string::npos) << line << " in:\n" << r.err;
+    }
 }
 
 TEST_F(CliTest, ServeSimPrintsBothPoliciesForTheTrace) {
