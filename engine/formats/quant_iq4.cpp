@@ -83,6 +83,14 @@ void pack_group(const float* x, float id, uint8_t* qs) {
     }
 }
 
+// The 32 levels of a packed group (see pack_group) times the group's scale.
+void dequantize_group(const uint8_t* qs, float scale, float* dst) {
+    for (int j = 0; j < kQK / 2; ++j) {
+        dst[j] = scale * kIQ4NLValues[qs[j] & 0xF];
+        dst[j + kQK / 2] = scale * kIQ4NLValues[qs[j] >> 4];
+    }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ dequantization
@@ -90,11 +98,7 @@ void pack_group(const float* x, float id, uint8_t* qs) {
 void dequantize_iq4_nl(const uint8_t* src, float* dst, int64_t blocks) {
     for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
         const auto b = load_block<BlockIQ4_NL>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        for (int j = 0; j < kQK / 2; ++j) {
-            dst[j] = d * kIQ4NLValues[b.qs[j] & 0xF];
-            dst[j + kQK / 2] = d * kIQ4NLValues[b.qs[j] >> 4];
-        }
+        dequantize_group(b.qs, fp16_to_fp32(b.d), dst);
     }
 }
 
@@ -103,12 +107,7 @@ void dequantize_iq4_xs(const uint8_t* src, float* dst, int64_t blocks) {
         const auto b = load_block<BlockIQ4_XS>(src, i);
         const float d = fp16_to_fp32(b.d);
         for (int g = 0; g < kQK_K / kQK; ++g, dst += kQK) {
-            const float dl = d * static_cast<float>(iq4xs_scale(b, g));
-            const uint8_t* qs = b.qs + g * (kQK / 2);
-            for (int j = 0; j < kQK / 2; ++j) {
-                dst[j] = dl * kIQ4NLValues[qs[j] & 0xF];
-                dst[j + kQK / 2] = dl * kIQ4NLValues[qs[j] >> 4];
-            }
+            dequantize_group(b.qs + g * (kQK / 2), d * static_cast<float>(iq4xs_scale(b, g)), dst);
         }
     }
 }

@@ -36,71 +36,6 @@ void dequantize_q2_K(const uint8_t* src, float* dst, int64_t blocks) {
     }
 }
 
-void dequantize_q3_K(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto b = load_block<BlockQ3_K>(src, i);
-        const float d_all = fp16_to_fp32(b.d);
-        int8_t scales[16];
-        q3k_scales(b.scales, scales);
-        int is = 0;
-        uint8_t m = 1;  // hmask bit: one per 32-element run, across the whole block
-        for (int half = 0; half < 2; ++half) {
-            const uint8_t* q = b.qs + 32 * half;
-            for (int shift = 0; shift < 8; shift += 2, m = static_cast<uint8_t>(m << 1)) {
-                for (int part = 0; part < 2; ++part) {
-                    const float dl = d_all * static_cast<float>(scales[is++]);
-                    for (int l = 16 * part; l < 16 * part + 16; ++l) {
-                        const int value = ((q[l] >> shift) & 3) - ((b.hmask[l] & m) ? 0 : 4);
-                        *dst++ = dl * static_cast<float>(value);
-                    }
-                }
-            }
-        }
-    }
-}
-
-void dequantize_q4_K(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto b = load_block<BlockQ4_K>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        const float min = fp16_to_fp32(b.dmin);
-        for (int chunk = 0; chunk < 4; ++chunk) {  // 64 elements: low nibbles, then high ones
-            const uint8_t* q = b.qs + 32 * chunk;
-            uint8_t sc, m;
-            k4_scale_min(2 * chunk, b.scales, sc, m);
-            const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
-            k4_scale_min(2 * chunk + 1, b.scales, sc, m);
-            const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
-            for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-            for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-        }
-    }
-}
-
-void dequantize_q5_K(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto b = load_block<BlockQ5_K>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        const float min = fp16_to_fp32(b.dmin);
-        for (int chunk = 0; chunk < 4; ++chunk) {
-            const uint8_t* q = b.qs + 32 * chunk;
-            const uint8_t u1 = static_cast<uint8_t>(1u << (2 * chunk));
-            const uint8_t u2 = static_cast<uint8_t>(2u << (2 * chunk));
-            uint8_t sc, m;
-            k4_scale_min(2 * chunk, b.scales, sc, m);
-            const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
-            k4_scale_min(2 * chunk + 1, b.scales, sc, m);
-            const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
-            for (int l = 0; l < 32; ++l) {
-                *dst++ = d1 * static_cast<float>((q[l] & 0xF) + ((b.qh[l] & u1) ? 16 : 0)) - m1;
-            }
-            for (int l = 0; l < 32; ++l) {
-                *dst++ = d2 * static_cast<float>((q[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - m2;
-            }
-        }
-    }
-}
-
 namespace {
 
 // The 256 signed 6-bit values (-32..31) of a Q6_K block, in element order.
@@ -118,19 +53,90 @@ void q6k_values(const BlockQ6_K& b, int8_t out[kQK_K]) {
     }
 }
 
-}  // namespace
-
-void dequantize_q6_K(const uint8_t* src, float* dst, int64_t blocks) {
-    int8_t values[kQK_K];
-    for (int64_t i = 0; i < blocks; ++i, dst += kQK_K) {
-        const auto b = load_block<BlockQ6_K>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        q6k_values(b, values);
-        // ggml: y = d * sc[is] * q, i.e. (d*sc)*q; the scale covers 16 elements.
-        for (int k = 0; k < kQK_K; ++k) {
-            dst[k] = d * static_cast<float>(b.scales[k / 16]) * static_cast<float>(values[k]);
+// The 256 signed values (-4..3) of a Q3_K block and its sixteen signed scales, in element
+// order: each 2-bit field with 4 subtracted where its hmask bit is clear.
+void signed_values(const BlockQ3_K& b, int8_t values[kQK_K], int8_t scales[16]) {
+    q3k_scales(b.scales, scales);
+    uint8_t m = 1;  // hmask bit: one per 32-element run, across the whole block
+    for (int half = 0; half < 2; ++half) {
+        const uint8_t* q3 = b.qs + 32 * half;
+        for (int shift = 0; shift < 8; shift += 2, m = static_cast<uint8_t>(m << 1)) {
+            int8_t* a = values + 128 * half + 16 * shift;  // 32 elements per shift step
+            for (int l = 0; l < 32; ++l) {
+                a[l] = static_cast<int8_t>(((q3[l] >> shift) & 3) - ((b.hmask[l] & m) ? 0 : 4));
+            }
         }
     }
+}
+
+void signed_values(const BlockQ6_K& b, int8_t values[kQK_K], int8_t scales[16]) {
+    q6k_values(b, values);
+    for (int j = 0; j < 16; ++j) scales[j] = b.scales[j];
+}
+
+// The unsigned quant values (0..15 or 0..31) of a Q4_K / Q5_K block, in element order.
+template <class Block>
+void k4_values(const Block& b, const uint8_t* qh, int8_t out[kQK_K]) {
+    for (int chunk = 0; chunk < 4; ++chunk) {
+        const uint8_t* q = b.qs + 32 * chunk;
+        for (int l = 0; l < 32; ++l) {
+            int lo = q[l] & 0xF, hi = q[l] >> 4;
+            if (qh != nullptr) {
+                lo += (qh[l] >> (2 * chunk)) & 1 ? 16 : 0;
+                hi += (qh[l] >> (2 * chunk + 1)) & 1 ? 16 : 0;
+            }
+            out[64 * chunk + l] = static_cast<int8_t>(lo);
+            out[64 * chunk + 32 + l] = static_cast<int8_t>(hi);
+        }
+    }
+}
+
+// Q3_K and Q6_K: ggml's y = d * sc * q, i.e. (d*sc)*q, a signed scale per 16 elements.
+template <class Block>
+void dequantize_signed_scales(const uint8_t* src, float* dst, int64_t blocks) {
+    int8_t values[kQK_K];
+    int8_t scales[16];
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK_K) {
+        const auto b = load_block<Block>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        signed_values(b, values, scales);
+        for (int k = 0; k < kQK_K; ++k) dst[k] = d * static_cast<float>(scales[k / 16]) * static_cast<float>(values[k]);
+    }
+}
+
+// Q4_K and Q5_K: y = (d*sc)*q - dmin*m, a 6-bit scale and min per 32 elements.
+template <class Block>
+void dequantize_k4_family(const uint8_t* src, float* dst, int64_t blocks) {
+    int8_t values[kQK_K];
+    for (int64_t i = 0; i < blocks; ++i, dst += kQK_K) {
+        const auto b = load_block<Block>(src, i);
+        const float d = fp16_to_fp32(b.d);
+        const float min = fp16_to_fp32(b.dmin);
+        const uint8_t* qh = nullptr;
+        if constexpr (requires { b.qh; }) qh = b.qh;
+        k4_values(b, qh, values);
+        for (int group = 0; group < 8; ++group) {
+            uint8_t sc, m;
+            k4_scale_min(group, b.scales, sc, m);
+            const float dl = d * static_cast<float>(sc), ml = min * static_cast<float>(m);
+            for (int l = 0; l < 32; ++l) dst[32 * group + l] = dl * static_cast<float>(values[32 * group + l]) - ml;
+        }
+    }
+}
+
+}  // namespace
+
+void dequantize_q3_K(const uint8_t* src, float* dst, int64_t blocks) {
+    dequantize_signed_scales<BlockQ3_K>(src, dst, blocks);
+}
+void dequantize_q4_K(const uint8_t* src, float* dst, int64_t blocks) {
+    dequantize_k4_family<BlockQ4_K>(src, dst, blocks);
+}
+void dequantize_q5_K(const uint8_t* src, float* dst, int64_t blocks) {
+    dequantize_k4_family<BlockQ5_K>(src, dst, blocks);
+}
+void dequantize_q6_K(const uint8_t* src, float* dst, int64_t blocks) {
+    dequantize_signed_scales<BlockQ6_K>(src, dst, blocks);
 }
 
 void dequantize_q8_K(const uint8_t* src, float* dst, int64_t blocks) {
@@ -171,21 +177,19 @@ void add_signed_scaled_lanes(const int8_t values[kQK_K], const BlockQ8_K& bx, co
     add_scaled_lanes(values, bx, scale16, block_d * bx.d, sums);
 }
 
-// The unsigned quant values (0..15 or 0..31) of a Q4_K / Q5_K block, in element order.
+// Shared by Q3_K and Q6_K: sixteen signed scales, no min.
 template <class Block>
-void k4_values(const Block& b, const uint8_t* qh, int8_t out[kQK_K]) {
-    for (int chunk = 0; chunk < 4; ++chunk) {
-        const uint8_t* q = b.qs + 32 * chunk;
-        for (int l = 0; l < 32; ++l) {
-            int lo = q[l] & 0xF, hi = q[l] >> 4;
-            if (qh != nullptr) {
-                lo += (qh[l] >> (2 * chunk)) & 1 ? 16 : 0;
-                hi += (qh[l] >> (2 * chunk + 1)) & 1 ? 16 : 0;
-            }
-            out[64 * chunk + l] = static_cast<int8_t>(lo);
-            out[64 * chunk + 32 + l] = static_cast<int8_t>(hi);
-        }
+float dot_signed_scales(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    int8_t values[kQK_K];
+    int8_t scales[16];
+    float sums[8] = {};
+    for (int64_t i = 0; i < blocks; ++i) {
+        const auto bw = load_block<Block>(w, i);
+        const auto bx = load_block<BlockQ8_K>(x, i);
+        signed_values(bw, values, scales);
+        add_signed_scaled_lanes(values, bx, scales, fp16_to_fp32(bw.d), sums);
     }
+    return add_lane_totals(0.0f, sums);
 }
 
 // Shared by Q4_K and Q5_K (same scales and min layout; Q5_K adds the fifth bits in qh).
@@ -244,29 +248,6 @@ float vec_dot_q2_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
     return sumf;
 }
 
-float vec_dot_q3_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
-    int8_t values[kQK_K];
-    float sums[8] = {};
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto bw = load_block<BlockQ3_K>(w, i);
-        const auto bx = load_block<BlockQ8_K>(x, i);
-        uint8_t m = 1;
-        for (int half = 0; half < 2; ++half) {
-            const uint8_t* q3 = bw.qs + 32 * half;
-            for (int shift = 0; shift < 8; shift += 2, m = static_cast<uint8_t>(m << 1)) {
-                int8_t* a = values + 128 * half + 16 * shift;  // 32 elements per shift step
-                for (int l = 0; l < 32; ++l) {
-                    a[l] = static_cast<int8_t>(((q3[l] >> shift) & 3) - ((bw.hmask[l] & m) ? 0 : 4));
-                }
-            }
-        }
-        int8_t scales[16];
-        q3k_scales(bw.scales, scales);
-        add_signed_scaled_lanes(values, bx, scales, fp16_to_fp32(bw.d), sums);
-    }
-    return add_lane_totals(0.0f, sums);
-}
-
 float vec_dot_q4_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
     return dot_k4_family<BlockQ4_K>(blocks, w, x);
 }
@@ -275,16 +256,12 @@ float vec_dot_q5_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
     return dot_k4_family<BlockQ5_K>(blocks, w, x);
 }
 
+float vec_dot_q3_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    return dot_signed_scales<BlockQ3_K>(blocks, w, x);
+}
+
 float vec_dot_q6_K_q8_K(int64_t blocks, const uint8_t* w, const uint8_t* x) {
-    int8_t values[kQK_K];
-    float sums[8] = {};
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto bw = load_block<BlockQ6_K>(w, i);
-        const auto bx = load_block<BlockQ8_K>(x, i);
-        q6k_values(bw, values);
-        add_signed_scaled_lanes(values, bx, bw.scales, fp16_to_fp32(bw.d), sums);
-    }
-    return add_lane_totals(0.0f, sums);
+    return dot_signed_scales<BlockQ6_K>(blocks, w, x);
 }
 
 }  // namespace inferscope::quant_detail

@@ -35,73 +35,69 @@ inline uint32_t load_qh(const uint8_t qh[4]) {
     return value;
 }
 
+template <typename Block>
+constexpr bool kHasMin = requires(const Block& b) { b.m; };
+
+// What a symmetric format subtracts from its codes (Q4_0: 8, Q5_0: 16); formats with a
+// minimum and the 8-bit ones store the value itself.
+template <typename Block>
+constexpr int code_offset() {
+    if constexpr (kHasMin<Block> || sizeof(Block::qs) == kQK) {
+        return 0;
+    } else if constexpr (requires(const Block& b) { b.qh; }) {
+        return 16;
+    } else {
+        return 8;
+    }
+}
+
+// The block's 32 codes, offset removed: element j of the low nibbles is j, of the high ones
+// j+16, with the fifth bits from qh where the format has them.
+template <typename Block>
+void unpack_values(const Block& b, int (&values)[kQK]) {
+    if constexpr (sizeof(b.qs) == kQK) {
+        for (int j = 0; j < kQK; ++j) values[j] = b.qs[j];
+    } else {
+        uint32_t qh = 0;
+        if constexpr (requires { b.qh; }) qh = load_qh(b.qh);
+        for (int j = 0; j < kQK / 2; ++j) {
+            values[j] = ((b.qs[j] & 0x0F) | q5_high_low(qh, j)) - code_offset<Block>();
+            values[j + kQK / 2] = ((b.qs[j] >> 4) | q5_high_high(qh, j)) - code_offset<Block>();
+        }
+    }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ dequantization
 
-void dequantize_q4_0(const uint8_t* src, float* dst, int64_t blocks) {
+namespace {
+
+template <typename Block>
+void dequantize_legacy(const uint8_t* src, float* dst, int64_t blocks) {
     for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
-        const auto b = load_block<BlockQ4_0>(src, i);
+        const auto b = load_block<Block>(src, i);
         const float d = fp16_to_fp32(b.d);
-        for (int j = 0; j < kQK / 2; ++j) {
-            dst[j] = static_cast<float>((b.qs[j] & 0x0F) - 8) * d;
-            dst[j + kQK / 2] = static_cast<float>((b.qs[j] >> 4) - 8) * d;
+        int values[kQK];
+        unpack_values(b, values);
+        for (int j = 0; j < kQK; ++j) {
+            if constexpr (kHasMin<Block>) {
+                dst[j] = static_cast<float>(values[j]) * d + fp16_to_fp32(b.m);
+            } else {
+                dst[j] = static_cast<float>(values[j]) * d;
+            }
         }
     }
 }
 
-void dequantize_q4_1(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
-        const auto b = load_block<BlockQ4_1>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        const float m = fp16_to_fp32(b.m);
-        for (int j = 0; j < kQK / 2; ++j) {
-            dst[j] = static_cast<float>(b.qs[j] & 0x0F) * d + m;
-            dst[j + kQK / 2] = static_cast<float>(b.qs[j] >> 4) * d + m;
-        }
-    }
-}
+}  // namespace
 
-void dequantize_q5_0(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
-        const auto b = load_block<BlockQ5_0>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        const uint32_t qh = load_qh(b.qh);
-        for (int j = 0; j < kQK / 2; ++j) {
-            dst[j] = static_cast<float>(((b.qs[j] & 0x0F) | q5_high_low(qh, j)) - 16) * d;
-            dst[j + kQK / 2] = static_cast<float>(((b.qs[j] >> 4) | q5_high_high(qh, j)) - 16) * d;
-        }
-    }
-}
-
-void dequantize_q5_1(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
-        const auto b = load_block<BlockQ5_1>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        const float m = fp16_to_fp32(b.m);
-        const uint32_t qh = load_qh(b.qh);
-        for (int j = 0; j < kQK / 2; ++j) {
-            dst[j] = static_cast<float>((b.qs[j] & 0x0F) | q5_high_low(qh, j)) * d + m;
-            dst[j + kQK / 2] = static_cast<float>((b.qs[j] >> 4) | q5_high_high(qh, j)) * d + m;
-        }
-    }
-}
-
-void dequantize_q8_0(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
-        const auto b = load_block<BlockQ8_0>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(b.qs[j]) * d;
-    }
-}
-
-void dequantize_q8_1(const uint8_t* src, float* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, dst += kQK) {
-        const auto b = load_block<BlockQ8_1>(src, i);
-        const float d = fp16_to_fp32(b.d);
-        for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(b.qs[j]) * d;
-    }
-}
+void dequantize_q4_0(const uint8_t* src, float* dst, int64_t blocks) { dequantize_legacy<BlockQ4_0>(src, dst, blocks); }
+void dequantize_q4_1(const uint8_t* src, float* dst, int64_t blocks) { dequantize_legacy<BlockQ4_1>(src, dst, blocks); }
+void dequantize_q5_0(const uint8_t* src, float* dst, int64_t blocks) { dequantize_legacy<BlockQ5_0>(src, dst, blocks); }
+void dequantize_q5_1(const uint8_t* src, float* dst, int64_t blocks) { dequantize_legacy<BlockQ5_1>(src, dst, blocks); }
+void dequantize_q8_0(const uint8_t* src, float* dst, int64_t blocks) { dequantize_legacy<BlockQ8_0>(src, dst, blocks); }
+void dequantize_q8_1(const uint8_t* src, float* dst, int64_t blocks) { dequantize_legacy<BlockQ8_1>(src, dst, blocks); }
 
 // ------------------------------------------------------------------ reference quantization
 // ggml writes `MIN(15, (int8_t)(x0 + 8.5f))`: truncation (so +8.5 rounds half up around the
@@ -177,35 +173,6 @@ inline int8_t q8_ref_quant(float x, float id) {
     return static_cast<int8_t>(truncate_to_int_x86(std::round(x * id)));
 }
 
-}  // namespace
-
-void quantize_q8_0_ref(const float* src, uint8_t* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
-        const float d = absmax(src, kQK) / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        BlockQ8_0 b{};
-        b.d = fp32_to_fp16(d);
-        for (int j = 0; j < kQK; ++j) b.qs[j] = q8_ref_quant(src[j], id);
-        store_block(dst, i, b);
-    }
-}
-
-void quantize_q8_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
-        const float d = absmax(src, kQK) / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        BlockQ8_1 b{};
-        b.d = fp32_to_fp16(d);
-        int sum = 0;
-        for (int j = 0; j < kQK; ++j) {
-            b.qs[j] = q8_ref_quant(src[j], id);
-            sum += b.qs[j];
-        }
-        b.s = fp32_to_fp16(static_cast<float>(sum) * d);
-        store_block(dst, i, b);
-    }
-}
-
 // ------------------------------------------------------------------ activation quantization
 // ggml-cpu's x86 quantize_row_q8_0 / q8_1 (the AVX/AVX2 path, which is what llama.cpp runs
 // on every x86-64 machine built with its default GGML_NATIVE) differ from the _ref versions
@@ -216,113 +183,98 @@ void quantize_q8_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
 //    (roundf would take 2.5 to 3; this takes it to 2).
 // The stored scale is still f16(amax/127), and Q8_1's s is f16(d * sum(q)) with the float d.
 
-void quantize_q8_0_activations(const float* src, uint8_t* dst, int64_t blocks) {
+// ggml's quantize_row_q8_{0,1}_ref (Activations = false) or its x86 quantize_row_q8_{0,1}
+// (true, see above). Q8_1 also stores d * sum(q).
+template <typename Block, bool Activations>
+void quantize_q8_blocks(const float* src, uint8_t* dst, int64_t blocks) {
     for (int64_t i = 0; i < blocks; ++i, src += kQK) {
         const float amax = absmax(src, kQK);
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        BlockQ8_0 b{};
-        b.d = fp32_to_fp16(amax / 127.0f);
-        for (int j = 0; j < kQK; ++j) b.qs[j] = round_even_saturate_int8(src[j] * id);
+        const float d = amax / 127.0f;
+        float id;
+        if constexpr (Activations) {
+            id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        } else {
+            id = d != 0.0f ? 1.0f / d : 0.0f;
+        }
+        Block b{};
+        b.d = fp32_to_fp16(d);
+        int sum = 0;
+        for (int j = 0; j < kQK; ++j) {
+            b.qs[j] = Activations ? round_even_saturate_int8(src[j] * id) : q8_ref_quant(src[j], id);
+            sum += b.qs[j];
+        }
+        if constexpr (requires { b.s; }) b.s = fp32_to_fp16(d * static_cast<float>(sum));
         store_block(dst, i, b);
     }
 }
 
+}  // namespace
+
+void quantize_q8_0_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    quantize_q8_blocks<BlockQ8_0, false>(src, dst, blocks);
+}
+void quantize_q8_1_ref(const float* src, uint8_t* dst, int64_t blocks) {
+    quantize_q8_blocks<BlockQ8_1, false>(src, dst, blocks);
+}
+void quantize_q8_0_activations(const float* src, uint8_t* dst, int64_t blocks) {
+    quantize_q8_blocks<BlockQ8_0, true>(src, dst, blocks);
+}
 void quantize_q8_1_activations(const float* src, uint8_t* dst, int64_t blocks) {
-    for (int64_t i = 0; i < blocks; ++i, src += kQK) {
-        const float amax = absmax(src, kQK);
-        const float d = amax / 127.0f;
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        BlockQ8_1 b{};
-        b.d = fp32_to_fp16(d);
-        int sum = 0;
-        for (int j = 0; j < kQK; ++j) {
-            b.qs[j] = round_even_saturate_int8(src[j] * id);
-            sum += b.qs[j];
-        }
-        b.s = fp32_to_fp16(d * static_cast<float>(sum));
-        store_block(dst, i, b);
-    }
+    quantize_q8_blocks<BlockQ8_1, true>(src, dst, blocks);
 }
 
 // ------------------------------------------------------------------ dot products
 // Integer sums within a block (exact), then one float update of the running sum per block,
 // with ggml's operand order. The running sum is a float, as in ggml.
 
-float vec_dot_q4_0_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
-    float sumf = 0.0f;
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto bw = load_block<BlockQ4_0>(w, i);
-        const auto bx = load_block<BlockQ8_0>(x, i);
-        int sumi = 0;
-        for (int j = 0; j < kQK / 2; ++j) {
-            sumi += ((bw.qs[j] & 0x0F) - 8) * bx.qs[j];
-            sumi += ((bw.qs[j] >> 4) - 8) * bx.qs[j + kQK / 2];
-        }
-        sumf += static_cast<float>(sumi) * fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d);
-    }
-    return sumf;
-}
+namespace {
 
-float vec_dot_q4_1_q8_1(int64_t blocks, const uint8_t* w, const uint8_t* x) {
-    float sumf = 0.0f;
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto bw = load_block<BlockQ4_1>(w, i);
-        const auto bx = load_block<BlockQ8_1>(x, i);
-        int sumi = 0;
-        for (int j = 0; j < kQK / 2; ++j) {
-            sumi += (bw.qs[j] & 0x0F) * bx.qs[j];
-            sumi += (bw.qs[j] >> 4) * bx.qs[j + kQK / 2];
-        }
+// One block's contribution to the running sum, from the exact integer sum of its products.
+template <typename WBlock, typename XBlock>
+float scaled_block_sum(int sumi, const WBlock& w, const XBlock& x) {
+    const float dw = fp16_to_fp32(w.d);
+    const float dx = fp16_to_fp32(x.d);
+    if constexpr (kHasMin<WBlock>) {
         // d_w*d_x*sum(qw*qx) + m_w*s_x, where s_x = d_x*sum(qx): the min term needs no qw.
-        sumf += (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d)) * static_cast<float>(sumi) +
-                fp16_to_fp32(bw.m) * fp16_to_fp32(bx.s);
+        return (dw * dx) * static_cast<float>(sumi) + fp16_to_fp32(w.m) * fp16_to_fp32(x.s);
+    } else if constexpr (std::is_same_v<WBlock, BlockQ4_0>) {
+        return static_cast<float>(sumi) * dw * dx;
+    } else {
+        return (dw * dx) * static_cast<float>(sumi);
+    }
+}
+
+template <typename WBlock, typename XBlock>
+float legacy_dot(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < blocks; ++i) {
+        const auto bw = load_block<WBlock>(w, i);
+        const auto bx = load_block<XBlock>(x, i);
+        int values[kQK];
+        unpack_values(bw, values);
+        int sumi = 0;
+        for (int j = 0; j < kQK; ++j) sumi += values[j] * bx.qs[j];
+        sumf += scaled_block_sum(sumi, bw, bx);
     }
     return sumf;
 }
 
+}  // namespace
+
+float vec_dot_q4_0_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    return legacy_dot<BlockQ4_0, BlockQ8_0>(blocks, w, x);
+}
+float vec_dot_q4_1_q8_1(int64_t blocks, const uint8_t* w, const uint8_t* x) {
+    return legacy_dot<BlockQ4_1, BlockQ8_1>(blocks, w, x);
+}
 float vec_dot_q5_0_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
-    float sumf = 0.0f;
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto bw = load_block<BlockQ5_0>(w, i);
-        const auto bx = load_block<BlockQ8_0>(x, i);
-        const uint32_t qh = load_qh(bw.qh);
-        int sumi = 0;
-        for (int j = 0; j < kQK / 2; ++j) {
-            sumi += (((bw.qs[j] & 0x0F) | q5_high_low(qh, j)) - 16) * bx.qs[j];
-            sumi += (((bw.qs[j] >> 4) | q5_high_high(qh, j)) - 16) * bx.qs[j + kQK / 2];
-        }
-        sumf += (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d)) * static_cast<float>(sumi);
-    }
-    return sumf;
+    return legacy_dot<BlockQ5_0, BlockQ8_0>(blocks, w, x);
 }
-
 float vec_dot_q5_1_q8_1(int64_t blocks, const uint8_t* w, const uint8_t* x) {
-    float sumf = 0.0f;
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto bw = load_block<BlockQ5_1>(w, i);
-        const auto bx = load_block<BlockQ8_1>(x, i);
-        const uint32_t qh = load_qh(bw.qh);
-        int sumi = 0;
-        for (int j = 0; j < kQK / 2; ++j) {
-            sumi += ((bw.qs[j] & 0x0F) | q5_high_low(qh, j)) * bx.qs[j];
-            sumi += ((bw.qs[j] >> 4) | q5_high_high(qh, j)) * bx.qs[j + kQK / 2];
-        }
-        sumf += (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d)) * static_cast<float>(sumi) +
-                fp16_to_fp32(bw.m) * fp16_to_fp32(bx.s);
-    }
-    return sumf;
+    return legacy_dot<BlockQ5_1, BlockQ8_1>(blocks, w, x);
 }
-
 float vec_dot_q8_0_q8_0(int64_t blocks, const uint8_t* w, const uint8_t* x) {
-    float sumf = 0.0f;
-    for (int64_t i = 0; i < blocks; ++i) {
-        const auto bw = load_block<BlockQ8_0>(w, i);
-        const auto bx = load_block<BlockQ8_0>(x, i);
-        int sumi = 0;
-        for (int j = 0; j < kQK; ++j) sumi += bw.qs[j] * bx.qs[j];
-        sumf += static_cast<float>(sumi) * (fp16_to_fp32(bw.d) * fp16_to_fp32(bx.d));
-    }
-    return sumf;
+    return legacy_dot<BlockQ8_0, BlockQ8_0>(blocks, w, x);
 }
 
 }  // namespace inferscope::quant_detail

@@ -108,19 +108,6 @@ int copy_tokenizer(GgufWriter& writer, const std::string& vocab_path) {
     return static_cast<int>(vocab.get_array("tokenizer.ggml.tokens").size());
 }
 
-SyntheticModelSpec with_shape(SyntheticModelSpec s, int n_layer, int n_embd, int n_head, int n_head_kv, int head_dim,
-                              int n_ff, int n_vocab, int context_length) {
-    s.n_layer = n_layer;
-    s.n_embd = n_embd;
-    s.n_head = n_head;
-    s.n_head_kv = n_head_kv;
-    s.head_dim = head_dim;
-    s.n_ff = n_ff;
-    s.n_vocab = n_vocab;
-    s.context_length = context_length;
-    return s;
-}
-
 int head_dim_of(const SyntheticModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head; }
 
 void validate(const SyntheticModelSpec& s) {
@@ -145,113 +132,67 @@ void validate(const SyntheticModelSpec& s) {
     }
 }
 
+// The released models' config.json dimensions (or small ones of the same architecture).
+struct NamedShape {
+    std::string_view preset;
+    SyntheticModelSpec spec;
+};
+
+const std::vector<NamedShape>& named_shapes() {
+    // GCC 12 warns about the members a designated initializer leaves at their defaults.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+    // clang-format off
+    static const std::vector<NamedShape> shapes = {
+        {"default", {.name = "inferscope-builtin-synthetic"}},
+        {"qwen2.5-0.5b", {.architecture = "qwen2", .name = "synthetic-qwen2.5-0.5b-shape", .n_layer = 24, .n_embd = 896,
+                          .n_head = 14, .n_head_kv = 2, .n_ff = 4864, .n_vocab = 151936, .context_length = 32768,
+                          .rope_freq_base = 1e6f, .rms_norm_eps = 1e-6f, .tied_output = true}},
+        {"llama-1b", {.architecture = "llama", .name = "synthetic-llama-3.2-1b-shape", .n_layer = 16, .n_embd = 2048,
+                      .n_head = 32, .n_head_kv = 8, .n_ff = 8192, .n_vocab = 128256, .context_length = 131072,
+                      .rope_freq_base = 500000.0f, .rms_norm_eps = 1e-5f, .tied_output = true}},
+        {"tiny-qwen2", {.architecture = "qwen2", .name = "synthetic-tiny-qwen2", .n_layer = 2, .n_embd = 64, .n_head = 4,
+                        .n_head_kv = 2, .n_ff = 160, .n_vocab = 512, .context_length = 512, .rope_freq_base = 1e6f,
+                        .rms_norm_eps = 1e-6f, .tied_output = true}},
+        {"qwen3-0.6b", {.architecture = "qwen3", .name = "synthetic-qwen3-0.6b-shape", .n_layer = 28, .n_embd = 1024,
+                        .n_head = 16, .n_head_kv = 8, .head_dim = 128, .n_ff = 3072, .n_vocab = 151936,
+                        .context_length = 40960, .rope_freq_base = 1e6f, .rms_norm_eps = 1e-6f, .tied_output = true}},
+        {"gemma3-1b", {.architecture = "gemma3", .name = "synthetic-gemma3-1b-shape", .n_layer = 26, .n_embd = 1152,
+                       .n_head = 4, .n_head_kv = 1, .head_dim = 256, .n_ff = 6912, .n_vocab = 262144,
+                       .context_length = 32768, .rope_freq_base = 1e6f, .rms_norm_eps = 1e-6f, .tied_output = true,
+                       .sliding_window = 512, .sliding_window_pattern = 6}},
+        {"llama3.2-1b", {.architecture = "llama", .name = "synthetic-llama3.2-1b-shape", .n_layer = 16, .n_embd = 2048,
+                         .n_head = 32, .n_head_kv = 8, .n_ff = 8192, .n_vocab = 128256, .context_length = 131072,
+                         .rope_freq_base = 500000.0f, .rms_norm_eps = 1e-5f, .tied_output = true,
+                         .llama3_rope_original_context = 8192}},
+        {"tiny-qwen3", {.architecture = "qwen3", .name = "synthetic-tiny-qwen3", .n_layer = 2, .n_embd = 64, .n_head = 4,
+                        .n_head_kv = 2, .head_dim = 32, .n_ff = 160, .n_vocab = 512, .context_length = 512,
+                        .rope_freq_base = 1e6f, .rms_norm_eps = 1e-6f, .tied_output = true}},
+        {"tiny-gemma3", {.architecture = "gemma3", .name = "synthetic-tiny-gemma3", .n_layer = 3, .n_embd = 64, .n_head = 4,
+                         .n_head_kv = 1, .head_dim = 16, .n_ff = 128, .n_vocab = 512, .context_length = 512,
+                         .rope_freq_base = 1e6f, .rms_norm_eps = 1e-6f, .tied_output = true, .sliding_window = 4,
+                         .sliding_window_pattern = 3}},
+    };
+    // clang-format on
+#pragma GCC diagnostic pop
+    return shapes;
+}
+
 }  // namespace
 
 std::vector<std::string_view> synthetic_preset_names() {
-    return {"default", "qwen2.5-0.5b", "llama-1b", "tiny-qwen2", "qwen3-0.6b", "gemma3-1b", "llama3.2-1b", "tiny-qwen3",
-            "tiny-gemma3"};
+    std::vector<std::string_view> names;
+    for (const NamedShape& shape : named_shapes()) names.push_back(shape.preset);
+    return names;
 }
-
-namespace {
-
-// The shapes of the released models (their config.json), with random weights.
-bool modern_preset(std::string_view name, SyntheticModelSpec& s) {
-    if (name == "qwen3-0.6b" || name == "tiny-qwen3") {
-        s.architecture = "qwen3";
-        s.rope_freq_base = 1e6f;
-        s.rms_norm_eps = 1e-6f;
-        s.tied_output = true;
-        if (name == "qwen3-0.6b") {
-            s.name = "synthetic-qwen3-0.6b-shape";
-            s = with_shape(s, 28, 1024, 16, 8, 128, 3072, 151936, 40960);
-        } else {
-            s.name = "synthetic-tiny-qwen3";
-            s = with_shape(s, 2, 64, 4, 2, 32, 160, 512, 512);
-        }
-        return true;
-    }
-    if (name == "gemma3-1b" || name == "tiny-gemma3") {
-        s.architecture = "gemma3";
-        s.rope_freq_base = 1e6f;
-        s.rms_norm_eps = 1e-6f;
-        s.tied_output = true;
-        if (name == "gemma3-1b") {
-            s.name = "synthetic-gemma3-1b-shape";
-            s = with_shape(s, 26, 1152, 4, 1, 256, 6912, 262144, 32768);
-            s.sliding_window = 512;
-            s.sliding_window_pattern = 6;
-        } else {
-            s.name = "synthetic-tiny-gemma3";
-            s = with_shape(s, 3, 64, 4, 1, 16, 128, 512, 512);
-            s.sliding_window = 4;
-            s.sliding_window_pattern = 3;
-        }
-        return true;
-    }
-    if (name == "llama3.2-1b") {
-        s.architecture = "llama";
-        s.name = "synthetic-llama3.2-1b-shape";
-        s = with_shape(s, 16, 2048, 32, 8, 0, 8192, 128256, 131072);
-        s.rope_freq_base = 500000.0f;
-        s.rms_norm_eps = 1e-5f;
-        s.tied_output = true;
-        s.llama3_rope_original_context = 8192;
-        return true;
-    }
-    return false;
-}
-
-}  // namespace
 
 SyntheticModelSpec synthetic_preset(std::string_view name) {
-    SyntheticModelSpec s;
-    if (name == "default") {
-        s.name = "inferscope-builtin-synthetic";
-    } else if (name == "qwen2.5-0.5b") {
-        s.architecture = "qwen2";
-        s.name = "synthetic-qwen2.5-0.5b-shape";
-        s.n_layer = 24;
-        s.n_embd = 896;
-        s.n_head = 14;
-        s.n_head_kv = 2;
-        s.n_ff = 4864;
-        s.n_vocab = 151936;
-        s.context_length = 32768;
-        s.rope_freq_base = 1e6f;
-        s.rms_norm_eps = 1e-6f;
-        s.tied_output = true;
-    } else if (name == "llama-1b") {
-        s.architecture = "llama";
-        s.name = "synthetic-llama-3.2-1b-shape";
-        s.n_layer = 16;
-        s.n_embd = 2048;
-        s.n_head = 32;
-        s.n_head_kv = 8;
-        s.n_ff = 8192;
-        s.n_vocab = 128256;
-        s.context_length = 131072;
-        s.rope_freq_base = 500000.0f;
-        s.rms_norm_eps = 1e-5f;
-        s.tied_output = true;
-    } else if (name == "tiny-qwen2") {
-        s.architecture = "qwen2";
-        s.name = "synthetic-tiny-qwen2";
-        s.n_layer = 2;
-        s.n_embd = 64;
-        s.n_head = 4;
-        s.n_head_kv = 2;
-        s.n_ff = 160;
-        s.n_vocab = 512;
-        s.context_length = 512;
-        s.rope_freq_base = 1e6f;
-        s.rms_norm_eps = 1e-6f;
-        s.tied_output = true;
-    } else if (!modern_preset(name, s)) {
-        std::string names;
-        for (auto n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-        throw InvalidArgument("unknown preset \"" + std::string(name) + "\" (available: " + names + ")");
+    for (const NamedShape& shape : named_shapes()) {
+        if (shape.preset == name) return shape.spec;
     }
-    return s;
+    std::string names;
+    for (auto n : synthetic_preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
+    throw InvalidArgument("unknown preset \"" + std::string(name) + "\" (available: " + names + ")");
 }
 
 namespace {
