@@ -40,8 +40,8 @@ void two_by_two(int64_t n, const uint8_t* w0, const uint8_t* w1, const uint8_t* 
         const int64_t wo = b * kWeightBlock, xo = b * layouts::kQ8_0;
         const int32x4_t sums = pair_by_pair(weight_block<WeightsQ4_0>(w0 + wo), weight_block<WeightsQ4_0>(w1 + wo),
                                             load_q8_0(x0 + xo), load_q8_0(x1 + xo));
-        const float dw0 = block_scale(w0 + wo), dw1 = block_scale(w1 + wo);
-        const float dx0 = block_scale(x0 + xo), dx1 = block_scale(x1 + xo);
+        const float dw0 = half_at(w0 + wo), dw1 = half_at(w1 + wo);
+        const float dx0 = half_at(x0 + xo), dx1 = half_at(x1 + xo);
         if constexpr (WeightsQ4_0) {
             s00 += static_cast<float>(vgetq_lane_s32(sums, 0)) * dw0 * dx0;
             s01 += static_cast<float>(vgetq_lane_s32(sums, 1)) * dw0 * dx1;
