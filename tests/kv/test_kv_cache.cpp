@@ -146,13 +146,18 @@ TEST(SlidingWindowCache, APromptLongerThanTheMicroBatchRunsInPartsWithTheSameLog
     const auto windowed = testing::teacher_forced_logits(recycling, prompt);
     const auto full = testing::teacher_forced_logits(keeping, prompt);
     float worst = 0;
+    float largest = 0;
     for (size_t i = 0; i < full.size(); ++i) {
-        for (size_t v = 0; v < full[i].size(); ++v) worst = std::max(worst, std::abs(windowed[i][v] - full[i][v]));
+        for (size_t v = 0; v < full[i].size(); ++v) {
+            worst = std::max(worst, std::abs(windowed[i][v] - full[i][v]));
+            largest = std::max(largest, std::abs(full[i][v]));
+        }
     }
-    // The parts change only how the products are batched.
-    EXPECT_LE(worst, 1e-4f);
-    std::printf("[ measured ] %d tokens in parts of %d vs one pass: max |logit difference| = %.3g\n", n,
-                kWindowMicroBatchTokens, worst);
+    // The parts change only how the products are batched (BLAS blocks a 512-row product
+    // differently from a 600-row one), so the logits agree to float rounding of their scale.
+    EXPECT_LE(worst, 5e-5f * largest);
+    std::printf("[ measured ] %d tokens in parts of %d vs one pass: max |logit difference| = %.3g (largest |logit| %.3g)\n",
+                n, kWindowMicroBatchTokens, worst, largest);
 }
 
 TEST(SlidingWindowCache, ACachedPrefixRestartsFromItsWindow) {
