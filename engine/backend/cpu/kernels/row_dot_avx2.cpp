@@ -460,10 +460,7 @@ struct Avx2Encoding {
         for (int i = 0; i < count; i += 8) {
             m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + i)), abs_mask));
         }
-        __m128i s = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-        s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
-        s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
-        return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
+        return max_u32_lanes(m);
     }
 
     // Rounds x[0..31] * multiplier to int8 (nearest even, saturated), writes the 32 bytes and
@@ -479,12 +476,7 @@ struct Avx2Encoding {
         return _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
     }
 
-    static int32_t total(__m256i v) {
-        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-        return _mm_cvtsi128_si32(s);
-    }
+    static int32_t total(__m256i v) { return sum_i32_lanes(v); }
 
     // The index of the first of x[0..255] whose magnitude has the float bits `bits`.
     static int first_of_magnitude(const float* x, uint32_t bits) {
