@@ -3,6 +3,8 @@
 // internal-linkage function, one copy per file, as those files require).
 #include <immintrin.h>
 
+#include "engine/backend/cpu/kernels/exp_constants.h"
+
 namespace inferscope::simd {
 namespace {
 
@@ -12,25 +14,21 @@ namespace {
 // 2^(n - n/2): n reaches 128 at x = 88.7, one past what a single factor can hold. Both
 // products by a power of two are exact for every n the clamp allows.
 inline __m256 exp_ps(__m256 x) {
-    const __m256 clamped = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(1.44269504088896341f)),
+    const __m256 clamped = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLow)), _mm256_set1_ps(kExpHigh));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(kLog2e)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), clamped);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-    __m256 poly = _mm256_set1_ps(1.0f / 720.0f);
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.0f / 120.0f));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.0f / 24.0f));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.0f / 6.0f));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(0.5f));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.0f));
-    poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.0f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), clamped);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), r);
+    __m256 poly = _mm256_set1_ps(kExpPolynomial[0]);
+#pragma GCC unroll 8
+    for (int c = 1; c < kExpTerms; ++c) poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(kExpPolynomial[c]));
     const __m256i whole = _mm256_cvtps_epi32(n);
     const __m256i half = _mm256_srai_epi32(whole, 1);
     const __m256i bias = _mm256_set1_epi32(127);
     const __m256 first = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
     const __m256 second = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(whole, half), bias), 23));
     const __m256 result = _mm256_mul_ps(_mm256_mul_ps(poly, first), second);
-    return _mm256_blendv_ps(result, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ));
+    return _mm256_blendv_ps(result, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(kExpLow), _CMP_LT_OQ));
 }
 
 }  // namespace

@@ -56,31 +56,33 @@ inline bool q8_legacy_block(const float* x, uint8_t* qs, float& d, int32_t& sum)
     return true;
 }
 
-template <class Isa>
-void encode_q8_0(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += block_layouts::kQ8_0) {
+// Q8_0 (d, qs) or, kWithSum, Q8_1 (d, d * sum(qs), qs).
+template <class Isa, bool kWithSum>
+void encode_q8_legacy(const float* x, uint8_t* dst, int64_t n) {
+    constexpr int kBlockBytes = kWithSum ? block_layouts::kQ8_1 : block_layouts::kQ8_0;
+    constexpr int kQsOffset = kWithSum ? 4 : 2;
+    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += kBlockBytes) {
         float d;
         int32_t sum;
-        if (!q8_legacy_block<Isa>(x, dst + 2, d, sum)) {
-            fallback::encode_q8_0_block(x, dst);
+        if (!q8_legacy_block<Isa>(x, dst + kQsOffset, d, sum)) {
+            if constexpr (kWithSum) {
+                fallback::encode_q8_1_block(x, dst);
+            } else {
+                fallback::encode_q8_0_block(x, dst);
+            }
             continue;
         }
         store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+        if constexpr (kWithSum) store_u16(dst + 2, _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
     }
 }
-
+template <class Isa>
+void encode_q8_0(const float* x, uint8_t* dst, int64_t n) {
+    encode_q8_legacy<Isa, false>(x, dst, n);
+}
 template <class Isa>
 void encode_q8_1(const float* x, uint8_t* dst, int64_t n) {
-    for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += block_layouts::kQ8_1) {
-        float d;
-        int32_t sum;
-        if (!q8_legacy_block<Isa>(x, dst + 4, d, sum)) {
-            fallback::encode_q8_1_block(x, dst);
-            continue;
-        }
-        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-        store_u16(dst + 2, _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
-    }
+    encode_q8_legacy<Isa, true>(x, dst, n);
 }
 
 template <class Isa>

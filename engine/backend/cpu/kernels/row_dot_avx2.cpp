@@ -130,28 +130,8 @@ void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, c
 
 // ---------------------------------------------------------------- F16 / BF16
 
-float dot_f16(int64_t n, const uint8_t* w, const uint8_t* x) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        const uint8_t* wi = w + 2 * i;
-        const uint8_t* xi = x + 2 * i;
-        prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi)), _mm256_cvtph_ps(load128(xi)), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi + 16)), _mm256_cvtph_ps(load128(xi + 16)), acc1);
-        acc2 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi + 32)), _mm256_cvtph_ps(load128(xi + 32)), acc2);
-        acc3 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(wi + 48)), _mm256_cvtph_ps(load128(xi + 48)), acc3);
-    }
-    for (; i + 8 <= n; i += 8) {
-        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(load128(w + 2 * i)), _mm256_cvtph_ps(load128(x + 2 * i)), acc0);
-    }
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += f16_at(w + 2 * i) * f16_at(x + 2 * i);  // the product is exact in float
-    return sum;
-}
-
-// Eight bf16 values as floats (a bf16 is the top half of a float).
+// Eight halves as floats: F16 converted, BF16 shifted (a bf16 is the top half of a float).
+inline __m256 f16x8(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
 inline __m256 bf16x8(const uint8_t* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
 }
@@ -162,7 +142,9 @@ inline float bf16_at(const uint8_t* p) {
     return f;
 }
 
-float dot_bf16(int64_t n, const uint8_t* w, const uint8_t* x) {
+// The F16 and BF16 dot products: widen8 converts eight halves, at one (the tail's).
+template <__m256 (*widen8)(const uint8_t*), float (*at)(const uint8_t*)>
+float dot_halves(int64_t n, const uint8_t* w, const uint8_t* x) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
     int64_t i = 0;
@@ -170,16 +152,18 @@ float dot_bf16(int64_t n, const uint8_t* w, const uint8_t* x) {
         const uint8_t* wi = w + 2 * i;
         const uint8_t* xi = x + 2 * i;
         prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
-        acc0 = _mm256_fmadd_ps(bf16x8(wi), bf16x8(xi), acc0);
-        acc1 = _mm256_fmadd_ps(bf16x8(wi + 16), bf16x8(xi + 16), acc1);
-        acc2 = _mm256_fmadd_ps(bf16x8(wi + 32), bf16x8(xi + 32), acc2);
-        acc3 = _mm256_fmadd_ps(bf16x8(wi + 48), bf16x8(xi + 48), acc3);
+        acc0 = _mm256_fmadd_ps(widen8(wi), widen8(xi), acc0);
+        acc1 = _mm256_fmadd_ps(widen8(wi + 16), widen8(xi + 16), acc1);
+        acc2 = _mm256_fmadd_ps(widen8(wi + 32), widen8(xi + 32), acc2);
+        acc3 = _mm256_fmadd_ps(widen8(wi + 48), widen8(xi + 48), acc3);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(bf16x8(w + 2 * i), bf16x8(x + 2 * i), acc0);
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(widen8(w + 2 * i), widen8(x + 2 * i), acc0);
     float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += bf16_at(w + 2 * i) * bf16_at(x + 2 * i);  // exact product
+    for (; i < n; ++i) sum += at(w + 2 * i) * at(x + 2 * i);  // the product is exact in float
     return sum;
 }
+constexpr auto dot_f16 = &dot_halves<&f16x8, &f16_at>;
+constexpr auto dot_bf16 = &dot_halves<&bf16x8, &bf16_at>;
 
 // ---------------------------------------------------------------- legacy 32-element blocks
 // Each BlockSum returns the block's exact integer dot product spread over eight int32 lanes.
@@ -476,10 +460,7 @@ struct Avx2Encoding {
         for (int i = 0; i < count; i += 8) {
             m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + i)), abs_mask));
         }
-        __m128i s = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-        s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
-        s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
-        return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
+        return max_u32_lanes(m);
     }
 
     // Rounds x[0..31] * multiplier to int8 (nearest even, saturated), writes the 32 bytes and
@@ -495,12 +476,7 @@ struct Avx2Encoding {
         return _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
     }
 
-    static int32_t total(__m256i v) {
-        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-        return _mm_cvtsi128_si32(s);
-    }
+    static int32_t total(__m256i v) { return sum_i32_lanes(v); }
 
     // The index of the first of x[0..255] whose magnitude has the float bits `bits`.
     static int first_of_magnitude(const float* x, uint32_t bits) {
@@ -560,8 +536,8 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
 
 RowDotKernels avx2_row_dot_kernels(GgmlType weight_type) {
     switch (weight_type) {
-        case GgmlType::F16: return {GgmlType::F16, &encode_f16, &dot_f16, &dot_rows<&dot_f16>};
-        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, &dot_bf16, &dot_rows<&dot_bf16>};
+        case GgmlType::F16: return {GgmlType::F16, &encode_f16, dot_f16, &dot_rows<dot_f16>};
+        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, dot_bf16, &dot_rows<dot_bf16>};
         case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q8_0Sum, false>, &dot_rows<&dot_legacy<Q8_0Sum, false>>};
         case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q4_0Sum, false>, &dot_rows<&dot_legacy<Q4_0Sum, false>>};
         case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q5_0Sum, false>, &dot_rows<&dot_legacy<Q5_0Sum, false>>};

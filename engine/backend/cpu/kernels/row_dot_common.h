@@ -1,6 +1,6 @@
 #pragma once
 // Helpers that the row dot kernels of both instruction sets use as they are: unaligned
-// loads and stores of block fields, f16 scalars, the horizontal sum of eight floats and the
+// loads and stores of block fields, f16 scalars, the horizontal sums of eight lanes and the
 // unpacking of the K-quants' packed 6-bit scales, all in 128- and 256-bit operations.
 //
 // Include it only from *_avx2.cpp / *_avx512.cpp files: everything is in an anonymous
@@ -29,6 +29,22 @@ inline float hsum(__m256 v) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+
+// The largest of the eight unsigned 32-bit lanes of v.
+inline uint32_t max_u32_lanes(__m256i v) {
+    __m128i s = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
+    return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
+}
+
+// The sum of the eight 32-bit lanes of v.
+inline int32_t sum_i32_lanes(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
 }
 
 // The eight 6-bit scales and eight 6-bit mins of a Q4_K/Q5_K block (12 packed bytes) as

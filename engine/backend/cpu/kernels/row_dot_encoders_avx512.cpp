@@ -24,11 +24,7 @@ struct Avx512Encoding {
         for (int i = 0; i < count; i += 16) {
             m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + i)), abs_mask));
         }
-        const __m512i f = _mm512_max_epu32(m, _mm512_shuffle_i32x4(m, m, 0x4E));
-        __m128i s = _mm_max_epu32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
-        s = _mm_max_epu32(s, _mm_unpackhi_epi64(s, s));
-        s = _mm_max_epu32(s, _mm_shuffle_epi32(s, 1));
-        return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
+        return max_u32_lanes(_mm512_castsi512_si256(_mm512_max_epu32(m, _mm512_shuffle_i32x4(m, m, 0x4E))));
     }
 
     // x[0..31] * multiplier rounded to nearest even and saturated to int8 (32 bytes at q);
@@ -43,11 +39,7 @@ struct Avx512Encoding {
     }
 
     static int32_t total(__m512i v) {
-        const __m512i f = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
-        __m128i s = _mm_add_epi32(_mm512_castsi512_si128(f), _mm256_extracti128_si256(_mm512_castsi512_si256(f), 1));
-        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-        return _mm_cvtsi128_si32(s);
+        return sum_i32_lanes(_mm512_castsi512_si256(_mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E))));
     }
 
     // The index of the first of x[0..255] whose magnitude has the float bits `bits`.

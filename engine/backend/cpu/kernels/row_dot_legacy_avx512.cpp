@@ -56,22 +56,136 @@ struct BlockWords {
     }
 };
 
-// Four blocks' d (Per 1) or [d, m] pairs (Per 2) as floats.
-template <int64_t Stride>
-inline __m128 d4(const uint8_t* p) {
-    return _mm_cvtph_ps(_mm512_castsi512_si128(BlockWords<Stride, 4, 1>::words(p)));
+// A float register as the same or a wider type (the lanes past it undefined), and its first
+// 4 or 8 lanes.
+inline void widen(__m128 v, __m128& out) { out = v; }
+inline void widen(__m128 v, __m256& out) { out = _mm256_castps128_ps256(v); }
+inline void widen(__m128 v, __m512& out) { out = _mm512_castps128_ps512(v); }
+inline void widen(__m256 v, __m256& out) { out = v; }
+inline void widen(__m256 v, __m512& out) { out = _mm512_castps256_ps512(v); }
+inline void widen(__m512 v, __m512& out) { out = v; }
+inline __m128 lanes4(__m256 v) { return _mm256_castps256_ps128(v); }
+inline __m128 lanes4(__m512 v) { return _mm512_castps512_ps128(v); }
+inline __m256 lanes8(__m256 v) { return v; }
+inline __m256 lanes8(__m512 v) { return _mm512_castps512_ps256(v); }
+
+// The scales of `Blocks` blocks (Stride bytes apart) as floats in a V: block k's d in lane k,
+// or for kMin its [d, m] pair in lanes 2k, 2k + 1.
+template <int64_t Stride, int Blocks, bool kMin, class V>
+inline V block_scales(const uint8_t* p) {
+    constexpr int kHalves = kMin ? 2 * Blocks : Blocks;
+    const __m512i words = BlockWords<Stride, Blocks, kMin ? 2 : 1>::words(p);
+    V out;
+    if constexpr (kHalves == 4) {
+        widen(_mm_cvtph_ps(_mm512_castsi512_si128(words)), out);
+    } else if constexpr (kHalves == 8) {
+        widen(_mm256_cvtph_ps(_mm512_castsi512_si128(words)), out);
+    } else {
+        widen(_mm512_cvtph_ps(_mm512_castsi512_si256(words)), out);
+    }
+    return out;
 }
-template <int64_t Stride>
-inline __m256 dm4(const uint8_t* p) {
-    return _mm256_cvtph_ps(_mm512_castsi512_si128(BlockWords<Stride, 4, 2>::words(p)));
+
+// ws * dx in the first kLanes lanes (those that hold scales).
+template <int kLanes, class V>
+inline V scale_products(V ws, V dx) {
+    V out;
+    if constexpr (kLanes == 4) {
+        widen(_mm_mul_ps(lanes4(ws), lanes4(dx)), out);
+    } else if constexpr (kLanes == 8) {
+        widen(_mm256_mul_ps(lanes8(ws), lanes8(dx)), out);
+    } else {
+        out = _mm512_mul_ps(ws, dx);
+    }
+    return out;
 }
-template <int64_t Stride>
-inline __m256 d8(const uint8_t* p) {
-    return _mm256_cvtph_ps(_mm512_castsi512_si128(BlockWords<Stride, 8, 1>::words(p)));
+
+// ---- steps that PairRows and QuadRows share (their registers hold two or four blocks)
+
+inline __m256 add_ps(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+inline __m512 add_ps(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+
+// The permutations that give each lane of a register of integer sums (kBlockLanes lanes per
+// block) its block's scale product from a register that holds block k's in lane k, or, for
+// [d, m] pairs (kMin), in lane 2k: spread(0) for the step's first register, spread(1) its second.
+template <int kBlockLanes, bool kMin>
+struct ScaleSpread {
+    struct Table {
+        alignas(64) int32_t lanes[2][16];
+    };
+    static constexpr Table make() {
+        Table t{};
+        for (int half = 0; half < 2; ++half) {
+            for (int lane = 0; lane < 16; ++lane) {
+                const int block = half * (16 / kBlockLanes) + lane / kBlockLanes;
+                t.lanes[half][lane] = kMin ? 2 * block : block;
+            }
+        }
+        return t;
+    }
+    static constexpr Table kTable = make();
+    static __m512i spread(int half) { return _mm512_load_si512(kTable.lanes[half]); }
+};
+
+// One step over two registers of blocks: the integer sums s0 and s1 times their blocks' scale
+// products p (spread0 and spread1 move them to the sums' lanes); for kMin, p also into accm.
+template <bool kMin, class Scales>
+[[gnu::always_inline]] inline void add_step(__m512& acc0, __m512& acc1, Scales& accm, Scales p, __m512i spread0,
+                                            __m512i spread1, __m512i s0, __m512i s1) {
+    if constexpr (kMin) accm = add_ps(accm, p);
+    __m512 p512;
+    widen(p, p512);
+    acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p512), _mm512_cvtepi32_ps(s0), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread1, p512), _mm512_cvtepi32_ps(s1), acc1);
 }
-template <int64_t Stride>
-inline __m512 dm8(const uint8_t* p) {
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(BlockWords<Stride, 8, 2>::words(p)));
+
+// A block after the steps, its integer sums s in kLanes lanes: d_w * d_x times them into acc,
+// and for kMin m_w * s_x into tail_min (added after the reduction).
+template <bool kMin, __mmask16 kLanes>
+[[gnu::always_inline]] inline void add_tail_block(__m512& acc, float& tail_min, const uint8_t* wb, float dx, float sx,
+                                                  __m512i s) {
+    const __m512 d = _mm512_maskz_mov_ps(kLanes, _mm512_set1_ps(f16_at(wb) * dx));
+    acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+    if constexpr (kMin) tail_min += f16_at(wb + 2) * sx;
+}
+
+// The [d, s] of a block after the steps, as a batch layout holds it (s = 0 without kMin).
+template <bool kMin>
+inline __m512i tail_scales(const uint8_t* xb) {
+    const float m = kMin ? f16_at(xb + 2) : 0.0f;
+    return _mm512_castps_si512(_mm512_setr_ps(f16_at(xb), m, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+}
+
+// The odd lanes of [d_w*d_x, m_w*s_x] pairs (the min terms), the others zero.
+inline __m512 odd_lanes(__m256 pairs) {
+    const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+    return _mm512_zextps256_ps512(_mm256_and_ps(pairs, odd));
+}
+inline __m512 odd_lanes(__m512 pairs) {
+    const __m512 odd = _mm512_castsi512_ps(_mm512_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1));
+    return _mm512_and_ps(pairs, odd);
+}
+
+// acc0 + acc1, with the odd lanes of accm (the m_w * s_x terms) for kMin.
+template <bool kMin, class Scales>
+inline __m512 total_of(__m512 acc0, __m512 acc1, Scales accm) {
+    const __m512 total = _mm512_add_ps(acc0, acc1);
+    if constexpr (kMin) return _mm512_add_ps(total, odd_lanes(accm));
+    return total;
+}
+
+// The end of rows(): each row's accumulators reduced into out, plus the tail's min terms.
+template <class Rows, int R, class Scales>
+[[gnu::always_inline]] inline void finish_rows(float* out, int64_t out_stride, const __m512 (&acc0)[R], const __m512 (&acc1)[R],
+                                               const Scales (&accm)[R], const float (&tail_min)[R]) {
+    __m512 total[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) total[r] = total_of<Rows::kTailMin>(acc0[r], acc1[r], accm[r]);
+    store_sums<R>(out, out_stride, total);
+    if constexpr (Rows::kTailMin) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) out[r * out_stride] += tail_min[r];
+    }
 }
 
 // Q8_0, Q5_0 and Q5_1 keep two blocks per register (block a in the low 256 bits, b in the
@@ -146,46 +260,11 @@ struct PairRows {
     }
     // The scales of four blocks: the activation's from xb, a weight row's from wb, and their
     // products (block k's in lane k; [d, m] pairs in lanes 2k, 2k+1 for kMin).
-    static __m256 x_scales4(const uint8_t* xb) {
-        if constexpr (Pair::kMin) {
-            return dm4<kX>(xb);
-        } else {
-            return _mm256_castps128_ps256(d4<kX>(xb));
-        }
-    }
-    static __m256 w_scales4(const uint8_t* wb) {
-        if constexpr (Pair::kMin) {
-            return dm4<kW>(wb);
-        } else {
-            return _mm256_castps128_ps256(d4<kW>(wb));
-        }
-    }
-    static __m256 products4(__m256 ws, __m256 dx) {
-        if constexpr (Pair::kMin) {
-            return _mm256_mul_ps(ws, dx);
-        } else {
-            return _mm256_castps128_ps256(_mm_mul_ps(_mm256_castps256_ps128(ws), _mm256_castps256_ps128(dx)));
-        }
-    }
-    // acc0 + acc1, with the odd lanes of accm (the m_w * s_x terms) for kMin.
-    static __m512 total_of(__m512 acc0, __m512 acc1, __m256 accm) {
-        const __m512 total = _mm512_add_ps(acc0, acc1);
-        if constexpr (Pair::kMin) {
-            const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
-            return _mm512_add_ps(total, _mm512_zextps256_ps512(_mm256_and_ps(accm, odd)));
-        }
-        return total;
-    }
-    // Block k's scale in the 256-bit half k % 2 (blocks 0, 1 by spread(0), 2, 3 by
-    // spread(1); lanes of [d, m] pairs: 2k).
-    static __m512i spread(int half) {
-        if (half == 0) {
-            return Pair::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2)
-                              : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-        }
-        return Pair::kMin ? _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6)
-                          : _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    }
+    static __m256 x_scales4(const uint8_t* xb) { return block_scales<kX, 4, Pair::kMin, __m256>(xb); }
+    static __m256 w_scales4(const uint8_t* wb) { return block_scales<kW, 4, Pair::kMin, __m256>(wb); }
+    static __m256 products4(__m256 ws, __m256 dx) { return scale_products<Pair::kMin ? 8 : 4>(ws, dx); }
+    // Block k's scale in the 256-bit half k % 2 (blocks 0, 1 by spread(0), 2, 3 by spread(1)).
+    static __m512i spread(int half) { return ScaleSpread<8, Pair::kMin>::spread(half); }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
                      const PrefetchDistances& ahead) {
@@ -212,11 +291,7 @@ struct PairRows {
                 prefetch_span<4 * kW, kLocality>(wb + pf);
                 const __m512i s01 = sum(wb, wb + kW, init01, qx01);
                 const __m512i s23 = sum(wb + 2 * kW, wb + 3 * kW, init23, qx23);
-                const __m256 p = products4(w_scales4(wb), dx);
-                if constexpr (Pair::kMin) accm[r] = _mm256_add_ps(accm[r], p);
-                const __m512 p512 = _mm512_castps256_ps512(p);
-                acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread01, p512), _mm512_cvtepi32_ps(s01), acc0[r]);
-                acc1[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread23, p512), _mm512_cvtepi32_ps(s23), acc1[r]);
+                add_step<Pair::kMin>(acc0[r], acc1[r], accm[r], products4(w_scales4(wb), dx), spread01, spread23, s01, s23);
             }
         }
         float tail_min[R] = {};
@@ -228,19 +303,10 @@ struct PairRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
-                const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
-                acc0[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum(wb, wb, init, qx)), acc0[r]);
-                if constexpr (Pair::kMin) tail_min[r] += f16_at(wb + 2) * f16_at(xb + 2);
+                add_tail_block<Pair::kMin, 0x00FF>(acc0[r], tail_min[r], wb, f16_at(xb), f16_at(xb + 2), sum(wb, wb, init, qx));
             }
         }
-        __m512 total[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) total[r] = total_of(acc0[r], acc1[r], accm[r]);
-        store_sums<R>(out, out_stride, total);
-        if constexpr (Pair::kMin) {
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) out[r * out_stride] += tail_min[r];
-        }
+        finish_rows<PairRows>(out, out_stride, acc0, acc1, accm, tail_min);
     }
 
     // ---- batches (dot_rows_batch), as QuadRows': a layout holds 5 registers per four-block
@@ -262,8 +328,7 @@ struct PairRows {
         for (; b < nb; ++b, v += 3) {
             const uint8_t* xb = x + b * kX;
             v[1] = Pair::prep(xb, xb, v[0]);
-            const float m = Pair::kMin ? f16_at(xb + 2) : 0.0f;
-            v[2] = _mm512_castps_si512(_mm512_setr_ps(f16_at(xb), m, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+            v[2] = tail_scales<Pair::kMin>(xb);
         }
     }
     template <int B>
@@ -292,28 +357,22 @@ struct PairRows {
                 const __m512i s01 = dpbusd(v[1], q01, v[0]);
                 const __m512i s23 = dpbusd(v[3], q23, v[2]);
                 const __m256 p = products4(ws, _mm512_castps512_ps256(_mm512_castsi512_ps(v[4])));
-                if constexpr (Pair::kMin) accm[i] = _mm256_add_ps(accm[i], p);
-                const __m512 p512 = _mm512_castps256_ps512(p);
-                acc0[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread01, p512), _mm512_cvtepi32_ps(s01), acc0[i]);
-                acc1[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread23, p512), _mm512_cvtepi32_ps(s23), acc1[i]);
+                add_step<Pair::kMin>(acc0[i], acc1[i], accm[i], p, spread01, spread23, s01, s23);
             }
         }
         for (; b < nb; ++b, at += 3) {
             const uint8_t* wb = w + b * kW;
             const __m512i q = Pair::quants(wb, wb);
-            const float dw = f16_at(wb);
 #pragma GCC unroll 4
             for (int i = 0; i < B; ++i) {
                 const __m512i* v = x + i * x_regs + at;
                 alignas(64) float dm[16];
                 _mm512_store_si512(dm, v[2]);
-                const __m512 d = _mm512_maskz_mov_ps(0x00FF, _mm512_set1_ps(dw * dm[0]));
-                acc0[i] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(dpbusd(v[1], q, v[0])), acc0[i]);
-                if constexpr (Pair::kMin) tail_min[i] += f16_at(wb + 2) * dm[1];
+                add_tail_block<Pair::kMin, 0x00FF>(acc0[i], tail_min[i], wb, dm[0], dm[1], dpbusd(v[1], q, v[0]));
             }
         }
 #pragma GCC unroll 4
-        for (int i = 0; i < B; ++i) total[i] = total_of(acc0[i], acc1[i], accm[i]);
+        for (int i = 0; i < B; ++i) total[i] = total_of<kTailMin>(acc0[i], acc1[i], accm[i]);
     }
 };
 
@@ -421,65 +480,20 @@ struct QuadRows {
     // lanes 2k, 2k+1 for kMin) as products8 (4).
     static __m512 x_scales8(const uint8_t* xb) {
         if constexpr (Quad::kMin) {
-            return _mm512_insertf32x8(_mm512_castps256_ps512(dm4<kX>(xb)), dm4<kX>(xb + 4 * kX), 1);
+            return _mm512_insertf32x8(block_scales<kX, 4, true, __m512>(xb), block_scales<kX, 4, true, __m256>(xb + 4 * kX), 1);
         } else {
-            return _mm512_castps256_ps512(_mm256_insertf128_ps(_mm256_castps128_ps256(d4<kX>(xb)), d4<kX>(xb + 4 * kX), 1));
+            const __m256 both = _mm256_insertf128_ps(block_scales<kX, 4, false, __m256>(xb),
+                                                     block_scales<kX, 4, false, __m128>(xb + 4 * kX), 1);
+            return _mm512_castps256_ps512(both);
         }
     }
-    static __m512 x_scales4(const uint8_t* xb) {
-        if constexpr (Quad::kMin) {
-            return _mm512_castps256_ps512(dm4<kX>(xb));
-        } else {
-            return _mm512_castps128_ps512(d4<kX>(xb));
-        }
-    }
-    static __m512 w_scales8(const uint8_t* wb) {
-        if constexpr (Quad::kMin) {
-            return dm8<kW>(wb);
-        } else {
-            return _mm512_castps256_ps512(d8<kW>(wb));
-        }
-    }
-    static __m512 w_scales4(const uint8_t* wb) {
-        if constexpr (Quad::kMin) {
-            return _mm512_castps256_ps512(dm4<kW>(wb));
-        } else {
-            return _mm512_castps128_ps512(d4<kW>(wb));
-        }
-    }
-    static __m512 products8(__m512 ws, __m512 dx) {
-        if constexpr (Quad::kMin) {
-            return _mm512_mul_ps(ws, dx);
-        } else {
-            return _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(ws), _mm512_castps512_ps256(dx)));
-        }
-    }
-    static __m512 products4(__m512 ws, __m512 dx) {
-        if constexpr (Quad::kMin) {
-            return _mm512_castps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(ws), _mm512_castps512_ps256(dx)));
-        } else {
-            return _mm512_castps128_ps512(_mm_mul_ps(_mm512_castps512_ps128(ws), _mm512_castps512_ps128(dx)));
-        }
-    }
-    // acc0 + acc1, with the odd lanes of accm (the m_w * s_x terms) for kMin.
-    static __m512 total_of(__m512 acc0, __m512 acc1, __m512 accm) {
-        const __m512 total = _mm512_add_ps(acc0, acc1);
-        if constexpr (Quad::kMin) {
-            const __m512 odd = _mm512_castsi512_ps(_mm512_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1, 0, -1));
-            return _mm512_add_ps(total, _mm512_and_ps(accm, odd));
-        }
-        return total;
-    }
-    // Block k's scale in lanes 4k..4k+3 (blocks 0..3 by spread(0), 4..7 by spread(1));
-    // [d, m] pairs: lane 2k.
-    static __m512i spread(int half) {
-        if (half == 0) {
-            return Quad::kMin ? _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6)
-                              : _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-        }
-        return Quad::kMin ? _mm512_setr_epi32(8, 8, 8, 8, 10, 10, 10, 10, 12, 12, 12, 12, 14, 14, 14, 14)
-                          : _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
-    }
+    static __m512 x_scales4(const uint8_t* xb) { return block_scales<kX, 4, Quad::kMin, __m512>(xb); }
+    static __m512 w_scales8(const uint8_t* wb) { return block_scales<kW, 8, Quad::kMin, __m512>(wb); }
+    static __m512 w_scales4(const uint8_t* wb) { return block_scales<kW, 4, Quad::kMin, __m512>(wb); }
+    static __m512 products8(__m512 ws, __m512 dx) { return scale_products<Quad::kMin ? 16 : 8>(ws, dx); }
+    static __m512 products4(__m512 ws, __m512 dx) { return scale_products<Quad::kMin ? 8 : 4>(ws, dx); }
+    // Block k's scale in lanes 4k..4k+3 (blocks 0..3 by spread(0), 4..7 by spread(1)).
+    static __m512i spread(int half) { return ScaleSpread<4, Quad::kMin>::spread(half); }
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
                      const PrefetchDistances& ahead) {
@@ -502,10 +516,7 @@ struct QuadRows {
                 prefetch_span<8 * kW, kLocality>(wb + pf);
                 const __m512i s0 = sum<kW>(wb, init0, xlo0, xhi0);
                 const __m512i s1 = sum<kW>(wb + 4 * kW, init1, xlo1, xhi1);
-                const __m512 p = products8(w_scales8(wb), dx);
-                if constexpr (Quad::kMin) accm[r] = _mm512_add_ps(accm[r], p);
-                acc0[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s0), acc0[r]);
-                acc1[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread1, p), _mm512_cvtepi32_ps(s1), acc1[r]);
+                add_step<Quad::kMin>(acc0[r], acc1[r], accm[r], products8(w_scales8(wb), dx), spread0, spread1, s0, s1);
             }
         }
         if (b + 4 <= nb) {
@@ -534,19 +545,11 @@ struct QuadRows {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wb = w + r * rb + b * kW;
-                const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(f16_at(wb) * f16_at(xb)));
-                acc1[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum<0>(wb, init, xlo, xhi)), acc1[r]);
-                if constexpr (Quad::kMin) tail_min[r] += f16_at(wb + 2) * f16_at(xb + 2);
+                const __m512i s = sum<0>(wb, init, xlo, xhi);
+                add_tail_block<Quad::kMin, 0x000F>(acc1[r], tail_min[r], wb, f16_at(xb), f16_at(xb + 2), s);
             }
         }
-        __m512 total[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) total[r] = total_of(acc0[r], acc1[r], accm[r]);
-        store_sums<R>(out, out_stride, total);
-        if constexpr (Quad::kMin) {
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) out[r * out_stride] += tail_min[r];
-        }
+        finish_rows<QuadRows>(out, out_stride, acc0, acc1, accm, tail_min);
     }
 
     // ---- batches (dot_rows_batch): one weight row against up to kMaxBatch activation rows,
@@ -579,8 +582,7 @@ struct QuadRows {
         for (; b < nb; ++b, v += 4) {
             const uint8_t* xb = x + b * kX;
             v[2] = Quad::prep(xb, 0, v[0], v[1]);
-            const float m = Quad::kMin ? f16_at(xb + 2) : 0.0f;
-            v[3] = _mm512_castps_si512(_mm512_setr_ps(f16_at(xb), m, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+            v[3] = tail_scales<Quad::kMin>(xb);
         }
     }
     // Row w against the B layouts at x, x + x_regs, ...: total[i] (to be reduced) and, for
@@ -610,9 +612,7 @@ struct QuadRows {
                 const __m512i s0 = nibble_dots(v[4], lo0, hi0, v[0], v[1]);
                 const __m512i s1 = nibble_dots(v[5], lo1, hi1, v[2], v[3]);
                 const __m512 p = products8(ws, _mm512_castsi512_ps(v[6]));
-                if constexpr (Quad::kMin) accm[i] = _mm512_add_ps(accm[i], p);
-                acc0[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread0, p), _mm512_cvtepi32_ps(s0), acc0[i]);
-                acc1[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread1, p), _mm512_cvtepi32_ps(s1), acc1[i]);
+                add_step<Quad::kMin>(acc0[i], acc1[i], accm[i], p, spread0, spread1, s0, s1);
             }
         }
         if (b + 4 <= nb) {
@@ -636,19 +636,16 @@ struct QuadRows {
             const uint8_t* wb = w + b * kW;
             __m512i lo, hi;
             quants<0>(wb + Quad::kLead, lo, hi);
-            const float dw = f16_at(wb);
 #pragma GCC unroll 4
             for (int i = 0; i < B; ++i) {
                 const __m512i* v = x + i * x_regs + at;
                 alignas(64) float dm[16];
                 _mm512_store_si512(dm, v[3]);
-                const __m512 d = _mm512_maskz_mov_ps(0x000F, _mm512_set1_ps(dw * dm[0]));
-                acc1[i] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(nibble_dots(v[2], lo, hi, v[0], v[1])), acc1[i]);
-                if constexpr (Quad::kMin) tail_min[i] += f16_at(wb + 2) * dm[1];
+                add_tail_block<Quad::kMin, 0x000F>(acc1[i], tail_min[i], wb, dm[0], dm[1], nibble_dots(v[2], lo, hi, v[0], v[1]));
             }
         }
 #pragma GCC unroll 4
-        for (int i = 0; i < B; ++i) total[i] = total_of(acc0[i], acc1[i], accm[i]);
+        for (int i = 0; i < B; ++i) total[i] = total_of<kTailMin>(acc0[i], acc1[i], accm[i]);
     }
 };
 

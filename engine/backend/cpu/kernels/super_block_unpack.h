@@ -60,17 +60,26 @@ inline __m256i bit_as(__m256i bytes, int bit, int value) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, one), one), _mm256_set1_epi8(static_cast<char>(value)));
 }
 
-struct DecQ4_K {
-    static constexpr int kBytes = 144, kGroup = 32, kOffset = 0, kMaxValue = 15;
+// Q4_K and Q5_K (kFifthBit: a fifth bit per value from qh): eight groups of 32 values with
+// 6-bit scales and mins.
+template <bool kFifthBit>
+struct DecK4 {
+    static constexpr int kBytes = kFifthBit ? 176 : 144, kGroup = 32, kOffset = 0, kMaxValue = kFifthBit ? 31 : 15;
     static constexpr bool kHasMin = true;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
         const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
         const uint8_t* scales = b + 4;
-        const uint8_t* qs = b + 16;
+        [[maybe_unused]] const __m256i qh = kFifthBit ? load256(b + 16) : _mm256_setzero_si256();
+        const uint8_t* qs = b + (kFifthBit ? 48 : 16);
         for (int c = 0; c < 4; ++c) {
             const __m256i q = load256(qs + 32 * c);
-            store256(v + 64 * c, nibbles_lo(q));
-            store256(v + 64 * c + 32, nibbles_hi(q));
+            __m256i low = nibbles_lo(q), high = nibbles_hi(q);
+            if constexpr (kFifthBit) {
+                low = _mm256_or_si256(low, bit_as(qh, 2 * c, 16));
+                high = _mm256_or_si256(high, bit_as(qh, 2 * c + 1, 16));
+            }
+            store256(v + 64 * c, low);
+            store256(v + 64 * c + 32, high);
         }
         for (int j = 0; j < 8; ++j) {
             int sc, mn;
@@ -80,27 +89,8 @@ struct DecQ4_K {
         }
     }
 };
-struct DecQ5_K {
-    static constexpr int kBytes = 176, kGroup = 32, kOffset = 0, kMaxValue = 31;
-    static constexpr bool kHasMin = true;
-    static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
-        const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
-        const uint8_t* scales = b + 4;
-        const __m256i qh = load256(b + 16);
-        const uint8_t* qs = b + 48;
-        for (int c = 0; c < 4; ++c) {
-            const __m256i q = load256(qs + 32 * c);
-            store256(v + 64 * c, _mm256_or_si256(nibbles_lo(q), bit_as(qh, 2 * c, 16)));
-            store256(v + 64 * c + 32, _mm256_or_si256(nibbles_hi(q), bit_as(qh, 2 * c + 1, 16)));
-        }
-        for (int j = 0; j < 8; ++j) {
-            int sc, mn;
-            k4_scale_min(j, scales, sc, mn);
-            scale[j] = d * static_cast<float>(sc);
-            min[j] = dmin * static_cast<float>(mn);
-        }
-    }
-};
+using DecQ4_K = DecK4<false>;
+using DecQ5_K = DecK4<true>;
 struct DecQ6_K {
     static constexpr int kBytes = 210, kGroup = 16, kOffset = 32, kMaxValue = 63;
     static constexpr bool kHasMin = false;

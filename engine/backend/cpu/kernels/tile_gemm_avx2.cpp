@@ -28,6 +28,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/tile_gemm_driver.h"
+#include "engine/backend/cpu/kernels/tile_gemm_micro.h"
 #include "engine/backend/cpu/kernels/tuning_avx2.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
 #include "engine/formats/block_layouts.h"
@@ -61,16 +62,6 @@ inline void write_out(float* dst, __m256 v, bool full, __m256i mask, bool accumu
     }
 }
 
-template <int MZ, int RN>
-inline void store_tile(const Out& out, const __m256 (&acc)[MZ][RN]) {
-#pragma GCC unroll 8
-    for (int m = 0; m < MZ; ++m) {
-        const bool full = m < MZ - 1 || out.last_rows == 8;
-#pragma GCC unroll 32
-        for (int j = 0; j < RN; ++j) write_out(out.c + j * out.ldc + 8 * m, acc[m][j], full, out.last_mask, out.accumulate);
-    }
-}
-
 // 8 x 8 transpose of 32-bit elements: r[t] holds row t; afterwards r[c] holds column c.
 inline void transpose8x8(__m256 r[8]) {
     __m256 t[8];
@@ -94,93 +85,41 @@ inline void transpose8x8(__m256 r[8]) {
     }
 }
 
-// The AVX2 side of tile_gemm_driver.h: 8 rows per vector, a panel's last row vector stored
-// through a lane mask.
+// 8 halves at p, or the first `count` of them and zeros.
+inline __m256 load8_halves(const uint8_t* p, int count) {
+    if (count >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    alignas(16) uint16_t tmp[8] = {};
+    std::memcpy(tmp, p, static_cast<size_t>(count) * 2);
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
+}
+
+// The AVX2 side of tile_gemm_driver.h and tile_gemm_micro.h: 8 rows per vector, a panel's
+// last row vector stored through a lane mask.
 struct Avx2Tile {
     static constexpr int kLanes = 8;
     static constexpr auto rows_mask = &lane_mask;
+    using Vec = __m256;
     static Out out(float* c, int64_t ldc, int last_rows, __m256i last_mask, bool accumulate) {
         return {c, ldc, last_rows, last_mask, accumulate};
     }
+    static void store(const Out& out, float* dst, __m256 v, bool last_vector) {
+        write_out(dst, v, !last_vector || out.last_rows == 8, out.last_mask, out.accumulate);
+    }
+    static __m256 zero() { return _mm256_setzero_ps(); }
+    static __m256 load(const float* p) { return _mm256_load_ps(p); }
+    static void store_aligned(float* p, __m256 v) { _mm256_store_ps(p, v); }
+    static __m256 broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+    static __m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+    static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+    static __m256 to_float(__m256i v) { return _mm256_cvtepi32_ps(v); }
+    static __m256 load_halves(const uint8_t* p, int count) { return load8_halves(p, count); }
+    static void transpose(__m256 (&rows)[8]) { transpose8x8(rows); }
 };
 
-// ================================================================== F16
+// ================================================================== F16 (tile_gemm_micro.h)
 
-template <TileShape Shape, int KC_>
-struct F16Kind {
-    static constexpr int kMZ = Shape.weight_vectors;  // 8-row vectors per panel
-    static constexpr int kChunk = KC_;
-    static constexpr int kTileN = Shape.activation_rows;
-    static constexpr int kPanelRows = 8 * kMZ;
-    static int64_t act_offset(int64_t k0) { return 2 * k0; }
-    static int act_bytes(int kc) { return 2 * kc; }
-    static int64_t weight_offset(int64_t k0) { return 2 * k0; }
-    static int weight_bytes(int kc) { return 2 * kc; }
-    struct Scratch {
-        alignas(32) float w[kChunk * kPanelRows];  // [kk][panel rows]
-        alignas(32) float x[kTileN * kChunk];      // [j][kk]
-    };
-
-    // 8 halves at p, or the first `count` of them and zeros.
-    static __m256 load8(const uint8_t* p, int count) {
-        if (count >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        alignas(16) uint16_t tmp[8] = {};
-        std::memcpy(tmp, p, static_cast<size_t>(count) * 2);
-        return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
-    }
-
-    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
-        for (int m = 0; m * 8 < nr; ++m) {
-            const int rows = imin(8, nr - 8 * m);
-            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 8 * m) * a.weight_row_bytes + k0 * 2;
-            for (int kk0 = 0; kk0 < kc; kk0 += 8) {
-                const int cols = imin(8, kc - kk0);
-                __m256 v[8];
-#pragma GCC unroll 8
-                for (int t = 0; t < 8; ++t) {
-                    v[t] = t < rows ? load8(base + static_cast<uint64_t>(t) * a.weight_row_bytes + kk0 * 2, cols)
-                                    : _mm256_setzero_ps();
-                }
-                transpose8x8(v);
-                float* dst = s.w + kk0 * kPanelRows + 8 * m;
-                for (int c = 0; c < cols; ++c) _mm256_store_ps(dst + c * kPanelRows, v[c]);
-            }
-        }
-    }
-
-    static void prepare(const TileGemmArgs& a, int64_t i0, int rn, int64_t k0, int kc, Scratch& s) {
-        for (int j = 0; j < rn; ++j) {
-            const uint8_t* src = a.activations + static_cast<uint64_t>(i0 + j) * a.activation_row_bytes + k0 * 2;
-            float* dst = s.x + j * kChunk;
-            for (int kk0 = 0; kk0 < kc; kk0 += 8) _mm256_store_ps(dst + kk0, load8(src + kk0 * 2, kc - kk0));
-        }
-    }
-
-    template <int MZ, int RN>
-    static void compute(const Scratch& s, int kc, int, const Out& out) {
-        __m256 acc[MZ][RN];
-#pragma GCC unroll 8
-        for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_setzero_ps();
-        }
-        const float* pw = s.w;
-        const float* px = s.x;
-#pragma GCC unroll 2
-        for (int kk = 0; kk < kc; ++kk, pw += kPanelRows, ++px) {
-            __m256 w[MZ];
-#pragma GCC unroll 8
-            for (int m = 0; m < MZ; ++m) w[m] = _mm256_load_ps(pw + 8 * m);
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) {
-                const __m256 b = _mm256_broadcast_ss(px + j * kChunk);
-#pragma GCC unroll 8
-                for (int m = 0; m < MZ; ++m) acc[m][j] = _mm256_fmadd_ps(w[m], b, acc[m][j]);
-            }
-        }
-        store_tile<MZ, RN>(out, acc);
-    }
-};
+using F16TileKind = F16Kind<Avx2Tile, tuning::kF16Tile.weight_vectors, tuning::kF16Tile.activation_rows,
+                            tuning::kF16ChunkElements>;
 
 // ================================================================== Q4_0, Q5_0, Q8_0
 
@@ -284,36 +223,21 @@ struct LegacyKind {
     }
 
     static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int kc, Scratch& s) {
-        const int kb = kc / 32;
-        s.stride = a.activation_row_bytes;
-        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + (k0 / 32) * kActBytes;
-        for (int j = 0; j < nn; ++j) {
-            const uint8_t* row = s.x0 + static_cast<uint64_t>(j) * s.stride;
-            for (int b = 0; b < kb; ++b) s.dx[j][b] = half_to_float(load_u16(row + b * kActBytes));
-        }
+        prepare_block_scales<false>(a, n0, nn, k0, kc, kActBytes, s);
     }
 
     template <int MZ, int RN>
     static void compute(const Scratch& s, int kc, int i0, const Out& out) {
         const int kb = kc / 32;
         __m256 acc[MZ][RN];
-#pragma GCC unroll 8
-        for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_setzero_ps();
-        }
+        fill_tile(acc, _mm256_setzero_ps());
         const uint8_t* x[RN];
-#pragma GCC unroll 32
-        for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + 2;
+        tile_activation_rows(s, i0, 2, x);
         const __m256i ones16 = _mm256_set1_epi16(1);
         for (int b = 0; b < kb; ++b) {
             __m256i ia[MZ][RN];
             if constexpr (Dec::kSignTrick) {
-#pragma GCC unroll 8
-                for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-                    for (int j = 0; j < RN; ++j) ia[m][j] = _mm256_setzero_si256();
-                }
+                fill_tile(ia, _mm256_setzero_si256());
 #pragma GCC unroll 8
                 for (int g = 0; g < 8; ++g) {
                     __m256i w[MZ], aw[MZ];
@@ -337,11 +261,7 @@ struct LegacyKind {
 #pragma GCC unroll 8
                 for (int g0 = 0; g0 < 8; g0 += Dec::kFlush) {
                     __m256i i16[MZ][RN];
-#pragma GCC unroll 8
-                    for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-                        for (int j = 0; j < RN; ++j) i16[m][j] = _mm256_setzero_si256();
-                    }
+                    fill_tile(i16, _mm256_setzero_si256());
 #pragma GCC unroll 8
                     for (int g = g0; g < g0 + Dec::kFlush; ++g) {
                         __m256i w[MZ];
@@ -366,17 +286,9 @@ struct LegacyKind {
                     }
                 }
             }
-#pragma GCC unroll 8
-            for (int m = 0; m < MZ; ++m) {
-                const __m256 dw = _mm256_load_ps(s.dw[b][m]);
-#pragma GCC unroll 32
-                for (int j = 0; j < RN; ++j) {
-                    const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(&s.dx[i0 + j][b]));
-                    acc[m][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][j]), scale, acc[m][j]);
-                }
-            }
+            add_block_sums<Avx2Tile>(acc, ia, s.dw[b][0], &s.dx[i0][b], kBlocks);
         }
-        store_tile<MZ, RN>(out, acc);
+        store_tile<Avx2Tile>(out, acc);
     }
 };
 
@@ -426,14 +338,7 @@ struct KQuantKind {
             alignas(32) uint8_t values[8][256];
             alignas(32) float scale[8][kGroups];
             alignas(32) float min[8][kGroups];
-            for (int t = 0; t < 8; ++t) {
-                if (t < rows) {
-                    Dec::decode(base + static_cast<uint64_t>(t) * a.weight_row_bytes, values[t], scale[t], min[t]);
-                } else {
-                    std::memset(values[t], 0, sizeof(values[t]));
-                    for (int g = 0; g < kGroups; ++g) scale[t][g] = min[t][g] = 0.0f;
-                }
-            }
+            unpack_super_blocks<Dec>(base, a.weight_row_bytes, rows, values, scale, min);
             for (int sub = 0; sub < 8; ++sub) {
                 __m256 v[8];
 #pragma GCC unroll 8
@@ -449,20 +354,14 @@ struct KQuantKind {
                     store256(s.w[8 * sub + c][m], q);
                 }
             }
-            for (int g = 0; g < kGroups; ++g) {
-                for (int t = 0; t < 8; ++t) s.scale[g][m][t] = scale[t][g];
-                if constexpr (Dec::kHasMin) {
-                    for (int t = 0; t < 8; ++t) s.min[g][m][t] = min[t][g];
-                }
-            }
+            pack_group_scales<Dec::kHasMin>(scale, min, m, s.scale, s.min);
         }
     }
 
     // Per activation row: its super-block scale, and from Q8_K's bsums (sums of 16 values)
     // the group sums as -offset * sum (integer) and -sum (float, for the mins).
     static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int, Scratch& s) {
-        s.stride = a.activation_row_bytes;
-        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + k0 / 256 * kActBytes;
+        start_activation_chunk(a, n0, k0 / 256 * kActBytes, s);
         for (int j = 0; j < nn; ++j) {
             const uint8_t* blk = s.x0 + static_cast<uint64_t>(j) * s.stride;
             s.dx[j] = load_f32(blk);
@@ -486,14 +385,9 @@ struct KQuantKind {
     template <int MZ, int RN>
     static void compute(const Scratch& s, int, int i0, const Out& out) {
         __m256 acc[MZ][RN];  // the super-block's sums before the activation scale
-#pragma GCC unroll 8
-        for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_setzero_ps();
-        }
+        fill_tile(acc, _mm256_setzero_ps());
         const uint8_t* x[RN];
-#pragma GCC unroll 32
-        for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + 4;
+        tile_activation_rows(s, i0, 4, x);
         const __m256i ones16 = _mm256_set1_epi16(1);
         for (int g = 0; g < kGroups; ++g) {
             __m256i ia[MZ][RN];
@@ -506,11 +400,7 @@ struct KQuantKind {
 #pragma GCC unroll 8
             for (int q0 = 0; q0 < kGroupDwords; q0 += kFlushDwords) {
                 __m256i i16[MZ][RN];
-#pragma GCC unroll 8
-                for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-                    for (int j = 0; j < RN; ++j) i16[m][j] = _mm256_setzero_si256();
-                }
+                fill_tile(i16, _mm256_setzero_si256());
 #pragma GCC unroll 8
                 for (int q = q0; q < q0 + kFlushDwords; ++q) {
                     const int dw = g * kGroupDwords + q;
@@ -537,24 +427,15 @@ struct KQuantKind {
                     for (int j = 0; j < RN; ++j) ia[m][j] = _mm256_add_epi32(ia[m][j], _mm256_madd_epi16(i16[m][j], ones16));
                 }
             }
-#pragma GCC unroll 8
-            for (int m = 0; m < MZ; ++m) {
-                const __m256 sc = _mm256_load_ps(s.scale[g][m]);
-#pragma GCC unroll 32
-                for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[m][j]), sc, acc[m][j]);
-                if constexpr (Dec::kHasMin) {
-                    const __m256 mn = _mm256_load_ps(s.min[g][m]);
-#pragma GCC unroll 32
-                    for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_fmadd_ps(mn, _mm256_set1_ps(s.bsum[i0 + j][g]), acc[m][j]);
-                }
-            }
+            add_group_sums<Avx2Tile>(acc, ia, s.scale[g][0]);
+            if constexpr (Dec::kHasMin) add_min_terms<Avx2Tile>(acc, s.min[g][0], &s.bsum[i0][g], kGroups);
         }
 #pragma GCC unroll 8
         for (int m = 0; m < MZ; ++m) {
 #pragma GCC unroll 32
             for (int j = 0; j < RN; ++j) acc[m][j] = _mm256_mul_ps(acc[m][j], _mm256_set1_ps(s.dx[i0 + j]));
         }
-        store_tile<MZ, RN>(out, acc);
+        store_tile<Avx2Tile>(out, acc);
     }
 };
 
@@ -563,7 +444,7 @@ struct KQuantKind {
 TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type) {
     if (!cpu_supports(CpuIsa::Avx2)) return nullptr;
     switch (weight_type) {
-        case GgmlType::F16: return panels_kernel<Avx2Tile, F16Kind<tuning::kF16Tile, tuning::kF16ChunkElements>>;
+        case GgmlType::F16: return panels_kernel<Avx2Tile, F16TileKind>;
         case GgmlType::Q4_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ4_0, tuning::kQ4_0Tile>>;
         case GgmlType::Q5_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ5_0, tuning::kQ5_0Tile>>;
         case GgmlType::Q8_0: return blocked_kernel<Avx2Tile, LegacyKind<DecQ8_0, tuning::kQ8_0Tile>>;

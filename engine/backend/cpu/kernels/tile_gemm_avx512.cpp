@@ -43,6 +43,7 @@
 #include "engine/backend/cpu/kernels/byte_access.h"
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 #include "engine/backend/cpu/kernels/tile_gemm_driver.h"
+#include "engine/backend/cpu/kernels/tile_gemm_micro.h"
 #include "engine/backend/cpu/kernels/tuning_avx512.h"
 #include "engine/backend/cpu/kernels/first_lanes.h"
 #include "engine/backend/cpu/kernels/super_block_unpack.h"
@@ -66,16 +67,6 @@ struct Out {
 inline void write_out(float* dst, __m512 v, __mmask16 mask, bool accumulate) {
     if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, dst));
     _mm512_mask_storeu_ps(dst, mask, v);
-}
-
-template <int MZ, int RN>
-inline void store_tile(const Out& out, const __m512 (&acc)[MZ][RN]) {
-#pragma GCC unroll 8
-    for (int m = 0; m < MZ; ++m) {
-        const __mmask16 mask = m == MZ - 1 ? out.last_mask : static_cast<__mmask16>(0xFFFF);
-#pragma GCC unroll 32
-        for (int j = 0; j < RN; ++j) write_out(out.c + j * out.ldc + 16 * m, acc[m][j], mask, out.accumulate);
-    }
 }
 
 // 16 x 16 float transpose: r[t] holds row t; afterwards r[c] holds column c.
@@ -144,88 +135,33 @@ inline void transpose16x8_dwords(const uint8_t* src, int stride, __m512i out[8])
     }
 }
 
-// The AVX-512 side of tile_gemm_driver.h: 16 rows per vector, a panel's last row vector
-// stored through a lane mask.
+// The AVX-512 side of tile_gemm_driver.h and tile_gemm_micro.h: 16 rows per vector, a panel's
+// last row vector stored through a lane mask.
 struct Avx512Tile {
     static constexpr int kLanes = 16;
     static constexpr auto rows_mask = &first_lanes;
+    using Vec = __m512;
     static Out out(float* c, int64_t ldc, int, __mmask16 last_mask, bool accumulate) { return {c, ldc, last_mask, accumulate}; }
+    static void store(const Out& out, float* dst, __m512 v, bool last_vector) {
+        write_out(dst, v, last_vector ? out.last_mask : static_cast<__mmask16>(0xFFFF), out.accumulate);
+    }
+    static __m512 zero() { return _mm512_setzero_ps(); }
+    static __m512 load(const float* p) { return _mm512_load_ps(p); }
+    static void store_aligned(float* p, __m512 v) { _mm512_store_ps(p, v); }
+    static __m512 broadcast(const float* p) { return _mm512_set1_ps(*p); }
+    static __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+    static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+    static __m512 to_float(__m512i v) { return _mm512_cvtepi32_ps(v); }
+    static __m512 load_halves(const uint8_t* p, int count) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first_lanes(count), p));
+    }
+    static void transpose(__m512 (&rows)[16]) { transpose16x16(rows); }
 };
 
-// ================================================================== F16
+// ================================================================== F16 (tile_gemm_micro.h)
 
-template <TileShape Shape = tuning::kF16Tile, int KC_ = tuning::kF16ChunkElements>
-struct F16Kind {
-    static constexpr int kMZ = Shape.weight_vectors;      // 16-row vectors per panel
-    static constexpr int kChunk = KC_;                    // k elements per packed chunk
-    static constexpr int kTileN = Shape.activation_rows;  // activation rows per micro-tile
-    static constexpr int kPanelRows = 16 * kMZ;
-    static int64_t act_offset(int64_t k0) { return 2 * k0; }
-    static int act_bytes(int kc) { return 2 * kc; }
-    static int64_t weight_offset(int64_t k0) { return 2 * k0; }
-    static int weight_bytes(int kc) { return 2 * kc; }
-    struct Scratch {
-        alignas(64) float w[kChunk * kPanelRows];  // [kk][panel rows]
-        alignas(64) float x[kTileN * kChunk];      // [j][kk]
-    };
-
-    static void pack(const TileGemmArgs& a, int64_t r0, int nr, int64_t k0, int kc, Scratch& s) {
-        for (int m = 0; m * 16 < nr; ++m) {
-            const int rows = imin(16, nr - 16 * m);
-            const uint8_t* base = a.weights + static_cast<uint64_t>(r0 + 16 * m) * a.weight_row_bytes + k0 * 2;
-            for (int kk0 = 0; kk0 < kc; kk0 += 16) {
-                const int cols = imin(16, kc - kk0);
-                const __mmask16 km = first_lanes(cols);
-                __m512 v[16];
-#pragma GCC unroll 32
-                for (int t = 0; t < 16; ++t) {
-                    v[t] = t < rows ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
-                                          km, base + static_cast<uint64_t>(t) * a.weight_row_bytes + kk0 * 2))
-                                    : _mm512_setzero_ps();
-                }
-                transpose16x16(v);
-                float* dst = s.w + kk0 * kPanelRows + 16 * m;
-                for (int c = 0; c < cols; ++c) _mm512_store_ps(dst + c * kPanelRows, v[c]);
-            }
-        }
-    }
-
-    static void prepare(const TileGemmArgs& a, int64_t i0, int rn, int64_t k0, int kc, Scratch& s) {
-        for (int j = 0; j < rn; ++j) {
-            const uint8_t* src = a.activations + static_cast<uint64_t>(i0 + j) * a.activation_row_bytes + k0 * 2;
-            float* dst = s.x + j * kChunk;
-            for (int kk0 = 0; kk0 < kc; kk0 += 16) {
-                const __mmask16 km = first_lanes(kc - kk0);
-                _mm512_store_ps(dst + kk0, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(km, src + kk0 * 2)));
-            }
-        }
-    }
-
-    template <int MZ, int RN>
-    static void compute(const Scratch& s, int kc, int, const Out& out) {
-        __m512 acc[MZ][RN];
-#pragma GCC unroll 8
-        for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
-        }
-        const float* pw = s.w;
-        const float* px = s.x;
-#pragma GCC unroll 2
-        for (int kk = 0; kk < kc; ++kk, pw += kPanelRows, ++px) {
-            __m512 w[MZ];
-#pragma GCC unroll 8
-            for (int m = 0; m < MZ; ++m) w[m] = _mm512_load_ps(pw + 16 * m);
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) {
-                const __m512 b = _mm512_set1_ps(px[j * kChunk]);
-#pragma GCC unroll 8
-                for (int m = 0; m < MZ; ++m) acc[m][j] = _mm512_fmadd_ps(w[m], b, acc[m][j]);
-            }
-        }
-        store_tile<MZ, RN>(out, acc);
-    }
-};
+using F16TileKind = F16Kind<Avx512Tile, tuning::kF16Tile.weight_vectors, tuning::kF16Tile.activation_rows,
+                            tuning::kF16ChunkElements>;
 
 // ================================================================== BF16
 
@@ -274,11 +210,7 @@ struct Bf16Kind {
     template <int MZ, int RN>
     static void compute(const Scratch& s, int kc, int, const Out& out) {
         __m512 acc[MZ][RN];
-#pragma GCC unroll 8
-        for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
-        }
+        fill_tile(acc, _mm512_setzero_ps());
         const uint8_t* x[RN];
 #pragma GCC unroll 32
         for (int j = 0; j < RN; ++j) x[j] = s.x[j];
@@ -306,7 +238,7 @@ struct Bf16Kind {
             for (int j = 0; j < RN; ++j) xv[j] = _mm512_set1_epi32(load_u16(x[j] + 4 * full));
             step(full, xv);
         }
-        store_tile<MZ, RN>(out, acc);
+        store_tile<Avx512Tile>(out, acc);
     }
 };
 
@@ -438,30 +370,16 @@ struct LegacyKind {
 
     // The activation blocks' scales (and Q8_1's s) as floats, for rows n0 .. n0 + nn.
     static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int kc, Scratch& s) {
-        const int kb = kc / 32;
-        s.stride = a.activation_row_bytes;
-        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + (k0 / 32) * kActBytes;
-        for (int j = 0; j < nn; ++j) {
-            const uint8_t* row = s.x0 + static_cast<uint64_t>(j) * s.stride;
-            for (int b = 0; b < kb; ++b) {
-                s.dx[j][b] = half_to_float(load_u16(row + b * kActBytes));
-                if constexpr (Dec::kHasMin) s.sx[j][b] = half_to_float(load_u16(row + b * kActBytes + 2));
-            }
-        }
+        prepare_block_scales<Dec::kHasMin>(a, n0, nn, k0, kc, kActBytes, s);
     }
 
     template <int MZ, int RN>
     static void compute(const Scratch& s, int kc, int i0, const Out& out) {
         const int kb = kc / 32;
         __m512 acc[MZ][RN];
-#pragma GCC unroll 8
-        for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
-        }
+        fill_tile(acc, _mm512_setzero_ps());
         const uint8_t* x[RN];
-#pragma GCC unroll 32
-        for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + kActQs;
+        tile_activation_rows(s, i0, kActQs, x);
         const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
         for (int b = 0; b < kb; ++b) {
             __m512i ia[MZ][RN];
@@ -489,22 +407,10 @@ struct LegacyKind {
                     }
                 }
             }
-#pragma GCC unroll 8
-            for (int m = 0; m < MZ; ++m) {
-                const __m512 dw = _mm512_load_ps(s.dw[b][m]);
-#pragma GCC unroll 32
-                for (int j = 0; j < RN; ++j) {
-                    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(s.dx[i0 + j][b]));
-                    acc[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[m][j]), scale, acc[m][j]);
-                }
-                if constexpr (Dec::kHasMin) {
-                    const __m512 mw = _mm512_load_ps(s.mw[b][m]);
-#pragma GCC unroll 32
-                    for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(s.sx[i0 + j][b]), acc[m][j]);
-                }
-            }
+            add_block_sums<Avx512Tile>(acc, ia, s.dw[b][0], &s.dx[i0][b], kBlocks);
+            if constexpr (Dec::kHasMin) add_min_terms<Avx512Tile>(acc, s.mw[b][0], &s.sx[i0][b], kBlocks);
         }
-        store_tile<MZ, RN>(out, acc);
+        store_tile<Avx512Tile>(out, acc);
     }
 };
 
@@ -548,27 +454,14 @@ struct KQuantKind {
                 alignas(64) uint8_t tmp[16][256];
                 alignas(64) float scale[16][kGroups];
                 alignas(64) float min[16][kGroups];
-                for (int t = 0; t < 16; ++t) {
-                    if (t < rows) {
-                        Dec::decode(base + static_cast<uint64_t>(t) * a.weight_row_bytes + b * Dec::kBytes, tmp[t], scale[t],
-                                    min[t]);
-                    } else {
-                        std::memset(tmp[t], 0, sizeof(tmp[t]));
-                        for (int g = 0; g < kGroups; ++g) scale[t][g] = min[t][g] = 0.0f;
-                    }
-                }
+                unpack_super_blocks<Dec>(base + b * Dec::kBytes, a.weight_row_bytes, rows, tmp, scale, min);
                 for (int sub = 0; sub < 8; ++sub) {
                     __m512i out[8];
                     transpose16x8_dwords(&tmp[0][32 * sub], 256, out);
 #pragma GCC unroll 8
                     for (int g = 0; g < 8; ++g) _mm512_store_si512(s.w[b][8 * sub + g][m], out[g]);
                 }
-                for (int g = 0; g < kGroups; ++g) {
-                    for (int t = 0; t < 16; ++t) s.scale[b][g][m][t] = scale[t][g];
-                    if constexpr (Dec::kHasMin) {
-                        for (int t = 0; t < 16; ++t) s.min[b][g][m][t] = min[t][g];
-                    }
-                }
+                pack_group_scales<Dec::kHasMin>(scale, min, m, s.scale[b], s.min[Dec::kHasMin ? b : 0]);
             }
         }
     }
@@ -577,8 +470,7 @@ struct KQuantKind {
     // group sums as -offset * sum (integer) and -sum (float, for the mins).
     static void prepare(const TileGemmArgs& a, int64_t n0, int nn, int64_t k0, int kc, Scratch& s) {
         const int kb = kc / 256;
-        s.stride = a.activation_row_bytes;
-        s.x0 = a.activations + static_cast<uint64_t>(n0) * a.activation_row_bytes + (k0 / 256) * kActBytes;
+        start_activation_chunk(a, n0, (k0 / 256) * kActBytes, s);
         for (int j = 0; j < nn; ++j) {
             const uint8_t* row = s.x0 + static_cast<uint64_t>(j) * s.stride;
             for (int b = 0; b < kb; ++b) {
@@ -612,21 +504,12 @@ struct KQuantKind {
     static void compute(const Scratch& s, int kc, int i0, const Out& out) {
         const int kb = kc / 256;
         __m512 acc[MZ][RN];
-#pragma GCC unroll 8
-        for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_setzero_ps();
-        }
+        fill_tile(acc, _mm512_setzero_ps());
         for (int b = 0; b < kb; ++b) {
             const uint8_t* x[RN];
-#pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) x[j] = s.x0 + static_cast<uint64_t>(i0 + j) * s.stride + b * kActBytes + 4;
+            tile_activation_rows(s, i0, b * kActBytes + 4, x);
             __m512 sb[MZ][RN];  // this super-block's sum, before the activation scale
-#pragma GCC unroll 8
-            for (int m = 0; m < MZ; ++m) {
-#pragma GCC unroll 32
-                for (int j = 0; j < RN; ++j) sb[m][j] = _mm512_setzero_ps();
-            }
+            fill_tile(sb, _mm512_setzero_ps());
             for (int g = 0; g < kGroups; ++g) {
                 __m512i ia[MZ][RN];
 #pragma GCC unroll 32
@@ -648,17 +531,8 @@ struct KQuantKind {
                         for (int m = 0; m < MZ; ++m) ia[m][j] = _mm512_dpbusd_epi32(ia[m][j], w[m], xv);
                     }
                 }
-#pragma GCC unroll 8
-                for (int m = 0; m < MZ; ++m) {
-                    const __m512 sc = _mm512_load_ps(s.scale[b][g][m]);
-#pragma GCC unroll 32
-                    for (int j = 0; j < RN; ++j) sb[m][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[m][j]), sc, sb[m][j]);
-                    if constexpr (Dec::kHasMin) {
-                        const __m512 mn = _mm512_load_ps(s.min[b][g][m]);
-#pragma GCC unroll 32
-                        for (int j = 0; j < RN; ++j) sb[m][j] = _mm512_fmadd_ps(mn, _mm512_set1_ps(s.bsum[i0 + j][b][g]), sb[m][j]);
-                    }
-                }
+                add_group_sums<Avx512Tile>(sb, ia, s.scale[b][g][0]);
+                if constexpr (Dec::kHasMin) add_min_terms<Avx512Tile>(sb, s.min[b][g][0], &s.bsum[i0][b][g], kSuper * kGroups);
             }
 #pragma GCC unroll 8
             for (int m = 0; m < MZ; ++m) {
@@ -666,7 +540,7 @@ struct KQuantKind {
                 for (int j = 0; j < RN; ++j) acc[m][j] = _mm512_fmadd_ps(sb[m][j], _mm512_set1_ps(s.dx[i0 + j][b]), acc[m][j]);
             }
         }
-        store_tile<MZ, RN>(out, acc);
+        store_tile<Avx512Tile>(out, acc);
     }
 };
 
@@ -676,7 +550,7 @@ TileGemmFn avx512_tile_gemm_kernel(GgmlType weight_type) {
     const CpuFeatures& f = cpu_features();
     if (!cpu_supports(CpuIsa::Avx512)) return nullptr;
     switch (weight_type) {
-        case GgmlType::F16: return panels_kernel<Avx512Tile, F16Kind<>>;
+        case GgmlType::F16: return panels_kernel<Avx512Tile, F16TileKind>;
         case GgmlType::BF16: return f.avx512bf16 ? panels_kernel<Avx512Tile, Bf16Kind<>> : nullptr;
         default: break;
     }
