@@ -39,7 +39,7 @@ void bench(benchmark::State& state, GgmlType type, CpuIsa isa, int64_t rows, int
         state.SkipWithError("ISA not supported");
         return;
     }
-    const TileGemmFn kernel = isa == CpuIsa::Avx2 ? simd::avx2_tile_gemm_kernel(type) : simd::avx512_tile_gemm_kernel(type);
+    const TileGemmFn kernel = tile_gemm_family_kernel(type, isa);
     if (kernel == nullptr) {
         state.SkipWithError("no kernel");
         return;
@@ -130,7 +130,7 @@ const int kRegistered = [] {
     struct Dims {
         int64_t rows, k;
     };
-    for (const CpuIsa isa : {CpuIsa::Avx512, CpuIsa::Avx2}) {
+    for (const CpuIsa isa : {CpuIsa::Avx512, CpuIsa::AvxVnni, CpuIsa::Avx2}) {
         for (const GgmlType type : types) {
             for (Dims d : {Dims{4864, 896}, Dims{896, 4864}}) {
                 // K-quant rows are whole 256-element super-blocks: 1024 stands in for 896.

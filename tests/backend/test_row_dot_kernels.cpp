@@ -62,7 +62,7 @@ bool covers_type(CpuIsa isa, GgmlType t) {
     if (isa == CpuIsa::I8mm) return false;
     return isa != CpuIsa::Dotprod || !is_float_type(t);
 }
-bool has_own_encoders(CpuIsa isa) { return isa == CpuIsa::Avx2 || isa == CpuIsa::Avx512; }
+bool has_own_encoders(CpuIsa isa) { return isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni || isa == CpuIsa::Avx512; }
 
 // ------------------------------------------------------------------ tables
 
@@ -325,7 +325,7 @@ std::pair<int, int> quant_bytes_of_min_types(GgmlType t) {
 // Random bytes for every block of a quantized row, with sane scales (random sign, magnitude
 // 2^-12 .. 1); Q8_K rows get a random float scale and consistent bsums, Q8_1 rows a
 // consistent s. Q8_0 quants avoid -128 on request (see the note on Q8_0 x Q8_0 in
-// row_dot_avx2.cpp: no quantizer writes a -128 weight).
+// row_dot_ymm.h: no quantizer writes a -128 weight).
 std::vector<uint8_t> random_blocks(GgmlType t, int64_t n, std::mt19937& rng, bool avoid_minus_128 = false) {
     std::vector<uint8_t> bytes(row_bytes(t, n));
     for (auto& b : bytes) b = static_cast<uint8_t>(rng());
@@ -462,8 +462,8 @@ TEST(RowDotProducts, MatchScalarReferenceOnRandomBlockBytes) {
             std::mt19937 rng(static_cast<uint32_t>(t) * 7919u + 17u);
             for (int64_t n : dot_lengths(t)) {
                 for (int rep = 0; rep < 6; ++rep) {
-                    // Q8_0 x Q8_0 on avx2 relies on weights != -128 (see row_dot_avx2.cpp).
-                    const bool avoid = t == GgmlType::Q8_0 && isa == CpuIsa::Avx2;
+                    // Q8_0 x Q8_0 on avx2 and avxvnni relies on weights != -128 (see row_dot_ymm.h).
+                    const bool avoid = t == GgmlType::Q8_0 && (isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni);
                     const std::vector<uint8_t> w = random_blocks(t, n, rng, avoid);
                     const std::vector<uint8_t> x = random_blocks(at, n, rng);
                     check_dot(isa, t, n, w, x, "random bytes rep " + std::to_string(rep));
@@ -639,7 +639,7 @@ TEST(RowDotRows, MatchScalarReferenceOnRandomBlockBytes) {
         for (GgmlType t : kWeightTypes) {
             if (is_float_type(t)) continue;
             std::mt19937 rng(static_cast<uint32_t>(t) * 131u + 5u);
-            const bool avoid = t == GgmlType::Q8_0 && isa == CpuIsa::Avx2;  // see row_dot_avx2.cpp
+            const bool avoid = t == GgmlType::Q8_0 && (isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni);  // see row_dot_ymm.h
             for (int64_t n : dot_lengths(t)) {
                 std::vector<std::vector<uint8_t>> rows;
                 for (int r = 0; r < 17; ++r) rows.push_back(random_blocks(t, n, rng, avoid));

@@ -66,7 +66,7 @@ TileGemmFn family_kernel(CpuIsa isa, GgmlType type) { return tile_gemm_family_ke
 bool expected(CpuIsa isa, GgmlType type) {
     if (!cpu_supports(isa)) return false;
     const CpuFeatures& f = cpu_features();
-    if (isa == CpuIsa::Avx2) {
+    if (isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni) {
         return type != GgmlType::BF16 && type != GgmlType::Q4_1 && type != GgmlType::Q5_1;
     }
     if (isa != CpuIsa::Avx512) return false;  // the ARM64 families have no tiled kernels yet

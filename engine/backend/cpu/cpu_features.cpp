@@ -89,7 +89,7 @@ CpuFeatures detect() {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-constexpr std::array kBuiltFamilies = {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512};
+constexpr std::array kBuiltFamilies = {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::AvxVnni, CpuIsa::Avx512};
 #elif defined(__aarch64__)
 constexpr std::array kBuiltFamilies = {CpuIsa::Scalar, CpuIsa::Neon, CpuIsa::Dotprod, CpuIsa::I8mm};
 #else
@@ -156,6 +156,7 @@ bool cpu_supports(CpuIsa isa) {
     switch (isa) {
         case CpuIsa::Scalar: return true;
         case CpuIsa::Avx2: return f.avx2 && f.fma && f.f16c;
+        case CpuIsa::AvxVnni: return f.avx2 && f.fma && f.f16c && f.avxvnni;
         case CpuIsa::Avx512: return f.avx512f && f.avx512bw && f.avx512vl && f.avx2 && f.fma && f.f16c;
         case CpuIsa::Neon: return f.neon;
         case CpuIsa::Dotprod: return f.neon && f.dotprod;
@@ -168,12 +169,19 @@ CpuIsa family_below(CpuIsa isa) {
     switch (isa) {
         case CpuIsa::Scalar: return CpuIsa::Scalar;
         case CpuIsa::Avx2: return CpuIsa::Scalar;
-        case CpuIsa::Avx512: return CpuIsa::Avx2;
+        case CpuIsa::AvxVnni: return CpuIsa::Avx2;
+        case CpuIsa::Avx512: return CpuIsa::AvxVnni;
         case CpuIsa::Neon: return CpuIsa::Scalar;
         case CpuIsa::Dotprod: return CpuIsa::Neon;
         case CpuIsa::I8mm: return CpuIsa::Dotprod;
     }
     return CpuIsa::Scalar;
+}
+
+CpuIsa runnable_family_below(CpuIsa isa) {
+    CpuIsa below = family_below(isa);
+    while (!cpu_supports(below)) below = family_below(below);
+    return below;
 }
 
 std::span<const CpuIsa> built_cpu_families() { return kBuiltFamilies; }
@@ -187,6 +195,7 @@ std::string_view cpu_isa_name(CpuIsa isa) {
     switch (isa) {
         case CpuIsa::Scalar: return "scalar";
         case CpuIsa::Avx2: return "avx2";
+        case CpuIsa::AvxVnni: return "avxvnni";
         case CpuIsa::Avx512: return "avx512";
         case CpuIsa::Neon: return "neon";
         case CpuIsa::Dotprod: return "dotprod";

@@ -1,9 +1,9 @@
 #pragma once
 // Which instruction sets this CPU offers, and which kernel family the engine uses. The
 // choice is made once per process: the best family the CPU supports, or the one named by
-// the environment variable INFERSCOPE_CPU_ISA (scalar, avx2, avx512 on x86-64; scalar,
-// neon, dotprod, i8mm on ARM64) for testing; a request the CPU cannot run falls back to the
-// best supported family below it.
+// the environment variable INFERSCOPE_CPU_ISA (scalar, avx2, avxvnni, avx512 on x86-64;
+// scalar, neon, dotprod, i8mm on ARM64) for testing; a request the CPU cannot run falls back
+// to the best supported family below it.
 #include <span>
 #include <string_view>
 
@@ -13,6 +13,7 @@ namespace inferscope {
 enum class CpuIsa {
     Scalar,   // portable C++: the reference every other path is tested against
     Avx2,     // x86-64: AVX2 + FMA + F16C
+    AvxVnni,  // x86-64: + AVX-VNNI (vpdpbusd on YMM registers: Alder Lake and later, Zen 5)
     Avx512,   // x86-64: AVX-512 F/BW/VL (+ VNNI, BF16 where present)
     Neon,     // ARM64: Advanced SIMD (every ARMv8-A core)
     Dotprod,  // ARM64: + the 8-bit dot product (sdot, ARMv8.2)
@@ -40,9 +41,12 @@ const CpuFeatures& cpu_features();
 bool cpu_supports(CpuIsa isa);
 // The family in use (decided on first call).
 CpuIsa active_cpu_isa();
-std::string_view cpu_isa_name(CpuIsa isa);  // "scalar", "avx2", "avx512", "neon", "dotprod", "i8mm"
-// The family a family's missing kernels come from (Scalar for Scalar itself).
+std::string_view cpu_isa_name(CpuIsa isa);  // "scalar", "avx2", "avxvnni", "avx512", "neon", "dotprod", "i8mm"
+// The family below `isa` in the chain (Scalar for Scalar itself).
 CpuIsa family_below(CpuIsa isa);
+// The family a family's missing kernels come from: the first one below it that this CPU can
+// run (a CPU may have AVX-512 without AVX-VNNI, as Zen 4 and Ice Lake do).
+CpuIsa runnable_family_below(CpuIsa isa);
 // The families this build has kernels for, lowest first: Scalar, then this architecture's.
 std::span<const CpuIsa> built_cpu_families();
 

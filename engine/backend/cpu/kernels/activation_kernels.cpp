@@ -34,7 +34,7 @@ ActivationKernels activation_kernels(CpuIsa isa) {
         return scalar;
     }
     ActivationKernels own = family_kernels(isa);
-    fill_missing(own, activation_kernels(family_below(isa)));
+    fill_missing(own, activation_kernels(runnable_family_below(isa)));
     return own;
 }
 

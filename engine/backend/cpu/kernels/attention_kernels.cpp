@@ -74,7 +74,7 @@ AttentionKernels attention_kernels(CpuIsa isa) {
         return scalar;
     }
     AttentionKernels own = family_kernels(isa);
-    fill_missing(own, attention_kernels(family_below(isa)));
+    fill_missing(own, attention_kernels(runnable_family_below(isa)));
     return own;
 }
 

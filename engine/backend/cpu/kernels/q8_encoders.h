@@ -2,7 +2,7 @@
 // The Q8_0, Q8_1 and Q8_K activation encoders of the row dot kernels, written once for both
 // instruction sets: the block loops, the checks that send a block to the scalar replicas of
 // simd_encode_fallback.h (infinities, NaNs, a multiplier that overflows), the scales and
-// Q8_1's sum. Bit-identical to quantize_row (see row_dot_avx2.cpp).
+// Q8_1's sum. Bit-identical to quantize_row (see row_dot_ymm.h).
 //
 // The vector steps come from the instruction set's traits, a type each row_dot_<isa> file
 // defines in its own anonymous namespace:

@@ -82,6 +82,7 @@ RowDotKernels row_dot_family_kernels(GgmlType weight_type, CpuIsa isa) {
     switch (isa) {
 #if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx2: return simd::avx2_row_dot_kernels(weight_type);
+        case CpuIsa::AvxVnni: return simd::avxvnni_row_dot_kernels(weight_type);
         case CpuIsa::Avx512: return simd::avx512_row_dot_kernels(weight_type, active_prefetch_level());
 #elif defined(__aarch64__)
         case CpuIsa::Neon: return simd::neon_row_dot_kernels(weight_type);
@@ -94,7 +95,7 @@ RowDotKernels row_dot_family_kernels(GgmlType weight_type, CpuIsa isa) {
 
 RowDotKernels row_dot_kernels(GgmlType weight_type, CpuIsa isa) {
     if (isa == CpuIsa::Scalar) return scalar_kernels(weight_type);  // throws for types without a dot product
-    const RowDotKernels below = row_dot_kernels(weight_type, family_below(isa));
+    const RowDotKernels below = row_dot_kernels(weight_type, runnable_family_below(isa));
     RowDotKernels own = row_dot_family_kernels(weight_type, isa);
     fill_missing(own, below);
     return own;

@@ -48,6 +48,7 @@ RowDotKernels row_dot_family_kernels(GgmlType weight_type, CpuIsa isa);
 namespace simd {
 // Per-family tables, defined in row_dot_<isa>.cpp: null members are "not provided".
 RowDotKernels avx2_row_dot_kernels(GgmlType weight_type);
+RowDotKernels avxvnni_row_dot_kernels(GgmlType weight_type);
 // `prefetch`: see active_prefetch_level (the kernels compute the same either way).
 RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetch);
 RowDotKernels neon_row_dot_kernels(GgmlType weight_type);

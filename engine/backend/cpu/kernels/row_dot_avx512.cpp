@@ -8,7 +8,7 @@
 // instructions are not used: vdpbf16ps treats denormal inputs as zero, whereas the kernels
 // here compute "products of the bf16 values (exact in float), summed in float".
 //
-// Semantics as in row_dot_avx2.cpp: encoders bit-identical to quantize_row (with the same
+// Semantics as in row_dot_ymm.h: encoders bit-identical to quantize_row (with the same
 // scalar replicas for non-finite blocks), dot products with exact integer block sums and the
 // reference's float steps, accumulated in vector lanes with fused multiply-adds.
 //

@@ -1,6 +1,6 @@
 // AVX-512 activation encoders of the row dot products (row_dot.h): F16, BF16 and, through
 // q8_encoders.h, Q8_0, Q8_1 and Q8_K; bit-identical to quantize_row (see
-// row_dot_avx2.cpp). Compiled with AVX-512 flags (see engine/CMakeLists.txt): everything but
+// row_dot_ymm.h). Compiled with AVX-512 flags (see engine/CMakeLists.txt): everything but
 // the entry point stays in an anonymous namespace.
 #include <immintrin.h>
 

@@ -22,6 +22,7 @@ StreamReadFn stream_read_kernel(CpuIsa isa) {
     switch (isa) {
 #if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx512: return &simd::avx512_stream_read;
+        case CpuIsa::AvxVnni:
         case CpuIsa::Avx2: return &simd::avx2_stream_read;
 #elif defined(__aarch64__)
         case CpuIsa::Neon:

@@ -6,6 +6,7 @@ TileGemmFn tile_gemm_family_kernel(GgmlType weight_type, CpuIsa isa) {
     switch (isa) {
 #if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx2: return simd::avx2_tile_gemm_kernel(weight_type);
+        case CpuIsa::AvxVnni: return simd::avxvnni_tile_gemm_kernel(weight_type);
         case CpuIsa::Avx512: return simd::avx512_tile_gemm_kernel(weight_type);
 #endif
         default: return nullptr;
@@ -13,7 +14,7 @@ TileGemmFn tile_gemm_family_kernel(GgmlType weight_type, CpuIsa isa) {
 }
 
 TileGemmFn tile_gemm_kernel(GgmlType weight_type, CpuIsa isa) {
-    for (;; isa = family_below(isa)) {
+    for (;; isa = runnable_family_below(isa)) {
         if (const TileGemmFn kernel = tile_gemm_family_kernel(weight_type, isa)) return kernel;
         if (isa == CpuIsa::Scalar) return nullptr;
     }

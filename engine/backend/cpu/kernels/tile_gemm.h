@@ -37,6 +37,7 @@ TileGemmFn tile_gemm_family_kernel(GgmlType weight_type, CpuIsa isa);
 
 namespace simd {
 TileGemmFn avx2_tile_gemm_kernel(GgmlType weight_type);
+TileGemmFn avxvnni_tile_gemm_kernel(GgmlType weight_type);
 TileGemmFn avx512_tile_gemm_kernel(GgmlType weight_type);
 }  // namespace simd
 

@@ -2,7 +2,7 @@
 // The instruction-set-neutral part of the tiled GEMM kernels (tile_gemm.h): the loops over
 // panels of weight rows, k chunks and tiles of activation rows, the weight and activation
 // prefetches between them, and the dispatch to a kind's micro-kernel of the tile's size.
-// Written once for tile_gemm_avx2.cpp and tile_gemm_avx512.cpp, each of which compiles it
+// Written once for tile_gemm_ymm.h and tile_gemm_avx512.cpp, each of which compiles it
 // with its own flags.
 //
 // Include it only from *_avx2.cpp / *_avx512.cpp files: everything is in an anonymous

@@ -1,6 +1,6 @@
 #pragma once
 // The instruction-set-neutral pieces of the tiled GEMM micro-kernels, written once for
-// tile_gemm_avx2.cpp and tile_gemm_avx512.cpp: the tile of accumulators and its store, the
+// tile_gemm_ymm.h and tile_gemm_avx512.cpp: the tile of accumulators and its store, the
 // whole F16 kind, the per-block and per-group scaling steps, the activation scales of the
 // 32-element formats and the unpacking of K-quant rows. The integer product loops stay in
 // the files: VPDPBUSD and the VPMADDUBSW / VPMADDWD pair are different algorithms.

@@ -1,0 +1,571 @@
+#pragma once
+// Row dot products and activation encoders on 256-bit vectors, compiled twice: with AVX2
+// flags (row_dot_avx2.cpp) and with AVX2 + AVX-VNNI (row_dot_avxvnni.cpp, __AVXVNNI__
+// defined, where the legacy blocks' byte products go through VPDPBUSD). Everything stays in
+// an anonymous namespace, so each copy keeps its own instructions.
+//
+// Semantics (see row_dot.h): the same quantity as vec_dot / quantize_row in
+// engine/formats/quant.h.
+//  * Encoders are bit-identical to quantize_row: the vector paths reproduce its rounding
+//    (round to nearest even via cvtps2dq under the default MXCSR, int8 saturation by the
+//    pack instructions, f16 scales via vcvtps2ph with round-to-nearest-even), and blocks the
+//    vector code does not cover exactly (infinities, NaNs, a denormal maximum whose
+//    multiplier overflows) go through the scalar replicas in simd_encode_fallback.h.
+//  * Dot products: the integer sum of each block (or K-quant sub-block) is exact, as in the
+//    reference; the float steps are the reference's (d_w*d_x times the integer sum, minus
+//    the min/bsums term for K-quants with mins) but accumulated in several vector lanes and
+//    with fused multiply-adds, so results differ from the scalar reference by float
+//    summation order only. F16/BF16 products are exact in float, so there the fma changes
+//    nothing but the order of the sums (the reference accumulates in double).
+//
+// Integer tricks:
+//  * unsigned-by-signed products with _mm256_maddubs_epi16: the weight's quant is kept
+//    unsigned (Q4_0: 0..15 instead of -8..7) and the offset is subtracted as offset*sum(x),
+//    which for the K-quants comes from the activation's bsums. All pair sums stay far from
+//    the int16 saturation bound, so the sums are exact for every int8 activation.
+//  * Q8_0 x Q8_0 uses |x| * (w with x's sign) (_mm256_sign_epi8), exact for every
+//    activation (|-128| = 128 is a valid unsigned byte) and every weight except -128, which
+//    no Q8_0 quantizer writes (ggml's and ours round w*127/max|w| into -127..127): a weight
+//    of -128 facing a negative activation would come out as -128 * |x| instead of 128 * |x|.
+//    (The AVX-512 kernels have no such exception.)
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/backend/cpu/kernels/byte_access.h"
+#include "engine/backend/cpu/kernels/q8_encoders.h"
+#include "engine/backend/cpu/kernels/row_dot.h"
+#include "engine/backend/cpu/kernels/row_dot_common.h"
+#include "engine/backend/cpu/kernels/simd_encode_fallback.h"
+#include "engine/backend/cpu/kernels/tuning_avx2.h"
+#include "engine/formats/block_layouts.h"
+#include "engine/formats/iq4_levels.h"
+
+namespace inferscope::simd {
+namespace {
+
+// Block sizes and field offsets (kQ4_0, kQ8_KBsums, …).
+using namespace block_layouts;
+namespace tuning = avx2_tuning;
+
+// ---------------------------------------------------------------- helpers
+
+inline __m128i load64(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
+inline void store256(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
+// The f16 values at p, p + stride, p + 2*stride, p + 3*stride, as four floats.
+inline __m128 f16x4(const uint8_t* p, int64_t stride) {
+    const uint64_t v = static_cast<uint64_t>(load_u16(p)) | static_cast<uint64_t>(load_u16(p + stride)) << 16 |
+                       static_cast<uint64_t>(load_u16(p + 2 * stride)) << 32 |
+                       static_cast<uint64_t>(load_u16(p + 3 * stride)) << 48;
+    return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(v)));
+}
+
+// Lane k of v in all eight lanes.
+inline __m256 lane(__m256 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
+
+inline __m256i ones16() { return _mm256_set1_epi16(1); }
+inline __m256i low_nibbles() { return _mm256_set1_epi8(0x0F); }
+
+// The 32 nibbles of 16 bytes in element order: low nibbles (elements 0..15), then high ones
+// (a broadcast load, then the high 128-bit lane shifted by 4).
+inline __m256i nibbles32(const uint8_t* qs) {
+    const __m256i q = _mm256_broadcastsi128_si256(load128(qs));
+    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), low_nibbles());
+}
+
+// The two f16 values at p and p + 2 of four blocks (p, p + stride, ...) as floats:
+// [a0 b0 a1 b1 a2 b2 a3 b3].
+inline __m256 f16x2x4(const uint8_t* p, int64_t stride) {
+    const uint64_t lo = static_cast<uint64_t>(load_u32(p)) | static_cast<uint64_t>(load_u32(p + stride)) << 32;
+    const uint64_t hi = static_cast<uint64_t>(load_u32(p + 2 * stride)) | static_cast<uint64_t>(load_u32(p + 3 * stride)) << 32;
+    return _mm256_cvtph_ps(_mm_insert_epi64(_mm_cvtsi64_si128(static_cast<long long>(lo)), static_cast<long long>(hi), 1));
+}
+
+// 0xFF in byte j where bit j of `bits` is set, 0 elsewhere.
+inline __m256i bits_to_bytes(uint32_t bits) {
+    const __m256i spread = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
+                                              0x0303030303030303);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), spread);
+    const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, select), select);
+}
+
+// Byte-wise ((v >> Bit) & 1) << Out, for a bit and an output position of the same byte.
+template <int Bit, int Out>
+inline __m256i move_bit(__m256i v) {
+    const __m256i mask = _mm256_set1_epi8(static_cast<char>(1 << Out));
+    if constexpr (Bit < Out) {
+        return _mm256_and_si256(_mm256_slli_epi16(v, Out - Bit), mask);
+    } else if constexpr (Bit == Out) {
+        return _mm256_and_si256(v, mask);
+    } else {
+        return _mm256_and_si256(_mm256_srli_epi16(v, Bit - Out), mask);
+    }
+}
+
+// Per-lane byte shuffle that broadcasts int16 word `lo_word` over the low 128-bit lane and
+// `hi_word` over the high one (each lane of the source holding the same eight words).
+inline __m256i word_pair_shuffle(int lo_word, int hi_word) {
+    return _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(((2 * lo_word + 1) << 8) | (2 * lo_word))),
+                             _mm_set1_epi16(static_cast<short>(((2 * hi_word + 1) << 8) | (2 * hi_word))));
+}
+
+// ---------------------------------------------------------------- prefetching, row loops
+
+// Each kernel step prefetches the cache lines of the weight bytes it reads
+// tuning::kRowDotPrefetchBytes ahead; the rows of a matrix are contiguous, so the last steps
+// of a row prefetch the start of the next one.
+
+template <int64_t Bytes>
+inline void prefetch_span(const uint8_t* p) {
+    // Addresses at most 64 bytes apart over the step: every line of the stream is touched.
+    for (int64_t o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+// The rows one after the other (each row's dot prefetches into the next ones).
+template <RowDotFn Dot>
+void dot_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
+    for (int64_t r = 0; r < n_rows; ++r) out[r] = Dot(n, w + static_cast<uint64_t>(r) * row_bytes, x);
+}
+
+// ---------------------------------------------------------------- F16 / BF16
+
+// Eight halves as floats: F16 converted, BF16 shifted (a bf16 is the top half of a float).
+inline __m256 f16x8(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
+inline __m256 bf16x8(const uint8_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
+}
+inline float bf16_at(const uint8_t* p) {
+    const uint32_t bits = static_cast<uint32_t>(load_u16(p)) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+// The F16 and BF16 dot products: widen8 converts eight halves, at one (the tail's).
+template <__m256 (*widen8)(const uint8_t*), float (*at)(const uint8_t*)>
+float dot_halves(int64_t n, const uint8_t* w, const uint8_t* x) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const uint8_t* wi = w + 2 * i;
+        const uint8_t* xi = x + 2 * i;
+        prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
+        acc0 = _mm256_fmadd_ps(widen8(wi), widen8(xi), acc0);
+        acc1 = _mm256_fmadd_ps(widen8(wi + 16), widen8(xi + 16), acc1);
+        acc2 = _mm256_fmadd_ps(widen8(wi + 32), widen8(xi + 32), acc2);
+        acc3 = _mm256_fmadd_ps(widen8(wi + 48), widen8(xi + 48), acc3);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(widen8(w + 2 * i), widen8(x + 2 * i), acc0);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; ++i) sum += at(w + 2 * i) * at(x + 2 * i);  // the product is exact in float
+    return sum;
+}
+constexpr auto dot_f16 = &dot_halves<&f16x8, &f16_at>;
+constexpr auto dot_bf16 = &dot_halves<&bf16x8, &bf16_at>;
+
+// ---------------------------------------------------------------- legacy 32-element blocks
+// Each BlockSum returns the block's exact integer dot product spread over eight int32 lanes.
+
+#if defined(__AVXVNNI__)
+// The sums of each dword's four u8 x s8 products, exact in int32.
+inline __m256i byte_products(__m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u8, s8); }
+// byte_products(a, s8) - byte_products(b, s8).
+inline __m256i byte_product_difference(__m256i a, __m256i b, __m256i s8) {
+    return _mm256_sub_epi32(byte_products(a, s8), byte_products(b, s8));
+}
+#else
+// Through int16 pair sums: exact for every operand range used here (see "Integer tricks").
+inline __m256i byte_products(__m256i u8, __m256i s8) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), ones16()); }
+inline __m256i byte_product_difference(__m256i a, __m256i b, __m256i s8) {
+    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(a, s8), _mm256_maddubs_epi16(b, s8)), ones16());
+}
+#endif
+
+struct Q8_0Sum {  // Q8_0 x Q8_0: |x| * (w with the sign of x)
+    static constexpr int64_t kW = kQ8_0, kX = kQ8_0;
+    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
+        const __m256i qw = load256(bw + 2);
+        const __m256i qx = load256(bx + 2);
+        return byte_products(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qw, qx));
+    }
+};
+
+struct Q4_0Sum {  // sum((q - 8) * x) = sum(q * x) - sum(8 * x), q in 0..15
+    static constexpr int64_t kW = kQ4_0, kX = kQ8_0;
+    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
+        const __m256i q = nibbles32(bw + 2);
+        return byte_product_difference(q, _mm256_set1_epi8(8), load256(bx + 2));
+    }
+};
+
+struct Q5_0Sum {  // q = nibble + 16*bit - 16: sum(nibble * x) - sum(16 * x where the bit is clear)
+    static constexpr int64_t kW = kQ5_0, kX = kQ8_0;
+    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
+        const __m256i q = nibbles32(bw + 6);
+        const __m256i clear16 = _mm256_andnot_si256(bits_to_bytes(load_u32(bw + 2)), _mm256_set1_epi8(16));
+        return byte_product_difference(q, clear16, load256(bx + 2));
+    }
+};
+
+struct Q4_1Sum {  // q in 0..15
+    static constexpr int64_t kW = kQ4_1, kX = kQ8_1;
+    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
+        return byte_products(nibbles32(bw + 4), load256(bx + 4));
+    }
+};
+
+struct Q5_1Sum {  // q = nibble + 16*bit in 0..31
+    static constexpr int64_t kW = kQ5_1, kX = kQ8_1;
+    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
+        const __m256i high = _mm256_and_si256(bits_to_bytes(load_u32(bw + 4)), _mm256_set1_epi8(16));
+        const __m256i q = _mm256_or_si256(nibbles32(bw + 8), high);
+        return byte_products(q, load256(bx + 4));
+    }
+};
+
+// The sixteen IQ4 levels in both 128-bit lanes, for _mm256_shuffle_epi8 lookups by nibble.
+inline __m256i iq4_levels() {
+    return _mm256_broadcastsi128_si256(load128(reinterpret_cast<const uint8_t*>(kIQ4NLValues)));
+}
+
+// The levels of 32 elements whose nibbles start at qs, given x's signs: multiplied by |x|,
+// they give level * x exactly for every int8 x (|-128| = 128 is a valid unsigned byte; no
+// level is -128, so negating one cannot overflow, and int16 pair sums 2 * 128 * 127 < 32768).
+inline __m256i iq4_levels_signed_as(const uint8_t* qs, __m256i qx) {
+    return _mm256_sign_epi8(_mm256_shuffle_epi8(iq4_levels(), nibbles32(qs)), qx);
+}
+
+struct IQ4_NLSum {  // Q4_0's layout with the nibbles looked up in the level table
+    static constexpr int64_t kW = kIQ4_NL, kX = kQ8_0;
+    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
+        const __m256i qx = load256(bx + 2);
+        return byte_products(_mm256_abs_epi8(qx), iq4_levels_signed_as(bw + 2, qx));
+    }
+};
+
+// sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x when WithMin], four blocks per iteration
+// with one accumulator each.
+template <class Block, bool WithMin>
+float dot_legacy(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 32;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();  // WithMin: [d_w*d_x, m_w*s_x] pairs; the odd lanes count
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4, w += 4 * Block::kW, x += 4 * Block::kX) {
+        prefetch_span<4 * Block::kW>(w + tuning::kRowDotPrefetchBytes);
+        __m256 d;  // block k's d_w*d_x in lane k (WithMin: lane 2k)
+        if constexpr (WithMin) {
+            d = _mm256_mul_ps(f16x2x4(w, Block::kW), f16x2x4(x, Block::kX));
+            accm = _mm256_add_ps(accm, d);
+        } else {
+            d = _mm256_castps128_ps256(_mm_mul_ps(f16x4(w, Block::kW), f16x4(x, Block::kX)));
+        }
+        constexpr int kStep = WithMin ? 2 : 1;
+        const __m256i s0 = Block::sum(w, x);
+        const __m256i s1 = Block::sum(w + Block::kW, x + Block::kX);
+        const __m256i s2 = Block::sum(w + 2 * Block::kW, x + 2 * Block::kX);
+        const __m256i s3 = Block::sum(w + 3 * Block::kW, x + 3 * Block::kX);
+        acc0 = _mm256_fmadd_ps(lane(d, 0), _mm256_cvtepi32_ps(s0), acc0);
+        acc1 = _mm256_fmadd_ps(lane(d, kStep), _mm256_cvtepi32_ps(s1), acc1);
+        acc2 = _mm256_fmadd_ps(lane(d, 2 * kStep), _mm256_cvtepi32_ps(s2), acc2);
+        acc3 = _mm256_fmadd_ps(lane(d, 3 * kStep), _mm256_cvtepi32_ps(s3), acc3);
+    }
+    float tail_min = 0.0f;
+    for (; b < nb; ++b, w += Block::kW, x += Block::kX) {
+        const __m256 d = _mm256_set1_ps(f16_at(w) * f16_at(x));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(Block::sum(w, x)), acc0);
+        if constexpr (WithMin) tail_min += f16_at(w + 2) * f16_at(x + 2);
+    }
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    if constexpr (WithMin) {
+        const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+        sum += hsum(_mm256_and_ps(accm, odd)) + tail_min;
+    }
+    return sum;
+}
+
+// ---------------------------------------------------------------- K-quants (x Q8_K)
+
+// sum(q * x) over one 32-element run, each half of it weighted by its int16 scale (the
+// shuffle of `scales` that puts the run's two scales in the two 128-bit lanes), as int32x8.
+inline __m256i scaled_run(__m256i q, const uint8_t* qx, __m256i scales, __m256i shuffle) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(qx)), _mm256_shuffle_epi8(scales, shuffle));
+}
+
+// Q4_K/Q5_K: 32-element sub-blocks with one scale each (both 128-bit halves of a run get it).
+template <int C, bool Q5>
+inline __m256i k4_chunk(const uint8_t* qs, __m256i qh, const uint8_t* qx, __m256i scales) {
+    const __m256i q = load256(qs + 32 * C);
+    __m256i lo = _mm256_and_si256(q, low_nibbles());
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low_nibbles());
+    if constexpr (Q5) {
+        lo = _mm256_or_si256(lo, move_bit<2 * C, 4>(qh));
+        hi = _mm256_or_si256(hi, move_bit<2 * C + 1, 4>(qh));
+    }
+    const __m256i plo = scaled_run(lo, qx + 64 * C, scales, word_pair_shuffle(2 * C, 2 * C));
+    const __m256i phi = scaled_run(hi, qx + 64 * C + 32, scales, word_pair_shuffle(2 * C + 1, 2 * C + 1));
+    return _mm256_add_epi32(plo, phi);
+}
+
+template <bool Q5>
+float dot_k4_family(int64_t n, const uint8_t* w, const uint8_t* x) {
+    constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
+    constexpr int64_t kQs = Q5 ? 48 : 16;
+    const int64_t nb = n / 256;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kW, x += kQ8_K) {
+        prefetch_span<kW>(w + tuning::kRowDotPrefetchBytes);
+        const float dx = load_f32(x);
+        const __m128i sm = k4_scales_mins(w + 4);
+        // min term: sum_j m_j * (bsums[2j] + bsums[2j+1])
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 2) * dx), _mm256_cvtepi32_ps(msum), accm);
+
+        const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+        const __m256i qh = Q5 ? load256(w + 16) : _mm256_setzero_si256();
+        const uint8_t* qs = w + kQs;
+        const uint8_t* qx = x + kQ8_KQs;
+        __m256i sumi = _mm256_add_epi32(k4_chunk<0, Q5>(qs, qh, qx, scales), k4_chunk<1, Q5>(qs, qh, qx, scales));
+        sumi = _mm256_add_epi32(sumi, k4_chunk<2, Q5>(qs, qh, qx, scales));
+        sumi = _mm256_add_epi32(sumi, k4_chunk<3, Q5>(qs, qh, qx, scales));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w) * dx), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc) - hsum(accm);
+}
+
+// Q6_K: q = 6-bit value in 0..63, value = q - 32; the -32 goes through the bsums.
+float dot_q6_k(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    const __m256i m4 = low_nibbles();
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kQ6_K, x += kQ8_K) {
+        prefetch_span<kQ6_K>(w + tuning::kRowDotPrefetchBytes);
+        const __m128i sc8 = load128(w + 192);
+        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
+        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
+        for (int h = 0; h < 2; ++h) {
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(load64(w + 192 + 8 * h)));
+            const __m256i ql0 = load256(w + 64 * h);
+            const __m256i ql1 = load256(w + 64 * h + 32);
+            const __m256i qh = load256(w + 128 + 32 * h);
+            const __m256i a0 = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+            const __m256i a1 = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+            const __m256i a2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+            const __m256i a3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+            const uint8_t* qx = x + kQ8_KQs + 128 * h;
+            const __m256i p0 = scaled_run(a0, qx, scales, word_pair_shuffle(0, 1));
+            const __m256i p1 = scaled_run(a1, qx + 32, scales, word_pair_shuffle(2, 3));
+            const __m256i p2 = scaled_run(a2, qx + 64, scales, word_pair_shuffle(4, 5));
+            const __m256i p3 = scaled_run(a3, qx + 96, scales, word_pair_shuffle(6, 7));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 208) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
+// Q3_K: q = 2 low bits + 4 * hmask bit in 0..7, value = q - 4; the -4 goes through the bsums.
+template <int H, int K>
+inline __m256i q3k_run(__m256i q, __m256i hm, const uint8_t* qx, __m256i scales) {
+    const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * K), _mm256_set1_epi8(3));
+    const __m256i u = _mm256_or_si256(low, move_bit<4 * H + K, 2>(hm));
+    return scaled_run(u, qx + 32 * K, scales, word_pair_shuffle(2 * K, 2 * K + 1));
+}
+
+template <int H>
+inline __m256i q3k_half(const uint8_t* w, const uint8_t* x, __m256i hm, __m128i sc8) {
+    const __m128i half_scales = H == 0 ? sc8 : _mm_unpackhi_epi64(sc8, sc8);
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(half_scales));
+    const __m256i q = load256(w + 32 + 32 * H);
+    const uint8_t* qx = x + kQ8_KQs + 128 * H;
+    const __m256i s01 = _mm256_add_epi32(q3k_run<H, 0>(q, hm, qx, scales), q3k_run<H, 1>(q, hm, qx, scales));
+    const __m256i s23 = _mm256_add_epi32(q3k_run<H, 2>(q, hm, qx, scales), q3k_run<H, 3>(q, hm, qx, scales));
+    return _mm256_add_epi32(s01, s23);
+}
+
+float dot_q3_k(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kQ3_K, x += kQ8_K) {
+        prefetch_span<kQ3_K>(w + tuning::kRowDotPrefetchBytes);
+        const __m128i sc8 = q3k_scales(w + 96);
+        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
+        const __m256i hm = load256(w);
+        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2));
+        sumi = _mm256_add_epi32(sumi, q3k_half<0>(w, x, hm, sc8));
+        sumi = _mm256_add_epi32(sumi, q3k_half<1>(w, x, hm, sc8));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 108) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
+// Q2_K: q in 0..3 with a 4-bit scale and a 4-bit min per 16 elements.
+float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kQ2_K, x += kQ8_K) {
+        prefetch_span<kQ2_K>(w + tuning::kRowDotPrefetchBytes);
+        const float dx = load_f32(x);
+        const __m128i packed = load128(w);
+        const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
+        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16_at(w + 82)), _mm256_cvtepi32_ps(msum), accm);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m128i half_scales = h == 0 ? scl : _mm_unpackhi_epi64(scl, scl);
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(half_scales));
+            const __m256i q = load256(w + 16 + 32 * h);
+            const uint8_t* qx = x + kQ8_KQs + 128 * h;
+            const __m256i p0 = scaled_run(_mm256_and_si256(q, m3), qx, scales, word_pair_shuffle(0, 1));
+            const __m256i p1 = scaled_run(_mm256_and_si256(_mm256_srli_epi16(q, 2), m3), qx + 32, scales,
+                                          word_pair_shuffle(2, 3));
+            const __m256i p2 = scaled_run(_mm256_and_si256(_mm256_srli_epi16(q, 4), m3), qx + 64, scales,
+                                          word_pair_shuffle(4, 5));
+            const __m256i p3 = scaled_run(_mm256_and_si256(_mm256_srli_epi16(q, 6), m3), qx + 96, scales,
+                                          word_pair_shuffle(6, 7));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16_at(w + 80)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc) - hsum(accm);
+}
+
+// IQ4_XS: eight 32-element groups with signed 6-bit scales. Each group's int16 pair sums are
+// multiplied by its scale in the pair-sum step (_mm256_madd_epi16), so a super-block gives
+// one exact int32 sum (|sum| <= 8 * 32 * 127 * 128 * 32 < 2^31) and one float update.
+float dot_iq4_xs(int64_t n, const uint8_t* w, const uint8_t* x) {
+    const int64_t nb = n / 256;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, w += kIQ4_XS, x += kQ8_K) {
+        prefetch_span<kIQ4_XS>(w + tuning::kRowDotPrefetchBytes);
+        const uint32_t scales_h = load_u16(w + 2);
+        const uint32_t scales_l = load_u32(w + 4);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4)) - 32;
+            const __m256i qx = load256(x + kQ8_KQs + 32 * g);
+            const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qx), iq4_levels_signed_as(w + 8 + 16 * g, qx));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<short>(ls))));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum(acc);
+}
+
+// ---------------------------------------------------------------- encoders
+
+// The AVX2 steps of q8_encoders.h.
+struct Avx2Encoding {
+    // max |x| over `count` floats (a multiple of 8), as the bits of a float.
+    static uint32_t absmax_bits(const float* x, int count) {
+        const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+        __m256i m = _mm256_setzero_si256();
+        for (int i = 0; i < count; i += 8) {
+            m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + i)), abs_mask));
+        }
+        return max_u32_lanes(m);
+    }
+
+    // Rounds x[0..31] * multiplier to int8 (nearest even, saturated), writes the 32 bytes and
+    // returns their eight partial sums (int32).
+    static __m256i quantize32(const float* x, float multiplier, uint8_t* q) {
+        const __m256 m = _mm256_set1_ps(multiplier);
+        const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), m));
+        const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), m));
+        const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), m));
+        const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), m));
+        const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        store256(q, _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        return _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+    }
+
+    static int32_t total(__m256i v) { return sum_i32_lanes(v); }
+
+    // The index of the first of x[0..255] whose magnitude has the float bits `bits`.
+    static int first_of_magnitude(const float* x, uint32_t bits) {
+        const __m256i target = _mm256_set1_epi32(static_cast<int>(bits));
+        const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+        for (int i = 0; i < 256; i += 8) {
+            const __m256i a = _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + i)), abs_mask);
+            const int hits = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, target)));
+            if (hits != 0) return i + __builtin_ctz(static_cast<unsigned>(hits));
+        }
+        return 0;
+    }
+
+    // Q8_K's bsums: the sums of each 16 quants.
+    static void store_q8_k_bsums(uint8_t* dst) {
+        for (int j = 0; j < 16; ++j) {
+            const __m128i q = load128(dst + kQ8_KQs + 16 * j);
+            // sum of 16 int8: bias to unsigned, sum absolute differences against 0
+            const __m128i sad = _mm_sad_epu8(_mm_xor_si128(q, _mm_set1_epi8(static_cast<char>(0x80))), _mm_setzero_si128());
+            const int sum = _mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128;
+            store_u16(dst + kQ8_KBsums + 2 * j, static_cast<uint16_t>(static_cast<int16_t>(sum)));
+        }
+    }
+};
+
+void encode_f16(const float* x, uint8_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {  // NaN: the reference's canonical form
+            for (int j = 0; j < 8; ++j) store_u16(dst + 2 * (i + j), fallback::fp32_to_fp16(x[i + j]));
+            continue;
+        }
+        store128(dst + 2 * i, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; ++i) store_u16(dst + 2 * i, fallback::fp32_to_fp16(x[i]));
+}
+
+void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
+    const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+    const __m256i inf = _mm256_set1_epi32(static_cast<int>(kInfBits));
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(x + i));
+        const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+        const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+        const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+        const __m256i r = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+        store128(dst + 2 * i, _mm256_castsi256_si128(packed));
+    }
+    for (; i < n; ++i) store_u16(dst + 2 * i, fallback::fp32_to_bf16(x[i]));
+}
+
+RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
+    switch (weight_type) {
+        case GgmlType::F16: return {GgmlType::F16, &encode_f16, dot_f16, &dot_rows<dot_f16>};
+        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, dot_bf16, &dot_rows<dot_bf16>};
+        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q8_0Sum, false>, &dot_rows<&dot_legacy<Q8_0Sum, false>>};
+        case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q4_0Sum, false>, &dot_rows<&dot_legacy<Q4_0Sum, false>>};
+        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q5_0Sum, false>, &dot_rows<&dot_legacy<Q5_0Sum, false>>};
+        case GgmlType::Q4_1: return {GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>, &dot_legacy<Q4_1Sum, true>, &dot_rows<&dot_legacy<Q4_1Sum, true>>};
+        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>, &dot_legacy<Q5_1Sum, true>, &dot_rows<&dot_legacy<Q5_1Sum, true>>};
+        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q2_k, &dot_rows<&dot_q2_k>};
+        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q3_k, &dot_rows<&dot_q3_k>};
+        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_k4_family<false>, &dot_rows<&dot_k4_family<false>>};
+        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_k4_family<true>, &dot_rows<&dot_k4_family<true>>};
+        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q6_k, &dot_rows<&dot_q6_k>};
+        case GgmlType::IQ4_NL:
+            return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<IQ4_NLSum, false>, &dot_rows<&dot_legacy<IQ4_NLSum, false>>};
+        case GgmlType::IQ4_XS: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_iq4_xs, &dot_rows<&dot_iq4_xs>};
+        default: return {};
+    }
+}
+
+}  // namespace
+}  // namespace inferscope::simd
