@@ -479,12 +479,16 @@ struct QuadRows {
     // row's from wb as w_scales8 (4), their products (block k's in lane k; [d, m] pairs in
     // lanes 2k, 2k+1 for kMin) as products8 (4).
     static __m512 x_scales8(const uint8_t* xb) {
+        // Locals, not nested calls: clang's insert intrinsics are macros, and template
+        // arguments' commas would split their arguments.
         if constexpr (Quad::kMin) {
-            return _mm512_insertf32x8(block_scales<kX, 4, true, __m512>(xb), block_scales<kX, 4, true, __m256>(xb + 4 * kX), 1);
+            const __m512 first = block_scales<kX, 4, true, __m512>(xb);
+            const __m256 second = block_scales<kX, 4, true, __m256>(xb + 4 * kX);
+            return _mm512_insertf32x8(first, second, 1);
         } else {
-            const __m256 both = _mm256_insertf128_ps(block_scales<kX, 4, false, __m256>(xb),
-                                                     block_scales<kX, 4, false, __m128>(xb + 4 * kX), 1);
-            return _mm512_castps256_ps512(both);
+            const __m256 first = block_scales<kX, 4, false, __m256>(xb);
+            const __m128 second = block_scales<kX, 4, false, __m128>(xb + 4 * kX);
+            return _mm512_castps256_ps512(_mm256_insertf128_ps(first, second, 1));
         }
     }
     static __m512 x_scales4(const uint8_t* xb) { return block_scales<kX, 4, Quad::kMin, __m512>(xb); }
