@@ -133,6 +133,7 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.api_version = version_string(base.apiVersion);
     info.max_storage_buffer_range_bytes = base.limits.maxStorageBufferRange;
     info.subgroup_size = subgroup.subgroupSize;
+    info.max_workgroup_count_x = base.limits.maxComputeWorkGroupCount[0];
     info.storage_16bit = v11.storageBuffer16BitAccess == VK_TRUE && features.features.shaderInt16 == VK_TRUE;
     info.float16_arithmetic = v12.shaderFloat16 == VK_TRUE;
     info.storage_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
@@ -227,6 +228,9 @@ VkContext::VkContext(const ContextOptions& options) {
     create_instance(options.validation);
     try {
         create_device();
+        if (options.max_workgroups_x > 0) {
+            info_.max_workgroup_count_x = std::min(info_.max_workgroup_count_x, options.max_workgroups_x);
+        }
     } catch (...) {
         destroy();
         throw;

@@ -42,6 +42,9 @@ private:
 struct ContextOptions {
     // Enables VK_LAYER_KHRONOS_validation when installed; its errors are counted.
     bool validation = false;
+    // > 0: launch at most this many workgroups along X even where the device allows more, so
+    // tests on any device exercise the folding of larger launches into Y (laptop GPUs allow 65,535).
+    uint32_t max_workgroups_x = 0;
 };
 
 class VkContext {

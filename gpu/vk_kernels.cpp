@@ -43,6 +43,7 @@ Kernels::Kernels(VkContext& ctx) : ctx_(ctx) {
     subgroups_ = info.subgroup_arithmetic && subgroup_size_ > 0 && subgroup_size_ <= kMatmulThreads &&
                  kMatmulThreads % subgroup_size_ == 0;
     if (!subgroups_) subgroup_size_ = 1;
+    max_groups_x_ = info.max_workgroup_count_x;
     add_descriptor_pool();
 }
 
@@ -72,10 +73,11 @@ void Kernels::forget_descriptor_sets() {
     for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(ctx_.device(), pool, nullptr);
     pools_.clear();
     sets_.clear();
+    ++generation_;
     add_descriptor_pool();
 }
 
-Kernels::Pipeline Kernels::create(Shader shader, uint32_t variant) {
+Kernels::Pipeline Kernels::create(Shader shader, const SpecConstants& constants) {
     const ShaderSpec& spec = kSpecs[static_cast<size_t>(shader)];
     const VkDevice device = ctx_.device();
     Pipeline p;
@@ -102,13 +104,9 @@ Kernels::Pipeline Kernels::create(Shader shader, uint32_t variant) {
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vkCreateShaderModule(device, &module_create, nullptr, &module), "vkCreateShaderModule");
 
-    // Constant 0: the workgroup size (matmul) or KV_F16 (kv_write, attention); constant 1:
-    // WEIGHT_TYPE (matmul, embed); constant 2: matmul rows per workgroup. A constant a
-    // shader does not declare is ignored.
-    const bool kv_shader = shader == Shader::KvWrite || shader == Shader::Attention;
-    const uint32_t values[3] = {kv_shader ? variant : kMatmulThreads, variant, matmul_rows_per_group()};
-    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
-    VkSpecializationInfo specialization{3, entries, sizeof values, values};
+    std::array<VkSpecializationMapEntry, std::tuple_size_v<SpecConstants>> entries{};
+    for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4, 4};
+    VkSpecializationInfo specialization{static_cast<uint32_t>(entries.size()), entries.data(), sizeof constants, constants.data()};
     VkComputePipelineCreateInfo create{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     create.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     create.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -122,15 +120,15 @@ Kernels::Pipeline Kernels::create(Shader shader, uint32_t variant) {
     return p;
 }
 
-Kernels::Pipeline& Kernels::pipeline(Shader shader, uint32_t variant) {
-    const auto key = std::make_pair(shader, variant);
+Kernels::Pipeline& Kernels::pipeline(Shader shader, const SpecConstants& spec) {
+    const auto key = std::make_pair(shader, spec);
     auto it = pipelines_.find(key);
-    if (it == pipelines_.end()) it = pipelines_.emplace(key, create(shader, variant)).first;
+    if (it == pipelines_.end()) it = pipelines_.emplace(key, create(shader, spec)).first;
     return it->second;
 }
 
-VkDescriptorSet Kernels::descriptor_set(Shader shader, uint32_t variant, const Pipeline& p, const std::vector<VkBuffer>& buffers) {
-    auto key = std::make_pair(std::make_pair(shader, variant), buffers);
+VkDescriptorSet Kernels::descriptor_set(Shader shader, const Pipeline& p, const std::vector<VkBuffer>& buffers) {
+    auto key = std::make_pair(shader, buffers);
     if (auto it = sets_.find(key); it != sets_.end()) return it->second;
     if (sets_in_last_pool_ == kSetsPerPool) add_descriptor_pool();
     VkDescriptorSetAllocateInfo allocate{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -156,25 +154,30 @@ VkDescriptorSet Kernels::descriptor_set(Shader shader, uint32_t variant, const P
     return set;
 }
 
-void Kernels::dispatch(VkCommandBuffer cmd, Shader shader, uint32_t variant, const std::vector<VkBuffer>& buffers,
+void Kernels::dispatch(VkCommandBuffer cmd, Shader shader, const SpecConstants& constants, const std::vector<VkBuffer>& buffers,
                        const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y, bool barrier) {
     const ShaderSpec& spec = kSpecs[static_cast<size_t>(shader)];
     if (buffers.size() != spec.bindings || push_bytes > kPushBytes) {
         throw Error(std::string("internal: wrong bindings or push constants for shader ") + spec.name);
     }
     if (groups_x == 0 || groups_y == 0) return;
-    const Pipeline& p = pipeline(shader, variant);
-    const VkDescriptorSet set = descriptor_set(shader, variant, p, buffers);
+    if (groups_x > max_groups_x_) {
+        throw Error(std::string("internal: ") + spec.name + " launches more workgroups than the device allows along X");
+    }
+    const Pipeline& p = pipeline(shader, constants);
+    const VkDescriptorSet set = descriptor_set(shader, p, buffers);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
     uint8_t padded[kPushBytes] = {};
     std::memcpy(padded, push, push_bytes);
     vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes, padded);
     vkCmdDispatch(cmd, groups_x, groups_y, 1);
-    if (barrier) Kernels::barrier(cmd);
+    ++counts_.dispatches;
+    if (barrier) this->barrier(cmd);
 }
 
 void Kernels::barrier(VkCommandBuffer cmd) {
+    ++counts_.barriers;
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;

@@ -5,6 +5,7 @@
 // its writes visible to the next.
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,6 +23,16 @@ ShaderWeightType shader_weight_type(GgmlType type);
 
 enum class Shader { Matmul, MatmulShared, MatmulTiled, Embed, RmsNorm, Rope, Add, Swiglu, KvWrite, Attention, Count };
 
+// A pipeline's specialization constants by constant_id (0..3); a constant its shader does
+// not declare is ignored.
+using SpecConstants = std::array<uint32_t, 4>;
+
+// What one recording holds, for the per-step counts `bench` reports.
+struct RecordCounts {
+    uint32_t dispatches = 0;
+    uint32_t barriers = 0;
+};
+
 class Kernels {
 public:
     explicit Kernels(VkContext& ctx);
@@ -29,16 +40,23 @@ public:
     Kernels(const Kernels&) = delete;
     Kernels& operator=(const Kernels&) = delete;
 
-    // Records one dispatch of `shader` (specialization `variant`) over `groups` workgroups
-    // with the buffers bound in order and `push` as push constants, then a barrier unless
+    // Records one dispatch of `shader` (specialized by `spec`) over `groups` workgroups with
+    // the buffers bound in order and `push` as push constants, then a barrier unless
     // `barrier` is false (the next dispatch is independent of this one).
-    void dispatch(VkCommandBuffer cmd, Shader shader, uint32_t variant, const std::vector<VkBuffer>& buffers,
+    void dispatch(VkCommandBuffer cmd, Shader shader, const SpecConstants& spec, const std::vector<VkBuffer>& buffers,
                   const void* push, uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, bool barrier = true);
     // Makes every earlier shader or transfer write visible to later shaders and transfers.
-    static void barrier(VkCommandBuffer cmd);
-    // Forgets every descriptor set. Sets are cached by buffer handle, and a freed buffer's
-    // handle can be reused by a new one: call this whenever a bound buffer is freed.
+    void barrier(VkCommandBuffer cmd);
+    // Forgets every descriptor set and starts a new generation. Sets are cached by buffer
+    // handle, and a freed buffer's handle can be reused by a new one: call this whenever a
+    // bound buffer is freed. A command buffer recorded in an older generation must not run.
     void forget_descriptor_sets();
+    uint64_t generation() const { return generation_; }
+    // Dispatches and barriers recorded since the last reset_counts().
+    RecordCounts counts() const { return counts_; }
+    void reset_counts() { counts_ = {}; }
+    // The most workgroups one dispatch may launch along X (larger counts fold into Y).
+    uint32_t max_groups_x() const { return max_groups_x_; }
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
@@ -49,6 +67,10 @@ public:
     // The matmul variant for this device and how many weight rows one workgroup computes.
     Shader matmul_shader() const { return subgroups_ ? Shader::Matmul : Shader::MatmulShared; }
     uint32_t matmul_rows_per_group() const { return subgroups_ ? kMatmulThreads / subgroup_size_ : 1; }
+    // The specialization of matmul.comp / matmul_tiled.comp / embed.comp for weights of `type`.
+    SpecConstants matmul_spec(ShaderWeightType type) const {
+        return {kMatmulThreads, static_cast<uint32_t>(type), matmul_rows_per_group(), 0};
+    }
 
 private:
     struct Pipeline {
@@ -56,16 +78,20 @@ private:
         VkPipelineLayout layout = VK_NULL_HANDLE;
         VkPipeline pipeline = VK_NULL_HANDLE;
     };
-    Pipeline& pipeline(Shader shader, uint32_t variant);
-    Pipeline create(Shader shader, uint32_t variant);
-    VkDescriptorSet descriptor_set(Shader shader, uint32_t variant, const Pipeline& p, const std::vector<VkBuffer>& buffers);
+    Pipeline& pipeline(Shader shader, const SpecConstants& spec);
+    Pipeline create(Shader shader, const SpecConstants& spec);
+    VkDescriptorSet descriptor_set(Shader shader, const Pipeline& p, const std::vector<VkBuffer>& buffers);
     void add_descriptor_pool();
 
     VkContext& ctx_;
     bool subgroups_ = false;  // subgroup arithmetic in compute shaders, size dividing kMatmulThreads
     uint32_t subgroup_size_ = 1;
-    std::map<std::pair<Shader, uint32_t>, Pipeline> pipelines_;
-    std::map<std::pair<std::pair<Shader, uint32_t>, std::vector<VkBuffer>>, VkDescriptorSet> sets_;
+    uint32_t max_groups_x_ = 65535;
+    uint64_t generation_ = 0;
+    RecordCounts counts_;
+    std::map<std::pair<Shader, SpecConstants>, Pipeline> pipelines_;
+    // Keyed by shader, not pipeline: every specialization of a shader has the same set layout.
+    std::map<std::pair<Shader, std::vector<VkBuffer>>, VkDescriptorSet> sets_;
     std::vector<VkDescriptorPool> pools_;  // the last one has room; full ones are kept until forgotten
     uint32_t sets_in_last_pool_ = 0;
 };

@@ -78,11 +78,11 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
         const uint32_t push[6] = {static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.cols), n, y_stride,
                                   static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u};
         if (n >= Kernels::kTiledMinTokens) {
-            k.dispatch(cmd, Shader::MatmulTiled, static_cast<uint32_t>(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
+            k.dispatch(cmd, Shader::MatmulTiled, k.matmul_spec(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
                        groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens),
                        barrier && last);
         } else {
-            k.dispatch(cmd, k.matmul_shader(), static_cast<uint32_t>(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
+            k.dispatch(cmd, k.matmul_shader(), k.matmul_spec(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
                        groups(static_cast<uint64_t>(part.rows), k.matmul_rows_per_group()), groups(n, Kernels::kMatmulTokens),
                        barrier && last);
         }
@@ -97,7 +97,7 @@ void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, Vk
             float scale;
         } push{static_cast<uint32_t>(table.cols), n, static_cast<uint32_t>(part.row_begin), static_cast<uint32_t>(part.rows),
                scale};
-        k.dispatch(cmd, Shader::Embed, static_cast<uint32_t>(table.type), {part.buffer.handle(), tokens, y}, &push,
+        k.dispatch(cmd, Shader::Embed, k.matmul_spec(table.type), {part.buffer.handle(), tokens, y}, &push,
                    sizeof push, groups(static_cast<uint64_t>(table.cols), 64), n);
     }
 }
@@ -110,7 +110,7 @@ void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weigh
         uint32_t use_map;
         uint32_t accumulate;
     } push{cols, eps, use_map ? 1u : 0u, output == NormOutput::AddTo ? 1u : 0u};
-    k.dispatch(cmd, Shader::RmsNorm, 0, {x, weight, y, row_map}, &push, sizeof push, n, 1, barrier);
+    k.dispatch(cmd, Shader::RmsNorm, {}, {x, weight, y, row_map}, &push, sizeof push, n, 1, barrier);
 }
 
 void record_head_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer weight, uint32_t n_rows, uint32_t head_dim,
@@ -123,18 +123,18 @@ void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer posit
                  const RopeShape& shape, bool barrier) {
     const uint32_t push[5] = {n, shape.n_heads, shape.head_dim, shape.rope_dim, shape.neox ? 1u : 0u};
     const uint64_t pairs = static_cast<uint64_t>(n) * shape.n_heads * (shape.rope_dim / 2);
-    k.dispatch(cmd, Shader::Rope, 0, {heads, positions, table}, push, sizeof push, groups(pairs, 64), 1, barrier);
+    k.dispatch(cmd, Shader::Rope, {}, {heads, positions, table}, push, sizeof push, groups(pairs, 64), 1, barrier);
 }
 
 void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period, bool barrier) {
     const uint32_t push[2] = {count, period};
-    k.dispatch(cmd, Shader::Add, 0, {y, x}, push, sizeof push, groups(count, 256), 1, barrier);
+    k.dispatch(cmd, Shader::Add, {}, {y, x}, push, sizeof push, groups(count, 256), 1, barrier);
 }
 
 void record_kv_write(Kernels& k, VkCommandBuffer cmd, VkBuffer keys, VkBuffer values, VkBuffer k_cache, VkBuffer v_cache,
                      VkBuffer slots, uint32_t n, uint32_t kv_dim, uint32_t block_tokens, bool kv_f16) {
     const uint32_t push[3] = {n, kv_dim, block_tokens};
-    k.dispatch(cmd, Shader::KvWrite, kv_f16 ? 1u : 0u, {keys, values, k_cache, v_cache, slots}, push, sizeof push,
+    k.dispatch(cmd, Shader::KvWrite, {kv_f16 ? 1u : 0u}, {keys, values, k_cache, v_cache, slots}, push, sizeof push,
                groups(kv_dim, 64), n);
 }
 
@@ -145,14 +145,14 @@ void record_attention(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_ca
         float scale;
         uint32_t window;
     } push{params.n_head, params.n_head_kv, params.head_dim, params.block_tokens, params.scale, params.window};
-    k.dispatch(cmd, Shader::Attention, params.kv_f16 ? 1u : 0u, {q, k_cache, v_cache, tables, positions, table_start, context},
+    k.dispatch(cmd, Shader::Attention, {params.kv_f16 ? 1u : 0u}, {q, k_cache, v_cache, tables, positions, table_start, context},
                &push, sizeof push, params.n_head, n);
 }
 
 void record_gated_activation(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count,
                              FfnActivation activation) {
     const uint32_t push[2] = {count, activation == FfnActivation::GeluTanh ? 1u : 0u};
-    k.dispatch(cmd, Shader::Swiglu, 0, {gate, up}, push, sizeof push, groups(count, 256));
+    k.dispatch(cmd, Shader::Swiglu, {}, {gate, up}, push, sizeof push, groups(count, 256));
 }
 
 std::vector<float> rope_table(const RopeParams& rope, int n_positions) {

@@ -22,12 +22,13 @@ struct DeviceInfo {
     std::vector<MemoryHeapInfo> heaps;
     uint64_t max_storage_buffer_range_bytes = 0;  // the most one shader binding can see
     uint32_t subgroup_size = 0;
+    uint32_t max_workgroup_count_x = 0;  // maxComputeWorkGroupCount[0] (65,535 on some laptop GPUs)
     bool storage_16bit = false;       // required (with shaderInt16): weights and the F16 KV cache are 16-bit words
     bool float16_arithmetic = false;  // reported; the kernels compute in F32
     bool storage_8bit = false;        // reported
     bool int8_arithmetic = false;     // reported
     bool integer_dot_product = false; // reported
-    bool subgroup_arithmetic = false; // reported; reductions use shared memory
+    bool subgroup_arithmetic = false; // the matrix products reduce with subgroupAdd (shared memory without)
     bool timestamps = false;          // compute-queue timestamps: per-op GPU time
     bool usable = false;              // has what the backend requires
 };
