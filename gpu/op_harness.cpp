@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "engine/core/fp16.h"
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
 #include "gpu/vk_ops.h"
@@ -103,6 +104,59 @@ std::vector<float> OpHarness::rope(const std::vector<float>& heads, const std::v
                     shape);
     });
     return m.read(data, heads.size());
+}
+
+QkvPrepared OpHarness::qkv_prepare(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                                   const std::vector<float>& bias, const std::vector<float>& q_norm,
+                                   const std::vector<float>& k_norm, const std::vector<int32_t>& positions,
+                                   const std::vector<int32_t>& slots, const RopeParams& rope, const QkvPrepareShape& shape) {
+    Impl& m = *impl_;
+    const auto kv_dim = static_cast<size_t>(shape.n_head_kv * shape.head_dim);
+    const size_t cache_elements = static_cast<size_t>(shape.n_blocks * shape.block_tokens) * kv_dim;
+    const size_t element_bytes = shape.kv_f16 ? sizeof(uint16_t) : sizeof(float);
+    std::vector<float> norms = q_norm.empty() ? std::vector<float>(static_cast<size_t>(shape.head_dim), 0.0f) : q_norm;
+    norms.insert(norms.end(), k_norm.begin(), k_norm.end());
+    const Buffer queries = m.device_copy(q), keys = m.device_copy(k), values = m.device_copy(v);
+    const Buffer biases = m.device_copy(bias), norm_weights = m.device_copy(norms);
+    const Buffer pos = m.device_copy(positions), slot = m.device_copy(slots);
+    const Buffer table = m.device_copy(rope_table(rope, *std::max_element(positions.begin(), positions.end()) + 1));
+    const Buffer k_cache(m.ctx, cache_elements * element_bytes, Buffer::Kind::Device);
+    const Buffer v_cache(m.ctx, cache_elements * element_bytes, Buffer::Kind::Device);
+    QkvPrepare op;
+    op.q = queries.handle();
+    op.k = keys.handle();
+    op.v = values.handle();
+    op.bias = bias.empty() ? VK_NULL_HANDLE : biases.handle();
+    op.norms = q_norm.empty() && k_norm.empty() ? VK_NULL_HANDLE : norm_weights.handle();
+    op.q_norm = !q_norm.empty();
+    op.k_norm = !k_norm.empty();
+    op.positions = pos.handle();
+    op.rope_table = table.handle();
+    op.slots = slot.handle();
+    op.k_cache = k_cache.handle();
+    op.v_cache = v_cache.handle();
+    op.rope = {static_cast<uint32_t>(shape.n_head), static_cast<uint32_t>(shape.head_dim), static_cast<uint32_t>(rope.rope_dim),
+               rope.style == RopeStyle::Neox};
+    op.n_head_kv = static_cast<uint32_t>(shape.n_head_kv);
+    op.eps = shape.eps;
+    op.block_tokens = static_cast<uint32_t>(shape.block_tokens);
+    op.kv_f16 = shape.kv_f16;
+    m.run([&](VkCommandBuffer cmd) {
+        // Zero caches, so that slots the step does not write read as 0.
+        vkCmdFillBuffer(cmd, k_cache.handle(), 0, VK_WHOLE_SIZE, 0);
+        vkCmdFillBuffer(cmd, v_cache.handle(), 0, VK_WHOLE_SIZE, 0);
+        m.kernels.barrier(cmd);
+        record_qkv_prepare(m.kernels, cmd, op, static_cast<uint32_t>(positions.size()));
+    });
+    const auto read_cache = [&](const Buffer& cache) {
+        if (!shape.kv_f16) return m.read(cache, cache_elements);
+        std::vector<uint16_t> bits(cache_elements);
+        m.ctx.download(cache, 0, bits.data(), cache_elements * sizeof(uint16_t));
+        std::vector<float> out(cache_elements);
+        std::transform(bits.begin(), bits.end(), out.begin(), fp16_to_fp32);
+        return out;
+    };
+    return {m.read(queries, q.size()), read_cache(k_cache), read_cache(v_cache)};
 }
 
 std::vector<float> OpHarness::gated_activation(const std::vector<float>& gate, const std::vector<float>& up,

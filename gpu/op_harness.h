@@ -11,6 +11,21 @@
 
 namespace inferscope::gpu {
 
+// The q/k/v of `n` tokens entering record_qkv_prepare, and the paged cache it stores k and v in.
+struct QkvPrepareShape {
+    int n_head = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;
+    int block_tokens = 16;
+    int n_blocks = 0;  // blocks in the cache
+    float eps = 1e-6f;
+    bool kv_f16 = false;
+};
+// q after the fused step, and both caches read back as floats in their layout.
+struct QkvPrepared {
+    std::vector<float> q, k_cache, v_cache;
+};
+
 // One sequence's attention: its tokens at positions 0..n-1, their K/V stored in the blocks
 // of `block_table` (in that order), each token attending to itself and the tokens before
 // it (the last `window` of them when window > 0).
@@ -48,6 +63,12 @@ public:
     // must be null).
     std::vector<float> rope(const std::vector<float>& heads, const std::vector<int32_t>& positions, const RopeParams& rope,
                             int n_heads, int head_dim);
+    // record_qkv_prepare on q[n x n_head x head_dim], k, v[n x n_head_kv x head_dim]: `bias` ([q_dim | kv_dim |
+    // kv_dim]) and the norms (head_dim each) are left out when empty; token i sits at positions[i] in slots[i].
+    QkvPrepared qkv_prepare(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                            const std::vector<float>& bias, const std::vector<float>& q_norm, const std::vector<float>& k_norm,
+                            const std::vector<int32_t>& positions, const std::vector<int32_t>& slots, const RopeParams& rope,
+                            const QkvPrepareShape& shape);
     // gate[i] = act(gate[i]) * up[i]: SwiGLU or GeGLU.
     std::vector<float> gated_activation(const std::vector<float>& gate, const std::vector<float>& up,
                                         FfnActivation activation);

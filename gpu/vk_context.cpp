@@ -344,6 +344,11 @@ uint32_t VkContext::memory_type(uint32_t allowed_bits, Buffer::Kind kind) const 
     return static_cast<uint32_t>(fallback);
 }
 
+namespace {
+// Longer than any single pass takes, even on a CPU driver; a wait past it means the device hangs.
+constexpr uint64_t kSubmissionTimeoutNs = 300'000'000'000;
+}  // namespace
+
 VkCommandBuffer VkContext::allocate_command_buffer() {
     VkCommandBufferAllocateInfo allocate{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     allocate.commandPool = command_pool_;
@@ -359,9 +364,16 @@ void VkContext::submit_and_wait(VkCommandBuffer cmd) {
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cmd;
     vk_check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
-    vk_check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    const VkResult waited = vkWaitForFences(device_, 1, &fence_, VK_TRUE, kSubmissionTimeoutNs);
+    if (waited != VK_SUCCESS) {
+        vkQueueWaitIdle(queue_);
+        vkResetFences(device_, 1, &fence_);
+        throw Error("Vulkan: the GPU did not finish a submission (vkWaitForFences returned " + std::to_string(waited) + ")");
+    }
     vk_check(vkResetFences(device_, 1, &fence_), "vkResetFences");
 }
+
+void VkContext::free_command_buffer(VkCommandBuffer cmd) { vkFreeCommandBuffers(device_, command_pool_, 1, &cmd); }
 
 void VkContext::run_now(const std::function<void(VkCommandBuffer)>& record) {
     VkCommandBuffer cmd = allocate_command_buffer();

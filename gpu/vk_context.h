@@ -64,9 +64,12 @@ public:
 
     // Records with `record` into a one-time command buffer, submits it and waits.
     void run_now(const std::function<void(VkCommandBuffer)>& record);
-    // Submits a recorded command buffer and waits for it to finish.
+    // Submits a recorded command buffer and waits for it to finish. A wait that fails (a lost
+    // device, a GPU that does not finish within five minutes) drains the queue and resets the fence
+    // before the error, so the context stays usable.
     void submit_and_wait(VkCommandBuffer cmd);
     VkCommandBuffer allocate_command_buffer();
+    void free_command_buffer(VkCommandBuffer cmd);
 
     // Copies host bytes into a device buffer through a staging buffer.
     void upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes);

@@ -149,6 +149,22 @@ void record_attention(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_ca
                &push, sizeof push, params.n_head, n);
 }
 
+void record_qkv_prepare(Kernels& k, VkCommandBuffer cmd, const QkvPrepare& op, uint32_t n, bool barrier) {
+    const uint32_t flags = (op.bias != VK_NULL_HANDLE ? 1u : 0u) | (op.q_norm ? 2u : 0u) | (op.k_norm ? 4u : 0u);
+    struct {
+        uint32_t n_head, n_head_kv, head_dim, rope_dim, neox, flags;
+        float eps;
+        uint32_t block_tokens;
+    } push{op.rope.n_heads, op.n_head_kv, op.rope.head_dim, op.rope.rope_dim, op.rope.neox ? 1u : 0u, flags, op.eps,
+           op.block_tokens};
+    // An absent bias or norm buffer is never read; q stands in for its binding.
+    const VkBuffer bias = op.bias != VK_NULL_HANDLE ? op.bias : op.q;
+    const VkBuffer norms = op.norms != VK_NULL_HANDLE ? op.norms : op.q;
+    k.dispatch(cmd, Shader::QkvPrepare, {op.kv_f16 ? 1u : 0u},
+               {op.q, op.k, op.v, bias, norms, op.positions, op.rope_table, op.slots, op.k_cache, op.v_cache}, &push,
+               sizeof push, op.rope.n_heads + 2 * op.n_head_kv, n, barrier);
+}
+
 void record_gated_activation(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count,
                              FfnActivation activation) {
     const uint32_t push[2] = {count, activation == FfnActivation::GeluTanh ? 1u : 0u};

@@ -70,6 +70,22 @@ void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_
 void record_kv_write(Kernels& k, VkCommandBuffer cmd, VkBuffer keys, VkBuffer values, VkBuffer k_cache, VkBuffer v_cache,
                      VkBuffer slots, uint32_t n, uint32_t kv_dim, uint32_t block_tokens, bool kv_f16);
 
+// The biases, per-head Q/K norms, RoPE and cache store of one layer's q, k, v in one dispatch.
+struct QkvPrepare {
+    VkBuffer q = VK_NULL_HANDLE, k = VK_NULL_HANDLE, v = VK_NULL_HANDLE;  // [n x heads x head_dim]; q rotated in place
+    VkBuffer bias = VK_NULL_HANDLE;   // [q_dim | kv_dim | kv_dim], or null: no biases
+    VkBuffer norms = VK_NULL_HANDLE;  // [head_dim (q's norm) | head_dim (k's norm)], or null: no norms
+    bool q_norm = false, k_norm = false;
+    VkBuffer positions = VK_NULL_HANDLE, rope_table = VK_NULL_HANDLE, slots = VK_NULL_HANDLE;
+    VkBuffer k_cache = VK_NULL_HANDLE, v_cache = VK_NULL_HANDLE;
+    RopeShape rope;                     // n_heads: the query heads
+    uint32_t n_head_kv = 0;
+    float eps = 0.0f;
+    uint32_t block_tokens = 0;
+    bool kv_f16 = false;
+};
+void record_qkv_prepare(Kernels& k, VkCommandBuffer cmd, const QkvPrepare& op, uint32_t n, bool barrier = true);
+
 struct AttentionParams {
     uint32_t n_head = 0;
     uint32_t n_head_kv = 0;

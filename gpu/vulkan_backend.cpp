@@ -1,7 +1,9 @@
 #include "gpu/vulkan_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -25,23 +27,33 @@ int pass_tokens(const ModelConfig& c, uint64_t max_binding_bytes) {
     return fit;
 }
 
-Buffer int_buffer(const VkContext& ctx, size_t count) { return Buffer(ctx, count * sizeof(int32_t), Buffer::Kind::Host); }
-
 Buffer float_buffer(const VkContext& ctx, size_t count) { return Buffer(ctx, count * sizeof(float), Buffer::Kind::Device); }
 
 Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
     return values.empty() ? Buffer() : upload_floats(ctx, values);
 }
 
+// Concatenated per-layer vectors (q, k and v biases; q and k head norms), empty when all are.
+std::vector<float> concatenated(std::initializer_list<const std::vector<float>*> parts) {
+    std::vector<float> out;
+    for (const std::vector<float>* part : parts) out.insert(out.end(), part->begin(), part->end());
+    return out;
+}
+
 // Timestamps one layer may write: one per operation, 14 with every optional one (biases,
 // Q/K norms, post-norms).
 constexpr uint32_t kMaxLayerMarks = 16;
+// Recorded passes kept for replay: decode, the prompt's passes and a few batch shapes.
+constexpr size_t kMaxRecordings = 8;
 
 }  // namespace
 
 VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens,
-                             bool op_timestamps)
-    : model_(std::move(model)), ctx_(std::make_unique<VkContext>(options)), kernels_(std::make_unique<Kernels>(*ctx_)) {
+                             bool op_timestamps, bool replay)
+    : model_(std::move(model)),
+      ctx_(std::make_unique<VkContext>(options)),
+      kernels_(std::make_unique<Kernels>(*ctx_)),
+      replay_(replay) {
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
@@ -49,7 +61,6 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
     if (max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, max_pass_tokens);
     upload_weights();
     allocate_step_buffers();
-    cmd_ = ctx_->allocate_command_buffer();
     if (op_timestamps && ctx_->info().timestamps) {
         query_capacity_ = 8 + kMaxLayerMarks * static_cast<uint32_t>(c.n_layer) +
                           2 * static_cast<uint32_t>(token_embd_.parts.size() + output_.parts.size());
@@ -61,6 +72,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
 }
 
 VulkanBackend::~VulkanBackend() {
+    forget_recordings();
     if (queries_ != VK_NULL_HANDLE) vkDestroyQueryPool(ctx_->device(), queries_, nullptr);
 }
 
@@ -85,11 +97,14 @@ void VulkanBackend::upload_weights() {
         l.w_gate = upload_matrix(ctx, w.w_gate);
         l.w_up = upload_matrix(ctx, w.w_up);
         l.w_down = upload_matrix(ctx, w.w_down);
-        l.bq = optional_floats(ctx, w.bq);
-        l.bk = optional_floats(ctx, w.bk);
-        l.bv = optional_floats(ctx, w.bv);
-        l.q_norm = optional_floats(ctx, w.q_norm);
-        l.k_norm = optional_floats(ctx, w.k_norm);
+        l.qkv_bias = optional_floats(ctx, concatenated({&w.bq, &w.bk, &w.bv}));
+        // An absent norm of the pair is a zero row: the shader reads neither weight it lacks.
+        l.q_norm = !w.q_norm.empty();
+        l.k_norm = !w.k_norm.empty();
+        const std::vector<float> zeros(static_cast<size_t>(c.head_dim), 0.0f);
+        if (l.q_norm || l.k_norm) {
+            l.qk_norms = upload_floats(ctx, concatenated({l.q_norm ? &w.q_norm : &zeros, l.k_norm ? &w.k_norm : &zeros}));
+        }
         l.post_attention_norm = optional_floats(ctx, w.post_attention_norm);
         l.post_ffw_norm = optional_floats(ctx, w.post_ffw_norm);
         layers_.push_back(std::move(l));
@@ -100,17 +115,21 @@ void VulkanBackend::upload_weights() {
     output_norm_ = upload_floats(ctx, model_->output_norm());
 }
 
+VulkanBackend::StagedInts VulkanBackend::staged_ints(size_t count) const {
+    return {Buffer(*ctx_, count * sizeof(int32_t), Buffer::Kind::Host), Buffer(*ctx_, count * sizeof(int32_t), Buffer::Kind::Device)};
+}
+
 void VulkanBackend::allocate_step_buffers() {
     const ModelConfig& c = model_->config();
     const auto n = static_cast<size_t>(max_tokens_);
     StepBuffers& s = step_;
-    s.tokens = int_buffer(*ctx_, n);
-    s.positions = int_buffer(*ctx_, n);
-    s.output_rows = int_buffer(*ctx_, n);
+    s.tokens = staged_ints(n);
+    s.positions = staged_ints(n);
+    s.output_rows = staged_ints(n);
     for (KvTables* kv : {&s.global_kv, &s.local_kv}) {
-        kv->slots = int_buffer(*ctx_, n);
-        kv->table_start = int_buffer(*ctx_, n);
-        kv->tables = int_buffer(*ctx_, 256);
+        kv->slots = staged_ints(n);
+        kv->table_start = staged_ints(n);
+        kv->tables = staged_ints(256);
     }
     s.x = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
     s.normed = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
@@ -121,8 +140,17 @@ void VulkanBackend::allocate_step_buffers() {
     s.v = float_buffer(*ctx_, n * static_cast<size_t>(c.kv_dim()));
     s.gate = float_buffer(*ctx_, n * static_cast<size_t>(c.n_ff));
     s.up = float_buffer(*ctx_, n * static_cast<size_t>(c.n_ff));
-    s.logits = float_buffer(*ctx_, n * static_cast<size_t>(c.n_vocab));
-    s.logits_host = Buffer(*ctx_, n * static_cast<size_t>(c.n_vocab) * sizeof(float), Buffer::Kind::Host);
+    ensure_logit_rows(1);
+}
+
+void VulkanBackend::ensure_logit_rows(int rows) {
+    if (rows <= step_.logit_rows) return;
+    const int grown = std::min(std::max(rows, 2 * step_.logit_rows), max_tokens_);
+    const auto bytes = static_cast<uint64_t>(grown) * static_cast<uint64_t>(model_->config().n_vocab) * sizeof(float);
+    step_.logits = Buffer(*ctx_, bytes, Buffer::Kind::Device);
+    step_.logits_host = Buffer(*ctx_, bytes, Buffer::Kind::Host);
+    step_.logit_rows = grown;
+    kernels_->forget_descriptor_sets();
 }
 
 void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
@@ -191,15 +219,16 @@ int VulkanBackend::fill_inputs(std::span<const BatchToken> tokens, const KvCache
     ensure_rope_positions(max_pos + 1);
     fill_kv_tables(tokens, cache.global(), step_.global_kv);
     if (cache.local() != nullptr) fill_kv_tables(tokens, *cache.local(), step_.local_kv);
-    auto* ids = static_cast<int32_t*>(step_.tokens.mapped());
-    auto* positions = static_cast<int32_t*>(step_.positions.mapped());
-    auto* output_rows = static_cast<int32_t*>(step_.output_rows.mapped());
+    int32_t* ids = step_.tokens.data();
+    int32_t* positions = step_.positions.data();
+    int32_t* output_rows = step_.output_rows.data();
     int n_out = 0;
     for (size_t i = 0; i < tokens.size(); ++i) {
         ids[i] = tokens[i].token;
         positions[i] = tokens[i].pos;
         if (tokens[i].output) output_rows[n_out++] = static_cast<int32_t>(i);
     }
+    ensure_logit_rows(n_out);
     return n_out;
 }
 
@@ -216,13 +245,13 @@ void VulkanBackend::fill_kv_tables(std::span<const BatchToken> tokens, const KvB
         const auto table = pool.block_table(t.seq);
         tables.insert(tables.end(), table.begin(), table.end());
     }
-    if (tables.size() * sizeof(int32_t) > out.tables.size_bytes()) {
-        out.tables = int_buffer(*ctx_, tables.size() * 2);
+    if (tables.size() > out.tables.capacity()) {
+        out.tables = staged_ints(tables.size() * 2);
         kernels_->forget_descriptor_sets();
     }
-    std::memcpy(out.tables.mapped(), tables.data(), tables.size() * sizeof(int32_t));
-    auto* slots = static_cast<int32_t*>(out.slots.mapped());
-    auto* table_start = static_cast<int32_t*>(out.table_start.mapped());
+    std::memcpy(out.tables.data(), tables.data(), tables.size() * sizeof(int32_t));
+    int32_t* slots = out.slots.data();
+    int32_t* table_start = out.table_start.data();
     for (size_t i = 0; i < tokens.size(); ++i) {
         const BatchToken& t = tokens[i];
         const int32_t start = table_of[t.seq];
@@ -234,6 +263,7 @@ void VulkanBackend::fill_kv_tables(std::span<const BatchToken> tokens, const KvB
 void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
     const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
     gpu_times_.clear();
+    submission_ = {};
     for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(max_tokens_)) {
         const auto pass = tokens.subspan(begin, std::min(tokens.size() - begin, static_cast<size_t>(max_tokens_)));
         run_pass(pass, cache, logits);
@@ -243,17 +273,67 @@ void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvCache& c
 
 void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
     const auto n = static_cast<uint32_t>(tokens.size());
+    // Filling the inputs may grow a buffer, which starts a new generation of recordings.
     const auto n_out = static_cast<uint32_t>(fill_inputs(tokens, cache));
-    vk_check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    vk_check(vkBeginCommandBuffer(cmd_, &begin), "vkBeginCommandBuffer");
-    record_pass(cmd_, n, n_out);
-    vk_check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
-    ctx_->submit_and_wait(cmd_);
+    const Recording& recording = recording_for(n, n_out);
+    ctx_->submit_and_wait(recording.cmd);
     const size_t bytes = static_cast<size_t>(n_out) * static_cast<size_t>(model_->config().n_vocab) * sizeof(float);
     if (bytes > 0) std::memcpy(logits, step_.logits_host.mapped(), bytes);
-    collect_times();
+    collect_times(recording.query_ops);
+    ++submission_.passes;
+    submission_.dispatches += static_cast<int>(recording.counts.dispatches);
+    submission_.barriers += static_cast<int>(recording.counts.barriers);
+}
+
+// The recorded pass for n tokens of which n_out want logits, recorded now unless a pass of
+// that shape was recorded since the buffers it names were last reallocated.
+VulkanBackend::Recording& VulkanBackend::recording_for(uint32_t n, uint32_t n_out) {
+    const uint64_t generation = kernels_->generation();
+    if (!replay_ || (!recordings_.empty() && recordings_.front().generation != generation)) forget_recordings();
+    const auto found =
+        std::find_if(recordings_.begin(), recordings_.end(), [&](const Recording& r) { return r.n == n && r.n_out == n_out; });
+    if (found != recordings_.end()) {
+        std::rotate(found, found + 1, recordings_.end());  // most recently used last
+        ++submission_.replayed;
+        return recordings_.back();
+    }
+    if (recordings_.size() == kMaxRecordings) {
+        ctx_->free_command_buffer(recordings_.front().cmd);
+        recordings_.erase(recordings_.begin());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Recording r{ctx_->allocate_command_buffer(), n, n_out, generation, {}, {}};
+    try {
+        const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vk_check(vkBeginCommandBuffer(r.cmd, &begin), "vkBeginCommandBuffer");
+        kernels_->reset_counts();
+        record_pass(r.cmd, n, n_out);
+        vk_check(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer");
+    } catch (...) {
+        ctx_->free_command_buffer(r.cmd);
+        throw;
+    }
+    r.counts = kernels_->counts();
+    r.query_ops = std::move(query_ops_);
+    submission_.host_record_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    recordings_.push_back(std::move(r));
+    return recordings_.back();
+}
+
+void VulkanBackend::forget_recordings() {
+    for (const Recording& r : recordings_) ctx_->free_command_buffer(r.cmd);
+    recordings_.clear();
+}
+
+// Copies every staged input to the buffer the shaders read, ahead of the first dispatch.
+void VulkanBackend::record_input_copies(VkCommandBuffer cmd) {
+    StepBuffers& s = step_;
+    for (const StagedInts* input : {&s.tokens, &s.positions, &s.output_rows, &s.global_kv.slots, &s.global_kv.table_start,
+                                    &s.global_kv.tables, &s.local_kv.slots, &s.local_kv.table_start, &s.local_kv.tables}) {
+        const VkBufferCopy region{0, 0, input->host.size_bytes()};
+        vkCmdCopyBuffer(cmd, input->host.handle(), input->device.handle(), 1, &region);
+    }
+    kernels_->barrier(cmd);
 }
 
 void VulkanBackend::mark(VkCommandBuffer cmd, const char* op) {
@@ -263,18 +343,18 @@ void VulkanBackend::mark(VkCommandBuffer cmd, const char* op) {
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, static_cast<uint32_t>(query_ops_.size()));
 }
 
-void VulkanBackend::collect_times() {
-    if (queries_ == VK_NULL_HANDLE || query_ops_.empty()) return;
-    std::vector<uint64_t> stamps(query_ops_.size() + 1);
+void VulkanBackend::collect_times(const std::vector<const char*>& query_ops) {
+    if (queries_ == VK_NULL_HANDLE || query_ops.empty()) return;
+    std::vector<uint64_t> stamps(query_ops.size() + 1);
     vk_check(vkGetQueryPoolResults(ctx_->device(), queries_, 0, static_cast<uint32_t>(stamps.size()),
                                    stamps.size() * sizeof(uint64_t), stamps.data(), sizeof(uint64_t),
                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
              "vkGetQueryPoolResults");
-    for (size_t i = 0; i < query_ops_.size(); ++i) {
+    for (size_t i = 0; i < query_ops.size(); ++i) {
         const auto ns = static_cast<int64_t>(static_cast<double>(stamps[i + 1] - stamps[i]) * ctx_->timestamp_period_ns());
-        auto it = std::find_if(gpu_times_.begin(), gpu_times_.end(), [&](const OpTime& t) { return t.op == query_ops_[i]; });
+        auto it = std::find_if(gpu_times_.begin(), gpu_times_.end(), [&](const OpTime& t) { return t.op == query_ops[i]; });
         if (it == gpu_times_.end()) {
-            gpu_times_.push_back({query_ops_[i], ns});
+            gpu_times_.push_back({query_ops[i], ns});
         } else {
             it->gpu_ns += ns;
         }
@@ -286,14 +366,15 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out)
     query_ops_.clear();
     if (queries_ != VK_NULL_HANDLE) {
         vkCmdResetQueryPool(cmd, queries_, 0, query_capacity_);
-        mark(cmd, nullptr);
     }
-    record_embed(*kernels_, cmd, token_embd_, step_.tokens.handle(), step_.x.handle(), n, c.embedding_scale);
+    record_input_copies(cmd);
+    mark(cmd, nullptr);
+    record_embed(*kernels_, cmd, token_embd_, step_.tokens.device.handle(), step_.x.handle(), n, c.embedding_scale);
     mark(cmd, "embed");
     for (const Layer& layer : layers_) record_layer(cmd, layer, n);
     if (n_out > 0) {
         record_rms_norm(*kernels_, cmd, step_.x.handle(), output_norm_.handle(), step_.normed.handle(),
-                        step_.output_rows.handle(), true, n_out, static_cast<uint32_t>(c.n_embd), c.rms_norm_eps);
+                        step_.output_rows.device.handle(), true, n_out, static_cast<uint32_t>(c.n_embd), c.rms_norm_eps);
         mark(cmd, "output_norm");
         const DeviceMatrix& output = output_.parts.empty() ? token_embd_ : output_;
         record_matmul(*kernels_, cmd, output, step_.normed.handle(), step_.logits.handle(), n_out,
@@ -313,54 +394,29 @@ void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n
     const ModelConfig& c = model_->config();
     const auto n_embd = static_cast<uint32_t>(c.n_embd);
     const StepBuffers& s = step_;
-    record_rms_norm(*kernels_, cmd, s.x.handle(), l.attn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n,
-                    n_embd, c.rms_norm_eps);
+    record_rms_norm(*kernels_, cmd, s.x.handle(), l.attn_norm.handle(), s.normed.handle(), s.output_rows.device.handle(),
+                    false, n, n_embd, c.rms_norm_eps);
     mark(cmd, "attn_norm");
     record_qkv(cmd, l, n);
     record_attention_block(cmd, l, n);
     record_residual_product(cmd, l.wo, s.context.handle(), l.post_attention_norm, n, "attn_out", "attn_post_norm");
-    record_rms_norm(*kernels_, cmd, s.x.handle(), l.ffn_norm.handle(), s.normed.handle(), s.output_rows.handle(), false, n,
-                    n_embd, c.rms_norm_eps);
+    record_rms_norm(*kernels_, cmd, s.x.handle(), l.ffn_norm.handle(), s.normed.handle(), s.output_rows.device.handle(),
+                    false, n, n_embd, c.rms_norm_eps);
     mark(cmd, "ffn_norm");
     record_ffn(cmd, l, n);
 }
 
-// q, k, v from the normed input: products, biases, then the per-head Q/K norms.
+// q, k, v from the normed input: independent products sharing one barrier.
 void VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
     const auto q_dim = static_cast<uint32_t>(c.q_dim());
     const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
     Kernels& k = *kernels_;
     const StepBuffers& s = step_;
-    // Independent products and element-wise ops share one barrier.
     record_matmul(k, cmd, l.wq, s.normed.handle(), s.q.handle(), n, q_dim, false, false);
     record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false, false);
     record_matmul(k, cmd, l.wv, s.normed.handle(), s.v.handle(), n, kv_dim, false);
     mark(cmd, "qkv");
-    if (l.bq.handle() != VK_NULL_HANDLE) {
-        record_add(k, cmd, s.q.handle(), l.bq.handle(), n * q_dim, q_dim, false);
-        record_add(k, cmd, s.k.handle(), l.bk.handle(), n * kv_dim, kv_dim, false);
-        record_add(k, cmd, s.v.handle(), l.bv.handle(), n * kv_dim, kv_dim);
-        mark(cmd, "qkv_bias");
-    }
-    record_qk_norms(cmd, l, n);
-}
-
-void VulkanBackend::record_qk_norms(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
-    const bool norm_q = l.q_norm.handle() != VK_NULL_HANDLE;
-    const bool norm_k = l.k_norm.handle() != VK_NULL_HANDLE;
-    if (!norm_q && !norm_k) return;
-    const ModelConfig& c = model_->config();
-    const auto head_dim = static_cast<uint32_t>(c.head_dim);
-    if (norm_q) {
-        record_head_norm(*kernels_, cmd, step_.q.handle(), l.q_norm.handle(), n * static_cast<uint32_t>(c.n_head), head_dim,
-                         c.rms_norm_eps, !norm_k);
-    }
-    if (norm_k) {
-        record_head_norm(*kernels_, cmd, step_.k.handle(), l.k_norm.handle(), n * static_cast<uint32_t>(c.n_head_kv), head_dim,
-                         c.rms_norm_eps);
-    }
-    mark(cmd, "qk_norm");
 }
 
 void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer input,
@@ -376,8 +432,8 @@ void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMat
     }
     record_matmul(*kernels_, cmd, w, input, s.projected.handle(), n, n_embd, false);
     mark(cmd, product_op);
-    record_rms_norm(*kernels_, cmd, s.projected.handle(), post_norm.handle(), s.x.handle(), s.output_rows.handle(), false,
-                    n, n_embd, c.rms_norm_eps, NormOutput::AddTo);
+    record_rms_norm(*kernels_, cmd, s.projected.handle(), post_norm.handle(), s.x.handle(), s.output_rows.device.handle(),
+                    false, n, n_embd, c.rms_norm_eps, NormOutput::AddTo);
     mark(cmd, norm_op);
 }
 
@@ -394,36 +450,48 @@ void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
     record_residual_product(cmd, l.w_down, s.gate.handle(), l.post_ffw_norm, n, "ffn_down", "ffn_post_norm");
 }
 
+// Biases, Q/K norms, RoPE and the cache store in one dispatch, then attention.
 void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
-    Kernels& k = *kernels_;
     const StepBuffers& s = step_;
-    const bool neox = c.rope_style == RopeStyle::Neox;
-    const auto head_dim = static_cast<uint32_t>(c.head_dim);
-    const auto rope_dim = static_cast<uint32_t>(c.rope_dim);
-    const VkBuffer table = l.local ? rope_table_local_.handle() : rope_table_.handle();
-    record_rope(k, cmd, s.q.handle(), s.positions.handle(), table, n, {static_cast<uint32_t>(c.n_head), head_dim, rope_dim, neox},
-                false);
-    record_rope(k, cmd, s.k.handle(), s.positions.handle(), table, n,
-                {static_cast<uint32_t>(c.n_head_kv), head_dim, rope_dim, neox});
-    mark(cmd, l.local ? "rope_local" : "rope");
+    const KvTables& kv = l.kv_local ? s.local_kv : s.global_kv;
     const bool kv_f16 = kv_layout_.dtype() == KvDtype::F16;
     const auto block_tokens = static_cast<uint32_t>(kv_layout_.block_tokens());
-    const KvTables& kv = l.kv_local ? s.local_kv : s.global_kv;
-    record_kv_write(k, cmd, s.k.handle(), s.v.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.slots.handle(), n,
-                    static_cast<uint32_t>(c.kv_dim()), block_tokens, kv_f16);
-    mark(cmd, "kv_write");
+    const auto head_dim = static_cast<uint32_t>(c.head_dim);
+    QkvPrepare prepare;
+    prepare.q = s.q.handle();
+    prepare.k = s.k.handle();
+    prepare.v = s.v.handle();
+    prepare.bias = l.qkv_bias.handle();
+    prepare.norms = l.qk_norms.handle();
+    prepare.q_norm = l.q_norm;
+    prepare.k_norm = l.k_norm;
+    prepare.positions = s.positions.device.handle();
+    prepare.rope_table = l.local ? rope_table_local_.handle() : rope_table_.handle();
+    prepare.slots = kv.slots.device.handle();
+    prepare.k_cache = l.k_cache.handle();
+    prepare.v_cache = l.v_cache.handle();
+    prepare.rope = {static_cast<uint32_t>(c.n_head), head_dim, static_cast<uint32_t>(c.rope_dim), c.rope_style == RopeStyle::Neox};
+    prepare.n_head_kv = static_cast<uint32_t>(c.n_head_kv);
+    prepare.eps = c.rms_norm_eps;
+    prepare.block_tokens = block_tokens;
+    prepare.kv_f16 = kv_f16;
+    record_qkv_prepare(*kernels_, cmd, prepare, n);
+    mark(cmd, l.local ? "qkv_prepare_local" : "qkv_prepare");
     const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
                                  c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
-    record_attention(k, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.handle(), s.positions.handle(),
-                     kv.table_start.handle(), s.context.handle(), n, params);
+    record_attention(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
+                     s.positions.device.handle(), kv.table_start.device.handle(), s.context.handle(), n, params);
     mark(cmd, l.local ? "attention_local" : "attention");
 }
 
 std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options) {
     ContextOptions context;
     context.validation = options.validation;
-    return std::make_unique<VulkanBackend>(std::move(model), context, options.max_pass_tokens, options.op_timestamps);
+    // INFERSCOPE_VK_REPLAY=0 records every pass, to measure what replaying saves.
+    const char* replay_env = std::getenv("INFERSCOPE_VK_REPLAY");
+    const bool replay = options.replay && (replay_env == nullptr || std::string(replay_env) != "0");
+    return std::make_unique<VulkanBackend>(std::move(model), context, options.max_pass_tokens, options.op_timestamps, replay);
 }
 
 int vulkan_validation_errors(const Backend& backend) {

@@ -1,7 +1,8 @@
 #pragma once
 // The Vulkan backend: weights uploaded once in their block format, the paged KV cache in
-// device memory (the CPU backend's layout), and each forward pass recorded into one
-// command buffer with a barrier after every dispatch and a timestamp after every operation.
+// device memory (the CPU backend's layout), and each forward pass one command buffer,
+// recorded once per pass shape and replayed: every per-pass value is read from buffers the
+// pass itself fills from host staging at its start.
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,9 +16,9 @@ namespace inferscope::gpu {
 
 class VulkanBackend final : public Backend {
 public:
-    // max_pass_tokens, op_timestamps: see VulkanBackendOptions.
+    // max_pass_tokens, op_timestamps, replay: see VulkanBackendOptions.
     VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens = 0,
-                  bool op_timestamps = true);
+                  bool op_timestamps = true, bool replay = true);
     ~VulkanBackend() override;
 
     std::string name() const override;
@@ -26,6 +27,7 @@ public:
     void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override;
     void set_activation_tap(ActivationTap* tap) override;
     std::vector<OpTime> last_forward_gpu_times() const override { return gpu_times_; }
+    std::optional<DeviceSubmission> last_forward_submission() const override { return submission_; }
 
     int validation_errors() const { return ctx_->validation_errors(); }
 
@@ -33,39 +35,59 @@ private:
     struct Layer {
         Buffer attn_norm, ffn_norm;
         DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
-        Buffer bq, bk, bv;                            // empty without biases
-        Buffer q_norm, k_norm;                        // [head_dim], empty without per-head Q/K norms
+        Buffer qkv_bias;                              // [q_dim | kv_dim | kv_dim], empty without biases
+        Buffer qk_norms;                              // [head_dim (q) | head_dim (k)], empty without per-head norms
+        bool q_norm = false, k_norm = false;
         Buffer post_attention_norm, post_ffw_norm;    // [n_embd], empty without post-norms
         bool local = false;                           // a sliding-window layer
         bool kv_local = false;                        // its K and V live in the local group's blocks
         Buffer k_cache, v_cache;
     };
-    // One KV group's view of a pass (int32), written by the host.
-    struct KvTables {
-        Buffer slots, table_start;  // [max_tokens] each token's cache slot, where its table begins
-        Buffer tables;              // the pass's block tables, concatenated; grown on demand
+    // A per-pass int32 input: the host writes `host`, the pass copies it whole into `device`
+    // (what the shaders read) before its first dispatch.
+    struct StagedInts {
+        Buffer host, device;
+        int32_t* data() const { return static_cast<int32_t*>(host.mapped()); }
+        size_t capacity() const { return host.size_bytes() / sizeof(int32_t); }
     };
-    // Per-pass inputs written by the host (host-visible) and activations (device), sized for
-    // max_tokens_ tokens.
+    // One KV group's view of a pass.
+    struct KvTables {
+        StagedInts slots, table_start;  // [max_tokens] each token's cache slot, where its table begins
+        StagedInts tables;              // the pass's block tables, concatenated; grown on demand
+    };
+    // Per-pass inputs and activations, sized for max_tokens_ tokens; logits for logit_rows.
     struct StepBuffers {
-        Buffer tokens, positions, output_rows;                       // int32 [max_tokens]
+        StagedInts tokens, positions, output_rows;                   // [max_tokens]
         KvTables global_kv, local_kv;                                // local_kv: with a local group only
         Buffer x, normed, projected;                                 // [max_tokens x n_embd]
         Buffer q, context;                                           // [max_tokens x q_dim]
         Buffer k, v;                                                 // [max_tokens x kv_dim]
         Buffer gate, up;                                             // [max_tokens x n_ff]
-        Buffer logits, logits_host;                                  // [max_tokens x n_vocab]
+        Buffer logits, logits_host;                                  // [logit_rows x n_vocab]
+        int logit_rows = 0;                                          // grown to the most a pass has wanted
+    };
+    // A recorded pass: valid while the buffers it names live (the kernels' generation).
+    struct Recording {
+        VkCommandBuffer cmd = VK_NULL_HANDLE;
+        uint32_t n = 0, n_out = 0;
+        uint64_t generation = 0;
+        std::vector<const char*> query_ops;  // the op each timestamp closes
+        RecordCounts counts;
     };
 
     void upload_weights();
     void allocate_step_buffers();
+    StagedInts staged_ints(size_t count) const;
     void ensure_rope_positions(int n_positions);
+    void ensure_logit_rows(int rows);
+    Recording& recording_for(uint32_t n, uint32_t n_out);
+    void forget_recordings();
+    void record_input_copies(VkCommandBuffer cmd);
     int fill_inputs(std::span<const BatchToken> tokens, const KvCache& cache);
     void fill_kv_tables(std::span<const BatchToken> tokens, const KvBlockPool& pool, KvTables& out);
     void record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out);
     void record_layer(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     void record_qkv(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
-    void record_qk_norms(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     void record_attention_block(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     // x += w * input, or with a post-norm x += rms_norm(w * input) * post_norm.
@@ -73,7 +95,7 @@ private:
                                  uint32_t n, const char* product_op, const char* norm_op);
     void run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits);
     void mark(VkCommandBuffer cmd, const char* op);
-    void collect_times();
+    void collect_times(const std::vector<const char*>& query_ops);
 
     std::shared_ptr<const Model> model_;
     std::unique_ptr<VkContext> ctx_;
@@ -87,11 +109,13 @@ private:
     KvCacheLayout kv_layout_;
     int max_tokens_ = 0;
     StepBuffers step_;
-    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    bool replay_ = true;
+    std::vector<Recording> recordings_;  // least recently used first
     VkQueryPool queries_ = VK_NULL_HANDLE;
     uint32_t query_capacity_ = 0;
-    std::vector<const char*> query_ops_;  // op that ended at each timestamp after the first
+    std::vector<const char*> query_ops_;  // while recording: the op each timestamp after the first closes
     std::vector<OpTime> gpu_times_;
+    DeviceSubmission submission_;
 };
 
 }  // namespace inferscope::gpu

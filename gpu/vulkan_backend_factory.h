@@ -20,6 +20,9 @@ struct VulkanBackendOptions {
     // A timestamp after every operation (per-op GPU time in step events). They cost a
     // decode step a noticeable part of its speed; bench turns them off.
     bool op_timestamps = true;
+    // Replays a pass recorded earlier for the same shape (tokens, logit rows) while its
+    // buffers live; false records every pass anew (tests compare the two).
+    bool replay = true;
 };
 
 // A backend running the whole forward pass on the device choose_vulkan_device() picks.

@@ -72,10 +72,27 @@ std::vector<Row> rows_of(const Model& model, const InferenceSession& session, co
                 floor_cell = fixed(r.percent_of_floor, 1) + " % of " + fixed(r.floor_tokens_per_s, 1);
             }
         }
+        if (r.device_step) {
+            j["device_step"] = {{"dispatches", r.device_step->dispatches}, {"barriers", r.device_step->barriers},
+                                {"host_record_ms", r.device_step->host_record_ms}, {"steps", r.device_step->steps},
+                                {"replayed_steps", r.device_step->replayed_steps}};
+        }
         rows.push_back({j, {model.config().name, size, params, backend, threads, r.test,
                             fixed(r.mean, 2) + " ± " + fixed(r.stddev, 2), floor_cell}});
     }
     return rows;
+}
+
+// Below the table: what each decode step submitted to the device (GPU backends).
+void print_device_steps(const std::vector<Row>& rows) {
+    for (const Row& r : rows) {
+        if (!r.json.contains("device_step")) continue;
+        const nlohmann::json& d = r.json["device_step"];
+        std::cout << "\n" << r.json["test"].get<std::string>() << ": per decode step " << fixed(d["dispatches"].get<double>(), 1)
+                  << " dispatches, " << fixed(d["barriers"].get<double>(), 1) << " barriers, host recording "
+                  << fixed(d["host_record_ms"].get<double>(), 3) << " ms (" << d["replayed_steps"].get<int>() << " of "
+                  << d["steps"].get<int>() << " steps replayed)\n";
+    }
 }
 
 void print_rows(const std::vector<Row>& rows, const std::string& format) {
@@ -103,6 +120,7 @@ void print_rows(const std::vector<Row>& rows, const std::string& format) {
         line(kHeader);
         line(std::vector<std::string>(kHeader.size(), "---"));
         for (const Row& r : rows) line(r.cells);
+        print_device_steps(rows);
     }
 }
 

@@ -4,6 +4,7 @@
 // everything above it. The CPU backend is the reference; the Vulkan backend (gpu/)
 // implements the same interface.
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -49,6 +50,8 @@ public:
     // GPU time per kind of operation in the last forward(), from device timestamps; empty
     // for backends without them (the CPU).
     virtual std::vector<OpTime> last_forward_gpu_times() const { return {}; }
+    // What the last forward() submitted to the device; nullopt for backends without one (the CPU).
+    virtual std::optional<DeviceSubmission> last_forward_submission() const { return std::nullopt; }
 
     // Precision of the activations entering the linear layers (F32 by default). A backend
     // without INT8 activations refuses the others.

@@ -22,6 +22,15 @@ struct OpTime {
     int64_t gpu_ns = 0;
 };
 
+// How a GPU backend handed one forward pass to its device.
+struct DeviceSubmission {
+    int passes = 0;              // command buffers submitted (a long batch runs in several)
+    int dispatches = 0;          // compute dispatches in them
+    int barriers = 0;            // pipeline barriers in them
+    int replayed = 0;            // of the passes, those whose command buffer was recorded for an earlier one
+    int64_t host_record_ns = 0;  // host time spent recording the others
+};
+
 struct StepEvent {
     int64_t step = 0;            // index since the session started
     StepPhase phase = StepPhase::Prefill;

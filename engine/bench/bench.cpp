@@ -32,8 +32,18 @@ void feed_random(InferenceSession& session, SeqId seq, int n, int ubatch, std::m
     }
 }
 
-// One timed run: fill to `depth` (untimed), then the test; returns tokens per second.
-double run_once(InferenceSession& session, const BenchResult& test, int ubatch, std::mt19937& rng) {
+void add_submission(DeviceStepCost& cost, const DeviceSubmission& step) {
+    cost.dispatches += step.dispatches;
+    cost.barriers += step.barriers;
+    cost.host_record_ms += static_cast<double>(step.host_record_ns) / 1e6;
+    cost.replayed_steps += step.replayed;
+    ++cost.steps;
+}
+
+// One timed run: fill to `depth` (untimed), then the test; returns tokens per second. A decode
+// test adds each step's device submission to `device_steps` when given (and the backend has one).
+double run_once(InferenceSession& session, const BenchResult& test, int ubatch, std::mt19937& rng,
+                std::optional<DeviceStepCost>* device_steps) {
     const SeqId seq = session.new_sequence();
     try {
         if (test.depth > 0) feed_random(session, seq, test.depth, ubatch, rng);
@@ -43,7 +53,14 @@ double run_once(InferenceSession& session, const BenchResult& test, int ubatch, 
             feed_random(session, seq, test.n_prompt, ubatch, rng);
             tokens = test.n_prompt;
         } else {
-            for (int i = 0; i < test.n_generate; ++i) feed_random(session, seq, 1, 1, rng);
+            for (int i = 0; i < test.n_generate; ++i) {
+                feed_random(session, seq, 1, 1, rng);
+                const auto submitted = session.backend().last_forward_submission();
+                if (device_steps != nullptr && submitted) {
+                    if (!*device_steps) device_steps->emplace();
+                    add_submission(**device_steps, *submitted);
+                }
+            }
             tokens = test.n_generate;
         }
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -59,6 +76,12 @@ void summarize(BenchResult& r) {
     const SampleStats stats = sample_stats(r.tokens_per_s);
     r.mean = stats.mean;
     r.stddev = stats.stddev;
+    if (r.device_step && r.device_step->steps > 0) {
+        const double steps = r.device_step->steps;
+        r.device_step->dispatches /= steps;
+        r.device_step->barriers /= steps;
+        r.device_step->host_record_ms /= steps;
+    }
 }
 
 // Passes over the bandwidth buffer for the membw figure and before each timed decode run
@@ -150,7 +173,7 @@ BenchReport run_bench(InferenceSession& session, const BenchOptions& options) {
             if (timed && t.n_generate > 0 && run_probe) {
                 t.bandwidth_per_run.push_back(read_bandwidth(*run_probe, kRunBandwidthPasses).bytes_per_second);
             }
-            const double tps = run_once(session, t, options.ubatch, rng);
+            const double tps = run_once(session, t, options.ubatch, rng, timed ? &t.device_step : nullptr);
             if (timed) t.tokens_per_s.push_back(tps);
             options.progress.report(t.test, ++runs_done, runs_total,
                                     timed ? "run " + std::to_string(r) + "/" + std::to_string(options.repetitions) : "warm-up");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/step_event.h"
 #include "engine/bench/memory_bandwidth.h"
 #include "engine/core/progress.h"
 
@@ -38,6 +39,15 @@ struct BenchOptions {
     Progress progress;
 };
 
+// What a GPU backend submitted per decode step, averaged over the timed runs' steps.
+struct DeviceStepCost {
+    double dispatches = 0;
+    double barriers = 0;
+    double host_record_ms = 0;  // host time spent recording commands (0 for a replayed step)
+    int steps = 0;
+    int replayed_steps = 0;
+};
+
 struct BenchResult {
     std::string test;       // "pp512", "tg128", "tg128 @ d2048"
     int n_prompt = 0;
@@ -54,6 +64,8 @@ struct BenchResult {
     double floor_tokens_per_s = 0;
     // decode: 100 x tokens/s / floor, the mean over the runs of each run against its own floor
     double percent_of_floor = 0;
+    // decode on a backend that submits to a device (Vulkan)
+    std::optional<DeviceStepCost> device_step;
 };
 
 struct BenchReport {

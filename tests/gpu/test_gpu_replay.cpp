@@ -1,0 +1,127 @@
+// Replayed passes against passes recorded anew: the Vulkan backend records a pass once per
+// shape and replays it while the buffers it names live, so a replayed step must give the
+// logits a freshly recorded one gives, bit for bit, across block boundaries, a fork (copy on
+// write), the growth of the RoPE table (a re-recording) and sliding-window layers. Also the
+// counts a decode step submits.
+#include <gtest/gtest.h>
+
+#include "gpu/vulkan_backend_factory.h"
+#include "gpu_test_util.h"
+#include "support/engine_helpers.h"
+#include "support/tiny_models.h"
+
+namespace inferscope {
+namespace {
+
+// The fused decode step's budget (issue target): q/k/v with the norm, the cache step,
+// attention and its reduce, the output projection, gate/up with the norm, down.
+constexpr int kMaxDecodeDispatchesPerLayer = 7;
+
+struct Trace {
+    std::vector<std::vector<float>> logits;  // every logits row of every step, in order
+    DeviceSubmission totals;                 // summed over the steps
+    DeviceSubmission single_decode;          // a step of one token
+    int steps = 0;
+};
+
+void accumulate(DeviceSubmission& total, const DeviceSubmission& step) {
+    total.passes += step.passes;
+    total.dispatches += step.dispatches;
+    total.barriers += step.barriers;
+    total.replayed += step.replayed;
+    total.host_record_ns += step.host_record_ns;
+}
+
+// A 70-token prompt, 30 decode steps, a fork, then 170 steps decoding both sequences in one
+// batch: positions reach 270, past the 256 the RoPE table starts with.
+Trace run_trace(const std::shared_ptr<const Model>& model, bool replay) {
+    gpu::VulkanBackendOptions options;
+    options.validation = true;
+    options.op_timestamps = false;
+    options.replay = replay;
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, 512), gpu::make_vulkan_backend(model, options));
+    const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
+    Trace trace;
+    const auto step = [&](const Batch& batch) {
+        const std::span<const float> logits = session.decode(batch);
+        for (size_t row = 0; row * n_vocab < logits.size(); ++row) {
+            trace.logits.emplace_back(logits.begin() + static_cast<std::ptrdiff_t>(row * n_vocab),
+                                      logits.begin() + static_cast<std::ptrdiff_t>((row + 1) * n_vocab));
+        }
+        const DeviceSubmission submitted = session.backend().last_forward_submission().value();
+        accumulate(trace.totals, submitted);
+        if (batch.size() == 1) trace.single_decode = submitted;
+        ++trace.steps;
+    };
+    std::vector<SeqId> seqs = {session.new_sequence()};
+    Batch batch;
+    for (int i = 0; i < 70; ++i) batch.push_back({static_cast<TokenId>(1 + (i * 37) % 290), seqs[0], i, i == 69});
+    step(batch);
+    for (int i = 0; i < 200; ++i) {
+        if (i == 30) seqs.push_back(session.fork_sequence(seqs[0]));
+        // Each sequence continues from its own last logits; the fork from its parent's, with
+        // another token than the parent takes.
+        const size_t rows = trace.logits.size();
+        batch.clear();
+        for (size_t s = 0; s < seqs.size(); ++s) {
+            const bool forked_now = i == 30 && s == 1;
+            const std::vector<float>& last = trace.logits[rows - (forked_now ? 1 : seqs.size() - s)];
+            const TokenId next = (argmax(last) + static_cast<TokenId>(s)) % static_cast<TokenId>(n_vocab);
+            batch.push_back({next, seqs[s], session.sequence_length(seqs[s]), true});
+        }
+        step(batch);
+    }
+    EXPECT_EQ(gpu::vulkan_validation_errors(session.backend()), 0) << "Vulkan validation errors (printed above)";
+    return trace;
+}
+
+class GpuReplay : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GpuReplay, ReplayedStepsEqualFreshlyRecordedOnesBitForBit) {
+    auto spec = testing::tiny_spec(GetParam());
+    spec.context_length = 512;
+    const auto model = testing::tiny_model(spec);
+    Trace replayed, recorded;
+    try {
+        replayed = run_trace(model, true);
+    } catch (const Error& e) {
+        GTEST_SKIP() << "no usable Vulkan device (install Mesa's lavapipe): " << e.what();
+    }
+    recorded = run_trace(model, false);
+    ASSERT_EQ(replayed.logits.size(), recorded.logits.size());
+    for (size_t i = 0; i < replayed.logits.size(); ++i) ASSERT_EQ(replayed.logits[i], recorded.logits[i]) << "logits row " << i;
+    EXPECT_EQ(recorded.totals.replayed, 0);
+    // Every step but the prompt, the first single and batched decode, the fork's first step
+    // and those after a re-recording is a replay.
+    EXPECT_GE(replayed.totals.replayed, replayed.steps - 8);
+    EXPECT_EQ(replayed.totals.passes, replayed.steps);
+    // The same commands either way.
+    EXPECT_EQ(replayed.totals.dispatches, recorded.totals.dispatches);
+    EXPECT_EQ(replayed.totals.barriers, recorded.totals.barriers);
+    EXPECT_LT(replayed.totals.host_record_ns, recorded.totals.host_record_ns);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GpuReplay, ::testing::Values("qwen2", "gemma3"));
+
+// A decode step of one token: at most 7 dispatches per layer plus the embedding, the
+// output norm and product, and the input copies' barrier.
+TEST(GpuDecodeStep, DispatchesAndBarriersPerLayer) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+    gpu::VulkanBackendOptions options;
+    options.op_timestamps = false;
+    std::unique_ptr<Backend> backend;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16), std::move(backend));
+    const testing::GreedyRun run = testing::greedy_with_cache(session, std::vector<TokenId>{1, 2, 3}, 2);
+    ASSERT_EQ(run.ids.size(), 2u);
+    const DeviceSubmission step = session.backend().last_forward_submission().value();
+    const int n_layer = model->config().n_layer;
+    std::printf("[ measured ] qwen2 decode step: %d dispatches, %d barriers for %d layers\n", step.dispatches, step.barriers,
+                n_layer);
+    EXPECT_EQ(step.passes, 1);
+    EXPECT_LE(step.dispatches, kMaxDecodeDispatchesPerLayer * n_layer + 4);
+    EXPECT_LE(step.barriers, step.dispatches + 1);
+}
+
+}  // namespace
+}  // namespace inferscope
