@@ -38,6 +38,8 @@ void vk_check(VkResult result, const char* what) {
 namespace {
 
 const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+// VK_KHR_portability_subset: a provisional extension, named here so that no beta header is needed.
+const char* kPortabilitySubset = "VK_KHR_portability_subset";
 
 bool has_layer(const char* name) {
     uint32_t count = 0;
@@ -120,9 +122,11 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
 
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     properties.pNext = &driver;
     driver.pNext = &subgroup;
+    subgroup.pNext = &maintenance3;
     vkGetPhysicalDeviceProperties2(device, &properties);
 
     DeviceInfo info;
@@ -132,6 +136,7 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
     info.api_version = version_string(base.apiVersion);
     info.max_storage_buffer_range_bytes = base.limits.maxStorageBufferRange;
+    info.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
     info.subgroup_size = subgroup.subgroupSize;
     info.max_workgroup_count_x = base.limits.maxComputeWorkGroupCount[0];
     info.storage_16bit = v11.storageBuffer16BitAccess == VK_TRUE && features.features.shaderInt16 == VK_TRUE;
@@ -155,11 +160,26 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     return info;
 }
 
-VkInstance create_plain_instance(const std::vector<const char*>& layers, const std::vector<const char*>& extensions) {
+bool has_instance_extension(const char* name) {
+    uint32_t count = 0;
+    vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateInstanceExtensionProperties(nullptr, &count, extensions.data());
+    return std::any_of(extensions.begin(), extensions.end(),
+                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+// With portability enumeration (where the loader offers it), drivers that implement Vulkan
+// on top of another API (MoltenVK on macOS) are listed too.
+VkInstance create_plain_instance(const std::vector<const char*>& layers, std::vector<const char*> extensions) {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "InferScope";
     app.apiVersion = VK_API_VERSION_1_2;
     VkInstanceCreateInfo create{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    if (has_instance_extension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+        create.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
     create.pApplicationInfo = &app;
     create.enabledLayerCount = static_cast<uint32_t>(layers.size());
     create.ppEnabledLayerNames = layers.data();
@@ -223,6 +243,14 @@ std::vector<DeviceInfo> list_vulkan_devices() {
 }
 
 DeviceInfo choose_vulkan_device() { return pick(list_vulkan_devices()); }
+
+uint64_t device_local_budget_bytes(const DeviceInfo& info) {
+    uint64_t best = 0;
+    for (const MemoryHeapInfo& h : info.heaps) {
+        if (h.device_local) best = std::max(best, h.budget_bytes > 0 ? h.budget_bytes : h.size_bytes);
+    }
+    return best;
+}
 
 VkContext::VkContext(const ContextOptions& options) {
     create_instance(options.validation);
@@ -305,7 +333,10 @@ void VkContext::create_device() {
     features.pNext = &v11;
     features.features.shaderInt16 = VK_TRUE;  // narrowing stores into 16-bit words (kv_write)
     std::vector<const char*> extensions;
-    if (has_device_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    for (const char* optional : {VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, kPortabilitySubset}) {
+        // A portability driver must have its subset extension enabled when it lists it.
+        if (has_device_extension(physical_, optional)) extensions.push_back(optional);
+    }
     VkDeviceCreateInfo create{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     create.pNext = &features;
     create.queueCreateInfoCount = 1;
@@ -412,6 +443,11 @@ void VkContext::download(const Buffer& src, uint64_t src_offset_bytes, void* dst
 }
 
 Buffer::Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind) : device_(ctx.device()), size_(size_bytes) {
+    const uint64_t largest = ctx.info().max_allocation_bytes;
+    if (largest > 0 && size_bytes > largest) {
+        throw CapacityError("Vulkan: a buffer of " + std::to_string(size_bytes) + " bytes exceeds the largest allocation " +
+                            "the device allows (" + std::to_string(largest) + " bytes)");
+    }
     VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     create.size = std::max<uint64_t>(size_bytes, 16);
     create.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;

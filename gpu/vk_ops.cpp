@@ -42,6 +42,10 @@ uint64_t DeviceMatrix::bytes() const {
     return total;
 }
 
+uint64_t device_matrix_bytes(const WeightMatrix& w) {
+    return device_row_bytes(w, shader_weight_type(w.type)) * static_cast<uint64_t>(w.rows);
+}
+
 DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes) {
     DeviceMatrix m;
     m.type = shader_weight_type(w.type);

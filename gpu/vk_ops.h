@@ -32,6 +32,8 @@ struct DeviceMatrix {
 // converted to F16, in parts of at most `max_part_bytes` (0: the device's
 // maxStorageBufferRange). UnsupportedError when a single row exceeds a part.
 DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes = 0);
+// The device bytes upload_matrix would take for `w`.
+uint64_t device_matrix_bytes(const WeightMatrix& w);
 // A device buffer holding `values` (F32).
 Buffer upload_floats(VkContext& ctx, const std::vector<float>& values);
 

@@ -59,6 +59,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
     max_tokens_ = pass_tokens(c, ctx_->info().max_storage_buffer_range_bytes);
     if (max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, max_pass_tokens);
+    pass_token_limit_ = max_tokens_;
     upload_weights();
     allocate_step_buffers();
     if (op_timestamps && ctx_->info().timestamps) {
@@ -76,13 +77,34 @@ VulkanBackend::~VulkanBackend() {
     if (queries_ != VK_NULL_HANDLE) vkDestroyQueryPool(ctx_->device(), queries_, nullptr);
 }
 
-std::string VulkanBackend::name() const { return "Vulkan (" + ctx_->info().name + ")"; }
+// A CPU driver (lavapipe) is named as one: it is never to pass for a GPU.
+std::string VulkanBackend::name() const {
+    const DeviceInfo& info = ctx_->info();
+    return "Vulkan (" + info.name + (info.type == "cpu" ? ", a CPU driver" : "") + ")";
+}
 
 void VulkanBackend::set_activation_tap(ActivationTap* tap) {
     if (tap != nullptr) throw UnsupportedError("activation taps need the CPU backend (--backend cpu)");
 }
 
+// Every weight's device bytes, checked against the device-local budget before any upload, so
+// that a model that cannot fit fails at once with the sizes instead of midway.
+void VulkanBackend::check_weights_fit() const {
+    uint64_t bytes = device_matrix_bytes(model_->token_embedding());
+    if (model_->output().data != model_->token_embedding().data) bytes += device_matrix_bytes(model_->output());
+    for (const LayerWeights& w : model_->layers()) {
+        for (const WeightMatrix* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) bytes += device_matrix_bytes(*m);
+    }
+    const uint64_t budget = device_local_budget_bytes(ctx_->info());
+    if (budget > 0 && bytes > budget) {
+        throw CapacityError("the model's weights need " + std::to_string(bytes / (1024 * 1024)) + " MiB of device memory; " +
+                            ctx_->info().name + " has a device-local budget of " + std::to_string(budget / (1024 * 1024)) +
+                            " MiB");
+    }
+}
+
 void VulkanBackend::upload_weights() {
+    check_weights_fit();
     VkContext& ctx = *ctx_;
     const ModelConfig& c = model_->config();
     for (const LayerWeights& w : model_->layers()) {
@@ -264,11 +286,25 @@ void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvCache& c
     const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
     gpu_times_.clear();
     submission_ = {};
-    for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(max_tokens_)) {
-        const auto pass = tokens.subspan(begin, std::min(tokens.size() - begin, static_cast<size_t>(max_tokens_)));
+    for (size_t begin = 0; begin < tokens.size();) {
+        const auto pass = tokens.subspan(begin, std::min(tokens.size() - begin, static_cast<size_t>(pass_token_limit_)));
+        const auto start = std::chrono::steady_clock::now();
         run_pass(pass, cache, logits);
+        fit_passes_to_watchdog(static_cast<int>(pass.size()), std::chrono::steady_clock::now() - start);
         logits += n_vocab * static_cast<size_t>(std::count_if(pass.begin(), pass.end(), [](const BatchToken& t) { return t.output; }));
+        begin += pass.size();
     }
+}
+
+// A display driver resets a GPU that runs one submission for too long (Windows after 2 s):
+// once a pass takes longer than kPassBudget, later passes get proportionally fewer tokens.
+// A CPU driver has no such watchdog.
+void VulkanBackend::fit_passes_to_watchdog(int pass_tokens, std::chrono::steady_clock::duration elapsed) {
+    constexpr auto kPassBudget = std::chrono::milliseconds(100);
+    constexpr int kFewestPassTokens = 16;
+    if (ctx_->info().type == "cpu" || elapsed <= kPassBudget || pass_tokens <= kFewestPassTokens) return;
+    const double share = std::chrono::duration<double>(kPassBudget) / elapsed;
+    pass_token_limit_ = std::max(kFewestPassTokens, static_cast<int>(pass_tokens * share));
 }
 
 void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {

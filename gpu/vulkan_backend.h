@@ -3,6 +3,7 @@
 // device memory (the CPU backend's layout), and each forward pass one command buffer,
 // recorded once per pass shape and replayed: every per-pass value is read from buffers the
 // pass itself fills from host staging at its start.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,7 @@ private:
         RecordCounts counts;
     };
 
+    void check_weights_fit() const;
     void upload_weights();
     void allocate_step_buffers();
     StagedInts staged_ints(size_t count) const;
@@ -94,6 +96,7 @@ private:
     void record_residual_product(VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer input, const Buffer& post_norm,
                                  uint32_t n, const char* product_op, const char* norm_op);
     void run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits);
+    void fit_passes_to_watchdog(int pass_tokens, std::chrono::steady_clock::duration elapsed);
     void mark(VkCommandBuffer cmd, const char* op);
     void collect_times(const std::vector<const char*>& query_ops);
 
@@ -107,7 +110,8 @@ private:
     Buffer rope_table_local_;  // the same for sliding-window layers (their own base); empty without them
     int rope_positions_ = 0;
     KvCacheLayout kv_layout_;
-    int max_tokens_ = 0;
+    int max_tokens_ = 0;         // what the buffers hold
+    int pass_token_limit_ = 0;   // what a pass takes: max_tokens_, or fewer where passes ran too long
     StepBuffers step_;
     bool replay_ = true;
     std::vector<Recording> recordings_;  // least recently used first

@@ -21,6 +21,7 @@ struct DeviceInfo {
     std::string api_version;   // "1.3.239"
     std::vector<MemoryHeapInfo> heaps;
     uint64_t max_storage_buffer_range_bytes = 0;  // the most one shader binding can see
+    uint64_t max_allocation_bytes = 0;            // maxMemoryAllocationSize: the largest single allocation
     uint32_t subgroup_size = 0;
     uint32_t max_workgroup_count_x = 0;  // maxComputeWorkGroupCount[0] (65,535 on some laptop GPUs)
     bool storage_16bit = false;       // required (with shaderInt16): weights and the F16 KV cache are 16-bit words
@@ -32,6 +33,9 @@ struct DeviceInfo {
     bool timestamps = false;          // compute-queue timestamps: per-op GPU time
     bool usable = false;              // has what the backend requires
 };
+
+// The largest device-local heap's budget (its size where the driver reports no budget).
+uint64_t device_local_budget_bytes(const DeviceInfo& info);
 
 // Every Vulkan device of the system; empty when there is no Vulkan loader or driver.
 std::vector<DeviceInfo> list_vulkan_devices();

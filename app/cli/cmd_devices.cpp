@@ -38,8 +38,9 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
 }
 
 void print_device(const nlohmann::json& d) {
+    const std::string type = d["type"].get<std::string>();
     std::printf("%s[%d] %s (%s)%s\n", d["chosen"].get<bool>() ? "* " : "  ", d["index"].get<int>(),
-                d["name"].get<std::string>().c_str(), d["type"].get<std::string>().c_str(),
+                d["name"].get<std::string>().c_str(), type == "cpu" ? "cpu: a CPU driver, not a GPU" : type.c_str(),
                 d["usable"].get<bool>() ? "" : "  [not usable: needs Vulkan 1.2, 16-bit storage, a compute queue]");
     std::printf("      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u\n", d["driver"].get<std::string>().c_str(),
                 d["api_version"].get<std::string>().c_str(),
