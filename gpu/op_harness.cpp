@@ -6,12 +6,13 @@
 #include "engine/core/fp16.h"
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
+#include "gpu/vk_matvec.h"
 #include "gpu/vk_ops.h"
 
 namespace inferscope::gpu {
 
 struct OpHarness::Impl {
-    explicit Impl(bool validation) : ctx(ContextOptions{validation}), kernels(ctx) {}
+    Impl(bool validation, uint32_t max_workgroups_x) : ctx(ContextOptions{validation, max_workgroups_x}), kernels(ctx) {}
 
     template <typename T>
     Buffer device_copy(const std::vector<T>& values) {
@@ -35,7 +36,7 @@ struct OpHarness::Impl {
     Kernels kernels;
 };
 
-OpHarness::OpHarness(bool validation) : impl_(std::make_unique<Impl>(validation)) {}
+OpHarness::OpHarness(bool validation, uint32_t max_workgroups_x) : impl_(std::make_unique<Impl>(validation, max_workgroups_x)) {}
 OpHarness::~OpHarness() = default;
 
 std::string OpHarness::device_name() const { return impl_->ctx.info().name; }
@@ -210,6 +211,166 @@ std::vector<float> OpHarness::add(const std::vector<float>& y, const std::vector
                    static_cast<uint32_t>(x.size()));
     });
     return m.read(target, y.size());
+}
+
+namespace {
+
+// The output buffer of a product: y_initial's values, or zeros.
+Buffer output_buffer(VkContext& ctx, const std::vector<float>& y_initial, size_t count) {
+    const std::vector<float> values = y_initial.empty() ? std::vector<float>(count, 0.0f) : y_initial;
+    Buffer b(ctx, std::max<size_t>(count, 1) * sizeof(float), Buffer::Kind::Device);
+    ctx.upload(b, 0, values.data(), count * sizeof(float));
+    return b;
+}
+
+}  // namespace
+
+std::vector<float> OpHarness::matvec(const WeightMatrix& w, const std::vector<float>& x, int64_t n,
+                                     const MatvecOptions& options) {
+    Impl& m = *impl_;
+    const DeviceMatrix weights = upload_matrix(m.ctx, w, options.max_part_bytes);
+    const Buffer input = m.device_copy(x);
+    const Buffer norm = m.device_copy(options.norm_weight);
+    const auto count = static_cast<size_t>(n * w.rows);
+    const Buffer output = output_buffer(m.ctx, options.y_initial, count);
+    const MatvecNorm fused{options.norm_weight.empty() ? VK_NULL_HANDLE : norm.handle(), options.eps};
+    m.run([&](VkCommandBuffer cmd) {
+        record_matvec(m.kernels, cmd, weights, input.handle(), output.handle(), static_cast<uint32_t>(n),
+                      static_cast<uint32_t>(w.rows), options.accumulate, fused);
+    });
+    return m.read(output, count);
+}
+
+std::vector<std::vector<float>> OpHarness::matvec_multi(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
+                                                        int64_t n, const MatvecOptions& options) {
+    Impl& m = *impl_;
+    std::vector<DeviceMatrix> weights;
+    std::vector<Buffer> outputs;
+    for (const WeightMatrix* w : ws) {
+        weights.push_back(upload_matrix(m.ctx, *w, options.max_part_bytes));
+        outputs.push_back(output_buffer(m.ctx, {}, static_cast<size_t>(n * w->rows)));
+    }
+    std::vector<const DeviceMatrix*> matrices;
+    std::vector<VkBuffer> ys;
+    for (size_t i = 0; i < ws.size(); ++i) {
+        matrices.push_back(&weights[i]);
+        ys.push_back(outputs[i].handle());
+    }
+    const Buffer input = m.device_copy(x);
+    const Buffer norm = m.device_copy(options.norm_weight);
+    const MatvecNorm fused{options.norm_weight.empty() ? VK_NULL_HANDLE : norm.handle(), options.eps};
+    m.run([&](VkCommandBuffer cmd) {
+        record_matvec_multi(m.kernels, cmd, matrices, input.handle(), ys, static_cast<uint32_t>(n), fused);
+    });
+    std::vector<std::vector<float>> results;
+    for (size_t i = 0; i < ws.size(); ++i) results.push_back(m.read(outputs[i], static_cast<size_t>(n * ws[i]->rows)));
+    return results;
+}
+
+std::vector<float> OpHarness::matvec_gated(const WeightMatrix& gate, const WeightMatrix& up, const std::vector<float>& x,
+                                           int64_t n, FfnActivation activation, const MatvecOptions& options) {
+    Impl& m = *impl_;
+    const DeviceMatrix g = upload_matrix(m.ctx, gate, options.max_part_bytes);
+    const DeviceMatrix u = upload_matrix(m.ctx, up, options.max_part_bytes);
+    const Buffer input = m.device_copy(x);
+    const Buffer norm = m.device_copy(options.norm_weight);
+    const auto count = static_cast<size_t>(n * gate.rows);
+    const Buffer output = output_buffer(m.ctx, {}, count);
+    const MatvecNorm fused{options.norm_weight.empty() ? VK_NULL_HANDLE : norm.handle(), options.eps};
+    m.run([&](VkCommandBuffer cmd) {
+        record_matvec_gated(m.kernels, cmd, g, u, input.handle(), output.handle(), static_cast<uint32_t>(n), activation, fused);
+    });
+    return m.read(output, count);
+}
+
+bool OpHarness::has_timestamps() const { return impl_->ctx.info().timestamps && impl_->ctx.timestamp_period_ns() > 0; }
+
+namespace {
+
+// One call of `kernel` over `weights` (inputs x, outputs ys[i] per matrix), ending with a barrier.
+void record_products(Kernels& k, VkCommandBuffer cmd, const std::vector<const DeviceMatrix*>& weights, VkBuffer x,
+                     const std::vector<VkBuffer>& ys, uint32_t n, OpHarness::ProductKernel kernel) {
+    using Kind = OpHarness::ProductKernel;
+    switch (kernel) {
+        case Kind::Matmul:
+        case Kind::Matvec:
+            for (size_t i = 0; i < weights.size(); ++i) {
+                const bool last = i + 1 == weights.size();
+                const auto rows = static_cast<uint32_t>(weights[i]->rows);
+                if (kernel == Kind::Matmul) {
+                    record_matmul(k, cmd, *weights[i], x, ys[i], n, rows, false, last);
+                } else {
+                    record_matvec(k, cmd, *weights[i], x, ys[i], n, rows, false, {}, last);
+                }
+            }
+            // The unfused FFN: the activation is a dispatch of its own.
+            if (weights.size() == 2 && kernel == Kind::Matmul) {
+                record_gated_activation(k, cmd, ys[0], ys[1], n * static_cast<uint32_t>(weights[0]->rows), FfnActivation::Silu);
+            }
+            break;
+        case Kind::MatvecMulti:
+            record_matvec_multi(k, cmd, weights, x, ys, n);
+            break;
+        case Kind::MatvecGated:
+            record_matvec_gated(k, cmd, *weights[0], *weights[1], x, ys[0], n, FfnActivation::Silu);
+            break;
+    }
+}
+
+// GPU microseconds per call of `reps` calls of `record` recorded back to back after one warm-up call.
+double time_calls(VkContext& ctx, const std::function<void(VkCommandBuffer)>& record, int reps) {
+    VkQueryPoolCreateInfo create{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    create.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    create.queryCount = 2;
+    VkQueryPool queries = VK_NULL_HANDLE;
+    vk_check(vkCreateQueryPool(ctx.device(), &create, nullptr, &queries), "vkCreateQueryPool");
+    ctx.run_now([&](VkCommandBuffer cmd) {
+        vkCmdResetQueryPool(cmd, queries, 0, 2);
+        record(cmd);  // pipelines created and caches warm before the timed calls
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 0);
+        for (int i = 0; i < reps; ++i) record(cmd);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1);
+    });
+    uint64_t stamps[2] = {};
+    const VkResult result = vkGetQueryPoolResults(ctx.device(), queries, 0, 2, sizeof stamps, stamps, sizeof(uint64_t),
+                                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    vkDestroyQueryPool(ctx.device(), queries, nullptr);
+    vk_check(result, "vkGetQueryPoolResults");
+    return static_cast<double>(stamps[1] - stamps[0]) * ctx.timestamp_period_ns() / 1000.0 / reps;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> OpHarness::time_products(const std::vector<const WeightMatrix*>& ws,
+                                                          const std::vector<ProductKernel>& kernels,
+                                                          const std::vector<int64_t>& token_counts, int reps) {
+    if (!has_timestamps()) return {};
+    Impl& m = *impl_;
+    const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
+    std::vector<DeviceMatrix> weights;
+    std::vector<Buffer> outputs;
+    for (const WeightMatrix* w : ws) {
+        weights.push_back(upload_matrix(m.ctx, *w));
+        outputs.push_back(output_buffer(m.ctx, {}, static_cast<size_t>(max_tokens * w->rows)));
+    }
+    std::vector<const DeviceMatrix*> matrices;
+    std::vector<VkBuffer> ys;
+    for (size_t i = 0; i < ws.size(); ++i) {
+        matrices.push_back(&weights[i]);
+        ys.push_back(outputs[i].handle());
+    }
+    const Buffer input = m.device_copy(std::vector<float>(static_cast<size_t>(max_tokens * ws[0]->cols), 0.01f));
+    std::vector<std::vector<double>> times(kernels.size());
+    for (size_t i = 0; i < kernels.size(); ++i) {
+        for (int64_t n : token_counts) {
+            const auto record = [&](VkCommandBuffer cmd) {
+                record_products(m.kernels, cmd, matrices, input.handle(), ys, static_cast<uint32_t>(n), kernels[i]);
+            };
+            times[i].push_back(time_calls(m.ctx, record, reps));
+        }
+    }
+    m.kernels.forget_descriptor_sets();
+    return times;
 }
 
 }  // namespace inferscope::gpu

@@ -42,8 +42,9 @@ struct AttentionShape {
 
 class OpHarness {
 public:
-    // Error when no usable Vulkan device exists; `validation` as in VulkanBackendOptions.
-    explicit OpHarness(bool validation);
+    // Error when no usable Vulkan device exists; `validation` as in VulkanBackendOptions;
+    // max_workgroups_x > 0 lowers the launch limit along X (ContextOptions::max_workgroups_x).
+    explicit OpHarness(bool validation, uint32_t max_workgroups_x = 0);
     ~OpHarness();
 
     std::string device_name() const;
@@ -78,6 +79,40 @@ public:
                                  const AttentionShape& shape);
     // y[i] + x[i % x.size()]
     std::vector<float> add(const std::vector<float>& y, const std::vector<float>& x);
+
+    // The decode products of gpu/vk_matvec.h (n <= 8 tokens), weights uploaded in parts of at
+    // most max_part_bytes (0: the device's limit). norm_weight empty: no RMSNorm prologue.
+    struct MatvecOptions {
+        bool accumulate = false;
+        std::vector<float> y_initial;    // [n x rows], the values accumulated into
+        std::vector<float> norm_weight;  // [cols]
+        float eps = 1e-6f;
+        uint64_t max_part_bytes = 0;
+    };
+    // y[n x w.rows] (+)= norm(x[n x w.cols]) * W^T through record_matvec.
+    std::vector<float> matvec(const WeightMatrix& w, const std::vector<float>& x, int64_t n, const MatvecOptions& options);
+    // One output [n x rows_i] per matrix, all in one record_matvec_multi dispatch.
+    std::vector<std::vector<float>> matvec_multi(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
+                                                 int64_t n, const MatvecOptions& options);
+    // act(norm(x) * gate^T) * (norm(x) * up^T) through record_matvec_gated.
+    std::vector<float> matvec_gated(const WeightMatrix& gate, const WeightMatrix& up, const std::vector<float>& x, int64_t n,
+                                    FfnActivation activation, const MatvecOptions& options);
+
+    // Decode-product kernels that bench_gpu_matvec times against each other.
+    enum class ProductKernel {
+        Matmul,       // record_matmul per matrix (gated: then swiglu.comp)
+        Matvec,       // record_matvec per matrix
+        MatvecMulti,  // record_matvec_multi over every matrix
+        MatvecGated,  // record_matvec_gated of ws[0] (gate) and ws[1] (up)
+    };
+    // Whether the device has GPU timestamps (time_products needs them).
+    bool has_timestamps() const;
+    // GPU microseconds per call of each kernel over the matrices `ws` (uploaded once) for each
+    // token count (result[kernel][token count]), from `reps` calls recorded back to back with a
+    // barrier between; empty without timestamps.
+    std::vector<std::vector<double>> time_products(const std::vector<const WeightMatrix*>& ws,
+                                                   const std::vector<ProductKernel>& kernels,
+                                                   const std::vector<int64_t>& token_counts, int reps);
 
 private:
     struct Impl;

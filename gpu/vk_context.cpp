@@ -244,6 +244,8 @@ std::vector<DeviceInfo> list_vulkan_devices() {
 
 DeviceInfo choose_vulkan_device() { return pick(list_vulkan_devices()); }
 
+DeviceInfo choose_vulkan_device(const std::vector<DeviceInfo>& devices) { return pick(devices); }
+
 uint64_t device_local_budget_bytes(const DeviceInfo& info) {
     uint64_t best = 0;
     for (const MemoryHeapInfo& h : info.heaps) {

@@ -1,5 +1,6 @@
 #include "gpu/vk_kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -26,10 +27,17 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"kv_write", 5},
     {"attention", 7},
     {"qkv_prepare", 10},
+    {"matvec", 8},
+    {"matvec_shared", 8},
 }};
 constexpr uint32_t kPushBytes = 32;
 constexpr uint32_t kSetsPerPool = 1024;
-constexpr uint32_t kMaxBindings = 8;
+// The most bindings any shader has: every set a pool holds fits its descriptor count.
+constexpr uint32_t kMaxBindings = [] {
+    uint32_t most = 0;
+    for (const ShaderSpec& spec : kSpecs) most = std::max(most, spec.bindings);
+    return most;
+}();
 
 }  // namespace
 

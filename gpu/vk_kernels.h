@@ -33,6 +33,8 @@ enum class Shader {
     KvWrite,
     Attention,
     QkvPrepare,
+    Matvec,
+    MatvecShared,
     Count
 };
 

@@ -44,5 +44,7 @@ std::vector<DeviceInfo> list_vulkan_devices();
 // insensitive) when set, else the first usable of discrete > integrated > virtual > CPU.
 // Error naming the reason when none fits.
 DeviceInfo choose_vulkan_device();
+// The same choice among devices already listed.
+DeviceInfo choose_vulkan_device(const std::vector<DeviceInfo>& devices);
 
 }  // namespace inferscope::gpu

@@ -1,0 +1,198 @@
+#version 450
+// Matrix-vector products for 1..8 tokens (decode, small batches), one team of ROW_THREADS
+// threads per output row: the team splits the row's K dimension (consecutive threads read
+// consecutive 16-byte chunks or blocks), so long rows keep many loads in flight, and a
+// workgroup holds several teams when rows are short. Up to three matrices of one type and
+// column count share a dispatch (their rows concatenated: q, k, v); in gated mode each team
+// computes the gate and the up row of its output, then act(gate) * up. An optional RMSNorm of
+// the input rows runs as a prologue (each token's inverse RMS once per workgroup).
+//
+// Built twice from this source: with USE_SUBGROUPS=1 partial sums meet through subgroupAdd
+// and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in shared memory.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_GOOGLE_include_directive : require
+#if USE_SUBGROUPS
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
+layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weights.glsl's numbering
+layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
+// Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
+// bit 9: RMSNorm prologue; bit 10: gated.
+layout(constant_id = 3) const uint CONFIG = 1;
+const uint TOKENS = CONFIG & 0xFFu;
+const bool ALIGNED = (CONFIG & 0x100u) != 0;
+const bool NORM = (CONFIG & 0x200u) != 0;
+const bool GATED = (CONFIG & 0x400u) != 0;
+const uint ACC = 16;  // accumulators per thread: 8 tokens, twice in gated mode
+const uint MAX_PARTS = 256;
+
+layout(set = 0, binding = 0) readonly buffer W0h { uint16_t w0h[]; };
+layout(set = 0, binding = 0) readonly buffer W0v { uvec4 w0v[]; };
+layout(set = 0, binding = 1) readonly buffer W1h { uint16_t w1h[]; };
+layout(set = 0, binding = 1) readonly buffer W1v { uvec4 w1v[]; };
+layout(set = 0, binding = 2) readonly buffer W2h { uint16_t w2h[]; };
+layout(set = 0, binding = 2) readonly buffer W2v { uvec4 w2v[]; };
+layout(set = 0, binding = 3) readonly buffer X1 { float x1[]; };  // [n x cols]
+layout(set = 0, binding = 3) readonly buffer X4 { vec4 x4[]; };
+layout(set = 0, binding = 4) buffer Y0 { float y0[]; };
+layout(set = 0, binding = 5) buffer Y1 { float y1[]; };
+layout(set = 0, binding = 6) buffer Y2 { float y2[]; };
+layout(set = 0, binding = 7) readonly buffer N1 { float norm1[]; };  // [cols]
+layout(set = 0, binding = 7) readonly buffer N4 { vec4 norm4[]; };
+
+layout(push_constant) uniform Params {
+    uint cols;
+    uint end0;  // rows [0, end0) belong to matrix 0, [end0, end1) to 1, [end1, end2) to 2
+    uint end1;
+    uint end2;
+    uint y_stride;  // matrix 0's output: y0[t * y_stride + y_offset + r]; matrix i > 0: [n x rows_i]
+    uint y_offset;
+    uint flags;  // bit 0: add to y; bit 1: GeGLU (else SwiGLU)
+    float eps;
+} p;
+
+#include "activation.glsl"
+
+shared float part[ACC][MAX_PARTS];
+float inv_rms[8];
+
+// Elements e..e+3 of token t's input row, normed when NORM; zero past the row's end.
+vec4 x_at(uint t, uint e) {
+    vec4 v = vec4(0.0), scale = vec4(1.0);
+    if (ALIGNED) {
+        v = x4[(t * p.cols + e) / 4];
+        if (NORM) scale = norm4[e / 4];
+    } else {
+        for (uint i = 0; i < 4; ++i) {
+            if (e + i < p.cols) {
+                v[i] = x1[t * p.cols + e + i];
+                if (NORM) scale[i] = norm1[e + i];
+            }
+        }
+    }
+    return NORM ? (v * inv_rms[t]) * scale : v;
+}
+
+#define W16 w0h
+#define W4 w0v
+#define UNIT unit0
+#include "matvec_unit.glsl"
+#undef W16
+#undef W4
+#undef UNIT
+#define W16 w1h
+#define W4 w1v
+#define UNIT unit1
+#include "matvec_unit.glsl"
+#undef W16
+#undef W4
+#undef UNIT
+#define W16 w2h
+#define W4 w2v
+#define UNIT unit2
+#include "matvec_unit.glsl"
+
+// Whether teams of team_threads reduce through subgroupAdd: each subgroup inside one team.
+bool subgroup_reduce(uint team_threads) {
+#if USE_SUBGROUPS
+    return gl_SubgroupSize <= team_threads && team_threads % gl_SubgroupSize == 0 && gl_NumSubgroups <= MAX_PARTS;
+#else
+    return false;
+#endif
+}
+
+// Sums acc[0..count) over each team of team_threads threads into part[][]; read with team_total.
+void reduce_partials(float acc[ACC], uint count, uint team_threads) {
+    const uint tid = gl_LocalInvocationID.x;
+#if USE_SUBGROUPS
+    if (subgroup_reduce(team_threads)) {
+        for (uint k = 0; k < count; ++k) {
+            const float s = subgroupAdd(acc[k]);
+            if (gl_SubgroupInvocationID == 0) part[k][gl_SubgroupID] = s;
+        }
+        barrier();
+        return;
+    }
+#endif
+    for (uint k = 0; k < count; ++k) part[k][tid] = acc[k];
+    barrier();
+    for (uint stride = team_threads / 2; stride > 0; stride /= 2) {
+        if (tid % team_threads < stride) {
+            for (uint k = 0; k < count; ++k) part[k][tid] += part[k][tid + stride];
+        }
+        barrier();
+    }
+}
+
+float team_total(uint k, uint team, uint team_threads) {
+#if USE_SUBGROUPS
+    if (subgroup_reduce(team_threads)) {
+        const uint per_team = team_threads / gl_SubgroupSize;
+        float s = 0.0;
+        for (uint i = 0; i < per_team; ++i) s += part[k][team * per_team + i];
+        return s;
+    }
+#endif
+    return part[k][team * team_threads];
+}
+
+// inv_rms[t] = 1 / sqrt(mean(x[t]^2) + eps), the whole workgroup reading the rows once.
+void compute_inverse_rms() {
+    const uint threads = gl_WorkGroupSize.x;
+    float acc[ACC];
+    for (uint k = 0; k < ACC; ++k) acc[k] = 0.0;
+    for (uint t = 0; t < TOKENS; ++t) {
+        for (uint e = gl_LocalInvocationID.x; e < p.cols; e += threads) acc[t] += x1[t * p.cols + e] * x1[t * p.cols + e];
+    }
+    reduce_partials(acc, TOKENS, threads);
+    for (uint t = 0; t < TOKENS; ++t) inv_rms[t] = 1.0 / sqrt(team_total(t, 0, threads) / float(p.cols) + p.eps);
+    barrier();  // part[][] is reused by the products' reduction
+}
+
+void store(uint r, uint t, float value) {
+    const bool add = (p.flags & 1u) != 0;
+    if (r < p.end0) {
+        const uint at = t * p.y_stride + p.y_offset + r;
+        y0[at] = value + (add ? y0[at] : 0.0);
+    } else if (r < p.end1) {
+        const uint at = t * (p.end1 - p.end0) + r - p.end0;
+        y1[at] = value + (add ? y1[at] : 0.0);
+    } else {
+        const uint at = t * (p.end2 - p.end1) + r - p.end1;
+        y2[at] = value + (add ? y2[at] : 0.0);
+    }
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint team = tid / ROW_THREADS;
+    const uint lane = tid % ROW_THREADS;
+    const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    const uint first_row = group * (gl_WorkGroupSize.x / ROW_THREADS);
+    if (first_row >= p.end2) return;  // past the end of a launch folded into Y
+    if (NORM) compute_inverse_rms();
+
+    float acc[ACC];
+    for (uint k = 0; k < ACC; ++k) acc[k] = 0.0;
+    const uint units = WEIGHT_TYPE >= 2 ? p.cols / 32 : (p.cols + 7) / 8;
+    const uint r = first_row + team;
+    if (r < p.end0) {
+        for (uint u = lane; u < units; u += ROW_THREADS) {
+            unit0(r, u, 0, acc);
+            if (GATED) unit1(r, u, TOKENS, acc);
+        }
+    } else if (r < p.end1) {
+        for (uint u = lane; u < units; u += ROW_THREADS) unit1(r - p.end0, u, 0, acc);
+    } else if (r < p.end2) {
+        for (uint u = lane; u < units; u += ROW_THREADS) unit2(r - p.end1, u, 0, acc);
+    }
+    reduce_partials(acc, GATED ? 2 * TOKENS : TOKENS, ROW_THREADS);
+    if (r < p.end2 && lane < TOKENS) {
+        float value = team_total(lane, team, ROW_THREADS);
+        if (GATED) value = gated_activation(value, team_total(TOKENS + lane, team, ROW_THREADS), (p.flags & 2u) != 0);
+        store(r, lane, value);
+    }
+}

@@ -1,0 +1,61 @@
+// One unit of work of a weight row against every token: 8 elements for F32/F16, one block of
+// 32 for Q8_0/Q4_0 (its scale read once). acc[base + t] += the unit's part of dot(W[row], x^[t]).
+// Included by matvec.comp once per weight binding, with W16 (the buffer as 16-bit words), W4
+// (the same buffer as uvec4) and UNIT (the function's name) defined.
+void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
+    if (WEIGHT_TYPE == 3) {  // Q4_0: byte j holds element j (low nibble) and j + 16 (high), offset by 8
+        const uint b = (row * (p.cols / 32) + u) * 9;
+        const float d = unpackHalf2x16(uint(W16[b])).x;
+        vec4 low[4], high[4];
+        for (uint q = 0; q < 4; ++q) {
+            const uint bytes = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
+            low[q] = vec4(uvec4(bytes, bytes >> 8, bytes >> 16, bytes >> 24) & 0xFu) - 8.0;
+            high[q] = vec4(uvec4(bytes >> 4, bytes >> 12, bytes >> 20, bytes >> 28) & 0xFu) - 8.0;
+        }
+        for (uint t = 0; t < TOKENS; ++t) {
+            float s = 0.0;
+            for (uint q = 0; q < 4; ++q) s += dot(low[q], x_at(t, u * 32 + 4 * q)) + dot(high[q], x_at(t, u * 32 + 16 + 4 * q));
+            acc[base + t] += d * s;
+        }
+    } else if (WEIGHT_TYPE == 2) {  // Q8_0: 32 int8 after the scale
+        const uint b = (row * (p.cols / 32) + u) * 17;
+        const float d = unpackHalf2x16(uint(W16[b])).x;
+        vec4 q8[8];
+        for (uint q = 0; q < 8; ++q) {
+            const int bytes = int(uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16));
+            q8[q] = vec4(bitfieldExtract(bytes, 0, 8), bitfieldExtract(bytes, 8, 8), bitfieldExtract(bytes, 16, 8),
+                         bitfieldExtract(bytes, 24, 8));
+        }
+        for (uint t = 0; t < TOKENS; ++t) {
+            float s = 0.0;
+            for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
+            acc[base + t] += d * s;
+        }
+    } else {
+        vec4 lo, hi;
+        if (ALIGNED && WEIGHT_TYPE == 1) {
+            const uvec4 v = W4[row * (p.cols / 8) + u];
+            lo = vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
+            hi = vec4(unpackHalf2x16(v.z), unpackHalf2x16(v.w));
+        } else if (ALIGNED) {
+            lo = uintBitsToFloat(W4[row * (p.cols / 4) + 2 * u]);
+            hi = uintBitsToFloat(W4[row * (p.cols / 4) + 2 * u + 1]);
+        } else {  // rows not 16-byte aligned: element by element, zero past the row's end
+            float v[8];
+            for (uint i = 0; i < 8; ++i) {
+                const uint e = u * 8 + i;
+                if (e >= p.cols) {
+                    v[i] = 0.0;
+                } else if (WEIGHT_TYPE == 1) {
+                    v[i] = unpackHalf2x16(uint(W16[row * p.cols + e])).x;
+                } else {
+                    const uint at = (row * p.cols + e) * 2;
+                    v[i] = uintBitsToFloat(uint(W16[at]) | (uint(W16[at + 1]) << 16));
+                }
+            }
+            lo = vec4(v[0], v[1], v[2], v[3]);
+            hi = vec4(v[4], v[5], v[6], v[7]);
+        }
+        for (uint t = 0; t < TOKENS; ++t) acc[base + t] += dot(lo, x_at(t, u * 8)) + dot(hi, x_at(t, u * 8 + 4));
+    }
+}

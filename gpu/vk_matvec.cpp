@@ -1,0 +1,144 @@
+#include "gpu/vk_matvec.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace inferscope::gpu {
+namespace {
+
+constexpr uint32_t kMaxRowThreads = 256;
+constexpr uint32_t kMinGroupThreads = 128;
+// With the norm prologue every workgroup reads the x rows once more: more rows share that read.
+constexpr uint32_t kMinNormGroupThreads = 256;
+
+// matvec.comp's push constants.
+struct MatvecPush {
+    uint32_t cols;
+    uint32_t end0, end1, end2;
+    uint32_t y_stride;
+    uint32_t y_offset;
+    uint32_t flags;
+    float eps;
+};
+
+// How one dispatch of matvec.comp is shaped for rows of `cols` elements.
+struct MatvecShape {
+    SpecConstants spec;
+    uint32_t rows_per_group;
+};
+
+uint32_t next_power_of_two(uint32_t v) {
+    uint32_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+}
+
+MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n, bool norm, bool gated) {
+    // A unit is what one thread reads at a time: a block of 32 or 8 elements (16 bytes of F16).
+    const bool quantized = type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0;
+    const uint32_t units = quantized ? cols / 32 : (cols + 7) / 8;
+    const uint32_t subgroup = Kernels::kMatmulThreads / k.matmul_rows_per_group();
+    // About two units per thread: enough threads per row to keep loads in flight on long rows,
+    // a team no smaller than a subgroup (its reduction is one subgroupAdd).
+    const uint32_t row_threads = std::clamp(next_power_of_two((units + 1) / 2), std::max(subgroup, 8u), kMaxRowThreads);
+    const uint32_t group_threads = std::max(row_threads, norm ? kMinNormGroupThreads : kMinGroupThreads);
+    const uint32_t config = n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u);
+    return {{group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads};
+}
+
+void check_tokens(uint32_t n) {
+    if (n > kMatvecMaxTokens) {
+        throw Error("internal: matvec takes at most " + std::to_string(kMatvecMaxTokens) + " tokens, got " + std::to_string(n));
+    }
+}
+
+// One dispatch over `rows` rows (push.end2), folding workgroup counts above the device's X
+// limit into Y.
+void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, const std::vector<VkBuffer>& buffers,
+                     const MatvecPush& push, bool barrier) {
+    const Shader shader = k.matmul_shader() == Shader::Matmul ? Shader::Matvec : Shader::MatvecShared;
+    const uint64_t groups = (static_cast<uint64_t>(push.end2) + shape.rows_per_group - 1) / shape.rows_per_group;
+    const auto groups_x = static_cast<uint32_t>(std::min<uint64_t>(groups, k.max_groups_x()));
+    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
+    k.dispatch(cmd, shader, shape.spec, buffers, &push, sizeof push, groups_x, groups_y, barrier);
+}
+
+}  // namespace
+
+bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {
+    if (ws.empty() || ws.size() > 3) return false;
+    return std::all_of(ws.begin(), ws.end(), [&](const DeviceMatrix* w) {
+        return w->type == ws[0]->type && w->cols == ws[0]->cols && w->parts.size() == 1;
+    });
+}
+
+void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n, uint32_t y_stride,
+                   bool accumulate, const MatvecNorm& norm, bool barrier) {
+    check_tokens(n);
+    if (n == 0) return;
+    const bool normed = norm.weight != VK_NULL_HANDLE;
+    const auto cols = static_cast<uint32_t>(w.cols);
+    const MatvecShape shape = matvec_shape(k, w.type, cols, n, normed, false);
+    for (const DeviceMatrix::Part& part : w.parts) {
+        // The parts write disjoint rows: only the last needs the barrier.
+        const bool last = &part == &w.parts.back();
+        const auto rows = static_cast<uint32_t>(part.rows);
+        const MatvecPush push{cols,    rows, rows, rows, y_stride, static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u,
+                              norm.eps};
+        const VkBuffer weights = part.buffer.handle();
+        dispatch_matvec(k, cmd, shape, {weights, weights, weights, x, y, y, y, normed ? norm.weight : x}, push, barrier && last);
+    }
+}
+
+void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
+                         std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm, bool barrier) {
+    check_tokens(n);
+    if (!matvec_fusable(ws) || ys.size() != ws.size()) {
+        throw Error("internal: record_matvec_multi needs 1..3 single-part matrices of one type and width, one output each");
+    }
+    if (n == 0) return;
+    const bool normed = norm.weight != VK_NULL_HANDLE;
+    uint32_t ends[3] = {};
+    std::vector<VkBuffer> buffers(8);
+    for (size_t i = 0; i < 3; ++i) {
+        const size_t from = std::min(i, ws.size() - 1);  // absent matrices: empty row ranges, bindings repeated
+        ends[i] = (i > 0 ? ends[i - 1] : 0) + (i < ws.size() ? static_cast<uint32_t>(ws[i]->rows) : 0);
+        buffers[i] = ws[from]->parts[0].buffer.handle();
+        buffers[4 + i] = ys[from];
+    }
+    buffers[3] = x;
+    buffers[7] = normed ? norm.weight : x;
+    const auto cols = static_cast<uint32_t>(ws[0]->cols);
+    const MatvecShape shape = matvec_shape(k, ws[0]->type, cols, n, normed, false);
+    const MatvecPush push{cols, ends[0], ends[1], ends[2], static_cast<uint32_t>(ws[0]->rows), 0, 0, norm.eps};
+    dispatch_matvec(k, cmd, shape, buffers, push, barrier);
+}
+
+void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& gate, const DeviceMatrix& up, VkBuffer x,
+                         VkBuffer out, uint32_t n, FfnActivation activation, const MatvecNorm& norm, bool barrier) {
+    check_tokens(n);
+    bool same_split =
+        gate.type == up.type && gate.rows == up.rows && gate.cols == up.cols && gate.parts.size() == up.parts.size();
+    for (size_t i = 0; same_split && i < gate.parts.size(); ++i) {
+        same_split = gate.parts[i].row_begin == up.parts[i].row_begin && gate.parts[i].rows == up.parts[i].rows;
+    }
+    if (!same_split) throw Error("internal: record_matvec_gated needs gate and up of one type, shape and row split");
+    if (n == 0) return;
+    const bool normed = norm.weight != VK_NULL_HANDLE;
+    const auto cols = static_cast<uint32_t>(gate.cols);
+    const MatvecShape shape = matvec_shape(k, gate.type, cols, n, normed, true);
+    const uint32_t flags = activation == FfnActivation::GeluTanh ? 2u : 0u;
+    for (size_t i = 0; i < gate.parts.size(); ++i) {
+        const DeviceMatrix::Part& part = gate.parts[i];
+        const auto rows = static_cast<uint32_t>(part.rows);
+        const MatvecPush push{cols,  rows,    rows, rows, static_cast<uint32_t>(gate.rows), static_cast<uint32_t>(part.row_begin),
+                              flags, norm.eps};
+        const VkBuffer g = part.buffer.handle(), u = up.parts[i].buffer.handle();
+        dispatch_matvec(k, cmd, shape, {g, u, u, x, out, out, out, normed ? norm.weight : x}, push,
+                        barrier && i + 1 == gate.parts.size());
+    }
+}
+
+}  // namespace inferscope::gpu

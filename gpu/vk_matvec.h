@@ -1,0 +1,48 @@
+#pragma once
+// Matrix-vector products for 1..kMatvecMaxTokens tokens (decode and small batches) through
+// matvec.comp: a team of threads per weight row splitting its K dimension, several rows per
+// workgroup for short rows, with an optional RMSNorm of the input applied inside the product
+// and fused variants for q/k/v (several matrices, one dispatch) and gate/up (the gated FFN
+// activation computed in the same workgroup).
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <span>
+
+#include "engine/model/model.h"
+#include "gpu/vk_kernels.h"
+#include "gpu/vk_ops.h"
+
+namespace inferscope::gpu {
+
+constexpr uint32_t kMatvecMaxTokens = 8;
+
+// RMSNorm of each input row applied inside the product (x / sqrt(mean(x^2) + eps) * weight),
+// as rms_norm.comp computes it, so no separate norm dispatch is needed. weight ==
+// VK_NULL_HANDLE: no norm.
+struct MatvecNorm {
+    VkBuffer weight = VK_NULL_HANDLE;
+    float eps = 0.0f;
+};
+
+// y[t * y_stride + r] (+)= dot(W[r], norm(x[t])) for t < n <= kMatvecMaxTokens; every part of a
+// split matrix (DeviceMatrix::parts, one dispatch each) writes its own rows.
+void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n, uint32_t y_stride,
+                   bool accumulate, const MatvecNorm& norm = {}, bool barrier = true);
+
+// Up to 3 matrices of one shader type and column count (q, k, v) in one dispatch: matrix i's
+// rows land in ys[i] ([n x rows_i]). Requires matvec_fusable(ws).
+void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
+                         std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm = {}, bool barrier = true);
+
+// out[t * rows + r] = act(dot(gate[r], x^[t])) * dot(up[r], x^[t]) with swiglu.comp's SwiGLU or
+// GeGLU (F16 roundings included), both rows of r computed by the same workgroup. gate and up
+// must have one shader type, shape and row split (as upload_matrix gives equal matrices).
+void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& gate, const DeviceMatrix& up, VkBuffer x,
+                         VkBuffer out, uint32_t n, FfnActivation activation, const MatvecNorm& norm = {}, bool barrier = true);
+
+// Whether these matrices can share one dispatch: 1..3 of them, same shader type and cols, one
+// part each.
+bool matvec_fusable(std::span<const DeviceMatrix* const> ws);
+
+}  // namespace inferscope::gpu

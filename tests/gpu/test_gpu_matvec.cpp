@@ -1,0 +1,224 @@
+// The decode products of gpu/vk_matvec.h (matvec.comp) against the CPU backend's matmul on
+// random inputs: every shader type and K-quants through F16, 1..8 tokens, odd shapes, the
+// fused RMSNorm prologue, accumulation, several matrices in one dispatch, the gated FFN
+// activations, row-split matrices and launches folded into Y. Validation layer on.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/backend/cpu/matmul.h"
+#include "engine/backend/cpu/ops.h"
+#include "engine/core/thread_pool.h"
+#include "engine/formats/quant.h"
+#include "gpu/op_harness.h"
+#include "gpu_test_util.h"
+
+namespace inferscope {
+namespace {
+
+using testing::nmse;
+using testing::random_floats;
+using Options = gpu::OpHarness::MatvecOptions;
+
+// A weight of `rows` x `cols` random values stored as `type`; `bytes` owns the data.
+WeightMatrix random_weight(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng, std::vector<uint8_t>& bytes) {
+    WeightMatrix w;
+    w.name = "test";
+    w.type = type;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(cols));
+    bytes.assign(w.row_bytes * static_cast<uint64_t>(rows), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<float> row = random_floats(static_cast<size_t>(cols), rng);
+        quantize_row(type, row.data(), bytes.data() + static_cast<uint64_t>(r) * w.row_bytes, cols);
+    }
+    w.data = bytes.data();
+    return w;
+}
+
+// The CPU reference: each row of x RMS-normed by `norm_weight` (when given), then x * W^T.
+std::vector<float> cpu_product(const WeightMatrix& w, std::vector<float> x, int64_t n, const Options& options = {}) {
+    if (!options.norm_weight.empty()) {
+        const std::vector<float> raw = x;
+        for (int64_t t = 0; t < n; ++t) {
+            rms_norm_row(raw.data() + t * w.cols, options.norm_weight.data(), w.cols, options.eps, x.data() + t * w.cols);
+        }
+    }
+    ThreadPool pool(1);
+    MatmulScratch scratch;
+    std::vector<float> y(static_cast<size_t>(n * w.rows));
+    matmul(w, x.data(), n, y.data(), pool, scratch);
+    if (options.accumulate) {
+        for (size_t i = 0; i < y.size(); ++i) y[i] += options.y_initial[i];
+    }
+    return y;
+}
+
+class GpuMatvecTest : public ::testing::Test {
+protected:
+    void SetUp() override { INFERSCOPE_MAKE_OR_SKIP_GPU(gpu_, std::make_unique<gpu::OpHarness>(true)); }
+    void TearDown() override {
+        if (gpu_) {
+            EXPECT_EQ(gpu_->validation_errors(), 0) << "Vulkan validation errors (printed above)";
+        }
+    }
+    // Options with a random norm weight of `cols` when `norm`, random y values accumulated into when `accumulate`.
+    Options options(int64_t cols, int64_t outputs, bool norm, bool accumulate) {
+        Options o;
+        if (norm) o.norm_weight = random_floats(static_cast<size_t>(cols), rng_, 2.0f);
+        o.eps = 1e-5f;
+        o.accumulate = accumulate;
+        if (accumulate) o.y_initial = random_floats(static_cast<size_t>(outputs), rng_);
+        return o;
+    }
+
+    std::unique_ptr<gpu::OpHarness> gpu_;
+    std::mt19937 rng_{7};
+};
+
+struct MatvecCase {
+    GgmlType type;
+    double max_nmse;  // the CPU rounds activations to F16 / quantizes them to Q8; the GPU keeps F32
+};
+
+class GpuMatvec : public GpuMatvecTest, public ::testing::WithParamInterface<MatvecCase> {};
+
+TEST_P(GpuMatvec, MatchesCpuForOneToEightTokensWithAndWithoutNorm) {
+    const MatvecCase c = GetParam();
+    const uint32_t block = ggml_type_traits(c.type).block_elements;
+    // Rows that are multiples of nothing; widths from one block to ffn_down's 4,864, and for the
+    // float types widths that are not multiples of 8 (rows not 16-byte aligned).
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{67, std::max<int64_t>(block, 32)}, {131, 896}, {29, 4864}};
+    if (block == 256) shapes[1].second = 1024;
+    if (block == 1) shapes.insert(shapes.end(), {{45, 172}, {23, 37}});
+    for (size_t shape = 0; shape < shapes.size(); ++shape) {
+        const auto [rows, cols] = shapes[shape];
+        std::vector<uint8_t> bytes;
+        const WeightMatrix w = random_weight(c.type, rows, cols, rng_, bytes);
+        // Every token count with and without the norm on the first shape; a few on the others
+        // (each combination is a pipeline of its own, compiled once, slowly on lavapipe).
+        const std::vector<int64_t> token_counts =
+            shape == 0 ? std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8} : std::vector<int64_t>{1, 4, 7};
+        for (int64_t n : token_counts) {
+            for (bool norm : {false, true}) {
+                if (shape > 0 && norm != (n % 2 == 0)) continue;
+                const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), rng_, 3.0f);
+                const Options o = options(cols, n * rows, norm, n % 2 == 1);
+                const double e = nmse(gpu_->matvec(w, x, n, o), cpu_product(w, x, n, o));
+                EXPECT_LT(e, c.max_nmse) << ggml_type_name(c.type) << " " << rows << "x" << cols << " n=" << n
+                                         << (norm ? " normed" : "") << (o.accumulate ? " accumulated" : "");
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GpuMatvec,
+                         ::testing::Values(MatvecCase{GgmlType::F32, 1e-10}, MatvecCase{GgmlType::F16, 1e-6},
+                                           MatvecCase{GgmlType::Q8_0, 5e-4}, MatvecCase{GgmlType::Q4_0, 5e-4},
+                                           MatvecCase{GgmlType::Q4_K, 5e-4}, MatvecCase{GgmlType::Q6_K, 5e-4}),
+                         [](const auto& info) { return std::string(ggml_type_name(info.param.type)); });
+
+TEST_F(GpuMatvecTest, MultiWritesEachMatrixRowsToItsOwnOutput) {
+    // q, k, v-like: rows of different counts, 2 and 3 matrices, with and without the norm.
+    for (GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+        std::vector<uint8_t> qb, kb, vb;
+        const int64_t cols = 192;
+        const WeightMatrix q = random_weight(type, 70, cols, rng_, qb);
+        const WeightMatrix k = random_weight(type, 13, cols, rng_, kb);
+        const WeightMatrix v = random_weight(type, 21, cols, rng_, vb);
+        for (const std::vector<const WeightMatrix*>& ws :
+             {std::vector<const WeightMatrix*>{&q, &k}, std::vector<const WeightMatrix*>{&q, &k, &v}}) {
+            for (int64_t n : {1, 5, 8}) {
+                const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), rng_, 3.0f);
+                const Options o = options(cols, 0, n != 5, false);
+                const std::vector<std::vector<float>> ys = gpu_->matvec_multi(ws, x, n, o);
+                ASSERT_EQ(ys.size(), ws.size());
+                for (size_t i = 0; i < ws.size(); ++i) {
+                    EXPECT_LT(nmse(ys[i], cpu_product(*ws[i], x, n, o)), 5e-4)
+                        << ggml_type_name(type) << " matrix " << i << " of " << ws.size() << " n=" << n;
+                }
+            }
+        }
+    }
+}
+
+// act(x^ * gate^T) * (x^ * up^T) on the CPU: its products, then its activation.
+std::vector<float> cpu_gated(const WeightMatrix& gate, const WeightMatrix& up, const std::vector<float>& x, int64_t n,
+                             FfnActivation activation, const Options& o) {
+    std::vector<float> g = cpu_product(gate, x, n, o);
+    const std::vector<float> u = cpu_product(up, x, n, o);
+    if (activation == FfnActivation::GeluTanh) {
+        geglu_inplace(g.data(), u.data(), static_cast<int64_t>(g.size()));
+    } else {
+        swiglu_inplace(g.data(), u.data(), static_cast<int64_t>(g.size()));
+    }
+    return g;
+}
+
+TEST_F(GpuMatvecTest, GatedSiluAndGeluEqualCpuProductsThenActivation) {
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_0}) {
+        std::vector<uint8_t> gb, ub;
+        const int64_t rows = 75, cols = 160;
+        const WeightMatrix gate = random_weight(type, rows, cols, rng_, gb);
+        const WeightMatrix up = random_weight(type, rows, cols, rng_, ub);
+        for (FfnActivation activation : {FfnActivation::Silu, FfnActivation::GeluTanh}) {
+            for (int64_t n : {1, 3, 8}) {
+                const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), rng_);
+                const Options o = options(cols, 0, n != 3, false);
+                // GeGLU rounds the gate to F16: a last-bit difference of the product can move it a whole step.
+                const double bound = type == GgmlType::F32 ? 1e-6 : 5e-4;
+                const double e =
+                    nmse(gpu_->matvec_gated(gate, up, x, n, activation, o), cpu_gated(gate, up, x, n, activation, o));
+                EXPECT_LT(e, bound) << ggml_type_name(type) << (activation == FfnActivation::Silu ? " SiLU" : " GELU")
+                                    << " n=" << n;
+            }
+        }
+    }
+}
+
+TEST_F(GpuMatvecTest, SplitMatricesEqualOneBuffer) {
+    // Parts of 5 rows: the path of tensors larger than maxStorageBufferRange.
+    for (GgmlType type : {GgmlType::F16, GgmlType::Q8_0}) {
+        std::vector<uint8_t> gb, ub;
+        const WeightMatrix gate = random_weight(type, 23, 256, rng_, gb);
+        const WeightMatrix up = random_weight(type, 23, 256, rng_, ub);
+        for (int64_t n : {1, 6}) {
+            const std::vector<float> x = random_floats(static_cast<size_t>(n * 256), rng_);
+            Options split = options(256, n * 23, true, true);
+            const Options whole = split;
+            split.max_part_bytes = 5 * gate.row_bytes;
+            EXPECT_EQ(gpu_->matvec(gate, x, n, split), gpu_->matvec(gate, x, n, whole)) << ggml_type_name(type);
+            EXPECT_EQ(gpu_->matvec_gated(gate, up, x, n, FfnActivation::Silu, split),
+                      gpu_->matvec_gated(gate, up, x, n, FfnActivation::Silu, whole))
+                << ggml_type_name(type);
+            EXPECT_LT(nmse(gpu_->matvec(gate, x, n, split), cpu_product(gate, x, n, split)), 5e-4);
+        }
+    }
+}
+
+TEST(GpuMatvecFolded, LaunchesAboveTheXLimitFoldIntoY) {
+    // At most 7 workgroups along X: a tall output matrix (the 896 x 151,936 output scaled
+    // down), the fused q/k/v and the gated FFN all fold their launches into Y.
+    std::unique_ptr<gpu::OpHarness> gpu;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(true, 7));
+    std::mt19937 rng(11);
+    std::vector<uint8_t> ob, kb, vb;
+    const WeightMatrix out = random_weight(GgmlType::Q4_0, 3001, 64, rng, ob);
+    const WeightMatrix k = random_weight(GgmlType::Q4_0, 37, 64, rng, kb);
+    const WeightMatrix v = random_weight(GgmlType::Q4_0, 37, 64, rng, vb);
+    for (int64_t n : {1, 4}) {
+        const std::vector<float> x = random_floats(static_cast<size_t>(n * 64), rng);
+        EXPECT_LT(nmse(gpu->matvec(out, x, n, {}), cpu_product(out, x, n)), 5e-4) << "n=" << n;
+        const std::vector<std::vector<float>> ys = gpu->matvec_multi({&out, &k, &v}, x, n, {});
+        EXPECT_LT(nmse(ys[0], cpu_product(out, x, n)), 5e-4);
+        EXPECT_LT(nmse(ys[2], cpu_product(v, x, n)), 5e-4);
+        EXPECT_LT(
+            nmse(gpu->matvec_gated(out, out, x, n, FfnActivation::Silu, {}), cpu_gated(out, out, x, n, FfnActivation::Silu, {})),
+            5e-4);
+    }
+    EXPECT_EQ(gpu->validation_errors(), 0) << "Vulkan validation errors (printed above)";
+}
+
+}  // namespace
+}  // namespace inferscope
