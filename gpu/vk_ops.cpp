@@ -6,6 +6,7 @@
 #include "engine/core/error.h"
 #include "engine/core/fp16.h"
 #include "engine/formats/quant.h"
+#include "gpu/vk_matvec.h"
 
 namespace inferscope::gpu {
 namespace {
@@ -76,6 +77,10 @@ Buffer upload_floats(VkContext& ctx, const std::vector<float>& values) {
 
 void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
                    uint32_t y_stride, bool accumulate, bool barrier) {
+    if (n <= kMatvecMaxTokens) {
+        record_matvec(k, cmd, w, x, y, n, y_stride, accumulate, {}, barrier);
+        return;
+    }
     for (const DeviceMatrix::Part& part : w.parts) {
         // The parts write disjoint columns: only the last needs the barrier.
         const bool last = &part == &w.parts.back();

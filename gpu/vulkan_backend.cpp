@@ -1,6 +1,7 @@
 #include "gpu/vulkan_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "engine/backend/rope.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
+#include "gpu/vk_matvec.h"
 #include "gpu/vulkan_backend_factory.h"
 
 namespace inferscope::gpu {
@@ -427,28 +429,37 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out)
 }
 
 void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
-    const ModelConfig& c = model_->config();
-    const auto n_embd = static_cast<uint32_t>(c.n_embd);
     const StepBuffers& s = step_;
-    record_rms_norm(*kernels_, cmd, s.x.handle(), l.attn_norm.handle(), s.normed.handle(), s.output_rows.device.handle(),
-                    false, n, n_embd, c.rms_norm_eps);
-    mark(cmd, "attn_norm");
     record_qkv(cmd, l, n);
     record_attention_block(cmd, l, n);
     record_residual_product(cmd, l.wo, s.context.handle(), l.post_attention_norm, n, "attn_out", "attn_post_norm");
-    record_rms_norm(*kernels_, cmd, s.x.handle(), l.ffn_norm.handle(), s.normed.handle(), s.output_rows.device.handle(),
-                    false, n, n_embd, c.rms_norm_eps);
-    mark(cmd, "ffn_norm");
     record_ffn(cmd, l, n);
 }
 
-// q, k, v from the normed input: independent products sharing one barrier.
+// The input rows RMS-normed by `weight` into step_.normed, for the products that read them.
+void VulkanBackend::record_norm(VkCommandBuffer cmd, const Buffer& weight, uint32_t n, const char* op) {
+    const ModelConfig& c = model_->config();
+    record_rms_norm(*kernels_, cmd, step_.x.handle(), weight.handle(), step_.normed.handle(), step_.output_rows.device.handle(),
+                    false, n, static_cast<uint32_t>(c.n_embd), c.rms_norm_eps);
+    mark(cmd, op);
+}
+
+// q, k, v from the layer's input: for a few tokens one mat-vec dispatch that norms its input
+// and writes all three; else the norm, then independent products sharing one barrier.
 void VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
-    const auto q_dim = static_cast<uint32_t>(c.q_dim());
-    const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
     Kernels& k = *kernels_;
     const StepBuffers& s = step_;
+    const std::array<const DeviceMatrix*, 3> weights = {&l.wq, &l.wk, &l.wv};
+    if (n <= kMatvecMaxTokens && matvec_fusable(weights)) {
+        const std::array<VkBuffer, 3> outputs = {s.q.handle(), s.k.handle(), s.v.handle()};
+        record_matvec_multi(k, cmd, weights, s.x.handle(), outputs, n, {l.attn_norm.handle(), c.rms_norm_eps});
+        mark(cmd, "qkv");
+        return;
+    }
+    record_norm(cmd, l.attn_norm, n, "attn_norm");
+    const auto q_dim = static_cast<uint32_t>(c.q_dim());
+    const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
     record_matmul(k, cmd, l.wq, s.normed.handle(), s.q.handle(), n, q_dim, false, false);
     record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false, false);
     record_matmul(k, cmd, l.wv, s.normed.handle(), s.v.handle(), n, kv_dim, false);
@@ -473,16 +484,27 @@ void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMat
     mark(cmd, norm_op);
 }
 
+// The gated FFN: for a few tokens gate and up in one mat-vec dispatch that norms its input and
+// applies the activation; else the norm, both products and the activation apart.
 void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
     const auto n_ff = static_cast<uint32_t>(c.n_ff);
     Kernels& k = *kernels_;
     const StepBuffers& s = step_;
-    record_matmul(k, cmd, l.w_gate, s.normed.handle(), s.gate.handle(), n, n_ff, false, false);
-    record_matmul(k, cmd, l.w_up, s.normed.handle(), s.up.handle(), n, n_ff, false);
-    mark(cmd, "gate_up");
-    record_gated_activation(k, cmd, s.gate.handle(), s.up.handle(), n * n_ff, c.ffn_activation);
-    mark(cmd, c.ffn_activation == FfnActivation::GeluTanh ? "geglu" : "swiglu");
+    const char* activation = c.ffn_activation == FfnActivation::GeluTanh ? "geglu" : "swiglu";
+    const std::array<const DeviceMatrix*, 2> gate_up = {&l.w_gate, &l.w_up};
+    if (n <= kMatvecMaxTokens && matvec_fusable(gate_up)) {
+        record_matvec_gated(k, cmd, l.w_gate, l.w_up, s.x.handle(), s.gate.handle(), n, c.ffn_activation,
+                            {l.ffn_norm.handle(), c.rms_norm_eps});
+        mark(cmd, activation);
+    } else {
+        record_norm(cmd, l.ffn_norm, n, "ffn_norm");
+        record_matmul(k, cmd, l.w_gate, s.normed.handle(), s.gate.handle(), n, n_ff, false, false);
+        record_matmul(k, cmd, l.w_up, s.normed.handle(), s.up.handle(), n, n_ff, false);
+        mark(cmd, "gate_up");
+        record_gated_activation(k, cmd, s.gate.handle(), s.up.handle(), n * n_ff, c.ffn_activation);
+        mark(cmd, activation);
+    }
     record_residual_product(cmd, l.w_down, s.gate.handle(), l.post_ffw_norm, n, "ffn_down", "ffn_post_norm");
 }
 

@@ -89,6 +89,7 @@ private:
     void fill_kv_tables(std::span<const BatchToken> tokens, const KvBlockPool& pool, KvTables& out);
     void record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out);
     void record_layer(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void record_norm(VkCommandBuffer cmd, const Buffer& weight, uint32_t n, const char* op);
     void record_qkv(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     void record_attention_block(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);

@@ -6,7 +6,7 @@
 
 namespace inferscope::ui {
 
-QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& devices) {
+QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& devices, int chosen_index) {
     QVector<GpuMemory> gpus;
     for (const gpu::DeviceInfo& d : devices) {
         // A CPU implementation (lavapipe, SwiftShader) reports system memory, not a GPU's.
@@ -16,7 +16,12 @@ QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& device
             if (!heap.device_local) continue;
             best = std::max<quint64>(best, heap.budget_bytes != 0 ? heap.budget_bytes : heap.size_bytes);
         }
-        if (best != 0) gpus.push_back({QString::fromStdString(d.name), best});
+        if (best == 0) continue;
+        if (d.index == chosen_index) {
+            gpus.push_front({QString::fromStdString(d.name), best});
+        } else {
+            gpus.push_back({QString::fromStdString(d.name), best});
+        }
     }
     return gpus;
 }
@@ -32,7 +37,14 @@ void GpuMemoryProbe::start() {
     thread_ = QThread::create([this] {
         QVector<GpuMemory> gpus;
         try {
-            gpus = gpu_memory_budgets(gpu::list_vulkan_devices());
+            const std::vector<gpu::DeviceInfo> devices = gpu::list_vulkan_devices();
+            int chosen = -1;
+            try {
+                chosen = gpu::choose_vulkan_device(devices).index;
+            } catch (const std::exception&) {
+                // No usable device: the GPUs are still listed for the planner.
+            }
+            gpus = gpu_memory_budgets(devices, chosen);
         } catch (const std::exception&) {
             // A broken driver leaves the planner with its presets; nothing to report.
         }

@@ -20,8 +20,10 @@ struct GpuMemory {
     quint64 budget_bytes = 0;
 };
 
-// The GPUs among `devices` and their budgets, in the driver's order.
-QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& devices);
+// The GPUs among `devices` and their budgets: the one the Vulkan backend would choose
+// (device index `chosen_index`, -1: none) first, so that the GPU the app names is the one it
+// runs on; then the others in the driver's order.
+QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& devices, int chosen_index = -1);
 
 class GpuMemoryProbe : public QObject {
     Q_OBJECT

@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <cstdio>
 
+#include "engine/core/error.h"
 #include "engine/plan/memory_budget.h"
 #include "gpu/vulkan_devices.h"
 #include "ui/gpu_memory_probe.h"
@@ -41,6 +42,16 @@ TEST(GpuMemoryBudgets, TheLargestDeviceLocalHeapAtItsBudget) {
     EXPECT_EQ(gpus[1].budget_bytes, 6 * kGiB);
 }
 
+TEST(GpuMemoryBudgets, TheDeviceTheBackendWouldChooseComesFirst) {
+    std::vector<gpu::DeviceInfo> devices = {device("integrated", "integrated", {{2 * kGiB, 0, true}}),
+                                            device("discrete", "discrete", {{24 * kGiB, 0, true}})};
+    devices[1].index = 1;
+    const QVector<GpuMemory> gpus = gpu_memory_budgets(devices, 1);
+    ASSERT_EQ(gpus.size(), 2);
+    EXPECT_EQ(gpus[0].device, QStringLiteral("discrete"));
+    EXPECT_EQ(gpus[1].device, QStringLiteral("integrated"));
+}
+
 TEST(GpuMemoryProbe, ReportsWhatADirectListingFinds) {
     GpuMemoryProbe probe;
     bool reported = false;
@@ -51,7 +62,14 @@ TEST(GpuMemoryProbe, ReportsWhatADirectListingFinds) {
     });
     probe.start();
     ASSERT_TRUE(wait_until([&] { return reported; }, 60000));
-    const QVector<GpuMemory> direct = gpu_memory_budgets(gpu::list_vulkan_devices());
+    const std::vector<gpu::DeviceInfo> devices = gpu::list_vulkan_devices();
+    int chosen = -1;
+    try {
+        chosen = gpu::choose_vulkan_device(devices).index;
+    } catch (const Error&) {
+        // none usable: listed in the driver's order
+    }
+    const QVector<GpuMemory> direct = gpu_memory_budgets(devices, chosen);
     ASSERT_EQ(gpus.size(), direct.size());
     for (qsizetype i = 0; i < gpus.size(); ++i) {
         std::printf("detected %s: %.2f GiB budget\n", qPrintable(gpus[i].device), gpus[i].budget_bytes / double(kGiB));
