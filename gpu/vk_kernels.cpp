@@ -16,6 +16,7 @@ struct ShaderSpec {
 
 constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"matmul", 3}, {"matmul_shared", 3}, {"matmul_tiled", 3}, {"embed", 3}, {"rms_norm", 4}, {"rope", 3}, {"add", 2}, {"swiglu", 2}, {"kv_write", 5}, {"attention", 7},
+    {"attention_split", 8}, {"attention_split_shared", 8}, {"attention_reduce", 2},
 }};
 constexpr uint32_t kPushBytes = 32;
 constexpr uint32_t kSetsPerPool = 1024;

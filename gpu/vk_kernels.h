@@ -21,7 +21,22 @@ enum class ShaderWeightType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 2, Q4_0 = 3 };
 // The shader type a GGUF type is uploaded as: itself when native, else F16.
 ShaderWeightType shader_weight_type(GgmlType type);
 
-enum class Shader { Matmul, MatmulShared, MatmulTiled, Embed, RmsNorm, Rope, Add, Swiglu, KvWrite, Attention, Count };
+enum class Shader {
+    Matmul,
+    MatmulShared,
+    MatmulTiled,
+    Embed,
+    RmsNorm,
+    Rope,
+    Add,
+    Swiglu,
+    KvWrite,
+    Attention,
+    AttentionSplit,
+    AttentionSplitShared,
+    AttentionReduce,
+    Count
+};
 
 // A pipeline's specialization constants by constant_id (0..3); a constant its shader does
 // not declare is ignored.
