@@ -92,6 +92,112 @@ uint partial_stats(uint t, uint h, uint s) {
     return p.n_tokens * p.n_head * p.splits * HEAD_DIM + ((t * p.n_head + h) * p.splits + s) * 2;
 }
 
+// The queries of the group's heads into q_sh, in groups of 4 dims (0 past head_dim).
+void load_queries(uint q_base) {
+    for (uint i = gl_LocalInvocationID.x; i < GROUP * QUADS; i += CHUNK) {
+        const uint g = i / QUADS, d = (i % QUADS) * 4;
+        vec4 quad = vec4(0.0);
+        for (uint k = 0; k < 4; ++k) {
+            if (d + k < HEAD_DIM) quad[k] = q[q_base + g * HEAD_DIM + d + k];
+        }
+        q_sh[i] = quad;
+    }
+}
+
+// The position role: the scaled scores of the K column at k_base against every head's query.
+void key_scores(uint k_base, out float score[GROUP]) {
+    for (uint g = 0; g < GROUP; ++g) score[g] = 0.0;
+    for (uint d4 = 0; d4 < QUADS; ++d4) {
+        vec4 k4 = vec4(0.0);
+        for (uint k = 0; k < 4; ++k) {
+            if (d4 * 4 + k < HEAD_DIM) k4[k] = cache_at(k_base + (d4 * 4 + k) * p.block_tokens, true);
+        }
+        for (uint g = 0; g < GROUP; ++g) score[g] += dot(q_sh[g * QUADS + d4], k4);
+    }
+    for (uint g = 0; g < GROUP; ++g) score[g] *= p.scale;
+}
+
+// Per part of the chunk (a subgroup, or PART_POSITIONS positions) its maximum score and its
+// sum of exp(score - that maximum), per head, into max_parts_sh / sum_parts_sh; returns the
+// number of parts. Called by every thread, `score` of its position (-inf when not visible).
+uint publish_parts(float score[GROUP], bool valid) {
+    const uint tid = gl_LocalInvocationID.x;
+#if USE_SUBGROUPS
+    for (uint g = 0; g < GROUP; ++g) {
+        const float m = subgroupMax(score[g]);
+        const float s = subgroupAdd(valid ? exp(score[g] - m) : 0.0);
+        if (subgroupElect()) {
+            max_parts_sh[g * MAX_PARTS + gl_SubgroupID] = m;
+            sum_parts_sh[g * MAX_PARTS + gl_SubgroupID] = s;
+        }
+    }
+    return gl_NumSubgroups;
+#else
+    for (uint g = 0; g < GROUP; ++g) score_sh[g * CHUNK + tid] = score[g];
+    barrier();
+    if (tid < GROUP * MAX_PARTS) {
+        const uint first_score = (tid / MAX_PARTS) * CHUNK + (tid % MAX_PARTS) * PART_POSITIONS;
+        float m = -1.0 / 0.0, s = 0.0;
+        for (uint i = 0; i < PART_POSITIONS; ++i) m = max(m, score_sh[first_score + i]);
+        for (uint i = 0; i < PART_POSITIONS; ++i) {
+            const float x = score_sh[first_score + i];
+            s += x > -1.0 / 0.0 ? exp(x - m) : 0.0;
+        }
+        max_parts_sh[tid] = m;
+        sum_parts_sh[tid] = s;
+    }
+    return MAX_PARTS;
+#endif
+}
+
+// The dimension role: dims 4 * quad.. of the chunk's V rows row_begin..row_end, weighted by
+// their probabilities, added to acc.
+void accumulate_values(uint row_begin, uint row_end, uint quad, inout vec4 acc[GROUP]) {
+    for (uint r = row_begin; r < row_end; r += 4) {
+        // 4 rows at a time: one vec4 of probabilities per head.
+        vec4 v[4];
+        for (uint k = 0; k < 4; ++k) v[k] = r + k < row_end ? v_quad(uint(v_row_sh[r + k]), quad) : vec4(0.0);
+        for (uint g = 0; g < GROUP; ++g) {
+            const vec4 pr = prob_sh[(g * CHUNK + r) / 4];
+            acc[g] += pr.x * v[0] + pr.y * v[1] + pr.z * v[2] + pr.w * v[3];
+        }
+    }
+}
+
+// Adds up the V sums of the row lanes (one after the other, in q_sh, no longer needed), then
+// writes the context (one split) or the split's partial.
+void write_result(uint t, uint first_head, uint split, uint row_lane, uint quad, vec4 acc[GROUP],
+                  float running_max[GROUP], float running_sum[GROUP]) {
+    const uint tid = gl_LocalInvocationID.x;
+    for (uint lane = 0; lane < ROW_LANES; ++lane) {
+        barrier();
+        if (row_lane == lane) {
+            for (uint g = 0; g < GROUP; ++g) q_sh[g * QUADS + quad] = lane == 0 ? acc[g] : q_sh[g * QUADS + quad] + acc[g];
+        }
+    }
+    barrier();
+    const uint q_base = (t * p.n_head + first_head) * HEAD_DIM;
+    for (uint g = 0; g < GROUP; ++g) {
+        for (uint d = tid; d < HEAD_DIM; d += CHUNK) {
+            const float sum = q_sh[g * QUADS + d / 4][d % 4];
+            if (p.splits == 1) {
+                out_ctx[q_base + g * HEAD_DIM + d] = sum / running_sum[g];
+            } else {
+                partials[partial_acc(t, first_head + g, split) + d] = sum;
+            }
+        }
+    }
+    if (p.splits > 1 && tid < GROUP) {
+        // Every thread holds the same max and sum; one per head writes them.
+        for (uint g = 0; g < GROUP; ++g) {
+            if (g != tid) continue;
+            const uint at = partial_stats(t, first_head + g, split);
+            partials[at] = running_max[g];
+            partials[at + 1] = running_sum[g];
+        }
+    }
+}
+
 void main() {
     const uint group_id = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (group_id >= p.n_head_kv * p.n_tokens * p.splits) return;
@@ -120,14 +226,7 @@ void main() {
     const uint block_elements = p.block_tokens * kv_dim;
     const uint table = uint(table_start[t]);
     const uint q_base = (t * p.n_head + first_head) * HEAD_DIM;
-    for (uint i = tid; i < GROUP * QUADS; i += CHUNK) {
-        const uint g = i / QUADS, d = (i % QUADS) * 4;
-        vec4 quad = vec4(0.0);
-        for (uint k = 0; k < 4; ++k) {
-            if (d + k < HEAD_DIM) quad[k] = q[q_base + g * HEAD_DIM + d + k];
-        }
-        q_sh[i] = quad;
-    }
+    load_queries(q_base);
 
     // Dimension role: dims 4 * quad.. of the chunk's rows row_begin..row_begin + ROWS_PER_LANE.
     const uint row_lane = tid / QUADS;
@@ -152,47 +251,11 @@ void main() {
         if (valid) {
             base = uint(tables[table + j / p.block_tokens]) * block_elements;
             offset = j % p.block_tokens;
-            const uint k_base = base + kv_head * HEAD_DIM * p.block_tokens + offset;
-            for (uint g = 0; g < GROUP; ++g) score[g] = 0.0;
-            for (uint d4 = 0; d4 < QUADS; ++d4) {
-                vec4 k4 = vec4(0.0);
-                for (uint k = 0; k < 4; ++k) {
-                    if (d4 * 4 + k < HEAD_DIM) k4[k] = cache_at(k_base + (d4 * 4 + k) * p.block_tokens, true);
-                }
-                for (uint g = 0; g < GROUP; ++g) score[g] += dot(q_sh[g * QUADS + d4], k4);
-            }
-            for (uint g = 0; g < GROUP; ++g) score[g] *= p.scale;
+            key_scores(base + kv_head * HEAD_DIM * p.block_tokens + offset, score);
         } else {
             for (uint g = 0; g < GROUP; ++g) score[g] = -1.0 / 0.0;
         }
-        // Per part of the chunk (a subgroup, or PART_POSITIONS positions) its maximum score and
-        // its sum of exp(score - that maximum), per head.
-#if USE_SUBGROUPS
-        for (uint g = 0; g < GROUP; ++g) {
-            const float m = subgroupMax(score[g]);
-            const float s = subgroupAdd(valid ? exp(score[g] - m) : 0.0);
-            if (subgroupElect()) {
-                max_parts_sh[g * MAX_PARTS + gl_SubgroupID] = m;
-                sum_parts_sh[g * MAX_PARTS + gl_SubgroupID] = s;
-            }
-        }
-        const uint n_parts = gl_NumSubgroups;
-#else
-        for (uint g = 0; g < GROUP; ++g) score_sh[g * CHUNK + tid] = score[g];
-        barrier();
-        if (tid < GROUP * MAX_PARTS) {
-            const uint first_score = (tid / MAX_PARTS) * CHUNK + (tid % MAX_PARTS) * PART_POSITIONS;
-            float m = -1.0 / 0.0, s = 0.0;
-            for (uint i = 0; i < PART_POSITIONS; ++i) m = max(m, score_sh[first_score + i]);
-            for (uint i = 0; i < PART_POSITIONS; ++i) {
-                const float x = score_sh[first_score + i];
-                s += x > -1.0 / 0.0 ? exp(x - m) : 0.0;
-            }
-            max_parts_sh[tid] = m;
-            sum_parts_sh[tid] = s;
-        }
-        const uint n_parts = MAX_PARTS;
-#endif
+        const uint n_parts = publish_parts(score, valid);
         barrier();  // the parts; the previous chunk's V pass is done with prob_sh and v_row_sh
 
         float chunk_max[GROUP];
@@ -212,45 +275,8 @@ void main() {
         barrier();  // probabilities (0 past the chunk's end) and the V rows
 
         const uint row_end = min(min(row_begin + ROWS_PER_LANE, CHUNK), hi - start);
-        if (dim_active) {
-            for (uint r = row_begin; r < row_end; r += 4) {
-                // 4 rows at a time: one vec4 of probabilities per head.
-                vec4 v[4];
-                for (uint k = 0; k < 4; ++k) v[k] = r + k < row_end ? v_quad(uint(v_row_sh[r + k]), quad) : vec4(0.0);
-                for (uint g = 0; g < GROUP; ++g) {
-                    const vec4 pr = prob_sh[(g * CHUNK + r) / 4];
-                    acc[g] += pr.x * v[0] + pr.y * v[1] + pr.z * v[2] + pr.w * v[3];
-                }
-            }
-        }
+        if (dim_active) accumulate_values(row_begin, row_end, quad, acc);
     }
 
-    // Threads that read different V rows of the same dims add up their sums, one row lane
-    // after the other, in q_sh (no longer needed).
-    for (uint lane = 0; lane < ROW_LANES; ++lane) {
-        barrier();
-        if (row_lane == lane) {
-            for (uint g = 0; g < GROUP; ++g) q_sh[g * QUADS + quad] = lane == 0 ? acc[g] : q_sh[g * QUADS + quad] + acc[g];
-        }
-    }
-    barrier();
-    for (uint g = 0; g < GROUP; ++g) {
-        for (uint d = tid; d < HEAD_DIM; d += CHUNK) {
-            const float sum = q_sh[g * QUADS + d / 4][d % 4];
-            if (p.splits == 1) {
-                out_ctx[q_base + g * HEAD_DIM + d] = sum / running_sum[g];
-            } else {
-                partials[partial_acc(t, first_head + g, split) + d] = sum;
-            }
-        }
-    }
-    if (p.splits > 1 && tid < GROUP) {
-        // Every thread holds the same max and sum; one per head writes them.
-        for (uint g = 0; g < GROUP; ++g) {
-            if (g != tid) continue;
-            const uint at = partial_stats(t, first_head + g, split);
-            partials[at] = running_max[g];
-            partials[at + 1] = running_sum[g];
-        }
-    }
+    write_result(t, first_head, split, row_lane, quad, acc, running_max, running_sum);
 }
