@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "engine/core/fp16.h"
+#include "gpu/vk_attention.h"
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
 #include "gpu/vk_matvec.h"
@@ -371,6 +372,64 @@ std::vector<std::vector<double>> OpHarness::time_products(const std::vector<cons
     }
     m.kernels.forget_descriptor_sets();
     return times;
+}
+
+std::vector<float> OpHarness::attention_batch(const std::vector<float>& q, const std::vector<AttentionSequence>& sequences,
+                                              const AttentionShape& shape, uint32_t splits, bool shared_memory_build) {
+    Impl& m = *impl_;
+    const auto kv_dim = static_cast<uint32_t>(shape.n_head_kv * shape.head_dim);
+    const auto block_tokens = static_cast<uint32_t>(shape.block_tokens);
+    // Every sequence's K/V rows and slots, its table appended to the concatenated tables, and
+    // per querying position its position and where its table starts.
+    std::vector<float> keys, values;
+    std::vector<int32_t> slots, tables, positions, table_start;
+    int32_t n_blocks = 1;
+    for (const AttentionSequence& seq : sequences) {
+        const auto length = static_cast<int32_t>(seq.k.size() / kv_dim);
+        keys.insert(keys.end(), seq.k.begin(), seq.k.end());
+        values.insert(values.end(), seq.v.begin(), seq.v.end());
+        for (int32_t i = 0; i < length; ++i) {
+            slots.push_back(seq.block_table[static_cast<size_t>(i) / block_tokens] * static_cast<int32_t>(block_tokens) +
+                            i % static_cast<int32_t>(block_tokens));
+        }
+        for (int32_t i = length - seq.n_query; i < length; ++i) {
+            positions.push_back(i);
+            table_start.push_back(static_cast<int32_t>(tables.size()));
+        }
+        tables.insert(tables.end(), seq.block_table.begin(), seq.block_table.end());
+        n_blocks = std::max(n_blocks, *std::max_element(seq.block_table.begin(), seq.block_table.end()) + 1);
+    }
+    const auto n_rows = static_cast<uint32_t>(slots.size());
+    const auto n = static_cast<uint32_t>(positions.size());
+    const uint64_t cache_bytes =
+        static_cast<uint64_t>(n_blocks) * block_tokens * kv_dim * (shape.kv_f16 ? sizeof(uint16_t) : sizeof(float));
+    const Buffer queries = m.device_copy(q), key_rows = m.device_copy(keys), value_rows = m.device_copy(values);
+    const Buffer k_cache(m.ctx, cache_bytes, Buffer::Kind::Device), v_cache(m.ctx, cache_bytes, Buffer::Kind::Device);
+    const Buffer slot = m.device_copy(slots), table = m.device_copy(tables), pos = m.device_copy(positions);
+    const Buffer starts = m.device_copy(table_start);
+    const AttentionParams params{static_cast<uint32_t>(shape.n_head),
+                                 static_cast<uint32_t>(shape.n_head_kv),
+                                 static_cast<uint32_t>(shape.head_dim),
+                                 block_tokens,
+                                 shape.scale,
+                                 static_cast<uint32_t>(shape.window),
+                                 shape.kv_f16};
+    const Buffer partials(m.ctx, attention_partials_bytes(n, params.n_head, params.head_dim, std::max<uint32_t>(splits, 1)),
+                          Buffer::Kind::Device);
+    const Buffer output(m.ctx, q.size() * sizeof(float), Buffer::Kind::Device);
+    m.run([&](VkCommandBuffer cmd) {
+        record_kv_write(m.kernels, cmd, key_rows.handle(), value_rows.handle(), k_cache.handle(), v_cache.handle(), slot.handle(),
+                        n_rows, kv_dim, block_tokens, shape.kv_f16);
+        if (splits == 0) {
+            record_attention(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(), pos.handle(),
+                             starts.handle(), output.handle(), n, params);
+        } else {
+            record_attention_split(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(),
+                                   pos.handle(), starts.handle(), partials.handle(), output.handle(), n, params, splits, true,
+                                   shared_memory_build ? AttentionBuild::SharedMemory : AttentionBuild::Auto);
+        }
+    });
+    return m.read(output, q.size());
 }
 
 }  // namespace inferscope::gpu

@@ -40,6 +40,15 @@ struct AttentionShape {
     std::vector<int32_t> block_table;
 };
 
+// One sequence of a batched attention: its K/V [length x n_head_kv x head_dim] stored at
+// positions 0..length-1 in the blocks of `block_table` (in that order; tables of different
+// sequences use different blocks), its last `n_query` positions querying.
+struct AttentionSequence {
+    std::vector<float> k, v;
+    std::vector<int32_t> block_table;
+    int n_query = 1;
+};
+
 class OpHarness {
 public:
     // Error when no usable Vulkan device exists; `validation` as in VulkanBackendOptions;
@@ -79,6 +88,13 @@ public:
                                  const AttentionShape& shape);
     // y[i] + x[i % x.size()]
     std::vector<float> add(const std::vector<float>& y, const std::vector<float>& x);
+    // The context [queries x n_head x head_dim] of q (the querying positions of every sequence
+    // in order, n_head x head_dim each) with shape's heads, scale, window and cache type (its
+    // block_table is unused), in one dispatch over all sequences: record_attention_split with
+    // `splits` (0: record_attention); `shared_memory_build`: the split kernel's build without
+    // subgroup operations even where the device has them.
+    std::vector<float> attention_batch(const std::vector<float>& q, const std::vector<AttentionSequence>& sequences,
+                                       const AttentionShape& shape, uint32_t splits, bool shared_memory_build = false);
 
     // The decode products of gpu/vk_matvec.h (n <= 8 tokens), weights uploaded in parts of at
     // most max_part_bytes (0: the device's limit). norm_weight empty: no RMSNorm prologue.

@@ -29,6 +29,9 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"qkv_prepare", 10},
     {"matvec", 8},
     {"matvec_shared", 8},
+    {"attention_split", 8},
+    {"attention_split_shared", 8},
+    {"attention_reduce", 2},
 }};
 constexpr uint32_t kPushBytes = 32;
 constexpr uint32_t kSetsPerPool = 1024;

@@ -35,6 +35,9 @@ enum class Shader {
     QkvPrepare,
     Matvec,
     MatvecShared,
+    AttentionSplit,
+    AttentionSplitShared,
+    AttentionReduce,
     Count
 };
 

@@ -11,6 +11,7 @@
 #include "engine/backend/rope.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
+#include "gpu/vk_attention.h"
 #include "gpu/vk_matvec.h"
 #include "gpu/vulkan_backend_factory.h"
 
@@ -190,6 +191,15 @@ void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
         }
     }
     kv_layout_ = layout;
+    // A sequence's context is bounded by the global pool; the split count is fixed per recording.
+    attention_max_context_ = static_cast<uint32_t>(layout.global.n_blocks * layout.global.block_tokens);
+    uint64_t partials_bytes = 0;
+    for (uint32_t n = 1; n <= kMatvecMaxTokens; ++n) {
+        partials_bytes = std::max(partials_bytes, attention_partials_bytes(n, static_cast<uint32_t>(model_->config().n_head),
+                                                                           static_cast<uint32_t>(model_->config().head_dim),
+                                                                           attention_splits(n)));
+    }
+    attention_partials_ = Buffer(*ctx_, partials_bytes, Buffer::Kind::Device);
     for (Layer& l : layers_) {
         l.k_cache = Buffer();
         l.v_cache = Buffer();
@@ -508,6 +518,17 @@ void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
     record_residual_product(cmd, l.w_down, s.gate.handle(), l.post_ffw_norm, n, "ffn_down", "ffn_post_norm");
 }
 
+// Decode steps attend with the split kernel (every query head of a KV head in one workgroup,
+// the context in parts); prompts with one workgroup per query head and token.
+bool VulkanBackend::split_attention(uint32_t n) const {
+    const ModelConfig& c = model_->config();
+    return n <= kMatvecMaxTokens && static_cast<uint32_t>(c.n_head / c.n_head_kv) <= kAttentionMaxGroupHeads;
+}
+
+uint32_t VulkanBackend::attention_splits(uint32_t n) const {
+    return attention_split_count(attention_max_context_, static_cast<uint32_t>(model_->config().n_head_kv), n);
+}
+
 // Biases, Q/K norms, RoPE and the cache store in one dispatch, then attention.
 void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
@@ -538,8 +559,14 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
     mark(cmd, l.local ? "qkv_prepare_local" : "qkv_prepare");
     const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
                                  c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
-    record_attention(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
-                     s.positions.device.handle(), kv.table_start.device.handle(), s.context.handle(), n, params);
+    if (split_attention(n)) {
+        record_attention_split(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
+                               s.positions.device.handle(), kv.table_start.device.handle(), attention_partials_.handle(),
+                               s.context.handle(), n, params, attention_splits(n));
+    } else {
+        record_attention(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
+                         s.positions.device.handle(), kv.table_start.device.handle(), s.context.handle(), n, params);
+    }
     mark(cmd, l.local ? "attention_local" : "attention");
 }
 

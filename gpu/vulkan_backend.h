@@ -92,6 +92,8 @@ private:
     void record_norm(VkCommandBuffer cmd, const Buffer& weight, uint32_t n, const char* op);
     void record_qkv(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     void record_attention_block(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    bool split_attention(uint32_t n) const;
+    uint32_t attention_splits(uint32_t n) const;
     void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     // x += w * input, or with a post-norm x += rms_norm(w * input) * post_norm.
     void record_residual_product(VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer input, const Buffer& post_norm,
@@ -111,6 +113,8 @@ private:
     Buffer rope_table_local_;  // the same for sliding-window layers (their own base); empty without them
     int rope_positions_ = 0;
     KvCacheLayout kv_layout_;
+    uint32_t attention_max_context_ = 0;  // positions a sequence can reach: the global pool's
+    Buffer attention_partials_;           // the split attention's partial sums, for up to 8 tokens
     int max_tokens_ = 0;         // what the buffers hold
     int pass_token_limit_ = 0;   // what a pass takes: max_tokens_, or fewer where passes ran too long
     StepBuffers step_;

@@ -1,0 +1,50 @@
+#pragma once
+// Flash-decoding attention: the context of each token split into parts that workgroups of
+// their own walk (one per KV head, token and split, every query head of the KV head at once),
+// then a second dispatch that combines the splits' partial softmax sums.
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+
+#include "gpu/vk_kernels.h"
+#include "gpu/vk_ops.h"
+
+namespace inferscope::gpu {
+
+// Positions one split walks per step (attention_split.comp's CHUNK); a split's share of the
+// context is a whole number of them.
+inline constexpr uint32_t kAttentionChunkPositions = 128;
+// The most splits record_attention_split accepts (attention_reduce.comp's MAX_SPLITS).
+inline constexpr uint32_t kAttentionMaxSplits = 256;
+
+// How many splits of the context a decode step's attention uses, fixed when the step is
+// recorded (a recorded step is replayed at every later context, so it cannot depend on the
+// current length): enough workgroups for a large GPU at `max_context`, and at least
+// kAttentionMinSplitPositions positions per split.
+uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_t n_tokens);
+inline constexpr uint32_t kAttentionMinSplitPositions = 256;
+// Bytes of the scratch the split partials need for n tokens (at least 4: a buffer is never empty).
+uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits);
+
+// The most query heads per KV head one workgroup of attention_split.comp computes.
+inline constexpr uint32_t kAttentionMaxGroupHeads = 16;
+
+// Which build of attention_split.comp runs: the subgroup one where the device has subgroup
+// arithmetic with subgroups of 4 threads or more (Auto), or the shared-memory one regardless
+// (for tests on devices that have subgroups).
+enum class AttentionBuild { Auto, SharedMemory };
+
+// context[n x n_head x head_dim] as record_attention computes it: one workgroup per (KV head,
+// token, split) computes every query head of its KV head over its share of the token's visible
+// positions (the share computed in the shader from positions[t], so one recording serves every
+// later length); with splits > 1 a second dispatch combines the partial (max, sum, weighted V)
+// of each split from `partials` (attention_partials_bytes; unused with one split, when any
+// buffer may be bound). Error when the shape is out of range
+// (head_dim above 256, n_head not a multiple of n_head_kv, more than 16 query heads per KV head,
+// splits outside 1..kAttentionMaxSplits). `barrier` false: no barrier after the last dispatch.
+void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
+                            VkBuffer positions, VkBuffer table_start, VkBuffer partials, VkBuffer context, uint32_t n,
+                            const AttentionParams& params, uint32_t splits, bool barrier = true,
+                            AttentionBuild build = AttentionBuild::Auto);
+
+}  // namespace inferscope::gpu

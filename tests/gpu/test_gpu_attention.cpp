@@ -1,0 +1,276 @@
+// The split ("flash-decoding") attention kernels against the CPU backend's attention and
+// against the single-pass record_attention: decode at short and long contexts, forced split
+// counts (more splits than positions too), GQA ratios, head sizes, sliding windows, F16 and
+// F32 caches, shuffled block tables and several sequences in one dispatch. The validation
+// layer is on; any error it reports fails the test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/kernels/attention_kernels.h"
+#include "engine/backend/cpu/kv_storage.h"
+#include "gpu/op_harness.h"
+#include "gpu/vk_attention.h"
+#include "gpu_test_util.h"
+
+namespace inferscope {
+namespace {
+
+using testing::nmse;
+using testing::random_floats;
+
+// The CPU backend's attention (CpuBackend::attend_one) of the last n_query positions of one
+// sequence, q holding their rows, over a cache filled in the order of `table`.
+std::vector<float> cpu_attention(const std::vector<float>& q, const gpu::AttentionSequence& seq,
+                                 const gpu::AttentionShape& shape) {
+    const int kv_dim = shape.n_head_kv * shape.head_dim;
+    const int q_dim = shape.n_head * shape.head_dim;
+    const int n = static_cast<int>(seq.k.size()) / kv_dim;
+    const int bt = shape.block_tokens;
+    KvLayout layout;
+    layout.n_layer = 1;
+    layout.n_head_kv = shape.n_head_kv;
+    layout.head_dim = shape.head_dim;
+    layout.dtype = shape.kv_f16 ? KvDtype::F16 : KvDtype::F32;
+    layout.block_tokens = bt;
+    layout.n_blocks = *std::max_element(seq.block_table.begin(), seq.block_table.end()) + 1;
+    CpuKvStorage kv(layout);
+    for (int i = 0; i < n; ++i) {
+        kv.write(0, seq.block_table[static_cast<size_t>(i / bt)], i % bt, &seq.k[static_cast<size_t>(i * kv_dim)],
+                 &seq.v[static_cast<size_t>(i * kv_dim)]);
+    }
+    const AttentionKernels kernels = attention_kernels(active_cpu_isa());
+    const int group = shape.n_head / shape.n_head_kv;
+    std::vector<float> out(q.size(), 0.0f);
+    for (int row = 0; row < seq.n_query; ++row) {
+        const int pos = n - seq.n_query + row;
+        const int first_visible = shape.window > 0 ? std::max(0, pos + 1 - shape.window) : 0;
+        const int first_block = first_visible / bt;
+        const int hidden = first_visible - first_block * bt;
+        const int n_ctx = pos + 1 - first_block * bt;
+        const int n_blocks = (n_ctx + bt - 1) / bt;
+        for (int h = 0; h < shape.n_head_kv; ++h) {
+            std::vector<const void*> k_parts, v_parts;
+            for (int b = 0; b < n_blocks; ++b) {
+                const int32_t block = seq.block_table[static_cast<size_t>(first_block + b)];
+                k_parts.push_back(kv.k_part(0, block, h));
+                v_parts.push_back(kv.v_part(0, block, h));
+            }
+            const float* qh = &q[static_cast<size_t>(row * q_dim + h * group * shape.head_dim)];
+            float* oh = &out[static_cast<size_t>(row * q_dim + h * group * shape.head_dim)];
+            std::vector<float> scores(static_cast<size_t>(group * n_ctx));
+            if (shape.kv_f16) {
+                kernels.scores_f16(qh, group, shape.head_dim, reinterpret_cast<const uint16_t* const*>(k_parts.data()), bt, n_ctx,
+                                   shape.scale, scores.data(), n_ctx);
+            } else {
+                kernels.scores_f32(qh, group, shape.head_dim, reinterpret_cast<const float* const*>(k_parts.data()), bt, n_ctx,
+                                   shape.scale, scores.data(), n_ctx);
+            }
+            for (int g = 0; g < group; ++g) {
+                float* scores_row = scores.data() + static_cast<size_t>(g * n_ctx);
+                kernels.softmax(scores_row + hidden, n_ctx - hidden);
+                std::fill(scores_row, scores_row + hidden, 0.0f);
+            }
+            if (shape.kv_f16) {
+                kernels.accumulate_f16(scores.data(), group, n_ctx, reinterpret_cast<const uint16_t* const*>(v_parts.data()), bt,
+                                       shape.head_dim, n_ctx, shape.head_dim, oh);
+            } else {
+                kernels.accumulate_f32(scores.data(), group, n_ctx, reinterpret_cast<const float* const*>(v_parts.data()), bt,
+                                       shape.head_dim, n_ctx, shape.head_dim, oh);
+            }
+        }
+    }
+    return out;
+}
+
+// A batch of sequences of the given lengths and querying positions, their blocks a shuffled
+// permutation of one pool (so no table is contiguous), with random K, V and queries.
+struct Batch {
+    std::vector<gpu::AttentionSequence> sequences;
+    std::vector<float> q;
+};
+
+Batch random_batch(const gpu::AttentionShape& shape, const std::vector<int>& lengths, const std::vector<int>& n_query,
+                   std::mt19937& rng) {
+    const int kv_dim = shape.n_head_kv * shape.head_dim;
+    const int q_dim = shape.n_head * shape.head_dim;
+    int total_blocks = 0;
+    for (int length : lengths) total_blocks += (length + shape.block_tokens - 1) / shape.block_tokens;
+    std::vector<int32_t> pool(static_cast<size_t>(total_blocks));
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    Batch batch;
+    size_t next_block = 0;
+    for (size_t s = 0; s < lengths.size(); ++s) {
+        gpu::AttentionSequence seq;
+        const int blocks = (lengths[s] + shape.block_tokens - 1) / shape.block_tokens;
+        seq.block_table.assign(pool.begin() + static_cast<std::ptrdiff_t>(next_block),
+                               pool.begin() + static_cast<std::ptrdiff_t>(next_block + blocks));
+        next_block += static_cast<size_t>(blocks);
+        seq.k = random_floats(static_cast<size_t>(lengths[s] * kv_dim), rng, 2.0f);
+        seq.v = random_floats(seq.k.size(), rng);
+        seq.n_query = n_query[s];
+        const std::vector<float> rows = random_floats(static_cast<size_t>(seq.n_query * q_dim), rng, 2.0f);
+        batch.q.insert(batch.q.end(), rows.begin(), rows.end());
+        batch.sequences.push_back(std::move(seq));
+    }
+    return batch;
+}
+
+std::vector<float> cpu_batch(const Batch& batch, const gpu::AttentionShape& shape) {
+    const size_t q_dim = static_cast<size_t>(shape.n_head * shape.head_dim);
+    std::vector<float> out;
+    size_t row = 0;
+    for (const gpu::AttentionSequence& seq : batch.sequences) {
+        const auto rows = static_cast<size_t>(seq.n_query);
+        const std::vector<float> q(batch.q.begin() + static_cast<std::ptrdiff_t>(row * q_dim),
+                                   batch.q.begin() + static_cast<std::ptrdiff_t>((row + rows) * q_dim));
+        const std::vector<float> o = cpu_attention(q, seq, shape);
+        out.insert(out.end(), o.begin(), o.end());
+        row += rows;
+    }
+    return out;
+}
+
+gpu::AttentionShape attention_shape(int n_head, int n_head_kv, int head_dim) {
+    gpu::AttentionShape shape;
+    shape.n_head = n_head;
+    shape.n_head_kv = n_head_kv;
+    shape.head_dim = head_dim;
+    shape.block_tokens = 16;
+    shape.scale = 0.7f / static_cast<float>(head_dim) * 8.0f;  // not 1/sqrt(head_dim): an explicit query scale
+    return shape;
+}
+
+class GpuAttention : public ::testing::Test {
+protected:
+    void SetUp() override { INFERSCOPE_MAKE_OR_SKIP_GPU(gpu_, std::make_unique<gpu::OpHarness>(true)); }
+    void TearDown() override {
+        if (gpu_) {
+            EXPECT_EQ(gpu_->validation_errors(), 0) << "Vulkan validation errors (printed above)";
+        }
+    }
+
+    // The split kernels with each split count, and record_attention, against the CPU.
+    void expect_matches(const Batch& batch, const gpu::AttentionShape& shape, const std::vector<uint32_t>& splits,
+                        const std::string& what) {
+        const std::vector<float> expected = cpu_batch(batch, shape);
+        const std::vector<float> single_pass = gpu_->attention_batch(batch.q, batch.sequences, shape, 0);
+        EXPECT_LT(nmse(single_pass, expected), 1e-10) << what << ", record_attention";
+        double worst = 0;
+        for (uint32_t s : splits) {
+            const std::vector<float> ours = gpu_->attention_batch(batch.q, batch.sequences, shape, s);
+            const double e = nmse(ours, expected);
+            EXPECT_LT(e, 1e-10) << what << ", " << s << " splits";
+            EXPECT_LT(nmse(ours, single_pass), 1e-10) << what << ", " << s << " splits against record_attention";
+            worst = std::max(worst, e);
+        }
+        std::printf("[ measured ] split attention %s: worst NMSE %.3g\n", what.c_str(), worst);
+    }
+
+    std::unique_ptr<gpu::OpHarness> gpu_;
+    std::mt19937 rng_{7};
+};
+
+TEST(AttentionSplitCount, FillsALargeGpuWithoutSplitsShorterThanTheMinimum) {
+    // Qwen2.5-0.5B (2 KV heads), one decode token.
+    EXPECT_EQ(gpu::attention_split_count(36, 2, 1), 1u);
+    EXPECT_EQ(gpu::attention_split_count(4096, 2, 1), 4096u / gpu::kAttentionMinSplitPositions);
+    for (uint32_t context : {1u, 255u, 256u, 1000u, 4096u, 32768u, 1u << 20}) {
+        for (uint32_t kv_heads : {1u, 2u, 8u}) {
+            for (uint32_t tokens : {1u, 4u, 64u, 512u}) {
+                const uint32_t s = gpu::attention_split_count(context, kv_heads, tokens);
+                EXPECT_GE(s, 1u);
+                EXPECT_LE(s, gpu::kAttentionMaxSplits);
+                if (s > 1) {
+                    EXPECT_GE(context / s, gpu::kAttentionMinSplitPositions) << context;
+                }
+            }
+        }
+    }
+    // More tokens or KV heads already fill the GPU: no more splits than for fewer.
+    EXPECT_LE(gpu::attention_split_count(32768, 8, 64), gpu::attention_split_count(32768, 2, 1));
+}
+
+TEST_F(GpuAttention, DecodeOfSeveralSequencesMatchesCpuForEveryShapeAndSplitCount) {
+    // Contexts around a chunk (128 positions) and a few chunks long, queried by their last
+    // 1..3 positions: 8 query tokens from 6 sequences in one dispatch.
+    const std::vector<int> lengths = {1, 63, 64, 65, 129, 300};
+    const std::vector<int> n_query = {1, 1, 2, 1, 1, 2};
+    struct Heads {
+        int n_head, n_head_kv, head_dim;
+    };
+    // GQA 1, 2, 7 (Qwen 0.5B), 4 at head_dim 256 (Gemma 3), an odd head_dim, 16 per KV head.
+    for (Heads h : {Heads{2, 2, 64}, Heads{4, 2, 64}, Heads{14, 2, 64}, Heads{4, 1, 256}, Heads{7, 1, 80}, Heads{16, 1, 32}}) {
+        gpu::AttentionShape shape = attention_shape(h.n_head, h.n_head_kv, h.head_dim);
+        const Batch batch = random_batch(shape, lengths, n_query, rng_);
+        for (bool kv_f16 : {false, true}) {
+            for (int window : {0, 50}) {
+                shape.kv_f16 = kv_f16;
+                shape.window = window;
+                const std::string what = std::to_string(h.n_head) + "/" + std::to_string(h.n_head_kv) + " heads x " +
+                                         std::to_string(h.head_dim) + (kv_f16 ? ", F16" : ", F32") + " cache, window " +
+                                         std::to_string(window);
+                expect_matches(batch, shape, {1, 2, 3, 7, 16}, what);
+            }
+        }
+    }
+}
+
+TEST_F(GpuAttention, LongContextDecodeMatchesCpu) {
+    // 4096 positions, a window of 1000 starting mid-block and mid-chunk, the backend's split
+    // count and forced ones.
+    gpu::AttentionShape shape = attention_shape(2, 1, 64);
+    const Batch batch = random_batch(shape, {4096}, {1}, rng_);
+    const uint32_t chosen = gpu::attention_split_count(4096, 1, 1);
+    for (int window : {0, 1000}) {
+        shape.kv_f16 = true;
+        shape.window = window;
+        expect_matches(batch, shape, {1, 3, chosen, 64}, "4096 positions, window " + std::to_string(window));
+    }
+}
+
+TEST_F(GpuAttention, SharedMemoryBuildMatchesCpu) {
+    // The build for devices without subgroup arithmetic, forced on this one.
+    const std::vector<int> lengths = {1, 65, 300};
+    const std::vector<int> n_query = {1, 2, 1};
+    struct Heads {
+        int n_head, n_head_kv, head_dim;
+    };
+    for (Heads h : {Heads{14, 2, 64}, Heads{4, 1, 256}, Heads{7, 1, 80}}) {
+        gpu::AttentionShape shape = attention_shape(h.n_head, h.n_head_kv, h.head_dim);
+        const Batch batch = random_batch(shape, lengths, n_query, rng_);
+        for (bool kv_f16 : {false, true}) {
+            for (int window : {0, 50}) {
+                shape.kv_f16 = kv_f16;
+                shape.window = window;
+                const std::vector<float> expected = cpu_batch(batch, shape);
+                for (uint32_t splits : {1u, 3u, 16u}) {
+                    EXPECT_LT(nmse(gpu_->attention_batch(batch.q, batch.sequences, shape, splits, true), expected), 1e-10)
+                        << h.n_head << "/" << h.n_head_kv << " heads x " << h.head_dim << ", " << splits << " splits"
+                        << (kv_f16 ? ", F16" : ", F32") << " cache, window " << window;
+                }
+            }
+        }
+    }
+}
+
+TEST_F(GpuAttention, FifteenTokensFoldedIntoYMatchCpu) {
+    // A launch limit of 7 workgroups along X: both dispatches fold their groups into Y.
+    std::unique_ptr<gpu::OpHarness> narrow;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(narrow, std::make_unique<gpu::OpHarness>(true, 7));
+    gpu::AttentionShape shape = attention_shape(8, 2, 48);
+    shape.kv_f16 = true;
+    const Batch batch = random_batch(shape, {20, 200, 7, 140}, {5, 4, 3, 3}, rng_);
+    const std::vector<float> expected = cpu_batch(batch, shape);
+    for (uint32_t splits : {1u, 3u}) {
+        EXPECT_LT(nmse(narrow->attention_batch(batch.q, batch.sequences, shape, splits), expected), 1e-10) << splits << " splits";
+    }
+    EXPECT_EQ(narrow->validation_errors(), 0);
+}
+
+}  // namespace
+}  // namespace inferscope
