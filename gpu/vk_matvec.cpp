@@ -9,9 +9,9 @@ namespace inferscope::gpu {
 namespace {
 
 constexpr uint32_t kMaxRowThreads = 256;
-constexpr uint32_t kMinGroupThreads = 128;
-// With the norm prologue every workgroup reads the x rows once more: more rows share that read.
-constexpr uint32_t kMinNormGroupThreads = 256;
+constexpr uint32_t kGroupThreads = 256;
+constexpr uint32_t kMaxTeamRows = 4;
+constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 
 // matvec.comp's push constants.
 struct MatvecPush {
@@ -40,12 +40,15 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t cols,
     const bool quantized = type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0;
     const uint32_t units = quantized ? cols / 32 : (cols + 7) / 8;
     const uint32_t subgroup = Kernels::kMatmulThreads / k.matmul_rows_per_group();
-    // About two units per thread: enough threads per row to keep loads in flight on long rows,
-    // a team no smaller than a subgroup (its reduction is one subgroupAdd).
-    const uint32_t row_threads = std::clamp(next_power_of_two((units + 1) / 2), std::max(subgroup, 8u), kMaxRowThreads);
-    const uint32_t group_threads = std::max(row_threads, norm ? kMinNormGroupThreads : kMinGroupThreads);
-    const uint32_t config = n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u);
-    return {{group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads};
+    // About four units per thread on each of up to four rows at once: enough bytes in flight per
+    // thread and enough rows per workgroup that launching workgroups does not bound a product of
+    // short rows; a team no smaller than a subgroup (its reduction is one subgroupAdd).
+    const uint32_t row_threads = std::clamp(next_power_of_two((units + 3) / 4), std::max(subgroup, 8u), kMaxRowThreads);
+    const uint32_t team_rows = std::clamp(kMatvecAccumulators / (n * (gated ? 2u : 1u)), 1u, kMaxTeamRows);
+    const uint32_t group_threads = std::max(row_threads, kGroupThreads);
+    const uint32_t config =
+        n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11);
+    return {{group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads * team_rows};
 }
 
 void check_tokens(uint32_t n) {

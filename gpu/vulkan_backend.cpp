@@ -300,23 +300,25 @@ void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvCache& c
     submission_ = {};
     for (size_t begin = 0; begin < tokens.size();) {
         const auto pass = tokens.subspan(begin, std::min(tokens.size() - begin, static_cast<size_t>(pass_token_limit_)));
-        const auto start = std::chrono::steady_clock::now();
         run_pass(pass, cache, logits);
-        fit_passes_to_watchdog(static_cast<int>(pass.size()), std::chrono::steady_clock::now() - start);
         logits += n_vocab * static_cast<size_t>(std::count_if(pass.begin(), pass.end(), [](const BatchToken& t) { return t.output; }));
         begin += pass.size();
     }
 }
 
 // A display driver resets a GPU that runs one submission for too long (Windows after 2 s):
-// once a pass takes longer than kPassBudget, later passes get proportionally fewer tokens.
-// A CPU driver has no such watchdog.
+// once a pass takes longer than kPassBudget, later passes get proportionally fewer tokens;
+// a full pass well inside the budget lets them grow back. A CPU driver has no such watchdog.
 void VulkanBackend::fit_passes_to_watchdog(int pass_tokens, std::chrono::steady_clock::duration elapsed) {
     constexpr auto kPassBudget = std::chrono::milliseconds(100);
     constexpr int kFewestPassTokens = 16;
-    if (ctx_->info().type == "cpu" || elapsed <= kPassBudget || pass_tokens <= kFewestPassTokens) return;
-    const double share = std::chrono::duration<double>(kPassBudget) / elapsed;
-    pass_token_limit_ = std::max(kFewestPassTokens, static_cast<int>(pass_tokens * share));
+    if (ctx_->info().type == "cpu") return;
+    if (elapsed > kPassBudget && pass_tokens > kFewestPassTokens) {
+        const double share = std::chrono::duration<double>(kPassBudget) / elapsed;
+        pass_token_limit_ = std::max(kFewestPassTokens, static_cast<int>(pass_tokens * share));
+    } else if (pass_tokens == pass_token_limit_ && elapsed < kPassBudget / 4) {
+        pass_token_limit_ = std::min(max_tokens_, 2 * pass_token_limit_);
+    }
 }
 
 void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
@@ -324,7 +326,10 @@ void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& 
     // Filling the inputs may grow a buffer, which starts a new generation of recordings.
     const auto n_out = static_cast<uint32_t>(fill_inputs(tokens, cache));
     const Recording& recording = recording_for(n, n_out);
+    // Only the device's part counts for the watchdog: not recording, not pipeline creation.
+    const auto start = std::chrono::steady_clock::now();
     ctx_->submit_and_wait(recording.cmd);
+    fit_passes_to_watchdog(static_cast<int>(n), std::chrono::steady_clock::now() - start);
     const size_t bytes = static_cast<size_t>(n_out) * static_cast<size_t>(model_->config().n_vocab) * sizeof(float);
     if (bytes > 0) std::memcpy(logits, step_.logits_host.mapped(), bytes);
     collect_times(recording.query_ops);

@@ -20,12 +20,16 @@ layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weights.glsl's numbering
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
-// bit 9: RMSNorm prologue; bit 10: gated.
+// bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4).
 layout(constant_id = 3) const uint CONFIG = 1;
 const uint TOKENS = CONFIG & 0xFFu;
 const bool ALIGNED = (CONFIG & 0x100u) != 0;
 const bool NORM = (CONFIG & 0x200u) != 0;
 const bool GATED = (CONFIG & 0x400u) != 0;
+// A team computes this many consecutive rows at once: their weight loads are independent (more
+// bytes in flight per thread) and they share each load of x.
+const uint TEAM_ROWS = (CONFIG >> 11) & 7u;  // the host sets 1..4
+const uint PER_ROW = GATED ? 2 * TOKENS : TOKENS;  // accumulators of one row
 const uint ACC = 16;  // accumulators per thread: 8 tokens, twice in gated mode
 const uint MAX_PARTS = 256;
 
@@ -166,33 +170,45 @@ void store(uint r, uint t, float value) {
     }
 }
 
+// Rows r0 .. r0 + TEAM_ROWS - 1 against unit u of every token: row i's sums at acc[i * PER_ROW + ...].
+void team_units(uint r0, uint u, inout float acc[ACC]) {
+    for (uint i = 0; i < TEAM_ROWS; ++i) {
+        const uint r = r0 + i;
+        const uint base = i * PER_ROW;
+        if (r < p.end0) {
+            unit0(r, u, base, acc);
+            if (GATED) unit1(r, u, base + TOKENS, acc);
+        } else if (r < p.end1) {
+            unit1(r - p.end0, u, base, acc);
+        } else if (r < p.end2) {
+            unit2(r - p.end1, u, base, acc);
+        }
+    }
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint team = tid / ROW_THREADS;
     const uint lane = tid % ROW_THREADS;
     const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    const uint first_row = group * (gl_WorkGroupSize.x / ROW_THREADS);
+    const uint first_row = group * (gl_WorkGroupSize.x / ROW_THREADS) * TEAM_ROWS;
     if (first_row >= p.end2) return;  // past the end of a launch folded into Y
     if (NORM) compute_inverse_rms();
 
     float acc[ACC];
     for (uint k = 0; k < ACC; ++k) acc[k] = 0.0;
     const uint units = WEIGHT_TYPE >= 2 ? p.cols / 32 : (p.cols + 7) / 8;
-    const uint r = first_row + team;
-    if (r < p.end0) {
-        for (uint u = lane; u < units; u += ROW_THREADS) {
-            unit0(r, u, 0, acc);
-            if (GATED) unit1(r, u, TOKENS, acc);
-        }
-    } else if (r < p.end1) {
-        for (uint u = lane; u < units; u += ROW_THREADS) unit1(r - p.end0, u, 0, acc);
-    } else if (r < p.end2) {
-        for (uint u = lane; u < units; u += ROW_THREADS) unit2(r - p.end1, u, 0, acc);
-    }
-    reduce_partials(acc, GATED ? 2 * TOKENS : TOKENS, ROW_THREADS);
-    if (r < p.end2 && lane < TOKENS) {
-        float value = team_total(lane, team, ROW_THREADS);
-        if (GATED) value = gated_activation(value, team_total(TOKENS + lane, team, ROW_THREADS), (p.flags & 2u) != 0);
-        store(r, lane, value);
+    const uint r0 = first_row + team * TEAM_ROWS;
+    for (uint u = lane; u < units; u += ROW_THREADS) team_units(r0, u, acc);
+    reduce_partials(acc, TEAM_ROWS * PER_ROW, ROW_THREADS);
+    // Output k of the team (token k % TOKENS of row k / TOKENS) is stored by lane k % ROW_THREADS.
+    for (uint k = lane; k < TEAM_ROWS * TOKENS; k += ROW_THREADS) {
+        const uint i = k / TOKENS;
+        const uint t = k % TOKENS;
+        const uint r = r0 + i;
+        if (r >= p.end2) break;
+        float value = team_total(i * PER_ROW + t, team, ROW_THREADS);
+        if (GATED) value = gated_activation(value, team_total(i * PER_ROW + TOKENS + t, team, ROW_THREADS), (p.flags & 2u) != 0);
+        store(r, t, value);
     }
 }

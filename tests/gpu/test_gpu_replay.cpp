@@ -98,7 +98,6 @@ TEST_P(GpuReplay, ReplayedStepsEqualFreshlyRecordedOnesBitForBit) {
     // The same commands either way.
     EXPECT_EQ(replayed.totals.dispatches, recorded.totals.dispatches);
     EXPECT_EQ(replayed.totals.barriers, recorded.totals.barriers);
-    EXPECT_LT(replayed.totals.host_record_ns, recorded.totals.host_record_ns);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuReplay, ::testing::Values("qwen2", "gemma3"));
