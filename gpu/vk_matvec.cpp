@@ -9,8 +9,8 @@ namespace inferscope::gpu {
 namespace {
 
 constexpr uint32_t kMaxRowThreads = 256;
-constexpr uint32_t kGroupThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
+constexpr uint32_t kTallRows = 16384;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 
 // matvec.comp's push constants.
@@ -35,17 +35,24 @@ uint32_t next_power_of_two(uint32_t v) {
     return p;
 }
 
-MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n, bool norm, bool gated) {
+// Teams of about half as many threads as a row has units, one row each, fill the GPU for the
+// layers' matrices. A tall matrix (an output projection: as many rows as the vocabulary) has
+// so many rows that one-row teams make launching workgroups the bound: there a team of a
+// quarter as many threads computes up to four rows at once.
+MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows, uint32_t cols, uint32_t n, bool norm,
+                         bool gated) {
     // A unit is what one thread reads at a time: a block of 32 or 8 elements (16 bytes of F16).
     const bool quantized = type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0;
     const uint32_t units = quantized ? cols / 32 : (cols + 7) / 8;
     const uint32_t subgroup = Kernels::kMatmulThreads / k.matmul_rows_per_group();
-    // About four units per thread on each of up to four rows at once: enough bytes in flight per
-    // thread and enough rows per workgroup that launching workgroups does not bound a product of
-    // short rows; a team no smaller than a subgroup (its reduction is one subgroupAdd).
-    const uint32_t row_threads = std::clamp(next_power_of_two((units + 3) / 4), std::max(subgroup, 8u), kMaxRowThreads);
-    const uint32_t team_rows = std::clamp(kMatvecAccumulators / (n * (gated ? 2u : 1u)), 1u, kMaxTeamRows);
-    const uint32_t group_threads = std::max(row_threads, kGroupThreads);
+    const bool tall = rows >= kTallRows;
+    const uint32_t units_per_thread = tall ? 4 : 2;
+    // A team is no smaller than a subgroup: its reduction is one subgroupAdd.
+    const uint32_t row_threads =
+        std::clamp(next_power_of_two((units + units_per_thread - 1) / units_per_thread), std::max(subgroup, 8u), kMaxRowThreads);
+    const uint32_t team_rows = tall ? std::clamp(kMatvecAccumulators / (n * (gated ? 2u : 1u)), 1u, kMaxTeamRows) : 1u;
+    // With the norm prologue every workgroup reads the x rows once more: more rows share that read.
+    const uint32_t group_threads = std::max(row_threads, tall || norm ? 256u : 128u);
     const uint32_t config =
         n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11);
     return {{group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads * team_rows};
@@ -83,7 +90,7 @@ void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
     if (n == 0) return;
     const bool normed = norm.weight != VK_NULL_HANDLE;
     const auto cols = static_cast<uint32_t>(w.cols);
-    const MatvecShape shape = matvec_shape(k, w.type, cols, n, normed, false);
+    const MatvecShape shape = matvec_shape(k, w.type, static_cast<uint32_t>(w.rows), cols, n, normed, false);
     for (const DeviceMatrix::Part& part : w.parts) {
         // The parts write disjoint rows: only the last needs the barrier.
         const bool last = &part == &w.parts.back();
@@ -114,7 +121,7 @@ void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const Device
     buffers[3] = x;
     buffers[7] = normed ? norm.weight : x;
     const auto cols = static_cast<uint32_t>(ws[0]->cols);
-    const MatvecShape shape = matvec_shape(k, ws[0]->type, cols, n, normed, false);
+    const MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, normed, false);
     const MatvecPush push{cols, ends[0], ends[1], ends[2], static_cast<uint32_t>(ws[0]->rows), 0, 0, norm.eps};
     dispatch_matvec(k, cmd, shape, buffers, push, barrier);
 }
@@ -131,7 +138,7 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
     if (n == 0) return;
     const bool normed = norm.weight != VK_NULL_HANDLE;
     const auto cols = static_cast<uint32_t>(gate.cols);
-    const MatvecShape shape = matvec_shape(k, gate.type, cols, n, normed, true);
+    const MatvecShape shape = matvec_shape(k, gate.type, static_cast<uint32_t>(gate.rows), cols, n, normed, true);
     const uint32_t flags = activation == FfnActivation::GeluTanh ? 2u : 0u;
     for (size_t i = 0; i < gate.parts.size(); ++i) {
         const DeviceMatrix::Part& part = gate.parts[i];

@@ -89,7 +89,9 @@ TEST_P(GpuMatvec, MatchesCpuForOneToEightTokensWithAndWithoutNorm) {
     const uint32_t block = ggml_type_traits(c.type).block_elements;
     // Rows that are multiples of nothing; widths from one block to ffn_down's 4,864, and for the
     // float types widths that are not multiples of 8 (rows not 16-byte aligned).
-    std::vector<std::pair<int64_t, int64_t>> shapes = {{67, std::max<int64_t>(block, 32)}, {131, 896}, {29, 4864}};
+    // 16,411 rows: a tall matrix (an output projection), whose teams compute several rows at once.
+    std::vector<std::pair<int64_t, int64_t>> shapes = {
+        {67, std::max<int64_t>(block, 32)}, {131, 896}, {29, 4864}, {16411, std::max<int64_t>(block, 64)}};
     if (block == 256) shapes[1].second = 1024;
     if (block == 1) shapes.insert(shapes.end(), {{45, 172}, {23, 37}});
     for (size_t shape = 0; shape < shapes.size(); ++shape) {
@@ -157,9 +159,11 @@ std::vector<float> cpu_gated(const WeightMatrix& gate, const WeightMatrix& up, c
 }
 
 TEST_F(GpuMatvecTest, GatedSiluAndGeluEqualCpuProductsThenActivation) {
-    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_0}) {
+    // 16,400 rows: a feed-forward as wide as a large model's, whose teams compute several rows at once.
+    for (const auto& [type, rows] : std::vector<std::pair<GgmlType, int64_t>>{
+             {GgmlType::F32, 75}, {GgmlType::F16, 75}, {GgmlType::Q4_0, 75}, {GgmlType::Q8_0, 16400}}) {
         std::vector<uint8_t> gb, ub;
-        const int64_t rows = 75, cols = 160;
+        const int64_t cols = 160;
         const WeightMatrix gate = random_weight(type, rows, cols, rng_, gb);
         const WeightMatrix up = random_weight(type, rows, cols, rng_, ub);
         for (FfnActivation activation : {FfnActivation::Silu, FfnActivation::GeluTanh}) {
