@@ -116,7 +116,7 @@ public:
 
     // Decode-product kernels that bench_gpu_matvec times against each other.
     enum class ProductKernel {
-        Matmul,       // record_matmul per matrix (gated: then swiglu.comp)
+        Matmul,       // record_matmul per matrix (gated: then swiglu.comp), as the unfused layer runs
         Matvec,       // record_matvec per matrix
         MatvecMulti,  // record_matvec_multi over every matrix
         MatvecGated,  // record_matvec_gated of ws[0] (gate) and ws[1] (up)

@@ -1,5 +1,5 @@
-// Decode matrix products on the Vulkan device: the old record_matmul against the new
-// matvec kernels (gpu/vk_matvec.h) on the shapes of Qwen2.5-0.5B and of a 7B model, for F16,
+// Decode matrix products on the Vulkan device: one product per matrix (record_matmul, and
+// for gate/up the activation's own dispatch) against the fused matvec kernels (gpu/vk_matvec.h) on the shapes of Qwen2.5-0.5B and of a 7B model, for F16,
 // Q8_0 and Q4_0 weights and 1, 2, 4 and 8 tokens. GPU timestamps around many back-to-back
 // calls with a barrier between; prints microseconds per call and GB/s of weight bytes.
 // Usage: bench_gpu_matvec [--quick]   (--quick: one repetition and rows / 16, for lavapipe)
@@ -58,7 +58,7 @@ struct BenchCase {
 const char* kernel_name(Kernel k) {
     switch (k) {
         case Kernel::Matmul:
-            return "matmul";
+            return "separate";
         case Kernel::Matvec:
             return "matvec";
         case Kernel::MatvecMulti:

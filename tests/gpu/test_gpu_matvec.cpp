@@ -11,31 +11,16 @@
 #include "engine/core/thread_pool.h"
 #include "engine/formats/quant.h"
 #include "gpu/op_harness.h"
+#include "gpu_cpu_reference.h"
 #include "gpu_test_util.h"
 
 namespace inferscope {
 namespace {
 
 using testing::nmse;
+using testing::random_weight;
 using testing::random_floats;
 using Options = gpu::OpHarness::MatvecOptions;
-
-// A weight of `rows` x `cols` random values stored as `type`; `bytes` owns the data.
-WeightMatrix random_weight(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng, std::vector<uint8_t>& bytes) {
-    WeightMatrix w;
-    w.name = "test";
-    w.type = type;
-    w.rows = rows;
-    w.cols = cols;
-    w.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(cols));
-    bytes.assign(w.row_bytes * static_cast<uint64_t>(rows), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-        const std::vector<float> row = random_floats(static_cast<size_t>(cols), rng);
-        quantize_row(type, row.data(), bytes.data() + static_cast<uint64_t>(r) * w.row_bytes, cols);
-    }
-    w.data = bytes.data();
-    return w;
-}
 
 // The CPU reference: each row of x RMS-normed by `norm_weight` (when given), then x * W^T.
 std::vector<float> cpu_product(const WeightMatrix& w, std::vector<float> x, int64_t n, const Options& options = {}) {
