@@ -171,11 +171,13 @@ bool has_instance_extension(const char* name) {
 
 // With portability enumeration (where the loader offers it), drivers that implement Vulkan
 // on top of another API (MoltenVK on macOS) are listed too.
-VkInstance create_plain_instance(const std::vector<const char*>& layers, std::vector<const char*> extensions) {
+VkInstance create_plain_instance(const std::vector<const char*>& layers, std::vector<const char*> extensions,
+                                 const void* next = nullptr) {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "InferScope";
     app.apiVersion = VK_API_VERSION_1_2;
     VkInstanceCreateInfo create{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    create.pNext = next;
     if (has_instance_extension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
         extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
         create.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
@@ -303,11 +305,17 @@ void VkContext::create_instance(bool validation) {
     const bool with_layer = validation && has_layer(kValidationLayer);
     std::vector<const char*> layers;
     std::vector<const char*> extensions;
+    // Synchronization validation too: a missing barrier between dispatches is an error.
+    const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = enables;
     if (with_layer) {
         layers.push_back(kValidationLayer);
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+        extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
     }
-    instance_ = create_plain_instance(layers, extensions);
+    instance_ = create_plain_instance(layers, extensions, with_layer ? &features : nullptr);
     if (!with_layer) return;
     VkDebugUtilsMessengerCreateInfoEXT create{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     create.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
