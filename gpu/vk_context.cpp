@@ -38,6 +38,12 @@ void vk_check(VkResult result, const char* what) {
 namespace {
 
 const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+#ifndef INFERSCOPE_VK_SYNC_VALIDATION
+#define INFERSCOPE_VK_SYNC_VALIDATION 1
+#endif
+// With the layer: synchronization validation too (a missing barrier between dispatches is an
+// error); off in sanitizer builds (gpu/CMakeLists.txt says why).
+constexpr bool kSyncValidation = INFERSCOPE_VK_SYNC_VALIDATION != 0;
 // VK_KHR_portability_subset: a provisional extension, named here so that no beta header is needed.
 const char* kPortabilitySubset = "VK_KHR_portability_subset";
 
@@ -305,7 +311,6 @@ void VkContext::create_instance(bool validation) {
     const bool with_layer = validation && has_layer(kValidationLayer);
     std::vector<const char*> layers;
     std::vector<const char*> extensions;
-    // Synchronization validation too: a missing barrier between dispatches is an error.
     const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
     features.enabledValidationFeatureCount = 1;
@@ -313,9 +318,9 @@ void VkContext::create_instance(bool validation) {
     if (with_layer) {
         layers.push_back(kValidationLayer);
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-        extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+        if (kSyncValidation) extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
     }
-    instance_ = create_plain_instance(layers, extensions, with_layer ? &features : nullptr);
+    instance_ = create_plain_instance(layers, extensions, with_layer && kSyncValidation ? &features : nullptr);
     if (!with_layer) return;
     VkDebugUtilsMessengerCreateInfoEXT create{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     create.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
