@@ -43,8 +43,8 @@ std::vector<float> concatenated(std::initializer_list<const std::vector<float>*>
     return out;
 }
 
-// Timestamps one layer may write: one per operation, 14 with every optional one (biases,
-// Q/K norms, post-norms).
+// Timestamps one layer may write: one per operation, at most 10 (more than 8 tokens, with
+// post-norms).
 constexpr uint32_t kMaxLayerMarks = 16;
 // Recorded passes kept for replay: decode, the prompt's passes and a few batch shapes.
 constexpr size_t kMaxRecordings = 8;

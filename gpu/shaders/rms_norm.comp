@@ -2,7 +2,7 @@
 // out[i] = in[src(i)] / sqrt(mean(in[src(i)]^2) + eps) * weight, one workgroup per output
 // row; src(i) = rows[i] when use_map is set (the final norm of the rows that want logits),
 // else i. accumulate: out[i] += the normed row instead (a post-norm added to the residual).
-// in and out may be the same buffer (the per-head Q/K norms run in place): every element
+// in and out may be the same buffer (record_head_norm runs in place): every element
 // is read before it is written, by the thread that writes it.
 layout(local_size_x = 64) in;
 
