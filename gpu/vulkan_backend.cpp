@@ -43,7 +43,7 @@ std::vector<float> concatenated(std::initializer_list<const std::vector<float>*>
     return out;
 }
 
-// Timestamps one layer may write: one per operation, at most 10 (more than 8 tokens, with
+// Timestamps one layer may write: one per operation, at most 11 (more than 8 tokens, with
 // post-norms).
 constexpr uint32_t kMaxLayerMarks = 16;
 // Recorded passes kept for replay: decode, the prompt's passes and a few batch shapes.
