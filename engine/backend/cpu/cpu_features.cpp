@@ -124,8 +124,7 @@ CpuIsa choose() {
                      built_family_names().c_str(), cpu_isa_name(best).data());
         return best;
     }
-    CpuIsa wanted = *named;
-    while (!cpu_supports(wanted)) wanted = family_below(wanted);
+    const CpuIsa wanted = cpu_supports(*named) ? *named : runnable_family_below(*named);
     if (std::string_view(cpu_isa_name(wanted)) != name) {
         std::fprintf(stderr, "warning: this CPU cannot run %s kernels; using %s\n", requested, cpu_isa_name(wanted).data());
     }

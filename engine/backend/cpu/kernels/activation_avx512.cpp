@@ -46,11 +46,6 @@ void swiglu(float* gate, const float* up, int64_t n) {
 
 }  // namespace
 
-ActivationKernels avx512_activation_kernels() {
-    ActivationKernels k;
-    k.swiglu = &swiglu;
-    k.rms_norm = &rms_norm;
-    return k;
-}
+ActivationKernels avx512_activation_kernels() { return {.swiglu = &swiglu, .rms_norm = &rms_norm}; }
 
 }  // namespace inferscope::simd

@@ -1,16 +1,11 @@
 #include "engine/backend/cpu/kernels/activation_kernels.h"
 
+#include "engine/backend/cpu/kernels/family_chain.h"
 #include "engine/backend/cpu/ops.h"
 
 namespace inferscope {
 
 namespace {
-
-void fill_missing(ActivationKernels& k, const ActivationKernels& fallback) {
-    if (k.swiglu == nullptr) k.swiglu = fallback.swiglu;
-    if (k.geglu == nullptr) k.geglu = fallback.geglu;
-    if (k.rms_norm == nullptr) k.rms_norm = fallback.rms_norm;
-}
 
 // A family's own kernels; null members (and families this build lacks) provide none.
 ActivationKernels family_kernels(CpuIsa isa) {
@@ -34,7 +29,8 @@ ActivationKernels activation_kernels(CpuIsa isa) {
         return scalar;
     }
     ActivationKernels own = family_kernels(isa);
-    fill_missing(own, activation_kernels(runnable_family_below(isa)));
+    take_missing(own, activation_kernels(runnable_family_below(isa)), &ActivationKernels::swiglu, &ActivationKernels::geglu,
+                 &ActivationKernels::rms_norm);
     return own;
 }
 

@@ -201,13 +201,8 @@ void softmax(float* x, int64_t n) {
 }  // namespace
 
 AttentionKernels avx512_attention_kernels() {
-    AttentionKernels k;
-    k.scores_f16 = &scores<uint16_t>;
-    k.scores_f32 = &scores<float>;
-    k.accumulate_f16 = &accumulate<uint16_t>;
-    k.accumulate_f32 = &accumulate<float>;
-    k.softmax = &softmax;
-    return k;
+    return {.scores_f16 = &scores<uint16_t>, .scores_f32 = &scores<float>, .softmax = &softmax,
+            .accumulate_f16 = &accumulate<uint16_t>, .accumulate_f32 = &accumulate<float>};
 }
 
 }  // namespace inferscope::simd

@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 
+#include "engine/backend/cpu/kernels/family_chain.h"
 #include "engine/backend/cpu/ops.h"
 #include "engine/core/fp16.h"
 
@@ -42,14 +43,6 @@ void scalar_accumulate(const float* p, int n_q, int64_t p_stride, const T* const
     }
 }
 
-void fill_missing(AttentionKernels& k, const AttentionKernels& fallback) {
-    if (k.softmax == nullptr) k.softmax = fallback.softmax;
-    if (k.scores_f16 == nullptr) k.scores_f16 = fallback.scores_f16;
-    if (k.scores_f32 == nullptr) k.scores_f32 = fallback.scores_f32;
-    if (k.accumulate_f16 == nullptr) k.accumulate_f16 = fallback.accumulate_f16;
-    if (k.accumulate_f32 == nullptr) k.accumulate_f32 = fallback.accumulate_f32;
-}
-
 // A family's own kernels; null members (and families this build lacks) provide none.
 AttentionKernels family_kernels(CpuIsa isa) {
     switch (isa) {
@@ -74,7 +67,8 @@ AttentionKernels attention_kernels(CpuIsa isa) {
         return scalar;
     }
     AttentionKernels own = family_kernels(isa);
-    fill_missing(own, attention_kernels(runnable_family_below(isa)));
+    take_missing(own, attention_kernels(runnable_family_below(isa)), &AttentionKernels::softmax, &AttentionKernels::scores_f16,
+                 &AttentionKernels::scores_f32, &AttentionKernels::accumulate_f16, &AttentionKernels::accumulate_f32);
     return own;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/kernels/stream_read.h"
 
+#include "engine/backend/cpu/kernels/family_chain.h"
+
 namespace inferscope {
 namespace {
 
@@ -16,21 +18,22 @@ uint64_t scalar_stream_read(const uint64_t* words, size_t count) {
     return total;
 }
 
-}  // namespace
-
-StreamReadFn stream_read_kernel(CpuIsa isa) {
+// A family's own read loop; null for families that share the one below theirs.
+StreamReadFn family_stream_read(CpuIsa isa) {
     switch (isa) {
 #if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx512: return &simd::avx512_stream_read;
-        case CpuIsa::AvxVnni:
         case CpuIsa::Avx2: return &simd::avx2_stream_read;
 #elif defined(__aarch64__)
-        case CpuIsa::Neon:
-        case CpuIsa::Dotprod:
-        case CpuIsa::I8mm: return &simd::neon_stream_read;
+        case CpuIsa::Neon: return &simd::neon_stream_read;
 #endif
-        default: return &scalar_stream_read;
+        case CpuIsa::Scalar: return &scalar_stream_read;
+        default: return nullptr;
     }
 }
+
+}  // namespace
+
+StreamReadFn stream_read_kernel(CpuIsa isa) { return first_provided_kernel(isa, family_stream_read); }
 
 }  // namespace inferscope

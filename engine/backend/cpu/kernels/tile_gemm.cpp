@@ -1,5 +1,7 @@
 #include "engine/backend/cpu/kernels/tile_gemm.h"
 
+#include "engine/backend/cpu/kernels/family_chain.h"
+
 namespace inferscope {
 
 TileGemmFn tile_gemm_family_kernel(GgmlType weight_type, CpuIsa isa) {
@@ -14,10 +16,7 @@ TileGemmFn tile_gemm_family_kernel(GgmlType weight_type, CpuIsa isa) {
 }
 
 TileGemmFn tile_gemm_kernel(GgmlType weight_type, CpuIsa isa) {
-    for (;; isa = runnable_family_below(isa)) {
-        if (const TileGemmFn kernel = tile_gemm_family_kernel(weight_type, isa)) return kernel;
-        if (isa == CpuIsa::Scalar) return nullptr;
-    }
+    return first_provided_kernel(isa, [weight_type](CpuIsa family) { return tile_gemm_family_kernel(weight_type, family); });
 }
 
 }  // namespace inferscope
