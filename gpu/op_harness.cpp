@@ -37,6 +37,30 @@ struct OpHarness::Impl {
     Kernels kernels;
 };
 
+namespace {
+
+// Stores keys and values [n x kv_dim] in the paged caches at slots[i]: record_qkv_prepare with
+// no query heads, biases, norms or rotation, so nothing but the store runs.
+void record_cache_store(Kernels& kernels, VkCommandBuffer cmd, const Buffer& keys, const Buffer& values, const Buffer& slots,
+                        const Buffer& k_cache, const Buffer& v_cache, uint32_t n, const AttentionParams& params) {
+    QkvPrepare op;
+    op.q = keys.handle();  // no query heads: never read
+    op.k = keys.handle();
+    op.v = values.handle();
+    op.positions = slots.handle();  // not read without rotation, nor the table
+    op.rope_table = slots.handle();
+    op.slots = slots.handle();
+    op.k_cache = k_cache.handle();
+    op.v_cache = v_cache.handle();
+    op.rope = RopeShape{0, params.head_dim, 0, false};
+    op.n_head_kv = params.n_head_kv;
+    op.block_tokens = params.block_tokens;
+    op.kv_f16 = params.kv_f16;
+    record_qkv_prepare(kernels, cmd, op, n);
+}
+
+}  // namespace
+
 OpHarness::OpHarness(bool validation, uint32_t max_workgroups_x) : impl_(std::make_unique<Impl>(validation, max_workgroups_x)) {}
 OpHarness::~OpHarness() = default;
 
@@ -79,33 +103,6 @@ std::vector<float> OpHarness::rms_norm(const std::vector<float>& x, const std::v
                         static_cast<uint32_t>(weight.size()), eps);
     });
     return m.read(output, x.size());
-}
-
-std::vector<float> OpHarness::head_norm(const std::vector<float>& heads, const std::vector<float>& weight, float eps) {
-    Impl& m = *impl_;
-    const Buffer data = m.device_copy(heads);
-    const Buffer scale = m.device_copy(weight);
-    m.run([&](VkCommandBuffer cmd) {
-        record_head_norm(m.kernels, cmd, data.handle(), scale.handle(), static_cast<uint32_t>(heads.size() / weight.size()),
-                         static_cast<uint32_t>(weight.size()), eps);
-    });
-    return m.read(data, heads.size());
-}
-
-std::vector<float> OpHarness::rope(const std::vector<float>& heads, const std::vector<int32_t>& positions,
-                                   const RopeParams& rope, int n_heads, int head_dim) {
-    Impl& m = *impl_;
-    const int n_positions = *std::max_element(positions.begin(), positions.end()) + 1;
-    const Buffer data = m.device_copy(heads);
-    const Buffer pos = m.device_copy(positions);
-    const Buffer table = m.device_copy(rope_table(rope, n_positions));
-    const RopeShape shape{static_cast<uint32_t>(n_heads), static_cast<uint32_t>(head_dim),
-                          static_cast<uint32_t>(rope.rope_dim), rope.style == RopeStyle::Neox};
-    m.run([&](VkCommandBuffer cmd) {
-        record_rope(m.kernels, cmd, data.handle(), pos.handle(), table.handle(), static_cast<uint32_t>(positions.size()),
-                    shape);
-    });
-    return m.read(data, heads.size());
 }
 
 QkvPrepared OpHarness::qkv_prepare(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
@@ -195,23 +192,11 @@ std::vector<float> OpHarness::attention(const std::vector<float>& q, const std::
                                  static_cast<uint32_t>(shape.head_dim), block_tokens, shape.scale,
                                  static_cast<uint32_t>(shape.window), shape.kv_f16};
     m.run([&](VkCommandBuffer cmd) {
-        record_kv_write(m.kernels, cmd, keys.handle(), values.handle(), k_cache.handle(), v_cache.handle(), slot.handle(), n,
-                        kv_dim, block_tokens, shape.kv_f16);
+        record_cache_store(m.kernels, cmd, keys, values, slot, k_cache, v_cache, n, params);
         record_attention(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), tables.handle(), pos.handle(),
                          table_start.handle(), output.handle(), n, params);
     });
     return m.read(output, q.size());
-}
-
-std::vector<float> OpHarness::add(const std::vector<float>& y, const std::vector<float>& x) {
-    Impl& m = *impl_;
-    const Buffer target = m.device_copy(y);
-    const Buffer addend = m.device_copy(x);
-    m.run([&](VkCommandBuffer cmd) {
-        record_add(m.kernels, cmd, target.handle(), addend.handle(), static_cast<uint32_t>(y.size()),
-                   static_cast<uint32_t>(x.size()));
-    });
-    return m.read(target, y.size());
 }
 
 namespace {
@@ -418,8 +403,7 @@ std::vector<float> OpHarness::attention_batch(const std::vector<float>& q, const
                           Buffer::Kind::Device);
     const Buffer output(m.ctx, q.size() * sizeof(float), Buffer::Kind::Device);
     m.run([&](VkCommandBuffer cmd) {
-        record_kv_write(m.kernels, cmd, key_rows.handle(), value_rows.handle(), k_cache.handle(), v_cache.handle(), slot.handle(),
-                        n_rows, kv_dim, block_tokens, shape.kv_f16);
+        record_cache_store(m.kernels, cmd, key_rows, value_rows, slot, k_cache, v_cache, n_rows, params);
         if (splits == 0) {
             record_attention(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(), pos.handle(),
                              starts.handle(), output.handle(), n, params);

@@ -67,12 +67,6 @@ public:
                              float scale = 1.0f);
     // Each row of x[n x weight.size()] RMS-normalised and scaled by `weight`.
     std::vector<float> rms_norm(const std::vector<float>& x, const std::vector<float>& weight, float eps);
-    // The same in place, as the per-head Q/K norms run: rows of weight.size() (head_dim).
-    std::vector<float> head_norm(const std::vector<float>& heads, const std::vector<float>& weight, float eps);
-    // RoPE of heads[positions x n_heads x head_dim] with `rope`'s angles (its freq_factors
-    // must be null).
-    std::vector<float> rope(const std::vector<float>& heads, const std::vector<int32_t>& positions, const RopeParams& rope,
-                            int n_heads, int head_dim);
     // record_qkv_prepare on q[n x n_head x head_dim], k, v[n x n_head_kv x head_dim]: `bias` ([q_dim | kv_dim |
     // kv_dim]) and the norms (head_dim each) are left out when empty; token i sits at positions[i] in slots[i].
     QkvPrepared qkv_prepare(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
@@ -83,11 +77,10 @@ public:
     std::vector<float> gated_activation(const std::vector<float>& gate, const std::vector<float>& up,
                                         FfnActivation activation);
     // The attention context [n x n_head x head_dim] of q[n x n_head x head_dim] over
-    // k, v [n x n_head_kv x head_dim], written to the cache first (kv_write).
+    // k, v [n x n_head_kv x head_dim], stored in the cache first (record_qkv_prepare without
+    // biases, norms or rotation).
     std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                                  const AttentionShape& shape);
-    // y[i] + x[i % x.size()]
-    std::vector<float> add(const std::vector<float>& y, const std::vector<float>& x);
     // The context [queries x n_head x head_dim] of q (the querying positions of every sequence
     // in order, n_head x head_dim each) with shape's heads, scale, window and cache type (its
     // block_table is unused), in one dispatch over all sequences: record_attention_split with

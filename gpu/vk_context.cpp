@@ -346,7 +346,7 @@ void VkContext::create_device() {
     v11.storageBuffer16BitAccess = VK_TRUE;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &v11;
-    features.features.shaderInt16 = VK_TRUE;  // narrowing stores into 16-bit words (kv_write)
+    features.features.shaderInt16 = VK_TRUE;  // narrowing stores into 16-bit words (the KV cache stores)
     std::vector<const char*> extensions;
     for (const char* optional : {VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, kPortabilitySubset}) {
         // A portability driver must have its subset extension enabled when it lists it.

@@ -122,31 +122,6 @@ void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weigh
     k.dispatch(cmd, Shader::RmsNorm, {}, {x, weight, y, row_map}, &push, sizeof push, n, 1, barrier);
 }
 
-void record_head_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer weight, uint32_t n_rows, uint32_t head_dim,
-                      float eps, bool barrier) {
-    // The row map is not read (use_map false); `heads` stands in for it.
-    record_rms_norm(k, cmd, heads, weight, heads, heads, false, n_rows, head_dim, eps, NormOutput::Write, barrier);
-}
-
-void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer positions, VkBuffer table, uint32_t n,
-                 const RopeShape& shape, bool barrier) {
-    const uint32_t push[5] = {n, shape.n_heads, shape.head_dim, shape.rope_dim, shape.neox ? 1u : 0u};
-    const uint64_t pairs = static_cast<uint64_t>(n) * shape.n_heads * (shape.rope_dim / 2);
-    k.dispatch(cmd, Shader::Rope, {}, {heads, positions, table}, push, sizeof push, groups(pairs, 64), 1, barrier);
-}
-
-void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period, bool barrier) {
-    const uint32_t push[2] = {count, period};
-    k.dispatch(cmd, Shader::Add, {}, {y, x}, push, sizeof push, groups(count, 256), 1, barrier);
-}
-
-void record_kv_write(Kernels& k, VkCommandBuffer cmd, VkBuffer keys, VkBuffer values, VkBuffer k_cache, VkBuffer v_cache,
-                     VkBuffer slots, uint32_t n, uint32_t kv_dim, uint32_t block_tokens, bool kv_f16) {
-    const uint32_t push[3] = {n, kv_dim, block_tokens};
-    k.dispatch(cmd, Shader::KvWrite, {kv_f16 ? 1u : 0u}, {keys, values, k_cache, v_cache, slots}, push, sizeof push,
-               groups(kv_dim, 64), n);
-}
-
 void record_attention(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
                       VkBuffer positions, VkBuffer table_start, VkBuffer context, uint32_t n, const AttentionParams& params) {
     struct {

@@ -59,19 +59,6 @@ enum class NormOutput { Write, AddTo };
 void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weight, VkBuffer y, VkBuffer row_map,
                      bool use_map, uint32_t n, uint32_t cols, float eps, NormOutput output = NormOutput::Write,
                      bool barrier = true);
-// The per-head Q/K norm in place: each of the n_rows rows of head_dim in `heads` normed and
-// scaled by weight[head_dim] (shared by every head).
-void record_head_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer weight, uint32_t n_rows, uint32_t head_dim,
-                      float eps, bool barrier = true);
-// Rotates heads[n x n_heads x head_dim] in place by the table's [position x rope_dim/2] (cos, sin).
-void record_rope(Kernels& k, VkCommandBuffer cmd, VkBuffer heads, VkBuffer positions, VkBuffer table, uint32_t n,
-                 const RopeShape& shape, bool barrier = true);
-// y[i] += x[i % period] for i < count.
-void record_add(Kernels& k, VkCommandBuffer cmd, VkBuffer y, VkBuffer x, uint32_t count, uint32_t period,
-                bool barrier = true);
-// Stores K and V [n x kv_dim] in the paged cache at slots[i] (block * block_tokens + offset).
-void record_kv_write(Kernels& k, VkCommandBuffer cmd, VkBuffer keys, VkBuffer values, VkBuffer k_cache, VkBuffer v_cache,
-                     VkBuffer slots, uint32_t n, uint32_t kv_dim, uint32_t block_tokens, bool kv_f16);
 
 // The biases, per-head Q/K norms, RoPE and cache store of one layer's q, k, v in one dispatch.
 struct QkvPrepare {

@@ -3,7 +3,7 @@
 // per-head Q/K RMS norms, RoPE of q and k, and the store of k and v in the paged cache. One
 // workgroup per (head, token); heads [0, n_head) are q's (rotated in place), then n_head_kv
 // of k (rotated, then stored) and n_head_kv of v (stored). The order of operations and the
-// per-element arithmetic are those of add.comp, rms_norm.comp, rope.comp and kv_write.comp.
+// per-element arithmetic are the CPU backend's: bias add, rms_norm_row, apply_rope, store.
 #extension GL_EXT_shader_16bit_storage : require
 
 layout(local_size_x = 64) in;

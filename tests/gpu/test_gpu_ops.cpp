@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/kernels/attention_kernels.h"
@@ -127,6 +128,22 @@ std::vector<float> cpu_rope(std::vector<float> heads, const std::vector<int32_t>
     return heads;
 }
 
+// q's heads[positions x n_heads x head_dim] after record_qkv_prepare with no biases and no
+// K norm: RoPE by `rope` (none when its rope_dim is 0), after the Q norm when q_norm is given.
+std::vector<float> gpu_prepared_q(gpu::OpHarness& gpu, const std::vector<float>& heads, const std::vector<float>& q_norm,
+                                  const std::vector<int32_t>& positions, const RopeParams& rope, int n_heads, int head_dim) {
+    gpu::QkvPrepareShape shape;
+    shape.n_head = n_heads;
+    shape.n_head_kv = 1;
+    shape.head_dim = head_dim;
+    shape.block_tokens = 16;
+    shape.n_blocks = static_cast<int>((positions.size() + 15) / 16);
+    std::vector<int32_t> slots(positions.size());
+    std::iota(slots.begin(), slots.end(), 0);
+    const std::vector<float> kv(positions.size() * static_cast<size_t>(head_dim), 0.0f);
+    return gpu.qkv_prepare(heads, kv, kv, {}, q_norm, {}, positions, slots, rope, shape).q;
+}
+
 TEST_F(GpuOps, RopeNormalAndNeoxAtFarPositions) {
     for (RopeStyle style : {RopeStyle::Normal, RopeStyle::Neox}) {
         ModelConfig c;
@@ -139,7 +156,8 @@ TEST_F(GpuOps, RopeNormalAndNeoxAtFarPositions) {
         const std::vector<float> heads = random_floats(positions.size() * n_heads * 64, rng_);
         const RopeParams p = rope_params(c, {});
         // Same angle table as the CPU: only the rotation's float rounding may differ.
-        EXPECT_LT(nmse(gpu_->rope(heads, positions, p, n_heads, 64), cpu_rope(heads, positions, p, n_heads)), 1e-12)
+        EXPECT_LT(nmse(gpu_prepared_q(*gpu_, heads, {}, positions, p, n_heads, 64), cpu_rope(heads, positions, p, n_heads)),
+                  1e-12)
             << (style == RopeStyle::Neox ? "neox" : "normal");
     }
 }
@@ -157,12 +175,12 @@ TEST_F(GpuOps, RopeOfSlidingWindowLayersUsesTheLocalBaseUnscaled) {
     const std::vector<float> heads = random_floats(positions.size() * n_heads * 64, rng_);
     const RopeParams local = local_rope_params(c, {});
     const std::vector<float> expected = cpu_rope(heads, positions, local, n_heads);
-    EXPECT_LT(nmse(gpu_->rope(heads, positions, local, n_heads, 64), expected), 1e-12);
+    EXPECT_LT(nmse(gpu_prepared_q(*gpu_, heads, {}, positions, local, n_heads, 64), expected), 1e-12);
     // The local angles are not the global ones: the test would catch a swapped table.
     EXPECT_GT(nmse(cpu_rope(heads, positions, rope_params(c, {}), n_heads), expected), 1e-3);
 }
 
-TEST_F(GpuOps, HeadNormInPlaceEqualsCpuRowNorm) {
+TEST_F(GpuOps, HeadNormEqualsCpuRowNorm) {
     // 11 tokens x 4 heads of head_dim 32 (qwen3-tiny's q) and of 256 (Gemma 3's head_dim).
     for (int64_t head_dim : {32, 256}) {
         const std::vector<float> heads = random_floats(static_cast<size_t>(44 * head_dim), rng_, 3.0f);
@@ -171,7 +189,9 @@ TEST_F(GpuOps, HeadNormInPlaceEqualsCpuRowNorm) {
         for (int64_t r = 0; r < 44; ++r) {
             rms_norm_row(heads.data() + r * head_dim, weight.data(), head_dim, 1e-6f, expected.data() + r * head_dim);
         }
-        const double e = nmse(gpu_->head_norm(heads, weight, 1e-6f), expected);
+        std::vector<int32_t> positions(11);
+        std::iota(positions.begin(), positions.end(), 0);
+        const double e = nmse(gpu_prepared_q(*gpu_, heads, weight, positions, RopeParams{}, 4, static_cast<int>(head_dim)), expected);
         EXPECT_LT(e, 1e-12) << "head_dim " << head_dim;
         std::printf("[ measured ] head norm, head_dim %lld: NMSE %.3g\n", static_cast<long long>(head_dim), e);
     }
@@ -226,17 +246,12 @@ TEST_F(GpuOps, GegluEqualsTheCpuF16TableSemantics) {
     EXPECT_LT(nmse(gpu_->gated_activation(gate, up, FfnActivation::GeluTanh), gated), 1e-7);
 }
 
-TEST_F(GpuOps, SwigluAndAdd) {
+TEST_F(GpuOps, Swiglu) {
     const std::vector<float> gate = random_floats(1000, rng_, 6.0f);
     const std::vector<float> up = random_floats(1000, rng_);
     std::vector<float> expected = gate;
     swiglu_inplace(expected.data(), up.data(), 1000);
     EXPECT_LT(nmse(gpu_->gated_activation(gate, up, FfnActivation::Silu), expected), 1e-12);
-
-    const std::vector<float> bias = random_floats(10, rng_);
-    std::vector<float> sum = up;
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += bias[i % 10];
-    EXPECT_EQ(gpu_->add(up, bias), sum);
 }
 
 // The CPU backend's attention of one sequence at positions 0..n-1, every position querying.
