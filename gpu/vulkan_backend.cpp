@@ -11,6 +11,7 @@
 #include "engine/backend/rope.h"
 #include "engine/core/error.h"
 #include "engine/model/model.h"
+#include "gpu/pass_fitting.h"
 #include "gpu/vk_attention.h"
 #include "gpu/vk_matvec.h"
 #include "gpu/vulkan_backend_factory.h"
@@ -306,19 +307,11 @@ void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvCache& c
     }
 }
 
-// A display driver resets a GPU that runs one submission for too long (Windows after 2 s):
-// once a pass takes longer than kPassBudget, later passes get proportionally fewer tokens;
-// a full pass well inside the budget lets them grow back. A CPU driver has no such watchdog.
+// A CPU driver has no watchdog, so its passes keep their full length.
 void VulkanBackend::fit_passes_to_watchdog(int pass_tokens, std::chrono::steady_clock::duration elapsed) {
-    constexpr auto kPassBudget = std::chrono::milliseconds(100);
-    constexpr int kFewestPassTokens = 16;
     if (ctx_->info().type == "cpu") return;
-    if (elapsed > kPassBudget && pass_tokens > kFewestPassTokens) {
-        const double share = std::chrono::duration<double>(kPassBudget) / elapsed;
-        pass_token_limit_ = std::max(kFewestPassTokens, static_cast<int>(pass_tokens * share));
-    } else if (pass_tokens == pass_token_limit_ && elapsed < kPassBudget / 4) {
-        pass_token_limit_ = std::min(max_tokens_, 2 * pass_token_limit_);
-    }
+    pass_token_limit_ = fitted_pass_limit(pass_token_limit_, max_tokens_, pass_tokens,
+                                          std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed));
 }
 
 void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
