@@ -1,5 +1,5 @@
 // inferscope-cli with --backend vulkan end to end: devices, generate equal to the CPU (also
-// for qwen3 and gemma3), and bench with a given device bandwidth as its floor.
+// for qwen3 and gemma3), and bench with a given device bandwidth as its floor and its per-step submission counts.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +76,15 @@ TEST_F(GpuCli, BenchFloorComesFromTheGivenBandwidth) {
         // floor = bandwidth / bytes read per decode token, with the bandwidth as given.
         EXPECT_DOUBLE_EQ(row["floor_tokens_per_s"].get<double>(), 100e9 / row["bytes_read_per_token"].get<double>());
         EXPECT_GT(row["tokens_per_s_mean"].get<double>(), 0.0);
+        // Each decode step's submission: the same recording replayed after the first step.
+        ASSERT_TRUE(row.contains("device_step")) << row.dump();
+        const auto& step = row["device_step"];
+        EXPECT_GT(step["dispatches"].get<double>(), 0.0);
+        EXPECT_GE(step["barriers"].get<double>(), step["dispatches"].get<double>());
+        EXPECT_GE(step["steps"].get<int>(), 4);
+        EXPECT_GT(step["replayed_steps"].get<int>(), 0);
+        EXPECT_LT(step["replayed_steps"].get<int>(), step["steps"].get<int>() + 1);
+        EXPECT_GE(step["host_record_ms"].get<double>(), 0.0);
     }
     EXPECT_TRUE(saw_decode);
 }
