@@ -153,6 +153,7 @@ void VulkanBackend::allocate_step_buffers() {
     s.positions = staged_ints(n);
     s.output_rows = staged_ints(n);
     for (KvTables* kv : {&s.global_kv, &s.local_kv}) {
+        if (kv == &s.local_kv && !c.has_local_layers()) continue;
         kv->slots = staged_ints(n);
         kv->table_start = staged_ints(n);
         kv->tables = staged_ints(256);
@@ -376,6 +377,7 @@ void VulkanBackend::record_input_copies(VkCommandBuffer cmd) {
     StepBuffers& s = step_;
     for (const StagedInts* input : {&s.tokens, &s.positions, &s.output_rows, &s.global_kv.slots, &s.global_kv.table_start,
                                     &s.global_kv.tables, &s.local_kv.slots, &s.local_kv.table_start, &s.local_kv.tables}) {
+        if (input->host.handle() == VK_NULL_HANDLE) continue;  // a local group's, without local layers
         const VkBufferCopy region{0, 0, input->host.size_bytes()};
         vkCmdCopyBuffer(cmd, input->host.handle(), input->device.handle(), 1, &region);
     }
