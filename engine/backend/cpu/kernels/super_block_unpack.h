@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
+#include "engine/formats/block_layouts.h"
 #include "engine/formats/iq4_levels.h"
 
 namespace inferscope::simd {
@@ -64,7 +65,8 @@ inline __m256i bit_as(__m256i bytes, int bit, int value) {
 // 6-bit scales and mins.
 template <bool kFifthBit>
 struct DecK4 {
-    static constexpr int kBytes = kFifthBit ? 176 : 144, kGroup = 32, kOffset = 0, kMaxValue = kFifthBit ? 31 : 15;
+    static constexpr int kBytes = kFifthBit ? block_layouts::kQ5_K : block_layouts::kQ4_K, kGroup = 32, kOffset = 0,
+                         kMaxValue = kFifthBit ? 31 : 15;
     static constexpr bool kHasMin = true;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
         const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
@@ -92,7 +94,7 @@ struct DecK4 {
 using DecQ4_K = DecK4<false>;
 using DecQ5_K = DecK4<true>;
 struct DecQ6_K {
-    static constexpr int kBytes = 210, kGroup = 16, kOffset = 32, kMaxValue = 63;
+    static constexpr int kBytes = block_layouts::kQ6_K, kGroup = 16, kOffset = 32, kMaxValue = 63;
     static constexpr bool kHasMin = false;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
         const uint8_t* ql = b;
@@ -117,7 +119,7 @@ struct DecQ6_K {
     }
 };
 struct DecQ3_K {
-    static constexpr int kBytes = 110, kGroup = 16, kOffset = 4, kMaxValue = 7;
+    static constexpr int kBytes = block_layouts::kQ3_K, kGroup = 16, kOffset = 4, kMaxValue = 7;
     static constexpr bool kHasMin = false;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
         const __m256i hmask = load256(b);
@@ -141,7 +143,7 @@ struct DecQ3_K {
     }
 };
 struct DecQ2_K {
-    static constexpr int kBytes = 84, kGroup = 16, kOffset = 0, kMaxValue = 3;
+    static constexpr int kBytes = block_layouts::kQ2_K, kGroup = 16, kOffset = 0, kMaxValue = 3;
     static constexpr bool kHasMin = true;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float* min) {
         const uint8_t* scales = b;
@@ -162,7 +164,7 @@ struct DecQ2_K {
 // IQ4_XS: eight groups of 32 with signed 6-bit scales; the levels + 128 as unsigned values,
 // the 128 coming off through the bsums like Q6_K's offset 32.
 struct DecIQ4_XS {
-    static constexpr int kBytes = 136, kGroup = 32, kOffset = 128, kMaxValue = 241;
+    static constexpr int kBytes = block_layouts::kIQ4_XS, kGroup = 32, kOffset = 128, kMaxValue = 241;
     static constexpr bool kHasMin = false;
     static void decode(const uint8_t* b, uint8_t* v, float* scale, float*) {
         const float d = half_to_float(load_u16(b));
