@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "engine/model/model_config.h"
+#include "engine/plan/kv_formula.h"
 
 namespace inferscope::ui {
 
@@ -39,9 +40,9 @@ struct ModelSummary {
     QString bos_text, eos_text; // the vocabulary's BOS and EOS texts, as templates see them
     QStringList load_warnings;  // what the file said that could not be used (filled once loaded)
 
-    // KV-cache bytes per token at 2 bytes per element for `kv_heads` KV heads.
-    qint64 kv_bytes_per_token(int kv_heads, int element_bytes = 2) const {
-        return qint64{2} * config.n_layer * kv_heads * config.head_dim * element_bytes;
+    // KV-cache bytes per token of an F16 cache with `kv_heads` KV heads (the engine's formula).
+    qint64 kv_bytes_per_token(int kv_heads) const {
+        return static_cast<qint64>(formula_kv_bytes_per_token(config, kv_heads, KvDtype::F16));
     }
 };
 

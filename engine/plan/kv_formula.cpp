@@ -20,6 +20,10 @@ double formula_kv_bytes_per_token(const ModelConfig& config, KvDtype dtype) {
     return bytes_per_token_with(config, config.n_head_kv, dtype);
 }
 
+double formula_kv_bytes_per_token(const ModelConfig& config, int kv_heads, KvDtype dtype) {
+    return bytes_per_token_with(config, kv_heads, dtype);
+}
+
 std::vector<KvAttentionWhatIf> kv_attention_what_if(const ModelConfig& config, KvDtype dtype) {
     const double own = formula_kv_bytes_per_token(config, dtype);
     std::vector<KvAttentionWhatIf> rows;

@@ -23,6 +23,8 @@ struct KvAttentionWhatIf {
 
 // The formula's bytes per token for a model's shape and KV element type.
 double formula_kv_bytes_per_token(const ModelConfig& config, KvDtype dtype);
+// The same with `kv_heads` KV heads in place of the model's.
+double formula_kv_bytes_per_token(const ModelConfig& config, int kv_heads, KvDtype dtype);
 // MHA (kv_heads = query heads), GQA (the model's, when 1 < kv_heads < heads), MQA (1 KV head).
 std::vector<KvAttentionWhatIf> kv_attention_what_if(const ModelConfig& config, KvDtype dtype);
 

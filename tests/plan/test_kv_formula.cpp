@@ -35,6 +35,13 @@ TEST(KvFormula, AttentionWhatIf) {
     EXPECT_EQ(mha_rows[1].ratio_to_model, 1.0 / 14.0);
 }
 
+TEST(KvFormula, BytesPerTokenForAnyKvHeadCount) {
+    // 2 (K and V) x 24 layers x heads x 64 dimensions x bytes per element.
+    EXPECT_EQ(formula_kv_bytes_per_token(qwen05b_config(), KvDtype::F16), 12288.0);
+    EXPECT_EQ(formula_kv_bytes_per_token(qwen05b_config(), 14, KvDtype::F16), 86016.0);
+    EXPECT_EQ(formula_kv_bytes_per_token(qwen05b_config(), 1, KvDtype::F32), 12288.0);
+}
+
 TEST(KvWindowSplit, LocalLayersStopGrowingAtTheWindow) {
     const ModelConfig c = gemma3_1b_config();
     // One layer: K and V of one 256-wide head in F16 = 1024 bytes per token.
