@@ -48,6 +48,13 @@ public:
     using Error::Error;
 };
 
+// What a remote server sent that cannot be used (a malformed metrics page or event stream),
+// or a request to it that failed (HTTP status, lost connection, timeout); the message names it.
+class RemoteError : public Error {
+public:
+    using Error::Error;
+};
+
 // A chat template that cannot be rendered: malformed syntax, a feature the template engine
 // does not implement, or an error while rendering (an undefined value used, a type mismatch).
 // The message names the problem and the template line (line() is 0 when there is none, as for

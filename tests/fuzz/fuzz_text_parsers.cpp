@@ -1,9 +1,11 @@
 // libFuzzer entry point for the small text grammars a user types or a file holds: quantization
-// schemes, question batteries, KV user layouts, and llama2.c checkpoint headers and tokenizers.
+// schemes, question batteries, KV user layouts, llama2.c checkpoint headers and tokenizers, and
+// what a remote server sends (Prometheus metrics pages, event streams).
 // The first byte picks the parser. Each must
 // return a result or throw a typed Error; what parses must hold its invariants (a scheme's
 // canonical name parses back to the same scheme, its storage is finite and positive; a
 // battery has items with answers; a layout has positive sizes).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -11,12 +13,16 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/convert/llama2c.h"
 #include "engine/core/error.h"
 #include "engine/eval/battery.h"
 #include "engine/instruments/kv_accounting.h"
 #include "engine/quant/scheme.h"
+#include "engine/remote/prometheus.h"
+#include "engine/remote/server_metrics.h"
+#include "engine/remote/sse.h"
 
 namespace inferscope {
 namespace {
@@ -105,16 +111,64 @@ void check_llama2c(std::string_view bytes) {
     }
 }
 
+// A metrics page parses or is a RemoteError; what parses maps to the panels' quantities, and
+// every histogram's buckets ascend.
+void check_metrics_page(std::string_view text) {
+    try {
+        const auto families = remote::parse_prometheus_text(text);
+        (void)remote::read_server_metrics(families);
+        for (const remote::MetricFamily& f : families) {
+            if (f.type != remote::MetricType::Histogram) continue;
+            const remote::Histogram h = remote::histogram_of(f);
+            for (size_t i = 1; i < h.buckets.size(); ++i) {
+                if (!(h.buckets[i - 1].first < h.buckets[i].first)) finding("histogram buckets out of order in " + f.name);
+            }
+            (void)h.quantile(0.5);
+        }
+    } catch (const RemoteError&) {
+    }
+}
+
+// An event stream gives the same events however its bytes are split.
+void check_event_stream(std::string_view text) {
+    const auto same = [](const remote::ServerSentEvent& a, const remote::ServerSentEvent& b) {
+        return a.event == b.event && a.data == b.data && a.id == b.id;
+    };
+    try {
+        remote::SseParser whole;
+        const auto expected = whole.feed(text);
+        remote::SseParser pieces;
+        std::vector<remote::ServerSentEvent> got;
+        for (size_t at = 0, step = 1; at < text.size(); at += step, step = step % 7 + 1) {
+            for (auto& e : pieces.feed(text.substr(at, step))) got.push_back(std::move(e));
+        }
+        if (got.size() != expected.size() || !std::equal(got.begin(), got.end(), expected.begin(), same)) {
+            finding("an event stream split in pieces gives other events");
+        }
+        if (pieces.pending_bytes() != whole.pending_bytes()) finding("an event stream split in pieces holds other bytes");
+    } catch (const RemoteError&) {
+    }
+}
+
 }  // namespace
 }  // namespace inferscope
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
     const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-    // 0xF0 and above select the llama2.c readers; below, the first byte modulo 3 picks a grammar,
+    // 0xF0 and above select the llama2.c readers, 0xE0 and above the remote parsers; below, the
+    // first byte modulo 3 picks a grammar,
     // which the committed corpus relies on.
     if (data[0] >= 0xF0) {
         inferscope::check_llama2c(text);
+        return 0;
+    }
+    if (data[0] >= 0xE0) {  // 0xE0..0xE7 a metrics page, 0xE8..0xEF an event stream
+        if (data[0] < 0xE8) {
+            inferscope::check_metrics_page(text);
+        } else {
+            inferscope::check_event_stream(text);
+        }
         return 0;
     }
     switch (data[0] % 3) {
