@@ -59,6 +59,7 @@ int run_cli(int argc, char** argv) {
     add_spec_table_command(app);
     add_softlabels_command(app);
     add_devices_command(app);
+    add_remote_metrics_command(app);
     require_finite_floats(app);
     try {
         app.parse(argc, argv);

@@ -12,6 +12,7 @@
 // (lists such as -p 99,99,99 multiply the work), more than 2 commas in an argument, an
 // argument naming a full-size make-model preset (hundreds of MB per input), more than 24
 // arguments, and `bench` without --membw-gbs (its bandwidth probe reads a GiB for seconds).
+// A remote command's URL needs "//", so the path rule keeps every input off the network.
 #include <unistd.h>
 
 #include <algorithm>

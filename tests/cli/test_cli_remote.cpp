@@ -1,0 +1,109 @@
+// inferscope-cli remote-metrics against a server on the loopback interface: the quantities of
+// a vLLM-style page as text and JSON, the API key taken from the environment and never
+// printed, repeated readings, and clear errors for a server that is absent or sends garbage.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.h"
+#include "support/loopback_server.h"
+
+namespace inferscope {
+namespace {
+
+constexpr const char* kPage = R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 3.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{model_name="m"} 0.5
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.01",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 3.0
+vllm:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 4.0
+vllm:time_to_first_token_seconds_sum{model_name="m"} 0.2
+vllm:time_to_first_token_seconds_count{model_name="m"} 4.0
+# TYPE process_open_fds gauge
+process_open_fds 12
+)";
+
+class CliRemoteMetrics : public ::testing::Test {
+protected:
+    void SetUp() override {
+        loopback_.server().Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+            last_authorization_ = req.get_header_value("Authorization");
+            ++requests_;
+            res.set_content(kPage, "text/plain; version=0.0.4");
+        });
+        loopback_.server().Get("/broken/metrics", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content("<html>not metrics</html>", "text/html");
+        });
+        url_ = loopback_.start();
+    }
+
+    testing::LoopbackServer loopback_;
+    std::string url_;
+    std::string last_authorization_;
+    std::atomic<int> requests_{0};
+};
+
+TEST_F(CliRemoteMetrics, TextNamesEachQuantityAndWhatTheServerDoesNotExport) {
+    const auto r = testing::run_cli("remote-metrics --url " + url_);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("vLLM metric names"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("requests running"), std::string::npos);
+    EXPECT_NE(r.out.find("KV cache usage               0.5  (vllm:kv_cache_usage_perc)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("time to first token          4 observations, mean 50.0 ms, p50 55.0 ms"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("requests waiting             not exported by this server"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("other metrics: process_open_fds"), std::string::npos) << r.out;
+}
+
+TEST_F(CliRemoteMetrics, JsonAndTheApiKeyFromTheEnvironment) {
+    const auto r = testing::run_command("env INFERSCOPE_TEST_KEY=k-123 " + std::string(INFERSCOPE_CLI_PATH) +
+                                        " remote-metrics --url " + url_ + " --api-key-env INFERSCOPE_TEST_KEY --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(last_authorization_, "Bearer k-123");
+    EXPECT_EQ(r.out.find("k-123"), std::string::npos);
+    EXPECT_EQ(r.err.find("k-123"), std::string::npos);
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("engine"), "vLLM");
+    EXPECT_EQ(j.at("url"), url_);
+    const auto& q = j.at("quantities");
+    EXPECT_EQ(q.at("requests running").at("value"), 3.0);
+    EXPECT_EQ(q.at("requests waiting").at("exported"), false);
+    EXPECT_EQ(q.at("time to first token").at("histogram").at("count"), 4.0);
+    EXPECT_DOUBLE_EQ(q.at("time to first token").at("histogram").at("p50").get<double>(), 0.055);  // rank 2 of 1..3 in 0.01..0.1
+    EXPECT_EQ(q.at("time to first token").at("histogram").at("buckets").back().at("le"), "+Inf");
+    EXPECT_EQ(j.at("unmapped"), nlohmann::json::array({"process_open_fds"}));
+
+    const auto unset = testing::run_cli("remote-metrics --url " + url_ + " --api-key-env INFERSCOPE_TEST_UNSET_KEY");
+    EXPECT_EQ(unset.exit_code, 1);
+    EXPECT_NE(unset.err.find("--api-key-env INFERSCOPE_TEST_UNSET_KEY: the variable is not set"), std::string::npos) << unset.err;
+}
+
+TEST_F(CliRemoteMetrics, WatchReadsThePageAgainOneJsonLineEach) {
+    const auto r = testing::run_cli("remote-metrics --url " + url_ + " --watch 0.05 --count 3 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(requests_.load(), 3);
+    std::istringstream lines(r.out);
+    std::string line;
+    int snapshot = 0;
+    while (std::getline(lines, line)) EXPECT_EQ(nlohmann::json::parse(line).at("snapshot"), snapshot++);
+    EXPECT_EQ(snapshot, 3);
+}
+
+TEST_F(CliRemoteMetrics, ErrorsNameTheServerAndTheProblem) {
+    const auto garbage = testing::run_cli("remote-metrics --url " + url_ + "/broken");
+    EXPECT_EQ(garbage.exit_code, 1);
+    EXPECT_NE(garbage.err.find("error: metrics line 1: "), std::string::npos) << garbage.err;
+    const std::string absent = "http://127.0.0.1:" + std::to_string(testing::closed_loopback_port());
+    const auto refused = testing::run_cli("remote-metrics --url " + absent);
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_NE(refused.err.find("error: GET " + absent + "/metrics: Connection"), std::string::npos) << refused.err;
+    const auto not_a_url = testing::run_cli("remote-metrics --url localhost:8000");
+    EXPECT_EQ(not_a_url.exit_code, 1);
+    EXPECT_NE(not_a_url.err.find("is not an http:// or https:// URL"), std::string::npos) << not_a_url.err;
+}
+
+}  // namespace
+}  // namespace inferscope
