@@ -80,6 +80,18 @@ TEST_P(ActivationKernelsTest, RmsNormMatchesTheScalarRow) {
     }
 }
 
+// Every SIMD family runs vector SwiGLU and RMS norm of its own or its base family's (AVX2,
+// NEON); GeGLU stays on the scalar table everywhere.
+TEST(ActivationKernels, SimdFamiliesDoNotFallBackToScalar) {
+    const ActivationKernels scalar = activation_kernels(CpuIsa::Scalar);
+    for (const CpuIsa isa : built_cpu_families()) {
+        if (isa == CpuIsa::Scalar || !cpu_supports(isa)) continue;
+        const ActivationKernels tested = activation_kernels(isa);
+        EXPECT_NE(tested.swiglu, scalar.swiglu) << cpu_isa_name(isa);
+        EXPECT_NE(tested.rms_norm, scalar.rms_norm) << cpu_isa_name(isa);
+    }
+}
+
 // exp_avx2.h builds 2^n in the exponent field where exp_avx512.h uses vscalefps; both say
 // they give the same results. SwiGLU over every float the clamp treats differently (below
 // -87.3, between, above 88.7) and a dense sweep must then agree to the bit.

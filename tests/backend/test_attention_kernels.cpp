@@ -58,7 +58,8 @@ struct ScatteredBlocks {
 class AttentionKernelsTest : public ::testing::TestWithParam<CpuIsa> {};
 
 // Contexts of one token, of part of a block, of an odd and an even number of 16-token runs
-// (the AVX-512 scores take runs in pairs), and long ones over many blocks.
+// (the AVX-512 scores take runs in pairs), and long ones over many blocks; head sizes with a
+// tail past every vector width (4, 8, 16).
 TEST_P(AttentionKernelsTest, MatchScalarReference) {
     const CpuIsa isa = GetParam();
     if (!cpu_supports(isa)) GTEST_SKIP() << "this CPU cannot run " << cpu_isa_name(isa) << " kernels";
@@ -69,7 +70,8 @@ TEST_P(AttentionKernelsTest, MatchScalarReference) {
     for (const Shape s : {Shape{64, 7, 16, 16, 2}, Shape{8, 2, 16, 5, 4}, Shape{32, 2, 16, 48, 2}, Shape{128, 4, 16, 3, 1},
                           Shape{20, 9, 32, 21, 1}, Shape{64, 1, 8, 8, 2}, Shape{64, 7, 16, 1, 2}, Shape{64, 7, 16, 333, 2},
                           Shape{64, 8, 16, 64, 1}, Shape{80, 3, 16, 43, 2}, Shape{64, 5, 16, 9, 2}, Shape{64, 6, 16, 32, 2},
-                          Shape{16, 16, 16, 13, 1}, Shape{48, 12, 16, 30, 2}, Shape{64, 7, 32, 100, 2}, Shape{64, 2, 8, 37, 1}}) {
+                          Shape{16, 16, 16, 13, 1}, Shape{48, 12, 16, 30, 2}, Shape{64, 7, 32, 100, 2}, Shape{64, 2, 8, 37, 1},
+                          Shape{18, 3, 16, 27, 2}, Shape{6, 2, 8, 11, 1}}) {
         const int n_blocks = (s.n_ctx + s.block_tokens - 1) / s.block_tokens;
         const int64_t v_stride = static_cast<int64_t>(s.row_heads) * s.head_dim;
         std::vector<float> q(static_cast<size_t>(s.n_q * s.head_dim));
@@ -127,6 +129,21 @@ TEST_P(AttentionKernelsTest, SoftmaxMatchesReference) {
             total += got[static_cast<size_t>(i)];
         }
         EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+}
+
+// Every SIMD family runs vector loops of its own or its base family's (AVX2, NEON), never the
+// scalar reference's.
+TEST(AttentionKernels, SimdFamiliesDoNotFallBackToScalar) {
+    const AttentionKernels scalar = attention_kernels(CpuIsa::Scalar);
+    for (const CpuIsa isa : built_cpu_families()) {
+        if (isa == CpuIsa::Scalar || !cpu_supports(isa)) continue;
+        const AttentionKernels tested = attention_kernels(isa);
+        EXPECT_NE(tested.scores_f16, scalar.scores_f16) << cpu_isa_name(isa);
+        EXPECT_NE(tested.scores_f32, scalar.scores_f32) << cpu_isa_name(isa);
+        EXPECT_NE(tested.softmax, scalar.softmax) << cpu_isa_name(isa);
+        EXPECT_NE(tested.accumulate_f16, scalar.accumulate_f16) << cpu_isa_name(isa);
+        EXPECT_NE(tested.accumulate_f32, scalar.accumulate_f32) << cpu_isa_name(isa);
     }
 }
 

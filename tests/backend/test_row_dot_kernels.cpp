@@ -57,12 +57,16 @@ const std::vector<CpuIsa> kSimdIsas = [] {
 // Whether `isa` must have a row kernel of its own for `t`: the x86-64 families and NEON for
 // every weight type, dotprod for every integer block format (sdot multiplies bytes; the float
 // rows are NEON's), i8mm for none (it adds batch kernels and borrows the rest from dotprod).
-// The ARM64 families encode activations with the scalar reference.
+// NEON encodes the Q8 activations of the integer formats (dotprod and i8mm take its
+// encoders); the ARM64 float rows encode with the scalar reference.
 bool covers_type(CpuIsa isa, GgmlType t) {
     if (isa == CpuIsa::I8mm) return false;
     return isa != CpuIsa::Dotprod || !is_float_type(t);
 }
-bool has_own_encoders(CpuIsa isa) { return isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni || isa == CpuIsa::Avx512; }
+bool has_own_encoder(CpuIsa isa, GgmlType t) {
+    if (isa == CpuIsa::Neon) return !is_float_type(t);
+    return isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni || isa == CpuIsa::Avx512;
+}
 
 // ------------------------------------------------------------------ tables
 
@@ -100,7 +104,7 @@ TEST(RowDotKernels, EachSimdFamilyProvidesItsKernelsWhole) {
             ++provided;
             EXPECT_NE(k.dot, nullptr) << name_of(t) << " " << name_of(isa);
             EXPECT_NE(k.dot_rows, nullptr) << name_of(t) << " " << name_of(isa);
-            if (has_own_encoders(isa)) {
+            if (has_own_encoder(isa, t)) {
                 EXPECT_NE(k.encode, nullptr) << name_of(t) << " " << name_of(isa);
             }
             EXPECT_EQ(k.activation_type, vec_dot_type(t)) << name_of(t) << " " << name_of(isa);

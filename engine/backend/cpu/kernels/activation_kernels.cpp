@@ -13,6 +13,8 @@ ActivationKernels family_kernels(CpuIsa isa) {
 #if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx2: return simd::avx2_activation_kernels();
         case CpuIsa::Avx512: return simd::avx512_activation_kernels();
+#elif defined(__aarch64__)
+        case CpuIsa::Neon: return simd::neon_activation_kernels();
 #endif
         default: return {};
     }

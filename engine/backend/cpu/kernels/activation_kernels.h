@@ -22,6 +22,7 @@ ActivationKernels activation_kernels(CpuIsa isa);
 namespace simd {
 ActivationKernels avx2_activation_kernels();
 ActivationKernels avx512_activation_kernels();
+ActivationKernels neon_activation_kernels();
 }  // namespace simd
 
 }  // namespace inferscope

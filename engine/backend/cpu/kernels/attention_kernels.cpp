@@ -49,6 +49,8 @@ AttentionKernels family_kernels(CpuIsa isa) {
 #if defined(__x86_64__) || defined(__i386__)
         case CpuIsa::Avx2: return simd::avx2_attention_kernels();
         case CpuIsa::Avx512: return simd::avx512_attention_kernels();
+#elif defined(__aarch64__)
+        case CpuIsa::Neon: return simd::neon_attention_kernels();
 #endif
         default: return {};
     }

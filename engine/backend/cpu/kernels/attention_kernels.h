@@ -111,6 +111,7 @@ AttentionKernels attention_kernels(CpuIsa isa);
 namespace simd {
 AttentionKernels avx2_attention_kernels();
 AttentionKernels avx512_attention_kernels();
+AttentionKernels neon_attention_kernels();
 }  // namespace simd
 
 }  // namespace inferscope

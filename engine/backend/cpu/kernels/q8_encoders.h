@@ -1,8 +1,8 @@
 #pragma once
-// The Q8_0, Q8_1 and Q8_K activation encoders of the row dot kernels, written once for both
-// instruction sets: the block loops, the checks that send a block to the scalar replicas of
-// simd_encode_fallback.h (infinities, NaNs, a multiplier that overflows), the scales and
-// Q8_1's sum. Bit-identical to quantize_row (see row_dot_ymm.h).
+// The Q8_0, Q8_1 and Q8_K activation encoders of the row dot kernels, written once for every
+// instruction set (AVX2, AVX-512, NEON): the block loops, the checks that send a block to the
+// scalar replicas of simd_encode_fallback.h (infinities, NaNs, a multiplier that overflows),
+// the scales and Q8_1's sum. Bit-identical to quantize_row (see row_dot_ymm.h).
 //
 // The vector steps come from the instruction set's traits, a type each row_dot_<isa> file
 // defines in its own anonymous namespace:
@@ -15,17 +15,20 @@
 //       static void store_q8_k_bsums(uint8_t* block);               // from the block's quants
 //   };
 //
-// Include it only from *_avx2.cpp / *_avx512.cpp files: everything is in an anonymous
-// namespace, so each file compiles its own copy with its own flags and no copy compiled for
-// one instruction set can stand in for another's (engine/CMakeLists.txt).
+// Include it only from *_avx2.cpp / *_avx512.cpp / *_neon.cpp files: everything is in an
+// anonymous namespace, so each file compiles its own copy with its own flags and no copy
+// compiled for one instruction set can stand in for another's (engine/CMakeLists.txt).
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#else
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
-#include "engine/backend/cpu/kernels/row_dot_common.h"
 #include "engine/backend/cpu/kernels/simd_encode_fallback.h"
 #include "engine/formats/block_layouts.h"
 
@@ -35,6 +38,16 @@ namespace {
 // The bits of +infinity: abs-value bit patterns order like the values, and any infinity or
 // NaN compares >= this.
 constexpr uint32_t kInfBits = 0x7F800000u;
+
+// f as F16 bits, rounded to nearest even by the hardware conversion (f is finite here, so
+// no NaN needs the reference's canonical form).
+inline uint16_t f16_bits(float f) {
+#if defined(__aarch64__)
+    return vget_lane_u16(vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(f))), 0);
+#else
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#endif
+}
 
 inline float bits_float(uint32_t bits) {
     float f;
@@ -72,8 +85,8 @@ void encode_q8_legacy(const float* x, uint8_t* dst, int64_t n) {
             }
             continue;
         }
-        store_u16(dst, _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-        if constexpr (kWithSum) store_u16(dst + 2, _cvtss_sh(d * static_cast<float>(sum), _MM_FROUND_TO_NEAREST_INT));
+        store_u16(dst, f16_bits(d));
+        if constexpr (kWithSum) store_u16(dst + 2, f16_bits(d * static_cast<float>(sum)));
     }
 }
 template <class Isa>
@@ -107,7 +120,8 @@ void encode_q8_k(const float* x, uint8_t* dst, int64_t n) {
         // |iscale * x| <= 127 (+ rounding), so nearest-even rounding needs no clamp.
         for (int c = 0; c < 8; ++c) Isa::quantize32(x + 32 * c, iscale, dst + block_layouts::kQ8_KQs + 32 * c);
         Isa::store_q8_k_bsums(dst);
-        store_f32(dst, 1 / iscale);
+        const float d = 1 / iscale;
+        std::memcpy(dst, &d, sizeof(d));
     }
 }
 

@@ -1,8 +1,11 @@
 // NEON row dot products (ARM64; Advanced SIMD needs no extra flags): F32, F16 and BF16 rows in
-// float lanes, every integer block format through widening 8-bit multiplies.
+// float lanes, every integer block format through widening 8-bit multiplies, and the Q8_0,
+// Q8_1 and Q8_K activation encoders (q8_encoders.h), which the dotprod and i8mm families take
+// from here.
 #include <bit>
 
 #include "engine/backend/cpu/kernels/neon_row_dot_table.h"
+#include "engine/backend/cpu/kernels/q8_encoders.h"
 
 namespace inferscope::simd {
 namespace {
@@ -41,6 +44,72 @@ constexpr auto kDotF32 = &float_row_dot<4, &load4_f32, &float_at>;
 constexpr auto kDotF16 = &float_row_dot<2, &load4_f16, &half_at>;
 constexpr auto kDotBf16 = &float_row_dot<2, &load4_bf16, &bf16_at>;
 
+// The NEON steps of q8_encoders.h. vcvtnq_s32_f32 rounds to nearest even as the reference
+// does; its saturation differs from x86's, but the encoders only quantize values within
+// +-127 (plus rounding), where the two agree.
+struct NeonEncoding {
+    // max |x| over `count` floats (a multiple of 4), as the bits of a float.
+    static uint32_t absmax_bits(const float* x, int count) {
+        const uint32x4_t abs_mask = vdupq_n_u32(0x7FFFFFFFu);
+        uint32x4_t m = vdupq_n_u32(0);
+        for (int i = 0; i < count; i += 4) m = vmaxq_u32(m, vandq_u32(vreinterpretq_u32_f32(vld1q_f32(x + i)), abs_mask));
+        return vmaxvq_u32(m);
+    }
+
+    // x[0..31] * multiplier rounded to nearest even and saturated to int8 (32 bytes at q);
+    // returns the int32 values summed lane by lane.
+    static int32x4_t quantize32(const float* x, float multiplier, uint8_t* q) {
+        int32x4_t rounded[8];
+        int32x4_t sums = vdupq_n_s32(0);
+        for (int k = 0; k < 8; ++k) {
+            rounded[k] = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + 4 * k), multiplier));
+            sums = vaddq_s32(sums, rounded[k]);
+        }
+        for (int half = 0; half < 2; ++half) {
+            const int32x4_t* r = rounded + 4 * half;
+            const int16x8_t low = vcombine_s16(vqmovn_s32(r[0]), vqmovn_s32(r[1]));
+            const int16x8_t high = vcombine_s16(vqmovn_s32(r[2]), vqmovn_s32(r[3]));
+            vst1q_s8(reinterpret_cast<int8_t*>(q + 16 * half), vcombine_s8(vqmovn_s16(low), vqmovn_s16(high)));
+        }
+        return sums;
+    }
+
+    static int32_t total(int32x4_t sums) { return vaddvq_s32(sums); }
+
+    // The index of the first of x[0..255] whose magnitude has the float bits `bits`.
+    static int first_of_magnitude(const float* x, uint32_t bits) {
+        const uint32x4_t target = vdupq_n_u32(bits), abs_mask = vdupq_n_u32(0x7FFFFFFFu);
+        for (int i = 0; i < 256; i += 4) {
+            const uint32x4_t hits = vceqq_u32(vandq_u32(vreinterpretq_u32_f32(vld1q_f32(x + i)), abs_mask), target);
+            if (vmaxvq_u32(hits) == 0) continue;
+            uint32_t lanes[4];
+            vst1q_u32(lanes, hits);
+            for (int j = 0; j < 4; ++j) {
+                if (lanes[j] != 0) return i + j;
+            }
+        }
+        return 0;
+    }
+
+    // Q8_K's bsums: the sum of each 16 quants.
+    static void store_q8_k_bsums(uint8_t* dst) {
+        for (int j = 0; j < 16; ++j) {
+            const int16_t sum = vaddlvq_s8(vld1q_s8(reinterpret_cast<const int8_t*>(dst + layouts::kQ8_KQs + 16 * j)));
+            store_u16(dst + layouts::kQ8_KBsums + 2 * j, static_cast<uint16_t>(sum));
+        }
+    }
+};
+
+// The encoder of `activation_type` (null for the float encodings, which stay scalar).
+EncodeRowFn q8_encoder(GgmlType activation_type) {
+    switch (activation_type) {
+        case GgmlType::Q8_0: return &encode_q8_0<NeonEncoding>;
+        case GgmlType::Q8_1: return &encode_q8_1<NeonEncoding>;
+        case GgmlType::Q8_K: return &encode_q8_k<NeonEncoding>;
+        default: return nullptr;
+    }
+}
+
 }  // namespace
 
 RowDotKernels neon_row_dot_kernels(GgmlType weight_type) {
@@ -48,7 +117,11 @@ RowDotKernels neon_row_dot_kernels(GgmlType weight_type) {
         case GgmlType::F32: return row_kernels<kDotF32>(GgmlType::F32);
         case GgmlType::F16: return row_kernels<kDotF16>(GgmlType::F16);
         case GgmlType::BF16: return row_kernels<kDotBf16>(GgmlType::BF16);
-        default: return integer_row_dot_kernels<&accumulate_16_widening>(weight_type);
+        default: {
+            RowDotKernels k = integer_row_dot_kernels<&accumulate_16_widening>(weight_type);
+            k.encode = q8_encoder(k.activation_type);
+            return k;
+        }
     }
 }
 
