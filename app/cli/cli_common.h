@@ -107,5 +107,6 @@ void add_spec_table_command(CLI::App& app);
 void add_softlabels_command(CLI::App& app);
 void add_devices_command(CLI::App& app);
 void add_remote_metrics_command(CLI::App& app);
+void add_remote_bench_command(CLI::App& app);
 
 }  // namespace inferscope::cli

@@ -64,12 +64,14 @@ nlohmann::json reading_json(const remote::ServerReading& r) {
 
 nlohmann::json metrics_json(const std::string& url, const remote::ServerMetrics& m) {
     nlohmann::json quantities = nlohmann::json::object();
-    for (const remote::ServerReading& r : m.readings) quantities[std::string(remote::quantity_name(r.quantity))] = reading_json(r);
+    for (const remote::ServerReading& r : m.readings)
+        quantities[std::string(remote::quantity_name(r.quantity))] = reading_json(r);
     return {{"url", url}, {"engine", m.engine}, {"quantities", quantities}, {"unmapped", m.unmapped}};
 }
 
 void print_metrics(const std::string& url, const remote::ServerMetrics& m) {
-    std::printf("%s: %s\n", url.c_str(), m.engine.empty() ? "no metric names of a known serving engine" : (m.engine + " metric names").c_str());
+    std::printf("%s: %s\n", url.c_str(),
+                m.engine.empty() ? "no metric names of a known serving engine" : (m.engine + " metric names").c_str());
     for (const remote::ServerReading& r : m.readings) {
         const std::string name(remote::quantity_name(r.quantity));
         if (!r.exported()) {

@@ -107,3 +107,38 @@ TEST_F(CliRemoteMetrics, ErrorsNameTheServerAndTheProblem) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
+    testing::LoopbackServer loopback;
+    testing::FakeCompletions fake;
+    fake.pause_ms = 5;
+    fake.install(loopback.server());
+    const std::string url = loopback.start();
+    const auto table = testing::run_cli("remote-bench --url " + url + " -p Hello -n 4 --concurrency 1,2");
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("model fake-model, 4 tokens per request (remote)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("| 1 | 4 | "), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("| 2 | 8 | "), std::string::npos) << table.out;
+    const auto r = testing::run_cli("remote-bench --url " + url + " -p Hello -n 3 --concurrency 2 --chat --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("model"), "fake-model");
+    EXPECT_EQ(j.at("chat"), true);
+    const auto& level = j.at("levels").at(0);
+    EXPECT_EQ(level.at("concurrency"), 2);
+    EXPECT_EQ(level.at("tokens"), 6);
+    ASSERT_EQ(level.at("streams").size(), 2u);
+    EXPECT_EQ(level.at("streams").at(0).at("arrivals_ms").size(), 3u);
+    EXPECT_EQ(level.at("streams").at(1).at("finish_reason"), "length");
+    EXPECT_EQ(fake.most_in_flight.load(), 2);
+    const auto refused =
+        testing::run_cli("remote-bench --url http://127.0.0.1:" + std::to_string(testing::closed_loopback_port()) + " -p x -n 2");
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_NE(refused.err.find("/v1/models: Connection"), std::string::npos) << refused.err;
+}
+
+}  // namespace
+}  // namespace inferscope

@@ -1,13 +1,12 @@
 // The HTTP client against a real server on the loopback interface: pages and event streams
 // as they arrive, the API key sent as a bearer token, and each way a server or the network
 // can fail, every one a RemoteError that names the URL.
-#include "engine/remote/http_client.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 
 #include "engine/core/error.h"
+#include "engine/remote/http_client.h"
 #include "support/loopback_server.h"
 
 namespace inferscope::remote {
@@ -23,7 +22,6 @@ void expect_remote_error(const std::function<void()>& call, const std::string& m
         EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
 }
-
 
 TEST(BaseUrl, HostPortPathAndWhatIsRefused) {
     const ParsedUrl plain = parse_base_url("http://localhost:8000");
@@ -67,9 +65,8 @@ TEST(HttpClient, HttpErrorsRedirectsOversizedPagesAndTimeouts) {
         res.status = 404;
         res.set_content("{\"error\": \"no such route\"}", "application/json");
     });
-    loopback.server().Get("/moved", [](const httplib::Request&, httplib::Response& res) {
-        res.set_redirect("http://elsewhere.example/metrics");
-    });
+    loopback.server().Get(
+        "/moved", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("http://elsewhere.example/metrics"); });
     loopback.server().Get("/huge", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(std::string(100000, 'x'), "text/plain");
     });

@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -54,5 +57,64 @@ inline int closed_loopback_port() {
     ::close(fd);
     return ntohs(address.sin_port);
 }
+
+// An OpenAI-compatible completion server in miniature: /v1/models names one model and
+// /v1/completions and /v1/chat/completions stream max_tokens pieces ("t0 ", "t1 ", ...) a
+// fixed pause apart, then a usage block and [DONE]. It records the most requests it held
+// at once and the last request body.
+struct FakeCompletions {
+    int pause_ms = 10;
+    bool send_usage = true;
+    std::atomic<int> in_flight{0};
+    std::atomic<int> most_in_flight{0};
+    std::mutex mutex;
+    nlohmann::json last_body;
+
+    void install(httplib::Server& server) {
+        server.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})", "application/json");
+        });
+        for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+            const bool chat = std::string(path) == "/v1/chat/completions";
+            server.Post(path, [this, chat](const httplib::Request& req, httplib::Response& res) { stream(req, res, chat); });
+        }
+    }
+
+private:
+    void stream(const httplib::Request& req, httplib::Response& res, bool chat) {
+        nlohmann::json body = nlohmann::json::parse(req.body);
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            last_body = body;
+        }
+        const int tokens = body.value("max_tokens", 16);
+        const int now = ++in_flight;
+        for (int seen = most_in_flight.load(); now > seen && !most_in_flight.compare_exchange_weak(seen, now);) {
+        }
+        res.set_chunked_content_provider("text/event-stream", [this, tokens, chat](size_t, httplib::DataSink& sink) {
+            for (int i = 0; i < tokens; ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+                const std::string piece = "t" + std::to_string(i) + " ";
+                nlohmann::json choice = chat ? nlohmann::json{{"index", 0}, {"delta", {{"content", piece}}}}
+                                             : nlohmann::json{{"index", 0}, {"text", piece}};
+                choice["finish_reason"] = i + 1 == tokens ? nlohmann::json("length") : nlohmann::json(nullptr);
+                const std::string event = "data: " + nlohmann::json{{"choices", {choice}}}.dump() + "\n\n";
+                sink.write(event.data(), event.size());
+            }
+            if (send_usage) {
+                const std::string usage =
+                    "data: " +
+                    nlohmann::json{{"choices", nlohmann::json::array()}, {"usage", {{"completion_tokens", tokens}}}}.dump() +
+                    "\n\n";
+                sink.write(usage.data(), usage.size());
+            }
+            const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            --in_flight;
+            return true;
+        });
+    }
+};
 
 }  // namespace inferscope::testing

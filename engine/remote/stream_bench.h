@@ -1,0 +1,55 @@
+#pragma once
+// Per-token timing of a real serving engine through its OpenAI-compatible streaming API: each
+// request's time to first token and the arrival of every streamed piece, and a concurrency
+// sweep (1, 2, 4, ... streams of the same prompt at once) giving aggregate tokens/s against
+// the inter-token latency each request sees, the batching trade-off measured on the server.
+#include <string>
+#include <vector>
+
+#include "engine/core/progress.h"
+#include "engine/remote/http_client.h"
+
+namespace inferscope::remote {
+
+struct CompletionRequest {
+    std::string model;   // empty: the first model /v1/models lists
+    std::string prompt;  // the user message with `chat`
+    int max_tokens = 64;
+    bool chat = false;   // /v1/chat/completions instead of /v1/completions
+};
+
+struct StreamTiming {
+    double ttft_ms = 0;                // request sent -> first piece of text
+    std::vector<double> arrivals_ms;   // each piece of text, from the request
+    int completion_tokens = 0;         // the usage block's count, else the pieces counted
+    bool usage_reported = false;       // the server sent a usage block
+    std::string finish_reason;
+    std::string text;
+    double total_ms = 0;
+    std::vector<double> inter_token_ms() const;  // gaps between consecutive pieces
+};
+
+// One streamed completion, timed. Throws RemoteError for an HTTP error, a broken stream or a
+// chunk that is not a completion chunk (the message quotes it).
+StreamTiming stream_completion(HttpClient& client, const CompletionRequest& request);
+
+// The model a server serves (the first id of /v1/models).
+std::string first_served_model(HttpClient& client);
+
+struct ConcurrencyLevel {
+    int streams = 0;
+    double wall_ms = 0;             // first request sent -> last stream ended
+    int tokens = 0;                 // completion tokens of all streams
+    double tokens_per_s = 0;        // tokens / wall time
+    double ttft_ms_median = 0;
+    double itl_ms_median = 0;       // over every gap of every stream
+    double itl_ms_p90 = 0;
+    std::vector<StreamTiming> timings;
+};
+
+// Runs each concurrency level in turn, its streams on threads of their own (a client each);
+// reports after each level and returns the levels done once `progress` is cancelled.
+std::vector<ConcurrencyLevel> sweep_concurrency(const RemoteTarget& target, const CompletionRequest& request,
+                                                const std::vector<int>& levels, const Progress& progress = {});
+
+}  // namespace inferscope::remote

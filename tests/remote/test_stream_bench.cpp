@@ -1,0 +1,111 @@
+// Streamed completions timed against a miniature OpenAI-compatible server on the loopback
+// interface: pieces, usage and finish reason read from the chunks, arrival times in order,
+// a sweep that really holds N streams at once, and chunks that are not completion chunks.
+#include <gtest/gtest.h>
+
+#include "engine/core/error.h"
+#include "engine/remote/stream_bench.h"
+#include "support/loopback_server.h"
+
+namespace inferscope::remote {
+namespace {
+
+TEST(StreamBench, ACompletionTimedPieceByPiece) {
+    testing::LoopbackServer loopback;
+    testing::FakeCompletions fake;
+    fake.install(loopback.server());
+    HttpClient client({loopback.start(), "", 10});
+    EXPECT_EQ(first_served_model(client), "fake-model");
+    for (const bool chat : {false, true}) {
+        const StreamTiming t = stream_completion(client, {"fake-model", "Hello", 5, chat});
+        EXPECT_EQ(t.text, "t0 t1 t2 t3 t4 ");
+        EXPECT_EQ(t.completion_tokens, 5);
+        EXPECT_TRUE(t.usage_reported);
+        EXPECT_EQ(t.finish_reason, "length");
+        ASSERT_EQ(t.arrivals_ms.size(), 5u);
+        EXPECT_EQ(t.ttft_ms, t.arrivals_ms[0]);
+        EXPECT_TRUE(std::is_sorted(t.arrivals_ms.begin(), t.arrivals_ms.end()));
+        EXPECT_LE(t.arrivals_ms.back(), t.total_ms);
+        EXPECT_EQ(t.inter_token_ms().size(), 4u);
+        // What the server was asked for.
+        std::lock_guard<std::mutex> lock(fake.mutex);
+        EXPECT_EQ(fake.last_body.at("stream"), true);
+        EXPECT_EQ(fake.last_body.at("max_tokens"), 5);
+        EXPECT_EQ(fake.last_body.at("model"), "fake-model");
+        EXPECT_EQ(fake.last_body.contains("messages"), chat);
+        EXPECT_EQ(fake.last_body.contains("prompt"), !chat);
+    }
+}
+
+TEST(StreamBench, WithoutAUsageBlockThePiecesAreCounted) {
+    testing::LoopbackServer loopback;
+    testing::FakeCompletions fake;
+    fake.send_usage = false;
+    fake.install(loopback.server());
+    HttpClient client({loopback.start(), "", 10});
+    const StreamTiming t = stream_completion(client, {"fake-model", "Hi", 3, false});
+    EXPECT_FALSE(t.usage_reported);
+    EXPECT_EQ(t.completion_tokens, 3);
+}
+
+TEST(StreamBench, EachLevelHoldsItsStreamsAtOnce) {
+    testing::LoopbackServer loopback;
+    testing::FakeCompletions fake;
+    fake.pause_ms = 20;
+    fake.install(loopback.server());
+    const RemoteTarget target{loopback.start(), "", 10};
+    std::vector<int64_t> reported;
+    const Progress progress([&](const ProgressUpdate& u) { reported.push_back(u.done); });
+    const auto levels = sweep_concurrency(target, {"", "Hello", 6, false}, {1, 4}, progress);
+    ASSERT_EQ(levels.size(), 2u);
+    EXPECT_EQ(fake.most_in_flight.load(), 4);
+    EXPECT_EQ(reported, (std::vector<int64_t>{1, 2}));
+    for (const ConcurrencyLevel& l : levels) {
+        EXPECT_EQ(l.timings.size(), static_cast<size_t>(l.streams));
+        EXPECT_EQ(l.tokens, 6 * l.streams);
+        EXPECT_GT(l.tokens_per_s, 0.0);
+        EXPECT_GT(l.itl_ms_median, 0.0);
+        EXPECT_LE(l.itl_ms_median, l.itl_ms_p90);
+    }
+    std::printf("[ measured ] fake server, 20 ms per token: %.1f tokens/s with 1 stream, %.1f with 4\n", levels[0].tokens_per_s,
+                levels[1].tokens_per_s);
+}
+
+TEST(StreamBench, CancellingStopsBetweenLevels) {
+    testing::LoopbackServer loopback;
+    testing::FakeCompletions fake;
+    fake.pause_ms = 1;
+    fake.install(loopback.server());
+    bool cancel = false;
+    const Progress progress([&](const ProgressUpdate&) { cancel = true; }, [&] { return cancel; });
+    const auto levels = sweep_concurrency({loopback.start(), "", 10}, {"fake-model", "x", 2, false}, {1, 2, 4}, progress);
+    EXPECT_EQ(levels.size(), 1u);
+}
+
+TEST(StreamBench, ChunksThatAreNotCompletionChunks) {
+    testing::LoopbackServer loopback;
+    const auto serve = [&](const char* path, std::string events) {
+        loopback.server().Post(
+            path, [events](const httplib::Request&, httplib::Response& res) { res.set_content(events, "text/event-stream"); });
+    };
+    serve("/a/v1/completions", "data: not json\n\n");
+    serve("/b/v1/completions", "data: {\"object\":\"text_completion\"}\n\n");
+    serve("/c/v1/completions", "data: {\"error\":{\"message\":\"out of memory\"}}\n\n");
+    const std::string url = loopback.start();
+    const auto expect = [&](const char* prefix, const std::string& message) {
+        HttpClient client({url + prefix, "", 5});
+        try {
+            stream_completion(client, {"m", "x", 4, false});
+            ADD_FAILURE() << prefix << ": no error";
+        } catch (const RemoteError& e) {
+            EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+        }
+    };
+    expect("/a", "a chunk that is not JSON: not json");
+    expect("/b", "a stream chunk without choices");
+    expect("/c", "the server reported an error mid-stream: {\"message\":\"out of memory\"}");
+    EXPECT_THROW(sweep_concurrency({url, "", 5}, {"m", "x", 4, false}, {0}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace inferscope::remote
