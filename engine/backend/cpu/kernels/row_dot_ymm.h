@@ -17,6 +17,9 @@
 //    with fused multiply-adds, so results differ from the scalar reference by float
 //    summation order only. F16/BF16 products are exact in float, so there the fma changes
 //    nothing but the order of the sums (the reference accumulates in double).
+//  * Batches (dot_rows_batch, for the 32-element block formats, Q4_K, Q5_K and Q6_K): each
+//    weight row is unpacked once for several activation rows, and each activation row's
+//    float steps are those of its one-row kernel, so every result has dot_rows' bits.
 //
 // Integer tricks:
 //  * unsigned-by-signed products with _mm256_maddubs_epi16: the weight's quant is kept
@@ -30,11 +33,14 @@
 //    (The AVX-512 kernels have no such exception.)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
+#include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/q8_encoders.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/row_dot_common.h"
@@ -169,63 +175,80 @@ constexpr auto dot_f16 = &dot_halves<&f16x8, &f16_at>;
 constexpr auto dot_bf16 = &dot_halves<&bf16x8, &bf16_at>;
 
 // ---------------------------------------------------------------- legacy 32-element blocks
-// Each BlockSum returns the block's exact integer dot product spread over eight int32 lanes.
 
 #if defined(__AVXVNNI__)
-// The sums of each dword's four u8 x s8 products, exact in int32.
-inline __m256i byte_products(__m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u8, s8); }
-// byte_products(a, s8) - byte_products(b, s8).
-inline __m256i byte_product_difference(__m256i a, __m256i b, __m256i s8) {
-    return _mm256_sub_epi32(byte_products(a, s8), byte_products(b, s8));
-}
+// acc + the sums of each dword's four u8 x s8 products, exact in int32.
+inline __m256i add_byte_products(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_avx_epi32(acc, u8, s8); }
+inline __m256i byte_products(__m256i u8, __m256i s8) { return add_byte_products(_mm256_setzero_si256(), u8, s8); }
 #else
 // Through int16 pair sums: exact for every operand range used here (see "Integer tricks").
 inline __m256i byte_products(__m256i u8, __m256i s8) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), ones16()); }
-inline __m256i byte_product_difference(__m256i a, __m256i b, __m256i s8) {
-    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(a, s8), _mm256_maddubs_epi16(b, s8)), ones16());
-}
+inline __m256i add_byte_products(__m256i acc, __m256i u8, __m256i s8) { return _mm256_add_epi32(acc, byte_products(u8, s8)); }
 #endif
 
-struct Q8_0Sum {  // Q8_0 x Q8_0: |x| * (w with the sign of x)
+// Each block type unpacks a weight block's 32 quants into one register (unpack: done once
+// for all the activation rows of a batch) and gives their exact integer dot product with an
+// activation block, spread over eight int32 lanes (sum). What sum needs of the activation
+// block alone comes from prepare(activation block), which a batch computes once per call
+// (kPrepared; the others' is zero and unused). The lanes are the same either way, so one
+// row and batches give the same bits.
+
+// Quants q with an offset (value q - Offset): the prepared term is -sum(Offset * x) per lane.
+template <int Offset>
+struct OffsetSum {
+    static constexpr bool kPrepared = true;
+    static __m256i prepare(const uint8_t* bx) {
+        return _mm256_sub_epi32(_mm256_setzero_si256(), byte_products(_mm256_set1_epi8(Offset), load256(bx + 2)));
+    }
+    static __m256i sum(__m256i q, const uint8_t* bx, __m256i minus_offset) {
+        return add_byte_products(minus_offset, q, load256(bx + 2));
+    }
+};
+
+// Signed weights or levels s against x as |x| * (s with the sign of x): the prepared term is |x|.
+struct SignedSum {
+    static constexpr bool kPrepared = true;
+    static __m256i prepare(const uint8_t* bx) { return _mm256_abs_epi8(load256(bx + 2)); }
+    static __m256i sum(__m256i s, const uint8_t* bx, __m256i abs_x) {
+        return byte_products(abs_x, _mm256_sign_epi8(s, load256(bx + 2)));
+    }
+};
+
+// Unsigned quants against Q8_1: nothing to prepare.
+struct PlainSum {
+    static constexpr bool kPrepared = false;
+    static __m256i prepare(const uint8_t*) { return _mm256_setzero_si256(); }
+    static __m256i sum(__m256i q, const uint8_t* bx, __m256i) { return byte_products(q, load256(bx + 4)); }
+};
+
+// The quants of a 5-bit block, nibble + 16 * (bit j of the four bytes at qh), in 0..31.
+inline __m256i five_bits(const uint8_t* qh, const uint8_t* qs) {
+    return _mm256_or_si256(nibbles32(qs), _mm256_and_si256(bits_to_bytes(load_u32(qh)), _mm256_set1_epi8(16)));
+}
+
+struct Q8_0Sum : SignedSum {  // see "Integer tricks" for the weight -128
     static constexpr int64_t kW = kQ8_0, kX = kQ8_0;
-    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
-        const __m256i qw = load256(bw + 2);
-        const __m256i qx = load256(bx + 2);
-        return byte_products(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qw, qx));
-    }
+    static __m256i unpack(const uint8_t* bw) { return load256(bw + 2); }
 };
 
-struct Q4_0Sum {  // sum((q - 8) * x) = sum(q * x) - sum(8 * x), q in 0..15
+struct Q4_0Sum : OffsetSum<8> {  // q in 0..15
     static constexpr int64_t kW = kQ4_0, kX = kQ8_0;
-    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
-        const __m256i q = nibbles32(bw + 2);
-        return byte_product_difference(q, _mm256_set1_epi8(8), load256(bx + 2));
-    }
+    static __m256i unpack(const uint8_t* bw) { return nibbles32(bw + 2); }
 };
 
-struct Q5_0Sum {  // q = nibble + 16*bit - 16: sum(nibble * x) - sum(16 * x where the bit is clear)
+struct Q5_0Sum : OffsetSum<16> {  // q = nibble + 16*bit in 0..31
     static constexpr int64_t kW = kQ5_0, kX = kQ8_0;
-    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
-        const __m256i q = nibbles32(bw + 6);
-        const __m256i clear16 = _mm256_andnot_si256(bits_to_bytes(load_u32(bw + 2)), _mm256_set1_epi8(16));
-        return byte_product_difference(q, clear16, load256(bx + 2));
-    }
+    static __m256i unpack(const uint8_t* bw) { return five_bits(bw + 2, bw + 6); }
 };
 
-struct Q4_1Sum {  // q in 0..15
+struct Q4_1Sum : PlainSum {  // q in 0..15
     static constexpr int64_t kW = kQ4_1, kX = kQ8_1;
-    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
-        return byte_products(nibbles32(bw + 4), load256(bx + 4));
-    }
+    static __m256i unpack(const uint8_t* bw) { return nibbles32(bw + 4); }
 };
 
-struct Q5_1Sum {  // q = nibble + 16*bit in 0..31
+struct Q5_1Sum : PlainSum {  // q = nibble + 16*bit in 0..31
     static constexpr int64_t kW = kQ5_1, kX = kQ8_1;
-    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
-        const __m256i high = _mm256_and_si256(bits_to_bytes(load_u32(bw + 4)), _mm256_set1_epi8(16));
-        const __m256i q = _mm256_or_si256(nibbles32(bw + 8), high);
-        return byte_products(q, load256(bx + 4));
-    }
+    static __m256i unpack(const uint8_t* bw) { return five_bits(bw + 4, bw + 8); }
 };
 
 // The sixteen IQ4 levels in both 128-bit lanes, for _mm256_shuffle_epi8 lookups by nibble.
@@ -233,74 +256,172 @@ inline __m256i iq4_levels() {
     return _mm256_broadcastsi128_si256(load128(reinterpret_cast<const uint8_t*>(kIQ4NLValues)));
 }
 
-// The levels of 32 elements whose nibbles start at qs, given x's signs: multiplied by |x|,
-// they give level * x exactly for every int8 x (|-128| = 128 is a valid unsigned byte; no
-// level is -128, so negating one cannot overflow, and int16 pair sums 2 * 128 * 127 < 32768).
-inline __m256i iq4_levels_signed_as(const uint8_t* qs, __m256i qx) {
-    return _mm256_sign_epi8(_mm256_shuffle_epi8(iq4_levels(), nibbles32(qs)), qx);
+// The levels of the 32 elements whose nibbles start at qs.
+inline __m256i iq4_levels_of(const uint8_t* qs) { return _mm256_shuffle_epi8(iq4_levels(), nibbles32(qs)); }
+
+// Levels given x's signs: multiplied by |x|, they give level * x exactly for every int8 x
+// (|-128| = 128 is a valid unsigned byte; no level is -128, so negating one cannot overflow,
+// and int16 pair sums 2 * 128 * 127 < 32768).
+inline __m256i levels_signed_as(__m256i levels, __m256i qx) { return _mm256_sign_epi8(levels, qx); }
+
+struct IQ4_NLSum : SignedSum {  // Q4_0's layout with the nibbles looked up in the level table
+    static constexpr int64_t kW = kIQ4_NL, kX = kQ8_0;
+    static __m256i unpack(const uint8_t* bw) { return iq4_levels_of(bw + 2); }
+};
+
+// The f16 scales of four blocks (p, p + stride, ...) as floats: [d0 d1 d2 d3], or with the
+// mins (Q4_1, Q5_1) and the activation sums (Q8_1) [d0 m0 d1 m1 d2 m2 d3 m3].
+template <bool WithMin>
+inline auto block_scales(const uint8_t* p, int64_t stride) {
+    if constexpr (WithMin) {
+        return f16x2x4(p, stride);
+    } else {
+        return f16x4(p, stride);
+    }
+}
+// The products of the weight's and the activation's block scales: [p0 p1 p2 p3 p0 p1 p2 p3]
+// (both 128-bit lanes the same, so that an in-lane permute broadcasts one), or with the mins
+// [d0 m0 ... d3 m3] (products d_w*d_x and m_w*s_x).
+inline __m256 scale_products(__m128 a, __m128 b) {
+    const __m128 p = _mm_mul_ps(a, b);
+    return _mm256_set_m128(p, p);
+}
+inline __m256 scale_products(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+
+// Block K's d_w*d_x of scale_products in all eight lanes.
+template <bool WithMin, int K>
+inline __m256 block_scale(__m256 d) {
+    if constexpr (WithMin) {
+        return lane(d, 2 * K);
+    } else {
+        return _mm256_permute_ps(d, K * 0x55);
+    }
 }
 
-struct IQ4_NLSum {  // Q4_0's layout with the nibbles looked up in the level table
-    static constexpr int64_t kW = kIQ4_NL, kX = kQ8_0;
-    static __m256i sum(const uint8_t* bw, const uint8_t* bx) {
-        const __m256i qx = load256(bx + 2);
-        return byte_products(_mm256_abs_epi8(qx), iq4_levels_signed_as(bw + 2, qx));
+// Where the legacy kernels get an activation row's block scales (scales(i, b): blocks b..b+3
+// of row i, as block_scales gives them) and prepared terms (prepared(i, b)): computed from
+// the blocks of one row at x (one row's dot) ...
+template <class Block, bool WithMin>
+struct FromBlocks {
+    const uint8_t* x;
+    auto scales(int, int64_t b) const { return block_scales<WithMin>(x + b * Block::kX, Block::kX); }
+    __m256i prepared(int, int64_t b) const { return Block::prepare(x + b * Block::kX); }
+};
+
+// ... or laid out once per call for all the weight rows (rows of nb blocks, one after the other).
+template <class Block, bool WithMin>
+struct LaidOut {
+    static constexpr int64_t kScalesPerBlock = WithMin ? 2 : 1;
+    const float* block_scales;
+    const uint8_t* prepared_terms;  // 32 bytes per block (Block::kPrepared)
+    int64_t nb;
+    auto scales(int i, int64_t b) const {
+        const float* p = block_scales + (i * nb + b) * kScalesPerBlock;
+        if constexpr (WithMin) {
+            return _mm256_loadu_ps(p);
+        } else {
+            return _mm_loadu_ps(p);
+        }
+    }
+    __m256i prepared(int i, int64_t b) const {
+        if constexpr (Block::kPrepared) {
+            return load256(prepared_terms + (i * nb + b) * 32);
+        } else {
+            return _mm256_setzero_si256();
+        }
     }
 };
 
-// sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x when WithMin], four blocks per iteration
-// with one accumulator each.
+// Block b + K: its weights unpacked once, its integer sum with each activation row's block
+// (at x + i * x_stride) times its scale added into that row's accumulator K % 2.
+template <class Block, bool WithMin, int K, int B, class Activations>
+inline void legacy_block(const uint8_t* w, const uint8_t* x, uint64_t x_stride, const Activations& acts, int64_t b,
+                         const __m256 (&d)[B], __m256 (&acc)[B][2]) {
+    const __m256i q = Block::unpack(w + (b + K) * Block::kW);
+#pragma GCC unroll 8
+    for (int i = 0; i < B; ++i) {
+        const __m256i s = Block::sum(q, x + i * x_stride + (b + K) * Block::kX, acts.prepared(i, b + K));
+        acc[i][K % 2] = _mm256_fmadd_ps(block_scale<WithMin, K>(d[i]), _mm256_cvtepi32_ps(s), acc[i][K % 2]);
+    }
+}
+
+// The dot products of one weight row with B activation rows (row i at x + i * x_stride, its
+// scales and prepared terms from acts), to out[i * out_stride]:
+// sum over blocks of (d_w*d_x) * sumi [+ m_w * s_x when WithMin]. Four blocks per iteration,
+// block k's product added into accumulator k % 2 of its activation row: two chains per row
+// keep four activation rows' accumulators in registers beside the unpacked weights. One row
+// (dot_legacy) and batches (dot_rows_batch_legacy) both run it, so their bits agree.
+template <class Block, bool WithMin, int B, class Activations>
+void legacy_rows_of(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, const Activations& acts, float* out,
+                    int64_t out_stride) {
+    __m256 acc[B][2], accm[B];  // accm (WithMin): [d_w*d_x, m_w*s_x] pairs; the odd lanes count
+    for (int i = 0; i < B; ++i) acc[i][0] = acc[i][1] = accm[i] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        const uint8_t* wb = w + b * Block::kW;
+        prefetch_span<4 * Block::kW>(wb + tuning::kRowDotPrefetchBytes);
+        const auto dw = block_scales<WithMin>(wb, Block::kW);
+        __m256 d[B];
+#pragma GCC unroll 8
+        for (int i = 0; i < B; ++i) {
+            d[i] = scale_products(dw, acts.scales(i, b));
+            if constexpr (WithMin) accm[i] = _mm256_add_ps(accm[i], d[i]);
+        }
+        legacy_block<Block, WithMin, 0>(w, x, x_stride, acts, b, d, acc);
+        legacy_block<Block, WithMin, 1>(w, x, x_stride, acts, b, d, acc);
+        legacy_block<Block, WithMin, 2>(w, x, x_stride, acts, b, d, acc);
+        legacy_block<Block, WithMin, 3>(w, x, x_stride, acts, b, d, acc);
+    }
+    float tail_min[B] = {};
+    for (; b < nb; ++b) {
+        const uint8_t* wb = w + b * Block::kW;
+        const __m256i q = Block::unpack(wb);
+        for (int i = 0; i < B; ++i) {
+            const uint8_t* xb = x + i * x_stride + b * Block::kX;
+            const __m256 d = _mm256_set1_ps(f16_at(wb) * f16_at(xb));
+            acc[i][0] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(Block::sum(q, xb, acts.prepared(i, b))), acc[i][0]);
+            if constexpr (WithMin) tail_min[i] += f16_at(wb + 2) * f16_at(xb + 2);
+        }
+    }
+    for (int i = 0; i < B; ++i) {
+        float sum = hsum(_mm256_add_ps(acc[i][0], acc[i][1]));
+        if constexpr (WithMin) {
+            const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+            sum += hsum(_mm256_and_ps(accm[i], odd)) + tail_min[i];
+        }
+        out[i * out_stride] = sum;
+    }
+}
+
 template <class Block, bool WithMin>
 float dot_legacy(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 32;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();  // WithMin: [d_w*d_x, m_w*s_x] pairs; the odd lanes count
-    int64_t b = 0;
-    for (; b + 4 <= nb; b += 4, w += 4 * Block::kW, x += 4 * Block::kX) {
-        prefetch_span<4 * Block::kW>(w + tuning::kRowDotPrefetchBytes);
-        __m256 d;  // block k's d_w*d_x in lane k (WithMin: lane 2k)
-        if constexpr (WithMin) {
-            d = _mm256_mul_ps(f16x2x4(w, Block::kW), f16x2x4(x, Block::kX));
-            accm = _mm256_add_ps(accm, d);
-        } else {
-            d = _mm256_castps128_ps256(_mm_mul_ps(f16x4(w, Block::kW), f16x4(x, Block::kX)));
-        }
-        constexpr int kStep = WithMin ? 2 : 1;
-        const __m256i s0 = Block::sum(w, x);
-        const __m256i s1 = Block::sum(w + Block::kW, x + Block::kX);
-        const __m256i s2 = Block::sum(w + 2 * Block::kW, x + 2 * Block::kX);
-        const __m256i s3 = Block::sum(w + 3 * Block::kW, x + 3 * Block::kX);
-        acc0 = _mm256_fmadd_ps(lane(d, 0), _mm256_cvtepi32_ps(s0), acc0);
-        acc1 = _mm256_fmadd_ps(lane(d, kStep), _mm256_cvtepi32_ps(s1), acc1);
-        acc2 = _mm256_fmadd_ps(lane(d, 2 * kStep), _mm256_cvtepi32_ps(s2), acc2);
-        acc3 = _mm256_fmadd_ps(lane(d, 3 * kStep), _mm256_cvtepi32_ps(s3), acc3);
-    }
-    float tail_min = 0.0f;
-    for (; b < nb; ++b, w += Block::kW, x += Block::kX) {
-        const __m256 d = _mm256_set1_ps(f16_at(w) * f16_at(x));
-        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(Block::sum(w, x)), acc0);
-        if constexpr (WithMin) tail_min += f16_at(w + 2) * f16_at(x + 2);
-    }
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    if constexpr (WithMin) {
-        const __m256 odd = _mm256_castsi256_ps(_mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
-        sum += hsum(_mm256_and_ps(accm, odd)) + tail_min;
-    }
-    return sum;
+    float out = 0.0f;
+    legacy_rows_of<Block, WithMin, 1>(n / 32, w, x, 0, FromBlocks<Block, WithMin>{x}, &out, 1);
+    return out;
 }
 
 // ---------------------------------------------------------------- K-quants (x Q8_K)
 
+// sum(q * x) over one 32-element run weighted by run_scales (int16, per 128-bit lane), as int32x8.
+inline __m256i scaled_run_by(__m256i q, const uint8_t* qx, __m256i run_scales) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(qx)), run_scales);
+}
+
 // sum(q * x) over one 32-element run, each half of it weighted by its int16 scale (the
 // shuffle of `scales` that puts the run's two scales in the two 128-bit lanes), as int32x8.
 inline __m256i scaled_run(__m256i q, const uint8_t* qx, __m256i scales, __m256i shuffle) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(qx)), _mm256_shuffle_epi8(scales, shuffle));
+    return scaled_run_by(q, qx, _mm256_shuffle_epi8(scales, shuffle));
 }
 
-// Q4_K/Q5_K: 32-element sub-blocks with one scale each (both 128-bit halves of a run get it).
-template <int C, bool Q5>
-inline __m256i k4_chunk(const uint8_t* qs, __m256i qh, const uint8_t* qx, __m256i scales) {
+// The super-block kernels below take B activation rows (row i at x + i * x_stride) against
+// one weight row, each sum to out[i * out_stride]. Their integer sums are exact, so only the
+// float steps, one per super-block and activation row, fix the bits, and those are the same
+// for every B: one row (dot_super) and batches (dot_rows_batch_super) agree.
+
+// Q4_K/Q5_K: 32-element sub-blocks with one scale each (both 128-bit halves of a run get it);
+// chunk C's 64 elements added to every activation row's sumi.
+template <int C, bool Q5, int B>
+inline void k4_chunk(const uint8_t* qs, __m256i qh, const uint8_t* x, uint64_t x_stride, __m256i scales, __m256i (&sumi)[B]) {
     const __m256i q = load256(qs + 32 * C);
     __m256i lo = _mm256_and_si256(q, low_nibbles());
     __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low_nibbles());
@@ -308,69 +429,110 @@ inline __m256i k4_chunk(const uint8_t* qs, __m256i qh, const uint8_t* qx, __m256
         lo = _mm256_or_si256(lo, move_bit<2 * C, 4>(qh));
         hi = _mm256_or_si256(hi, move_bit<2 * C + 1, 4>(qh));
     }
-    const __m256i plo = scaled_run(lo, qx + 64 * C, scales, word_pair_shuffle(2 * C, 2 * C));
-    const __m256i phi = scaled_run(hi, qx + 64 * C + 32, scales, word_pair_shuffle(2 * C + 1, 2 * C + 1));
-    return _mm256_add_epi32(plo, phi);
+    const __m256i lo_scales = _mm256_shuffle_epi8(scales, word_pair_shuffle(2 * C, 2 * C));
+    const __m256i hi_scales = _mm256_shuffle_epi8(scales, word_pair_shuffle(2 * C + 1, 2 * C + 1));
+#pragma GCC unroll 8
+    for (int i = 0; i < B; ++i) {
+        const uint8_t* qx = x + i * x_stride + kQ8_KQs + 64 * C;
+        const __m256i p = _mm256_add_epi32(scaled_run_by(lo, qx, lo_scales), scaled_run_by(hi, qx + 32, hi_scales));
+        sumi[i] = _mm256_add_epi32(sumi[i], p);
+    }
 }
 
 template <bool Q5>
-float dot_k4_family(int64_t n, const uint8_t* w, const uint8_t* x) {
-    constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
-    constexpr int64_t kQs = Q5 ? 48 : 16;
-    const int64_t nb = n / 256;
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kW, x += kQ8_K) {
-        prefetch_span<kW>(w + tuning::kRowDotPrefetchBytes);
-        const float dx = load_f32(x);
-        const __m128i sm = k4_scales_mins(w + 4);
-        // min term: sum_j m_j * (bsums[2j] + bsums[2j+1])
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 2) * dx), _mm256_cvtepi32_ps(msum), accm);
-
-        const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-        const __m256i qh = Q5 ? load256(w + 16) : _mm256_setzero_si256();
-        const uint8_t* qs = w + kQs;
-        const uint8_t* qx = x + kQ8_KQs;
-        __m256i sumi = _mm256_add_epi32(k4_chunk<0, Q5>(qs, qh, qx, scales), k4_chunk<1, Q5>(qs, qh, qx, scales));
-        sumi = _mm256_add_epi32(sumi, k4_chunk<2, Q5>(qs, qh, qx, scales));
-        sumi = _mm256_add_epi32(sumi, k4_chunk<3, Q5>(qs, qh, qx, scales));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w) * dx), _mm256_cvtepi32_ps(sumi), acc);
+struct K4Rows {
+    template <int B>
+    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
+        constexpr int64_t kQs = Q5 ? 48 : 16;
+        __m256 acc[B], accm[B];
+        for (int i = 0; i < B; ++i) acc[i] = accm[i] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < nb; ++s, w += kW, x += kQ8_K) {
+            prefetch_span<kW>(w + tuning::kRowDotPrefetchBytes);
+            const __m128i sm = k4_scales_mins(w + 4);
+            const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+            __m256i sumi[B];
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const uint8_t* xi = x + i * x_stride;
+                // min term: sum_j m_j * (bsums[2j] + bsums[2j+1])
+                const __m256i msum = _mm256_madd_epi16(load256(xi + kQ8_KBsums), mins);
+                accm[i] = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 2) * load_f32(xi)), _mm256_cvtepi32_ps(msum), accm[i]);
+                sumi[i] = _mm256_setzero_si256();
+            }
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            const __m256i qh = Q5 ? load256(w + 16) : _mm256_setzero_si256();
+            k4_chunk<0, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
+            k4_chunk<1, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
+            k4_chunk<2, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
+            k4_chunk<3, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const float d = f16_at(w) * load_f32(x + i * x_stride);
+                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+            }
+        }
+        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]) - hsum(accm[i]);
     }
-    return hsum(acc) - hsum(accm);
-}
+};
 
-// Q6_K: q = 6-bit value in 0..63, value = q - 32; the -32 goes through the bsums.
-float dot_q6_k(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 256;
+// Q6_K: q = 6-bit value in 0..63, value = q - 32; the -32 goes through the bsums. Half h's
+// 128 elements (four runs of 32) added to every activation row's sumi.
+template <int B>
+inline void q6k_half(const uint8_t* w, int h, const uint8_t* x, uint64_t x_stride, __m256i (&sumi)[B]) {
     const __m256i m4 = low_nibbles();
     const __m256i m30 = _mm256_set1_epi8(0x30);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kQ6_K, x += kQ8_K) {
-        prefetch_span<kQ6_K>(w + tuning::kRowDotPrefetchBytes);
-        const __m128i sc8 = load128(w + 192);
-        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
-        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
-        for (int h = 0; h < 2; ++h) {
-            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(load64(w + 192 + 8 * h)));
-            const __m256i ql0 = load256(w + 64 * h);
-            const __m256i ql1 = load256(w + 64 * h + 32);
-            const __m256i qh = load256(w + 128 + 32 * h);
-            const __m256i a0 = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-            const __m256i a1 = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-            const __m256i a2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
-            const __m256i a3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-            const uint8_t* qx = x + kQ8_KQs + 128 * h;
-            const __m256i p0 = scaled_run(a0, qx, scales, word_pair_shuffle(0, 1));
-            const __m256i p1 = scaled_run(a1, qx + 32, scales, word_pair_shuffle(2, 3));
-            const __m256i p2 = scaled_run(a2, qx + 64, scales, word_pair_shuffle(4, 5));
-            const __m256i p3 = scaled_run(a3, qx + 96, scales, word_pair_shuffle(6, 7));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 208) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(load64(w + 192 + 8 * h)));
+    const __m256i ql0 = load256(w + 64 * h);
+    const __m256i ql1 = load256(w + 64 * h + 32);
+    const __m256i qh = load256(w + 128 + 32 * h);
+    const __m256i a0 = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+    const __m256i a1 = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+    const __m256i a2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+    const __m256i a3 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+#pragma GCC unroll 8
+    for (int i = 0; i < B; ++i) {
+        const uint8_t* qx = x + i * x_stride + kQ8_KQs + 128 * h;
+        const __m256i p0 = scaled_run(a0, qx, scales, word_pair_shuffle(0, 1));
+        const __m256i p1 = scaled_run(a1, qx + 32, scales, word_pair_shuffle(2, 3));
+        const __m256i p2 = scaled_run(a2, qx + 64, scales, word_pair_shuffle(4, 5));
+        const __m256i p3 = scaled_run(a3, qx + 96, scales, word_pair_shuffle(6, 7));
+        sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
     }
-    return hsum(acc);
+}
+
+struct Q6KRows {
+    template <int B>
+    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        __m256 acc[B];
+        for (int i = 0; i < B; ++i) acc[i] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < nb; ++s, w += kQ6_K, x += kQ8_K) {
+            prefetch_span<kQ6_K>(w + tuning::kRowDotPrefetchBytes);
+            const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w + 192));
+            __m256i sumi[B];
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const __m256i offset = _mm256_madd_epi16(load256(x + i * x_stride + kQ8_KBsums), sc16);
+                sumi[i] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
+            }
+            q6k_half(w, 0, x, x_stride, sumi);
+            q6k_half(w, 1, x, x_stride, sumi);
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const float d = f16_at(w + 208) * load_f32(x + i * x_stride);
+                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+            }
+        }
+        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]);
+    }
+};
+
+template <class K>
+float dot_super(int64_t n, const uint8_t* w, const uint8_t* x) {
+    float out = 0.0f;
+    K::template rows<1>(n / 256, w, x, 0, &out, 1);
+    return out;
 }
 
 // Q3_K: q = 2 low bits + 4 * hmask bit in 0..7, value = q - 4; the -4 goes through the bsums.
@@ -455,7 +617,7 @@ float dot_iq4_xs(int64_t n, const uint8_t* w, const uint8_t* x) {
         for (int g = 0; g < 8; ++g) {
             const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4)) - 32;
             const __m256i qx = load256(x + kQ8_KQs + 32 * g);
-            const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qx), iq4_levels_signed_as(w + 8 + 16 * g, qx));
+            const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qx), levels_signed_as(iq4_levels_of(w + 8 + 16 * g), qx));
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<short>(ls))));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
@@ -546,22 +708,101 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
     for (; i < n; ++i) store_u16(dst + 2 * i, fallback::fp32_to_bf16(x[i]));
 }
 
+// ---------------------------------------------------------------- batches
+
+// Each weight row against the activation rows Max at a time (the row is still in L1 for the
+// groups after the first): group(b, r, i0) runs activation rows [i0, i0 + b) against weight
+// row r, with b a compile-time count so that their accumulators stay in registers.
+template <int Max, class Group>
+inline void batch_rows(int64_t n_rows, int n_x, const Group& group) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int i0 = 0; i0 < n_x; i0 += Max) {
+            with_compile_time_count<Max>(std::min(Max, n_x - i0), [&](auto b) { group(b, r, i0); });
+        }
+    }
+}
+
+// See RowsDotBatchFn. The activation rows' block scales (as floats) and prepared terms are
+// computed once per call rather than once per weight row.
+template <class Block, bool WithMin>
+void dot_rows_batch_legacy(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x,
+                           uint64_t x_row_bytes, int n_x, float* out, int64_t out_stride) {
+    using Laid = LaidOut<Block, WithMin>;
+    const int64_t nb = n / 32;
+    // Per thread and reused from call to call: a batched step makes a few hundred calls.
+    thread_local std::vector<float> scales;
+    thread_local std::vector<uint8_t> prepared;
+    scales.resize(static_cast<size_t>(n_x * nb * Laid::kScalesPerBlock));
+    if constexpr (Block::kPrepared) prepared.resize(static_cast<size_t>(n_x * nb * 32));
+    for (int i = 0; i < n_x; ++i) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* xb = x + i * x_row_bytes + b * Block::kX;
+            float* s = scales.data() + (i * nb + b) * Laid::kScalesPerBlock;
+            s[0] = f16_at(xb);
+            if constexpr (WithMin) s[1] = f16_at(xb + 2);
+            if constexpr (Block::kPrepared) store256(prepared.data() + (i * nb + b) * 32, Block::prepare(xb));
+        }
+    }
+    constexpr int kMax = WithMin ? tuning::kMaxBatchWithMin : tuning::kMaxBatch;
+    batch_rows<kMax>(n_rows, n_x, [&](auto count, int64_t r, int i0) {
+        const Laid acts{scales.data() + i0 * nb * Laid::kScalesPerBlock, prepared.data() + i0 * nb * 32, nb};
+        legacy_rows_of<Block, WithMin, decltype(count)::value>(nb, w + r * row_bytes, x + i0 * x_row_bytes, x_row_bytes, acts,
+                                                               out + i0 * out_stride + r, out_stride);
+    });
+}
+
+// See RowsDotBatchFn, for the super-block kernels K (K4Rows, Q6KRows).
+template <class K>
+void dot_rows_batch_super(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, uint64_t x_row_bytes,
+                          int n_x, float* out, int64_t out_stride) {
+    batch_rows<tuning::kMaxBatch>(n_rows, n_x, [&](auto count, int64_t r, int i0) {
+        K::template rows<decltype(count)::value>(n / 256, w + r * row_bytes, x + i0 * x_row_bytes, x_row_bytes,
+                                                 out + i0 * out_stride + r, out_stride);
+    });
+}
+
+// A batch of one: the activation's block scales converted once for all the rows.
+template <class Block, bool WithMin>
+void dot_rows_legacy(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
+    dot_rows_batch_legacy<Block, WithMin>(n, w, row_bytes, n_rows, x, 0, 1, out, 0);
+}
+
+// The table entries of the kernels with batches.
+template <class Block, bool WithMin>
+RowDotKernels legacy_kernels(GgmlType activation_type, EncodeRowFn encode) {
+    return {activation_type, encode, &dot_legacy<Block, WithMin>, &dot_rows_legacy<Block, WithMin>,
+            &dot_rows_batch_legacy<Block, WithMin>};
+}
+template <class K>
+RowDotKernels super_kernels() {
+    constexpr RowDotFn dot = &dot_super<K>;
+    return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, dot, &dot_rows<dot>, &dot_rows_batch_super<K>};
+}
+
 RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
     switch (weight_type) {
         case GgmlType::F16: return {GgmlType::F16, &encode_f16, dot_f16, &dot_rows<dot_f16>};
         case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, dot_bf16, &dot_rows<dot_bf16>};
-        case GgmlType::Q8_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q8_0Sum, false>, &dot_rows<&dot_legacy<Q8_0Sum, false>>};
-        case GgmlType::Q4_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q4_0Sum, false>, &dot_rows<&dot_legacy<Q4_0Sum, false>>};
-        case GgmlType::Q5_0: return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<Q5_0Sum, false>, &dot_rows<&dot_legacy<Q5_0Sum, false>>};
-        case GgmlType::Q4_1: return {GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>, &dot_legacy<Q4_1Sum, true>, &dot_rows<&dot_legacy<Q4_1Sum, true>>};
-        case GgmlType::Q5_1: return {GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>, &dot_legacy<Q5_1Sum, true>, &dot_rows<&dot_legacy<Q5_1Sum, true>>};
+        case GgmlType::Q8_0:
+            return legacy_kernels<Q8_0Sum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
+        case GgmlType::Q4_0:
+            return legacy_kernels<Q4_0Sum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
+        case GgmlType::Q5_0:
+            return legacy_kernels<Q5_0Sum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
+        case GgmlType::Q4_1:
+            return legacy_kernels<Q4_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
+        case GgmlType::Q5_1:
+            return legacy_kernels<Q5_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
         case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q2_k, &dot_rows<&dot_q2_k>};
         case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q3_k, &dot_rows<&dot_q3_k>};
-        case GgmlType::Q4_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_k4_family<false>, &dot_rows<&dot_k4_family<false>>};
-        case GgmlType::Q5_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_k4_family<true>, &dot_rows<&dot_k4_family<true>>};
-        case GgmlType::Q6_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q6_k, &dot_rows<&dot_q6_k>};
+        case GgmlType::Q4_K:
+            return super_kernels<K4Rows<false>>();
+        case GgmlType::Q5_K:
+            return super_kernels<K4Rows<true>>();
+        case GgmlType::Q6_K:
+            return super_kernels<Q6KRows>();
         case GgmlType::IQ4_NL:
-            return {GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>, &dot_legacy<IQ4_NLSum, false>, &dot_rows<&dot_legacy<IQ4_NLSum, false>>};
+            return legacy_kernels<IQ4_NLSum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
         case GgmlType::IQ4_XS: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_iq4_xs, &dot_rows<&dot_iq4_xs>};
         default: return {};
     }

@@ -1,7 +1,8 @@
 #pragma once
-// The tuning of the AVX2 kernels in one place: the prefetch distance of the row dot products,
-// tile shapes and blocking of the tiled GEMM, passes of the attention loops. Named constants
-// only (no code), for the *_avx2.cpp files; tuning_avx512.h holds the AVX-512 kernels' own.
+// The tuning of the AVX2 kernels in one place: the prefetch distance and batch size of the row
+// dot products, tile shapes and blocking of the tiled GEMM, passes of the attention loops.
+// Named constants only (no code), for the *_avx2.cpp files; tuning_avx512.h holds the
+// AVX-512 kernels' own.
 #include <cstdint>
 
 namespace inferscope::simd::avx2_tuning {
@@ -11,6 +12,11 @@ namespace inferscope::simd::avx2_tuning {
 // Software prefetch distance of the weights: the hardware prefetchers alone leave part of
 // the bandwidth unused (see stream_read_avx512.cpp).
 constexpr int64_t kRowDotPrefetchBytes = 4096;
+// Activation rows per pass of dot_rows_batch: their accumulators (two per activation row) and
+// block scales or integer sums stay in the 16 registers beside a block's unpacked weights.
+constexpr int kMaxBatch = 4;
+// The same for Q4_1 and Q5_1, whose min terms take one more register per activation row.
+constexpr int kMaxBatchWithMin = 3;
 
 // ---------------------------------------------------------------- tiled GEMM
 
