@@ -175,11 +175,13 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 // Where a family has batch row kernels for a quantized format (each weight row unpacked once
 // for all the input rows: the AVX-512 kernels of the legacy formats and the K-quants) they
 // beat the tiles up to 8 rows for the 4-bit formats and the K-quants, up to 7 for the others.
-// The 256-bit families' batch kernels beat their tiles up to 3 rows, up to 4 for Q8_0 without
-// AVX-VNNI.
+// The 256-bit families' batch kernels beat their tiles in batched decode up to 4 rows, and
+// for Q8_0 without AVX-VNNI (whose tiles lack VPDPBUSD) up to 8.
 int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
     if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return 8;
-    if (isa == CpuIsa::Avx2 && weight_type == GgmlType::Q8_0) return 5;
+    if ((isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni) && row_dot_kernels(weight_type, isa).dot_rows_batch != nullptr) {
+        return isa == CpuIsa::Avx2 && weight_type == GgmlType::Q8_0 ? 9 : 5;
+    }
     if (isa != CpuIsa::Avx512) return 4;
     if (row_dot_kernels(weight_type, isa).dot_rows_batch == nullptr) return 5;
     const bool k_quant = ggml_type_traits(weight_type).block_elements == 256;
