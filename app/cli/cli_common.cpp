@@ -2,6 +2,7 @@
 #include "app/cli/cli_common.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -157,6 +158,13 @@ Progress stderr_progress(const std::string& label) {
 }
 
 std::string read_text_file(const std::string& path) { return read_regular_file(path, "a text file", kMaxTextFileBytes); }
+
+std::string api_key_from_env(const std::string& variable) {
+    if (variable.empty()) return {};
+    const char* value = std::getenv(variable.c_str());
+    if (value == nullptr || *value == '\0') throw InvalidArgument("--api-key-env " + variable + ": the variable is not set");
+    return value;
+}
 
 SessionOptions session_options(const ModelOptions& options) {
     SessionOptions s;

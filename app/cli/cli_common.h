@@ -80,6 +80,11 @@ inline constexpr uint64_t kMaxTextFileBytes = uint64_t{256} << 20;
 // The whole regular file at `path` (at most kMaxTextFileBytes); Error naming it otherwise.
 std::string read_text_file(const std::string& path);
 
+// An API key from the environment variable the user named (never from the command line, where
+// other users of the machine could read it); "" when no variable is named, InvalidArgument
+// when it is unset or empty.
+std::string api_key_from_env(const std::string& variable);
+
 // Each subcommand registers itself on the application.
 void add_info_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);

@@ -21,13 +21,6 @@ struct RemoteBenchOptions {
     bool json = false;
 };
 
-std::string api_key(const std::string& variable) {
-    if (variable.empty()) return {};
-    const char* value = std::getenv(variable.c_str());
-    if (value == nullptr || *value == '\0') throw InvalidArgument("--api-key-env " + variable + ": the variable is not set");
-    return value;
-}
-
 nlohmann::json level_json(const remote::ConcurrencyLevel& l) {
     nlohmann::json streams = nlohmann::json::array();
     for (const remote::StreamTiming& t : l.timings) {
@@ -49,7 +42,7 @@ nlohmann::json level_json(const remote::ConcurrencyLevel& l) {
 }
 
 void run_remote_bench(RemoteBenchOptions o) {
-    const remote::RemoteTarget target{o.url, api_key(o.api_key_env), o.timeout_s};
+    const remote::RemoteTarget target{o.url, api_key_from_env(o.api_key_env), o.timeout_s};
     if (o.request.model.empty()) {
         remote::HttpClient client(target);
         o.request.model = remote::first_served_model(client);

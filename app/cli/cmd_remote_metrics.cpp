@@ -26,15 +26,6 @@ struct RemoteMetricsOptions {
     bool json = false;
 };
 
-// The API key from the environment variable the user named (never from the command line,
-// where other users of the machine could read it).
-std::string api_key_from(const std::string& variable) {
-    if (variable.empty()) return {};
-    const char* value = std::getenv(variable.c_str());
-    if (value == nullptr || *value == '\0') throw InvalidArgument("--api-key-env " + variable + ": the variable is not set");
-    return value;
-}
-
 std::string quantiles_ms(const remote::Histogram& h) {
     std::string out = std::to_string(static_cast<long long>(h.count)) + " observations";
     if (h.count <= 0) return out;
@@ -92,7 +83,7 @@ void print_metrics(const std::string& url, const remote::ServerMetrics& m) {
 void run_remote_metrics(const RemoteMetricsOptions& o) {
     if (o.watch_s < 0 || !std::isfinite(o.watch_s)) throw InvalidArgument("--watch must be a number of seconds >= 0");
     if (o.count < 1) throw InvalidArgument("--count must be at least 1");
-    remote::HttpClient client({o.url, api_key_from(o.api_key_env), o.timeout_s});
+    remote::HttpClient client({o.url, api_key_from_env(o.api_key_env), o.timeout_s});
     const int snapshots = o.watch_s > 0 ? o.count : 1;
     for (int i = 0; i < snapshots; ++i) {
         if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.watch_s));
