@@ -745,7 +745,9 @@ void dot_rows_batch_legacy(int64_t n, const uint8_t* w, uint64_t row_bytes, int6
     }
     constexpr int kMax = WithMin ? tuning::kMaxBatchWithMin : tuning::kMaxBatch;
     batch_rows<kMax>(n_rows, n_x, [&](auto count, int64_t r, int i0) {
-        const Laid acts{scales.data() + i0 * nb * Laid::kScalesPerBlock, prepared.data() + i0 * nb * 32, nb};
+        const uint8_t* prepared_acts = nullptr;  // only the formats with prepared terms have them
+        if constexpr (Block::kPrepared) prepared_acts = prepared.data() + i0 * nb * 32;
+        const Laid acts{scales.data() + i0 * nb * Laid::kScalesPerBlock, prepared_acts, nb};
         legacy_rows_of<Block, WithMin, decltype(count)::value>(nb, w + r * row_bytes, x + i0 * x_row_bytes, x_row_bytes, acts,
                                                                out + i0 * out_stride + r, out_stride);
     });
