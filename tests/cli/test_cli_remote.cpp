@@ -41,10 +41,10 @@ protected:
         url_ = loopback_.start();
     }
 
-    testing::LoopbackServer loopback_;
     std::string url_;
     std::string last_authorization_;
     std::atomic<int> requests_{0};
+    testing::LoopbackServer loopback_;  // declared last: stopped before what its handlers use
 };
 
 TEST_F(CliRemoteMetrics, TextNamesEachQuantityAndWhatTheServerDoesNotExport) {
@@ -112,8 +112,8 @@ namespace inferscope {
 namespace {
 
 TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
+    testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;
-    testing::FakeCompletions fake;
     fake.pause_ms = 5;
     fake.install(loopback.server());
     const std::string url = loopback.start();

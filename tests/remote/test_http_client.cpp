@@ -44,8 +44,8 @@ TEST(BaseUrl, HostPortPathAndWhatIsRefused) {
 }
 
 TEST(HttpClient, GetsAPageAndSendsTheApiKeyAsABearerToken) {
+    std::string authorization;  // outlives the server, whose handler writes it
     LoopbackServer loopback;
-    std::string authorization;
     loopback.server().Get("/api/metrics", [&](const httplib::Request& req, httplib::Response& res) {
         authorization = req.get_header_value("Authorization");
         res.set_content("x 1\n", "text/plain");

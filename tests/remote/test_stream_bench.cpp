@@ -11,8 +11,8 @@ namespace inferscope::remote {
 namespace {
 
 TEST(StreamBench, ACompletionTimedPieceByPiece) {
+    testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;
-    testing::FakeCompletions fake;
     fake.install(loopback.server());
     HttpClient client({loopback.start(), "", 10});
     EXPECT_EQ(first_served_model(client), "fake-model");
@@ -38,8 +38,8 @@ TEST(StreamBench, ACompletionTimedPieceByPiece) {
 }
 
 TEST(StreamBench, WithoutAUsageBlockThePiecesAreCounted) {
+    testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;
-    testing::FakeCompletions fake;
     fake.send_usage = false;
     fake.install(loopback.server());
     HttpClient client({loopback.start(), "", 10});
@@ -49,8 +49,8 @@ TEST(StreamBench, WithoutAUsageBlockThePiecesAreCounted) {
 }
 
 TEST(StreamBench, EachLevelHoldsItsStreamsAtOnce) {
+    testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;
-    testing::FakeCompletions fake;
     fake.pause_ms = 20;
     fake.install(loopback.server());
     const RemoteTarget target{loopback.start(), "", 10};
@@ -72,8 +72,8 @@ TEST(StreamBench, EachLevelHoldsItsStreamsAtOnce) {
 }
 
 TEST(StreamBench, CancellingStopsBetweenLevels) {
+    testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;
-    testing::FakeCompletions fake;
     fake.pause_ms = 1;
     fake.install(loopback.server());
     bool cancel = false;

@@ -1,6 +1,7 @@
 #pragma once
 // An HTTP server on 127.0.0.1 at a free port, on a thread of its own until destroyed, for the
-// tests of the remote client: each test installs the handlers it needs before start().
+// tests of the remote client: each test installs the handlers it needs before start(), and
+// declares the server after whatever those handlers use, so that it stops first.
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
