@@ -122,6 +122,7 @@ TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
     EXPECT_NE(table.out.find("model fake-model, 4 tokens per request (remote)"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| 1 | 4 | "), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| 2 | 8 | "), std::string::npos) << table.out;
+    fake.hold_until_in_flight = 2;
     const auto r = testing::run_cli("remote-bench --url " + url + " -p Hello -n 3 --concurrency 2 --chat --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);

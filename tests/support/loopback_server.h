@@ -66,6 +66,7 @@ inline int closed_loopback_port() {
 struct FakeCompletions {
     int pause_ms = 10;
     bool send_usage = true;
+    std::atomic<int> hold_until_in_flight{0};  // > 0: each stream waits (up to 10 s) until this many are in flight
     std::atomic<int> in_flight{0};
     std::atomic<int> most_in_flight{0};
     std::mutex mutex;
@@ -91,6 +92,10 @@ private:
         const int tokens = body.value("max_tokens", 16);
         const int now = ++in_flight;
         for (int seen = most_in_flight.load(); now > seen && !most_in_flight.compare_exchange_weak(seen, now);) {
+        }
+        // Holding streams back makes "N at once" independent of how fast the clients start.
+        for (int waited_ms = 0; most_in_flight.load() < hold_until_in_flight && waited_ms < 10000; ++waited_ms) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         res.set_chunked_content_provider("text/event-stream", [this, tokens, chat](size_t, httplib::DataSink& sink) {
             for (int i = 0; i < tokens; ++i) {
