@@ -1,5 +1,6 @@
 #include "engine/core/sample_stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -17,6 +18,13 @@ SampleStats sample_stats(std::span<const double> samples) {
     for (const double x : samples) squares += (x - stats.mean) * (x - stats.mean);
     stats.stddev = samples.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
     return stats;
+}
+
+double nearest_rank_percentile(std::vector<double> values, double percentile) {
+    if (values.empty()) return 0.0;
+    std::sort(values.begin(), values.end());
+    const auto rank = static_cast<size_t>(std::ceil(percentile / 100.0 * static_cast<double>(values.size())));
+    return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
 }  // namespace inferscope

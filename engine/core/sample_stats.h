@@ -2,6 +2,7 @@
 // Mean and spread of repeated measurements, reported as llama-bench does (mean ± sample
 // standard deviation), with the test the labs use to flag a result too noisy to read.
 #include <span>
+#include <vector>
 
 namespace inferscope {
 
@@ -20,5 +21,8 @@ struct SampleStats {
 
 // The stats of `samples`; all zero for none.
 SampleStats sample_stats(std::span<const double> samples);
+
+// The nearest-rank percentile (`percentile` in [0, 100]) of `values`; 0 for none.
+double nearest_rank_percentile(std::vector<double> values, double percentile);
 
 }  // namespace inferscope

@@ -6,6 +6,7 @@
 
 #include "engine/backend/batch.h"
 #include "engine/core/error.h"
+#include "engine/core/sample_stats.h"
 #include "engine/eval/perplexity.h"
 #include "engine/model/model.h"
 #include "engine/runtime/generator.h"
@@ -67,13 +68,6 @@ void compare_chunk(InferenceSession& reference, InferenceSession& candidate, std
             ++row;
         }
     }
-}
-
-double nearest_rank_percentile(std::vector<double> values, double percentile) {
-    if (values.empty()) return 0.0;
-    std::sort(values.begin(), values.end());
-    const auto rank = static_cast<size_t>(std::ceil(percentile / 100.0 * static_cast<double>(values.size())));
-    return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
 void check_same_vocabulary(const InferenceSession& reference, const InferenceSession& candidate) {

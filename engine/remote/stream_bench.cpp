@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/core/error.h"
+#include "engine/core/sample_stats.h"
 
 namespace inferscope::remote {
 namespace {
@@ -14,14 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
-
-// The value at fraction q of the sorted samples (nearest rank); 0 for none.
-double percentile(std::vector<double> values, double q) {
-    if (values.empty()) return 0;
-    std::sort(values.begin(), values.end());
-    const auto rank = static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
-    return values[std::min(rank, values.size() - 1)];
-}
 
 nlohmann::json request_body(const CompletionRequest& r) {
     nlohmann::json body = {{"model", r.model},
@@ -99,9 +92,9 @@ ConcurrencyLevel run_level(const RemoteTarget& target, const CompletionRequest& 
         gaps.insert(gaps.end(), g.begin(), g.end());
     }
     level.tokens_per_s = level.wall_ms > 0 ? level.tokens / (level.wall_ms / 1e3) : 0;
-    level.ttft_ms_median = percentile(ttft, 0.5);
-    level.itl_ms_median = percentile(gaps, 0.5);
-    level.itl_ms_p90 = percentile(gaps, 0.9);
+    level.ttft_ms_median = nearest_rank_percentile(ttft, 50);
+    level.itl_ms_median = nearest_rank_percentile(gaps, 50);
+    level.itl_ms_p90 = nearest_rank_percentile(gaps, 90);
     return level;
 }
 

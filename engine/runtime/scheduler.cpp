@@ -1,5 +1,7 @@
 #include "engine/runtime/scheduler.h"
 
+#include "engine/core/sample_stats.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,11 +39,7 @@ double ServingReport::percentile(double (RequestMetrics::*latency)() const, doub
     for (const RequestMetrics& r : requests) {
         if (r.finished_s >= 0) values.push_back((r.*latency)());
     }
-    if (values.empty()) return 0.0;
-    std::sort(values.begin(), values.end());
-    // nearest rank
-    const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
-    return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+    return nearest_rank_percentile(std::move(values), p);
 }
 
 namespace {

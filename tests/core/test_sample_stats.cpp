@@ -37,3 +37,18 @@ TEST(SampleStats, NoisyAboveTwentyPercent) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+TEST(NearestRankPercentile, RanksOfUnsortedValues) {
+    const std::vector<double> values = {9, 1, 7, 3, 5};
+    EXPECT_EQ(nearest_rank_percentile(values, 50), 5.0);   // rank ceil(2.5) = 3
+    EXPECT_EQ(nearest_rank_percentile(values, 90), 9.0);   // rank ceil(4.5) = 5
+    EXPECT_EQ(nearest_rank_percentile(values, 20), 1.0);   // rank 1
+    EXPECT_EQ(nearest_rank_percentile(values, 0), 1.0);    // the smallest
+    EXPECT_EQ(nearest_rank_percentile({}, 50), 0.0);
+}
+
+}  // namespace
+}  // namespace inferscope
