@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/kernels/compile_time_count.h"
 
 namespace inferscope {
 
@@ -102,6 +103,37 @@ private:
         for (int b = 0; b < n_blocks && b < first_requested; ++b) prefetch_kv_bytes(blocks[b], block_bytes);
     }
 };
+
+// The scores' walk of the kernels that go over each block several times (AVX2, NEON): per K
+// block, the query heads in groups of up to MaxHeads, each group one
+// pass(heads, q_group, kt_block, tokens_in_block, out_group) with heads an integral_constant.
+template <int MaxHeads, typename T, class Pass>
+inline void score_blocks_by_head_groups(const float* q, int n_q, int head_dim, const KvBlockWalk<T>& walk, float* out,
+                                        int64_t out_stride, Pass&& pass) {
+    for (int b = 0; b < walk.n_blocks; ++b) {
+        const T* kt = walk.enter(b);
+        for (int g0 = 0; g0 < n_q; g0 += MaxHeads) {
+            const float* q_group = q + static_cast<int64_t>(g0) * head_dim;
+            float* out_group = out + g0 * out_stride + walk.first_token(b);
+            with_compile_time_count<MaxHeads>(n_q - g0,
+                                              [&](auto heads) { pass(heads, q_group, kt, walk.tokens_in(b), out_group); });
+        }
+    }
+}
+
+// The weighted sum's walk of the same kernels: per V block, the head's `chunks` vector chunks
+// in runs of up to MaxChunks, each run one
+// pass(count, v_block, first_token, tokens_in_block, first_chunk) with count an integral_constant.
+template <int MaxChunks, typename T, class Pass>
+inline void accumulate_blocks_by_chunk_runs(int chunks, const KvBlockWalk<T>& walk, Pass&& pass) {
+    for (int b = 0; b < walk.n_blocks; ++b) {
+        const T* v = walk.enter(b);
+        for (int c0 = 0; c0 < chunks; c0 += MaxChunks) {
+            with_compile_time_count<MaxChunks>(chunks - c0,
+                                               [&](auto count) { pass(count, v, walk.first_token(b), walk.tokens_in(b), c0); });
+        }
+    }
+}
 
 }  // namespace simd
 

@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "engine/backend/cpu/kernels/attention_kernels.h"
-#include "engine/backend/cpu/kernels/compile_time_count.h"
 #include "engine/backend/cpu/kernels/exp_neon.h"
 #include "engine/backend/cpu/kernels/lanes4_neon.h"
 
@@ -52,17 +51,11 @@ void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, in
 template <typename T>
 void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
             float* out, int64_t out_stride) {
-    const auto walk = KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim);
-    for (int b = 0; b < walk.n_blocks; ++b) {
-        const T* kt = walk.enter(b);
-        for (int g0 = 0; g0 < n_q; g0 += kScoreHeads) {
-            const float* qg = q + static_cast<int64_t>(g0) * head_dim;
-            float* og = out + g0 * out_stride + walk.first_token(b);
-            with_compile_time_count<kScoreHeads>(n_q - g0, [&](auto heads) {
-                scores_pass<T, decltype(heads)::value>(qg, head_dim, kt, block_tokens, walk.tokens_in(b), scale, og, out_stride);
-            });
-        }
-    }
+    score_blocks_by_head_groups<kScoreHeads>(
+        q, n_q, head_dim, KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim), out, out_stride,
+        [&](auto heads, const float* q_group, const T* kt, int n_t, float* out_group) {
+            scores_pass<T, decltype(heads)::value>(q_group, head_dim, kt, block_tokens, n_t, scale, out_group, out_stride);
+        });
 }
 
 // One query head at a time, its Chunks x 4 outputs in registers over the block (Chunks a
@@ -93,17 +86,12 @@ void accumulate_chunks(const float* p, int n_q, int64_t p_stride, const T* v, in
 template <typename T>
 void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
                 int n_ctx, int head_dim, float* out) {
-    const int chunks = (head_dim + 3) / 4;
-    const auto walk = KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim);
-    for (int b = 0; b < walk.n_blocks; ++b) {
-        const T* v = walk.enter(b);
-        for (int c0 = 0; c0 < chunks; c0 += kValueChunks) {
-            with_compile_time_count<kValueChunks>(chunks - c0, [&](auto count) {
-                accumulate_chunks<T, decltype(count)::value>(p + walk.first_token(b), n_q, p_stride, v, row_stride,
-                                                             walk.tokens_in(b), head_dim, c0, out);
-            });
-        }
-    }
+    accumulate_blocks_by_chunk_runs<kValueChunks>(
+        (head_dim + 3) / 4, KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim),
+        [&](auto count, const T* v, int first_token, int n_t, int first_chunk) {
+            accumulate_chunks<T, decltype(count)::value>(p + first_token, n_q, p_stride, v, row_stride, n_t, head_dim,
+                                                         first_chunk, out);
+        });
 }
 
 // As the AVX2 softmax, four lanes wide: the lanes past n load as -infinity, whose

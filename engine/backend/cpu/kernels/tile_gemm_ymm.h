@@ -52,6 +52,19 @@ inline __m256i add_byte_products(__m256i acc, __m256i u8, __m256i s8) { return _
 constexpr bool kVnni = false;
 #endif
 
+// The two ways the integer tiles add a dword's u8 x s8 byte products to an accumulator.
+// In i32 with VPDPBUSD (a template, so that only the VNNI build names add_byte_products):
+struct I32Products {
+    template <class V>
+    [[gnu::always_inline]] static V add(V acc, V u8, V s8) { return add_byte_products(acc, u8, s8); }
+};
+// As i16 pair sums, exact while few enough dwords are added before widening (kFlush):
+struct I16Products {
+    [[gnu::always_inline]] static __m256i add(__m256i acc, __m256i u8, __m256i s8) {
+        return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u8, s8));
+    }
+};
+
 // Lanes [0, count) set, for partial row vectors.
 inline __m256i lane_mask(int count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -252,18 +265,23 @@ struct LegacyKind {
 #pragma GCC unroll 32
             for (int j = 0; j < RN; ++j) ia[m][j] = corr;
         }
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; ++g) add_flipped_dword_products<I32Products>(s, x, b, g, ia);
+    }
+
+    // acc[m][j] = Products::add(acc[m][j], dword g of activation row j + 128 per byte, weight vector m's dword g).
+    template <class Products, int MZ, int RN>
+    [[gnu::always_inline]] static void add_flipped_dword_products(const Scratch& s, const uint8_t* const (&x)[RN], int b, int g,
+                                                                  __m256i (&acc)[MZ][RN]) {
         const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+        __m256i w[MZ];
 #pragma GCC unroll 8
-        for (int g = 0; g < 8; ++g) {
-            __m256i w[MZ];
-#pragma GCC unroll 8
-            for (int m = 0; m < MZ; ++m) w[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.w[b][g][m]));
+        for (int m = 0; m < MZ; ++m) w[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.w[b][g][m]));
 #pragma GCC unroll 32
-            for (int j = 0; j < RN; ++j) {
-                const __m256i xu = _mm256_xor_si256(_mm256_set1_epi32(load_i32(x[j] + b * kActBytes + 4 * g)), flip);
+        for (int j = 0; j < RN; ++j) {
+            const __m256i xu = _mm256_xor_si256(_mm256_set1_epi32(load_i32(x[j] + b * kActBytes + 4 * g)), flip);
 #pragma GCC unroll 8
-                for (int m = 0; m < MZ; ++m) ia[m][j] = add_byte_products(ia[m][j], xu, w[m]);
-            }
+            for (int m = 0; m < MZ; ++m) acc[m][j] = Products::add(acc[m][j], xu, w[m]);
         }
     }
 
@@ -300,23 +318,12 @@ struct LegacyKind {
                     }
                 }
             } else {
-                const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 8
                 for (int g0 = 0; g0 < 8; g0 += Dec::kFlush) {
                     __m256i i16[MZ][RN];
                     fill_tile(i16, _mm256_setzero_si256());
 #pragma GCC unroll 8
-                    for (int g = g0; g < g0 + Dec::kFlush; ++g) {
-                        __m256i w[MZ];
-#pragma GCC unroll 8
-                        for (int m = 0; m < MZ; ++m) w[m] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.w[b][g][m]));
-#pragma GCC unroll 32
-                        for (int j = 0; j < RN; ++j) {
-                            const __m256i xu = _mm256_xor_si256(_mm256_set1_epi32(load_i32(x[j] + b * kActBytes + 4 * g)), flip);
-#pragma GCC unroll 8
-                            for (int m = 0; m < MZ; ++m) i16[m][j] = _mm256_add_epi16(i16[m][j], _mm256_maddubs_epi16(xu, w[m]));
-                        }
-                    }
+                    for (int g = g0; g < g0 + Dec::kFlush; ++g) add_flipped_dword_products<I16Products>(s, x, b, g, i16);
                     // Widen; the first part also brings in -128 * sum(w).
 #pragma GCC unroll 8
                     for (int m = 0; m < MZ; ++m) {
