@@ -781,15 +781,13 @@ TEST(RowDotRows, BatchGivesEveryActivationTheBitsOfDotRows) {
     if (checked == 0) GTEST_SKIP() << "no instruction-set family on this CPU has batch kernels (AVX2 and AVX-512 with VNNI do)";
 }
 
-// The 256-bit families (AVX2, AVX-VNNI) have batch kernels for the 32-element block formats
-// and Q4_K, Q5_K, Q6_K, so that batched decode unpacks each weight row once for all the
-// sequences (the bits are checked above).
+// The 256-bit families (AVX2, AVX-VNNI) have batch kernels for every weight format, so that
+// batched decode unpacks each weight row once for all the sequences (the bits are checked above).
 TEST(RowDotRows, Avx2FamiliesHaveBatchKernels) {
     int checked = 0;
     for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::AvxVnni}) {
         if (!cpu_supports(isa) || row_dot_family_kernels(GgmlType::Q8_0, isa).dot == nullptr) continue;
-        for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::IQ4_NL,
-                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        for (GgmlType t : kWeightTypes) {
             EXPECT_NE(row_dot_family_kernels(t, isa).dot_rows_batch, nullptr) << name_of(t) << " " << name_of(isa);
         }
         ++checked;

@@ -176,11 +176,13 @@ void multiply_rows(const PreparedProduct& p, int64_t n, int64_t begin, int64_t e
 // for all the input rows: the AVX-512 kernels of the legacy formats and the K-quants) they
 // beat the tiles up to 8 rows for the 4-bit formats and the K-quants, up to 7 for the others.
 // The 256-bit families' batch kernels beat their tiles in batched decode up to 4 rows, and
-// for Q8_0 without AVX-VNNI (whose tiles lack VPDPBUSD) up to 8.
+// without AVX-VNNI (whose tiles lack VPDPBUSD) up to 8 for Q8_0, Q2_K, Q3_K and IQ4_XS.
 int64_t tile_gemm_min_rows(GgmlType weight_type, CpuIsa isa) {
     if (weight_type == GgmlType::F16 || weight_type == GgmlType::BF16) return 8;
     if ((isa == CpuIsa::Avx2 || isa == CpuIsa::AvxVnni) && row_dot_kernels(weight_type, isa).dot_rows_batch != nullptr) {
-        return isa == CpuIsa::Avx2 && weight_type == GgmlType::Q8_0 ? 9 : 5;
+        const bool slow_avx2_tiles = weight_type == GgmlType::Q8_0 || weight_type == GgmlType::Q2_K ||
+                                     weight_type == GgmlType::Q3_K || weight_type == GgmlType::IQ4_XS;
+        return isa == CpuIsa::Avx2 && slow_avx2_tiles ? 9 : 5;
     }
     if (isa != CpuIsa::Avx512) return 4;
     if (row_dot_kernels(weight_type, isa).dot_rows_batch == nullptr) return 5;

@@ -17,9 +17,9 @@
 //    with fused multiply-adds, so results differ from the scalar reference by float
 //    summation order only. F16/BF16 products are exact in float, so there the fma changes
 //    nothing but the order of the sums (the reference accumulates in double).
-//  * Batches (dot_rows_batch, for the 32-element block formats, Q4_K, Q5_K and Q6_K): each
-//    weight row is unpacked once for several activation rows, and each activation row's
-//    float steps are those of its one-row kernel, so every result has dot_rows' bits.
+//  * Batches (dot_rows_batch, for every format): each weight row is unpacked once for
+//    several activation rows, and each activation row's float steps are those of its one-row
+//    kernel, so every result has dot_rows' bits.
 //
 // Integer tricks:
 //  * unsigned-by-signed products with _mm256_maddubs_epi16: the weight's quant is kept
@@ -151,28 +151,53 @@ inline float bf16_at(const uint8_t* p) {
     return f;
 }
 
-// The F16 and BF16 dot products: widen8 converts eight halves, at one (the tail's).
+// The F16 and BF16 dot products of B activation rows (row b at x + b * x_stride) against one
+// weight row: widen8 converts eight halves, at one (the tail's). Each
+// activation row keeps its own four accumulators, summed in the same order for every B, so
+// a batch gives each row the bits of its one-row product.
 template <__m256 (*widen8)(const uint8_t*), float (*at)(const uint8_t*)>
-float dot_halves(int64_t n, const uint8_t* w, const uint8_t* x) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        const uint8_t* wi = w + 2 * i;
-        const uint8_t* xi = x + 2 * i;
-        prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
-        acc0 = _mm256_fmadd_ps(widen8(wi), widen8(xi), acc0);
-        acc1 = _mm256_fmadd_ps(widen8(wi + 16), widen8(xi + 16), acc1);
-        acc2 = _mm256_fmadd_ps(widen8(wi + 32), widen8(xi + 32), acc2);
-        acc3 = _mm256_fmadd_ps(widen8(wi + 48), widen8(xi + 48), acc3);
+struct HalfRows {
+    template <int B>
+    static void rows(int64_t n, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        __m256 acc[B][4];
+#pragma GCC unroll 8
+        for (int b = 0; b < B; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = _mm256_setzero_ps();
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            const uint8_t* wi = w + 2 * i;
+            prefetch_span<64>(wi + tuning::kRowDotPrefetchBytes);
+            const __m256 w0 = widen8(wi), w1 = widen8(wi + 16), w2 = widen8(wi + 32), w3 = widen8(wi + 48);
+#pragma GCC unroll 8
+            for (int b = 0; b < B; ++b) {
+                const uint8_t* xi = x + b * x_stride + 2 * i;
+                acc[b][0] = _mm256_fmadd_ps(w0, widen8(xi), acc[b][0]);
+                acc[b][1] = _mm256_fmadd_ps(w1, widen8(xi + 16), acc[b][1]);
+                acc[b][2] = _mm256_fmadd_ps(w2, widen8(xi + 32), acc[b][2]);
+                acc[b][3] = _mm256_fmadd_ps(w3, widen8(xi + 48), acc[b][3]);
+            }
+        }
+        for (; i + 8 <= n; i += 8) {
+            const __m256 wv = widen8(w + 2 * i);
+#pragma GCC unroll 8
+            for (int b = 0; b < B; ++b) acc[b][0] = _mm256_fmadd_ps(wv, widen8(x + b * x_stride + 2 * i), acc[b][0]);
+        }
+#pragma GCC unroll 8
+        for (int b = 0; b < B; ++b) {
+            float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[b][0], acc[b][1]), _mm256_add_ps(acc[b][2], acc[b][3])));
+            for (int64_t t = i; t < n; ++t) sum += at(w + 2 * t) * at(x + b * x_stride + 2 * t);  // exact in float
+            out[b * out_stride] = sum;
+        }
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(widen8(w + 2 * i), widen8(x + 2 * i), acc0);
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += at(w + 2 * i) * at(x + 2 * i);  // the product is exact in float
-    return sum;
+};
+using F16Rows = HalfRows<&f16x8, &f16_at>;
+using BF16Rows = HalfRows<&bf16x8, &bf16_at>;
+
+template <class K>
+float dot_halves(int64_t n, const uint8_t* w, const uint8_t* x) {
+    float out = 0.0f;
+    K::template rows<1>(n, w, x, 0, &out, 1);
+    return out;
 }
-constexpr auto dot_f16 = &dot_halves<&f16x8, &f16_at>;
-constexpr auto dot_bf16 = &dot_halves<&bf16x8, &bf16_at>;
 
 // ---------------------------------------------------------------- legacy 32-element blocks
 
@@ -543,87 +568,129 @@ inline __m256i q3k_run(__m256i q, __m256i hm, const uint8_t* qx, __m256i scales)
     return scaled_run(u, qx + 32 * K, scales, word_pair_shuffle(2 * K, 2 * K + 1));
 }
 
-template <int H>
-inline __m256i q3k_half(const uint8_t* w, const uint8_t* x, __m256i hm, __m128i sc8) {
+// Half H of a super-block (128 elements, four runs) added to every activation row's sumi.
+template <int H, int B>
+inline void q3k_half(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m256i hm, __m128i sc8, __m256i (&sumi)[B]) {
     const __m128i half_scales = H == 0 ? sc8 : _mm_unpackhi_epi64(sc8, sc8);
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(half_scales));
     const __m256i q = load256(w + 32 + 32 * H);
-    const uint8_t* qx = x + kQ8_KQs + 128 * H;
-    const __m256i s01 = _mm256_add_epi32(q3k_run<H, 0>(q, hm, qx, scales), q3k_run<H, 1>(q, hm, qx, scales));
-    const __m256i s23 = _mm256_add_epi32(q3k_run<H, 2>(q, hm, qx, scales), q3k_run<H, 3>(q, hm, qx, scales));
-    return _mm256_add_epi32(s01, s23);
+#pragma GCC unroll 8
+    for (int i = 0; i < B; ++i) {
+        const uint8_t* qx = x + i * x_stride + kQ8_KQs + 128 * H;
+        const __m256i s01 = _mm256_add_epi32(q3k_run<H, 0>(q, hm, qx, scales), q3k_run<H, 1>(q, hm, qx, scales));
+        const __m256i s23 = _mm256_add_epi32(q3k_run<H, 2>(q, hm, qx, scales), q3k_run<H, 3>(q, hm, qx, scales));
+        sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(s01, s23));
+    }
 }
 
-float dot_q3_k(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 256;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kQ3_K, x += kQ8_K) {
-        prefetch_span<kQ3_K>(w + tuning::kRowDotPrefetchBytes);
-        const __m128i sc8 = q3k_scales(w + 96);
-        const __m256i offset = _mm256_madd_epi16(load256(x + kQ8_KBsums), _mm256_cvtepi8_epi16(sc8));
-        const __m256i hm = load256(w);
-        __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2));
-        sumi = _mm256_add_epi32(sumi, q3k_half<0>(w, x, hm, sc8));
-        sumi = _mm256_add_epi32(sumi, q3k_half<1>(w, x, hm, sc8));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 108) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
+struct Q3KRows {
+    template <int B>
+    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        __m256 acc[B];
+        for (int i = 0; i < B; ++i) acc[i] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < nb; ++s, w += kQ3_K, x += kQ8_K) {
+            prefetch_span<kQ3_K>(w + tuning::kRowDotPrefetchBytes);
+            const __m128i sc8 = q3k_scales(w + 96);
+            const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+            const __m256i hm = load256(w);
+            __m256i sumi[B];
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const __m256i offset = _mm256_madd_epi16(load256(x + i * x_stride + kQ8_KBsums), sc16);
+                sumi[i] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2));
+            }
+            q3k_half<0>(w, x, x_stride, hm, sc8, sumi);
+            q3k_half<1>(w, x, x_stride, hm, sc8, sumi);
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const float d = f16_at(w + 108) * load_f32(x + i * x_stride);
+                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+            }
+        }
+        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]);
     }
-    return hsum(acc);
-}
+};
 
 // Q2_K: q in 0..3 with a 4-bit scale and a 4-bit min per 16 elements.
-float dot_q2_k(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 256;
-    const __m256i m3 = _mm256_set1_epi8(3);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kQ2_K, x += kQ8_K) {
-        prefetch_span<kQ2_K>(w + tuning::kRowDotPrefetchBytes);
-        const float dx = load_f32(x);
-        const __m128i packed = load128(w);
-        const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
-        const __m256i msum = _mm256_madd_epi16(load256(x + kQ8_KBsums), mins);
-        accm = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16_at(w + 82)), _mm256_cvtepi32_ps(msum), accm);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; ++h) {
-            const __m128i half_scales = h == 0 ? scl : _mm_unpackhi_epi64(scl, scl);
-            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(half_scales));
-            const __m256i q = load256(w + 16 + 32 * h);
-            const uint8_t* qx = x + kQ8_KQs + 128 * h;
-            const __m256i p0 = scaled_run(_mm256_and_si256(q, m3), qx, scales, word_pair_shuffle(0, 1));
-            const __m256i p1 = scaled_run(_mm256_and_si256(_mm256_srli_epi16(q, 2), m3), qx + 32, scales,
-                                          word_pair_shuffle(2, 3));
-            const __m256i p2 = scaled_run(_mm256_and_si256(_mm256_srli_epi16(q, 4), m3), qx + 64, scales,
-                                          word_pair_shuffle(4, 5));
-            const __m256i p3 = scaled_run(_mm256_and_si256(_mm256_srli_epi16(q, 6), m3), qx + 96, scales,
-                                          word_pair_shuffle(6, 7));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+struct Q2KRows {
+    template <int B>
+    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        const __m256i m3 = _mm256_set1_epi8(3);
+        __m256 acc[B], accm[B];
+        for (int i = 0; i < B; ++i) acc[i] = accm[i] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < nb; ++s, w += kQ2_K, x += kQ8_K) {
+            prefetch_span<kQ2_K>(w + tuning::kRowDotPrefetchBytes);
+            const __m128i packed = load128(w);
+            const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
+            const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
+            __m256i sumi[B];
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const uint8_t* xi = x + i * x_stride;
+                const __m256i msum = _mm256_madd_epi16(load256(xi + kQ8_KBsums), mins);
+                accm[i] = _mm256_fmadd_ps(_mm256_set1_ps(load_f32(xi) * f16_at(w + 82)), _mm256_cvtepi32_ps(msum), accm[i]);
+                sumi[i] = _mm256_setzero_si256();
+            }
+            for (int h = 0; h < 2; ++h) {
+                const __m128i half_scales = h == 0 ? scl : _mm_unpackhi_epi64(scl, scl);
+                const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(half_scales));
+                const __m256i q = load256(w + 16 + 32 * h);
+                const __m256i q0 = _mm256_and_si256(q, m3), q1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
+                const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3), q3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
+#pragma GCC unroll 8
+                for (int i = 0; i < B; ++i) {
+                    const uint8_t* qx = x + i * x_stride + kQ8_KQs + 128 * h;
+                    const __m256i p0 = scaled_run(q0, qx, scales, word_pair_shuffle(0, 1));
+                    const __m256i p1 = scaled_run(q1, qx + 32, scales, word_pair_shuffle(2, 3));
+                    const __m256i p2 = scaled_run(q2, qx + 64, scales, word_pair_shuffle(4, 5));
+                    const __m256i p3 = scaled_run(q3, qx + 96, scales, word_pair_shuffle(6, 7));
+                    sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+                }
+            }
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const float d = load_f32(x + i * x_stride) * f16_at(w + 80);
+                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+            }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16_at(w + 80)), _mm256_cvtepi32_ps(sumi), acc);
+        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]) - hsum(accm[i]);
     }
-    return hsum(acc) - hsum(accm);
-}
+};
 
 // IQ4_XS: eight 32-element groups with signed 6-bit scales. Each group's int16 pair sums are
 // multiplied by its scale in the pair-sum step (_mm256_madd_epi16), so a super-block gives
 // one exact int32 sum (|sum| <= 8 * 32 * 127 * 128 * 32 < 2^31) and one float update.
-float dot_iq4_xs(int64_t n, const uint8_t* w, const uint8_t* x) {
-    const int64_t nb = n / 256;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i, w += kIQ4_XS, x += kQ8_K) {
-        prefetch_span<kIQ4_XS>(w + tuning::kRowDotPrefetchBytes);
-        const uint32_t scales_h = load_u16(w + 2);
-        const uint32_t scales_l = load_u32(w + 4);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int g = 0; g < 8; ++g) {
-            const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4)) - 32;
-            const __m256i qx = load256(x + kQ8_KQs + 32 * g);
-            const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qx), levels_signed_as(iq4_levels_of(w + 8 + 16 * g), qx));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<short>(ls))));
+struct IQ4XSRows {
+    template <int B>
+    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        __m256 acc[B];
+        for (int i = 0; i < B; ++i) acc[i] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < nb; ++s, w += kIQ4_XS, x += kQ8_K) {
+            prefetch_span<kIQ4_XS>(w + tuning::kRowDotPrefetchBytes);
+            const uint32_t scales_h = load_u16(w + 2);
+            const uint32_t scales_l = load_u32(w + 4);
+            __m256i sumi[B];
+            for (int i = 0; i < B; ++i) sumi[i] = _mm256_setzero_si256();
+            for (int g = 0; g < 8; ++g) {
+                const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4)) - 32;
+                const __m256i group_scale = _mm256_set1_epi16(static_cast<short>(ls));
+                const __m256i levels = iq4_levels_of(w + 8 + 16 * g);
+#pragma GCC unroll 8
+                for (int i = 0; i < B; ++i) {
+                    const __m256i qx = load256(x + i * x_stride + kQ8_KQs + 32 * g);
+                    const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qx), levels_signed_as(levels, qx));
+                    sumi[i] = _mm256_add_epi32(sumi[i], _mm256_madd_epi16(p, group_scale));
+                }
+            }
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const float d = f16_at(w) * load_f32(x + i * x_stride);
+                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+            }
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w) * load_f32(x)), _mm256_cvtepi32_ps(sumi), acc);
+        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]);
     }
-    return hsum(acc);
-}
+};
 
 // ---------------------------------------------------------------- encoders
 
@@ -763,6 +830,17 @@ void dot_rows_batch_super(int64_t n, const uint8_t* w, uint64_t row_bytes, int64
     });
 }
 
+// See RowsDotBatchFn, for the F16/BF16 kernels K (HalfRows): two activation rows at a time,
+// whose eight accumulators and the weight's four vectors fit the sixteen registers.
+template <class K>
+void dot_rows_batch_halves(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x,
+                           uint64_t x_row_bytes, int n_x, float* out, int64_t out_stride) {
+    batch_rows<tuning::kMaxBatchHalves>(n_rows, n_x, [&](auto count, int64_t r, int i0) {
+        K::template rows<decltype(count)::value>(n, w + r * row_bytes, x + i0 * x_row_bytes, x_row_bytes, out + i0 * out_stride + r,
+                                                 out_stride);
+    });
+}
+
 // A batch of one: the activation's block scales converted once for all the rows.
 template <class Block, bool WithMin>
 void dot_rows_legacy(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
@@ -776,6 +854,11 @@ RowDotKernels legacy_kernels(GgmlType activation_type, EncodeRowFn encode) {
             &dot_rows_batch_legacy<Block, WithMin>};
 }
 template <class K>
+RowDotKernels half_kernels(GgmlType type, EncodeRowFn encode) {
+    constexpr RowDotFn dot = &dot_halves<K>;
+    return {type, encode, dot, &dot_rows<dot>, &dot_rows_batch_halves<K>};
+}
+template <class K>
 RowDotKernels super_kernels() {
     constexpr RowDotFn dot = &dot_super<K>;
     return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, dot, &dot_rows<dot>, &dot_rows_batch_super<K>};
@@ -783,8 +866,8 @@ RowDotKernels super_kernels() {
 
 RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
     switch (weight_type) {
-        case GgmlType::F16: return {GgmlType::F16, &encode_f16, dot_f16, &dot_rows<dot_f16>};
-        case GgmlType::BF16: return {GgmlType::BF16, &encode_bf16, dot_bf16, &dot_rows<dot_bf16>};
+        case GgmlType::F16: return half_kernels<F16Rows>(GgmlType::F16, &encode_f16);
+        case GgmlType::BF16: return half_kernels<BF16Rows>(GgmlType::BF16, &encode_bf16);
         case GgmlType::Q8_0:
             return legacy_kernels<Q8_0Sum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
         case GgmlType::Q4_0:
@@ -795,8 +878,8 @@ RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
             return legacy_kernels<Q4_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
         case GgmlType::Q5_1:
             return legacy_kernels<Q5_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
-        case GgmlType::Q2_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q2_k, &dot_rows<&dot_q2_k>};
-        case GgmlType::Q3_K: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_q3_k, &dot_rows<&dot_q3_k>};
+        case GgmlType::Q2_K: return super_kernels<Q2KRows>();
+        case GgmlType::Q3_K: return super_kernels<Q3KRows>();
         case GgmlType::Q4_K:
             return super_kernels<K4Rows<false>>();
         case GgmlType::Q5_K:
@@ -805,7 +888,7 @@ RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
             return super_kernels<Q6KRows>();
         case GgmlType::IQ4_NL:
             return legacy_kernels<IQ4_NLSum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
-        case GgmlType::IQ4_XS: return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, &dot_iq4_xs, &dot_rows<&dot_iq4_xs>};
+        case GgmlType::IQ4_XS: return super_kernels<IQ4XSRows>();
         default: return {};
     }
 }

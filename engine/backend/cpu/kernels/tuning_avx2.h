@@ -17,6 +17,8 @@ constexpr int64_t kRowDotPrefetchBytes = 4096;
 constexpr int kMaxBatch = 4;
 // The same for Q4_1 and Q5_1, whose min terms take one more register per activation row.
 constexpr int kMaxBatchWithMin = 3;
+// The same for F16 and BF16: four accumulators per activation row beside the weight's four vectors.
+constexpr int kMaxBatchHalves = 2;
 
 // ---------------------------------------------------------------- tiled GEMM
 
