@@ -98,42 +98,51 @@ inline int8x16x2_t load_q8_1(const uint8_t* block) {
 
 using UnpackBlock = int8x16x2_t (*)(const uint8_t* block);
 
-// Rows whose blocks sum to sumi x (dw x dx) against Q8_0 (Q8_0, Q5_0, IQ4_NL weights).
+// How each 32-element format scales a block's exact integer sum `sumi` of weight block w
+// against activation block x, in the reference's order.
+// Q8_0, Q5_0, IQ4_NL against Q8_0: sumi x (dw x dx).
+struct SymmetricScale {
+    static float of(const uint8_t* w, const uint8_t* x, int32_t sumi) { return static_cast<float>(sumi) * (half_at(w) * half_at(x)); }
+};
+// Q4_0 against Q8_0: (sumi x dw) x dx.
+struct Q4_0Scale {
+    static float of(const uint8_t* w, const uint8_t* x, int32_t sumi) { return static_cast<float>(sumi) * half_at(w) * half_at(x); }
+};
+// Q4_1, Q5_1 against Q8_1: (dw x dx) x sumi + mw x sx, where the activation block's
+// sx = dx x sum(qx) stands for the min's products.
+struct OffsetScale {
+    static float of(const uint8_t* w, const uint8_t* x, int32_t sumi) {
+        return (half_at(w) * half_at(x)) * static_cast<float>(sumi) + half_at(w + 2) * half_at(x + 2);
+    }
+};
+
+// Rows of 32-element blocks (BlockBytes each, values by Unpack) against activation blocks of
+// XBytes (quants by LoadX): B activation rows (row i at x + i * x_stride) against one weight
+// row, each weight block unpacked once; every activation row's float steps are those of B = 1.
+template <int64_t BlockBytes, UnpackBlock Unpack, int64_t XBytes, UnpackBlock LoadX, class Scale, Accumulate16 Acc16>
+struct LegacyRows {
+    template <int B>
+    static void rows(int64_t n, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        float sum[B] = {};
+        for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += BlockBytes, x += XBytes) {
+            const int8x16x2_t values = Unpack(w);
+            for (int i = 0; i < B; ++i) {
+                const uint8_t* xb = x + static_cast<uint64_t>(i) * x_stride;
+                sum[i] += Scale::of(w, xb, dot_32<Acc16>(values, LoadX(xb)));
+            }
+        }
+        for (int i = 0; i < B; ++i) out[i * out_stride] = sum[i];
+    }
+};
+
 template <int64_t BlockBytes, UnpackBlock Unpack, Accumulate16 Acc16>
-float symmetric_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += BlockBytes, x += layouts::kQ8_0) {
-        sum += static_cast<float>(dot_32<Acc16>(Unpack(w), load_q8_0(x))) * (half_at(w) * half_at(x));
-    }
-    return sum;
-}
-
-// Q4_0 against Q8_0: the reference scales each block as (sumi x dw) x dx.
-template <Accumulate16 Acc16>
-float q4_0_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += layouts::kQ4_0, x += layouts::kQ8_0) {
-        sum += static_cast<float>(dot_32<Acc16>(unpack_q4_0(w), load_q8_0(x))) * half_at(w) * half_at(x);
-    }
-    return sum;
-}
-
-// Rows with a per-block min against Q8_1 (Q4_1, Q5_1): (dw x dx) x sumi + mw x sx, where
-// the activation block's sx = dx x sum(qx) stands for the min's products.
+using SymmetricRows = LegacyRows<BlockBytes, Unpack, layouts::kQ8_0, &load_q8_0, SymmetricScale, Acc16>;
 template <int64_t BlockBytes, UnpackBlock Unpack, Accumulate16 Acc16>
-float offset_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / layouts::kLegacyElements; ++b, w += BlockBytes, x += layouts::kQ8_1) {
-        const float sumi = static_cast<float>(dot_32<Acc16>(Unpack(w), load_q8_1(x)));
-        sum += (half_at(w) * half_at(x)) * sumi + half_at(w + 2) * half_at(x + 2);
-    }
-    return sum;
-}
-
+using OffsetRows = LegacyRows<BlockBytes, Unpack, layouts::kQ8_1, &load_q8_1, OffsetScale, Acc16>;
 template <Accumulate16 Acc16>
-inline float q8_0_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
-    return symmetric_row_dot<layouts::kQ8_0, &load_q8_0, Acc16>(n, w, x);
-}
+using Q8_0Rows = SymmetricRows<layouts::kQ8_0, &load_q8_0, Acc16>;
+template <Accumulate16 Acc16>
+using Q4_0Rows = LegacyRows<layouts::kQ4_0, &unpack_q4_0, layouts::kQ8_0, &load_q8_0, Q4_0Scale, Acc16>;
 
 // The row kernels' multi-row form: one row at a time through `dot`.
 template <float (*Dot)(int64_t, const uint8_t*, const uint8_t*)>

@@ -13,9 +13,9 @@ namespace {
 struct SuperBlock {
     alignas(16) int8_t values[layouts::kSuperElements];
     alignas(16) int8_t scales[16];
+    alignas(16) int16_t mins[16];  // the formats with mins: per 16 elements
     float d = 0.0f;
     float dmin = 0.0f;
-    int32_t min_sum = 0;  // sum over the elements of min x activation quant (from Q8_K's bsums)
 };
 
 inline float float_at(const uint8_t* p) {
@@ -45,7 +45,7 @@ struct Q2K {
     static constexpr bool kHasMin = true;
     // Four 2-bit values per byte of qs (32 bytes per 128 elements, shifts 0, 2, 4, 6 give
     // elements 32 apart); scales: low nibble scale, high nibble min, per 16 elements.
-    static void decode(const uint8_t* w, const uint8_t* x, SuperBlock& out) {
+    static void decode(const uint8_t* w, SuperBlock& out) {
         for (int half = 0; half < 2; ++half) {
             const uint8x16_t q0 = vld1q_u8(w + 16 + 32 * half), q1 = vld1q_u8(w + 32 + 32 * half);
             for (int step = 0; step < 4; ++step) {
@@ -56,12 +56,10 @@ struct Q2K {
         const uint8x16_t packed = vld1q_u8(w);
         vst1q_u8(reinterpret_cast<uint8_t*>(out.scales), vandq_u8(packed, vdupq_n_u8(0x0F)));
         const uint8x16_t mins = vshrq_n_u8(packed, 4);
-        alignas(16) int16_t mins16[16];
-        vst1q_s16(mins16, vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mins))));
-        vst1q_s16(mins16 + 8, vreinterpretq_s16_u16(vmovl_high_u8(mins)));
+        vst1q_s16(out.mins, vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mins))));
+        vst1q_s16(out.mins + 8, vreinterpretq_s16_u16(vmovl_high_u8(mins)));
         out.d = half_at(w + layouts::kQ2_KD);
         out.dmin = half_at(w + layouts::kQ2_KD + 2);
-        out.min_sum = bsums_dot(x, mins16);
     }
 };
 
@@ -70,7 +68,7 @@ struct Q3K {
     static constexpr bool kHasMin = false;
     // 2-bit values as Q2_K's (qs after the 32 bytes of hmask), less 4 where the element's
     // hmask bit (bit 4 x half + step of byte l) is clear; sixteen 6-bit scales, offset by 32.
-    static void decode(const uint8_t* w, const uint8_t*, SuperBlock& out) {
+    static void decode(const uint8_t* w, SuperBlock& out) {
         const uint8x16_t hmask[2] = {vld1q_u8(w), vld1q_u8(w + 16)};
         for (int half = 0; half < 2; ++half) {
             for (int step = 0; step < 4; ++step) {
@@ -94,18 +92,16 @@ struct Q3K {
 };
 
 // Q4_K and Q5_K: eight 6-bit scales and mins (per 32 elements) packed in 12 bytes.
-inline void k4_scales_mins(const uint8_t* w, const uint8_t* x, SuperBlock& out) {
+inline void k4_scales_mins(const uint8_t* w, SuperBlock& out) {
     const uint8_t* packed = w + 4;
-    alignas(16) int16_t mins16[16];
     for (int j = 0; j < 8; ++j) {
         const int scale = j < 4 ? packed[j] & 63 : (packed[j + 4] & 0xF) | ((packed[j - 4] >> 6) << 4);
         const int min = j < 4 ? packed[j + 4] & 63 : (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
         out.scales[2 * j] = out.scales[2 * j + 1] = static_cast<int8_t>(scale);
-        mins16[2 * j] = mins16[2 * j + 1] = static_cast<int16_t>(min);
+        out.mins[2 * j] = out.mins[2 * j + 1] = static_cast<int16_t>(min);
     }
     out.d = half_at(w);
     out.dmin = half_at(w + 2);
-    out.min_sum = bsums_dot(x, mins16);
 }
 
 // Q4_K's and Q5_K's values: chunk c of 32 bytes at qs holds elements 64c + l (low nibbles) and
@@ -130,18 +126,18 @@ inline void k4_values(const uint8_t* qh, const uint8_t* qs, SuperBlock& out) {
 struct Q4K {
     static constexpr int64_t kBytes = layouts::kQ4_K;
     static constexpr bool kHasMin = true;
-    static void decode(const uint8_t* w, const uint8_t* x, SuperBlock& out) {
+    static void decode(const uint8_t* w, SuperBlock& out) {
         k4_values<false>(nullptr, w + 16, out);
-        k4_scales_mins(w, x, out);
+        k4_scales_mins(w, out);
     }
 };
 
 struct Q5K {
     static constexpr int64_t kBytes = layouts::kQ5_K;
     static constexpr bool kHasMin = true;
-    static void decode(const uint8_t* w, const uint8_t* x, SuperBlock& out) {
+    static void decode(const uint8_t* w, SuperBlock& out) {
         k4_values<true>(w + 16, w + 48, out);
-        k4_scales_mins(w, x, out);
+        k4_scales_mins(w, out);
     }
 };
 
@@ -151,7 +147,7 @@ struct Q6K {
     // Per 128 elements: 64 bytes of low nibbles (elements l, l + 32 in bytes l, l + 32; l + 64,
     // l + 96 in their high nibbles) and 32 bytes of high 2-bit pairs (bits 2k of byte l for
     // element l + 32k), offset by 32; signed 8-bit scales per 16 elements.
-    static void decode(const uint8_t* w, const uint8_t*, SuperBlock& out) {
+    static void decode(const uint8_t* w, SuperBlock& out) {
         for (int half = 0; half < 2; ++half) {
             for (int part = 0; part < 2; ++part) {
                 const uint8_t* ql = w + 64 * half + 16 * part;
@@ -175,7 +171,7 @@ struct IQ4XS {
     // Eight groups of 32 IQ4 levels laid out as IQ4_NL blocks; group g's 6-bit scale (offset
     // by 32) has its low four bits in nibble g % 2 of scales_l[g / 2], its high two in bits 2g
     // of scales_h.
-    static void decode(const uint8_t* w, const uint8_t*, SuperBlock& out) {
+    static void decode(const uint8_t* w, SuperBlock& out) {
         for (int group = 0; group < 8; ++group) {
             const int8x16x2_t values = iq4_values(w + layouts::kIQ4_XSQs + 16 * group);
             vst1q_s8(out.values + 32 * group, values.val[0]);
@@ -202,25 +198,32 @@ inline int32_t scaled_super_block_sum(const SuperBlock& block, const int8_t* q8)
     return vaddvq_s32(acc);
 }
 
-// A row of super-blocks of `Format` against Q8_K: per block (dx x d) x sum, less
-// (dx x dmin) x min_sum for the formats with mins.
+// Rows of super-blocks of `Format` against Q8_K: per block (dx x d) x sum, less
+// (dx x dmin) x min_sum for the formats with mins. B activation rows (row i at
+// x + i * x_stride) against one weight row, each super-block decoded once; every activation
+// row's float steps are those of B = 1.
 template <class Format, Accumulate16 Acc16>
-float super_block_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
-    SuperBlock block;
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / layouts::kSuperElements; ++b, w += Format::kBytes, x += layouts::kQ8_K) {
-        Format::decode(w, x, block);
-        const float dx = float_at(x);
-        const auto* q8 = reinterpret_cast<const int8_t*>(x + layouts::kQ8_KQs);
-        const float scaled = (dx * block.d) * static_cast<float>(scaled_super_block_sum<Acc16>(block, q8));
-        if constexpr (Format::kHasMin) {
-            sum += scaled - (dx * block.dmin) * static_cast<float>(block.min_sum);
-        } else {
-            sum += scaled;
+struct SuperBlockRows {
+    template <int B>
+    static void rows(int64_t n, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        SuperBlock block;
+        float sum[B] = {};
+        for (int64_t b = 0; b < n / layouts::kSuperElements; ++b, w += Format::kBytes, x += layouts::kQ8_K) {
+            Format::decode(w, block);
+            for (int i = 0; i < B; ++i) {
+                const uint8_t* xb = x + static_cast<uint64_t>(i) * x_stride;
+                const float dx = float_at(xb);
+                const auto* q8 = reinterpret_cast<const int8_t*>(xb + layouts::kQ8_KQs);
+                const float scaled = (dx * block.d) * static_cast<float>(scaled_super_block_sum<Acc16>(block, q8));
+                if constexpr (Format::kHasMin) {
+                    sum[i] += scaled - (dx * block.dmin) * static_cast<float>(bsums_dot(xb, block.mins));
+                } else {
+                    sum[i] += scaled;
+                }
+            }
         }
+        for (int i = 0; i < B; ++i) out[i * out_stride] = sum[i];
     }
-    return sum;
-}
-
+};
 }  // namespace
 }  // namespace inferscope::simd

@@ -23,26 +23,36 @@ inline float bf16_at(const uint8_t* p) {
     return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
-// A row of floats stored as `ElementBytes`-byte elements: four accumulators of four lanes,
-// then the elements past the last whole 16 one at a time.
+// Rows of floats stored as `ElementBytes`-byte elements, B activation rows (row b at
+// x + b * x_stride) against one weight row: four accumulators of four lanes per activation
+// row, then the elements past the last whole 16 one at a time; each weight vector is widened
+// once for all B, and every activation row's sums are those of B = 1.
 template <int ElementBytes, float32x4_t (*Load4)(const uint8_t*), float (*At)(const uint8_t*)>
-float float_row_dot(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        for (int k = 0; k < 4; ++k) {
-            const int64_t at = (i + 4 * k) * ElementBytes;
-            acc[k] = vfmaq_f32(acc[k], Load4(w + at), Load4(x + at));
+struct FloatRows {
+    template <int B>
+    static void rows(int64_t n, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        float32x4_t acc[B][4];
+        for (int b = 0; b < B; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = vdupq_n_f32(0);
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+            for (int k = 0; k < 4; ++k) {
+                const int64_t at = (i + 4 * k) * ElementBytes;
+                const float32x4_t wk = Load4(w + at);
+                for (int b = 0; b < B; ++b) acc[b][k] = vfmaq_f32(acc[b][k], wk, Load4(x + b * x_stride + at));
+            }
+        }
+        for (int b = 0; b < B; ++b) {
+            const uint8_t* xb = x + b * x_stride;
+            float sum = vaddvq_f32(vaddq_f32(vaddq_f32(acc[b][0], acc[b][1]), vaddq_f32(acc[b][2], acc[b][3])));
+            for (int64_t t = i; t < n; ++t) sum += At(w + t * ElementBytes) * At(xb + t * ElementBytes);
+            out[b * out_stride] = sum;
         }
     }
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
-    for (; i < n; ++i) sum += At(w + i * ElementBytes) * At(x + i * ElementBytes);
-    return sum;
-}
+};
 
-constexpr auto kDotF32 = &float_row_dot<4, &load4_f32, &float_at>;
-constexpr auto kDotF16 = &float_row_dot<2, &load4_f16, &half_at>;
-constexpr auto kDotBf16 = &float_row_dot<2, &load4_bf16, &bf16_at>;
+using F32Rows = FloatRows<4, &load4_f32, &float_at>;
+using F16Rows = FloatRows<2, &load4_f16, &half_at>;
+using BF16Rows = FloatRows<2, &load4_bf16, &bf16_at>;
 
 // The NEON steps of q8_encoders.h. vcvtnq_s32_f32 rounds to nearest even as the reference
 // does; its saturation differs from x86's, but the encoders only quantize values within
@@ -114,9 +124,9 @@ EncodeRowFn q8_encoder(GgmlType activation_type) {
 
 RowDotKernels neon_row_dot_kernels(GgmlType weight_type) {
     switch (weight_type) {
-        case GgmlType::F32: return row_kernels<kDotF32>(GgmlType::F32);
-        case GgmlType::F16: return row_kernels<kDotF16>(GgmlType::F16);
-        case GgmlType::BF16: return row_kernels<kDotBf16>(GgmlType::BF16);
+        case GgmlType::F32: return batch_kernels<F32Rows>(GgmlType::F32);
+        case GgmlType::F16: return batch_kernels<F16Rows>(GgmlType::F16);
+        case GgmlType::BF16: return batch_kernels<BF16Rows>(GgmlType::BF16);
         default: {
             RowDotKernels k = integer_row_dot_kernels<&accumulate_16_widening>(weight_type);
             k.encode = q8_encoder(k.activation_type);

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/kernels/byte_access.h"
-#include "engine/backend/cpu/kernels/compile_time_count.h"
+#include "engine/backend/cpu/kernels/batch_rows.h"
 #include "engine/backend/cpu/kernels/q8_encoders.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/row_dot_common.h"
@@ -192,12 +192,6 @@ struct HalfRows {
 using F16Rows = HalfRows<&f16x8, &f16_at>;
 using BF16Rows = HalfRows<&bf16x8, &bf16_at>;
 
-template <class K>
-float dot_halves(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float out = 0.0f;
-    K::template rows<1>(n, w, x, 0, &out, 1);
-    return out;
-}
 
 // ---------------------------------------------------------------- legacy 32-element blocks
 
@@ -438,10 +432,42 @@ inline __m256i scaled_run(__m256i q, const uint8_t* qx, __m256i scales, __m256i 
     return scaled_run_by(q, qx, _mm256_shuffle_epi8(scales, shuffle));
 }
 
-// The super-block kernels below take B activation rows (row i at x + i * x_stride) against
-// one weight row, each sum to out[i * out_stride]. Their integer sums are exact, so only the
-// float steps, one per super-block and activation row, fix the bits, and those are the same
-// for every B: one row (dot_super) and batches (dot_rows_batch_super) agree.
+// The super-block formats below share one row loop (SuperRows) over B activation rows (row i
+// at x + i * x_stride) against one weight row. Each format F gives its byte count, the offsets
+// of its d (and dmin), block_sums<B>(w, x, x_stride, sumi) (every activation row's exact int32
+// sums of the super-block) and, for formats with mins, mins(w) (one per 16 elements). Only
+// the float steps, one per super-block and activation row, fix the bits, and those are the
+// same for every B: one row (dot_of_rows) and batches (dot_rows_batch_of) agree.
+template <class F>
+struct SuperRows {
+    template <int B>
+    static void rows(int64_t n, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+        __m256 acc[B], accm[B];
+        for (int i = 0; i < B; ++i) acc[i] = accm[i] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < n / 256; ++s, w += F::kBytes, x += kQ8_K) {
+            prefetch_span<F::kBytes>(w + tuning::kRowDotPrefetchBytes);
+            if constexpr (F::kHasMin) {
+                const __m256i mins = F::mins(w);
+#pragma GCC unroll 8
+                for (int i = 0; i < B; ++i) {
+                    // min term: sum_j m_j * (the activation's bsum over m_j's 16 elements)
+                    const uint8_t* xi = x + i * x_stride;
+                    const __m256i msum = _mm256_madd_epi16(load256(xi + kQ8_KBsums), mins);
+                    accm[i] =
+                        _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + F::kDmin) * load_f32(xi)), _mm256_cvtepi32_ps(msum), accm[i]);
+                }
+            }
+            __m256i sumi[B];
+            F::template block_sums<B>(w, x, x_stride, sumi);
+#pragma GCC unroll 8
+            for (int i = 0; i < B; ++i) {
+                const float d = f16_at(w + F::kD) * load_f32(x + i * x_stride);
+                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+            }
+        }
+        for (int i = 0; i < B; ++i) out[i * out_stride] = F::kHasMin ? hsum(acc[i]) - hsum(accm[i]) : hsum(acc[i]);
+    }
+};
 
 // Q4_K/Q5_K: 32-element sub-blocks with one scale each (both 128-bit halves of a run get it);
 // chunk C's 64 elements added to every activation row's sumi.
@@ -465,39 +491,26 @@ inline void k4_chunk(const uint8_t* qs, __m256i qh, const uint8_t* x, uint64_t x
 }
 
 template <bool Q5>
-struct K4Rows {
+struct K4Blocks {
+    static constexpr int64_t kBytes = Q5 ? kQ5_K : kQ4_K;
+    static constexpr bool kHasMin = true;
+    static constexpr int kD = 0, kDmin = 2;
+    // Each 32-element min for both its 16s.
+    static __m256i mins(const uint8_t* w) {
+        const __m128i sm = k4_scales_mins(w + 4);
+        return _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+    }
     template <int B>
-    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
-        constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
+    static void block_sums(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m256i (&sumi)[B]) {
         constexpr int64_t kQs = Q5 ? 48 : 16;
-        __m256 acc[B], accm[B];
-        for (int i = 0; i < B; ++i) acc[i] = accm[i] = _mm256_setzero_ps();
-        for (int64_t s = 0; s < nb; ++s, w += kW, x += kQ8_K) {
-            prefetch_span<kW>(w + tuning::kRowDotPrefetchBytes);
-            const __m128i sm = k4_scales_mins(w + 4);
-            const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-            __m256i sumi[B];
-#pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const uint8_t* xi = x + i * x_stride;
-                // min term: sum_j m_j * (bsums[2j] + bsums[2j+1])
-                const __m256i msum = _mm256_madd_epi16(load256(xi + kQ8_KBsums), mins);
-                accm[i] = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(w + 2) * load_f32(xi)), _mm256_cvtepi32_ps(msum), accm[i]);
-                sumi[i] = _mm256_setzero_si256();
-            }
-            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-            const __m256i qh = Q5 ? load256(w + 16) : _mm256_setzero_si256();
-            k4_chunk<0, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
-            k4_chunk<1, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
-            k4_chunk<2, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
-            k4_chunk<3, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
-#pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const float d = f16_at(w) * load_f32(x + i * x_stride);
-                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
-            }
-        }
-        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]) - hsum(accm[i]);
+        const __m128i sm = k4_scales_mins(w + 4);
+        for (int i = 0; i < B; ++i) sumi[i] = _mm256_setzero_si256();
+        const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+        const __m256i qh = Q5 ? load256(w + 16) : _mm256_setzero_si256();
+        k4_chunk<0, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
+        k4_chunk<1, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
+        k4_chunk<2, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
+        k4_chunk<3, Q5>(w + kQs, qh, x, x_stride, scales, sumi);
     }
 };
 
@@ -527,38 +540,22 @@ inline void q6k_half(const uint8_t* w, int h, const uint8_t* x, uint64_t x_strid
     }
 }
 
-struct Q6KRows {
+struct Q6KBlocks {
+    static constexpr int64_t kBytes = kQ6_K;
+    static constexpr bool kHasMin = false;
+    static constexpr int kD = 208, kDmin = 0;
     template <int B>
-    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
-        __m256 acc[B];
-        for (int i = 0; i < B; ++i) acc[i] = _mm256_setzero_ps();
-        for (int64_t s = 0; s < nb; ++s, w += kQ6_K, x += kQ8_K) {
-            prefetch_span<kQ6_K>(w + tuning::kRowDotPrefetchBytes);
-            const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w + 192));
-            __m256i sumi[B];
+    static void block_sums(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m256i (&sumi)[B]) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w + 192));
 #pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const __m256i offset = _mm256_madd_epi16(load256(x + i * x_stride + kQ8_KBsums), sc16);
-                sumi[i] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
-            }
-            q6k_half(w, 0, x, x_stride, sumi);
-            q6k_half(w, 1, x, x_stride, sumi);
-#pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const float d = f16_at(w + 208) * load_f32(x + i * x_stride);
-                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
-            }
+        for (int i = 0; i < B; ++i) {
+            const __m256i offset = _mm256_madd_epi16(load256(x + i * x_stride + kQ8_KBsums), sc16);
+            sumi[i] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
         }
-        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]);
+        q6k_half(w, 0, x, x_stride, sumi);
+        q6k_half(w, 1, x, x_stride, sumi);
     }
 };
-
-template <class K>
-float dot_super(int64_t n, const uint8_t* w, const uint8_t* x) {
-    float out = 0.0f;
-    K::template rows<1>(n / 256, w, x, 0, &out, 1);
-    return out;
-}
 
 // Q3_K: q = 2 low bits + 4 * hmask bit in 0..7, value = q - 4; the -4 goes through the bsums.
 template <int H, int K>
@@ -583,112 +580,81 @@ inline void q3k_half(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m2
     }
 }
 
-struct Q3KRows {
+struct Q3KBlocks {
+    static constexpr int64_t kBytes = kQ3_K;
+    static constexpr bool kHasMin = false;
+    static constexpr int kD = 108, kDmin = 0;
     template <int B>
-    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
-        __m256 acc[B];
-        for (int i = 0; i < B; ++i) acc[i] = _mm256_setzero_ps();
-        for (int64_t s = 0; s < nb; ++s, w += kQ3_K, x += kQ8_K) {
-            prefetch_span<kQ3_K>(w + tuning::kRowDotPrefetchBytes);
-            const __m128i sc8 = q3k_scales(w + 96);
-            const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-            const __m256i hm = load256(w);
-            __m256i sumi[B];
+    static void block_sums(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m256i (&sumi)[B]) {
+        const __m128i sc8 = q3k_scales(w + 96);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m256i hm = load256(w);
 #pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const __m256i offset = _mm256_madd_epi16(load256(x + i * x_stride + kQ8_KBsums), sc16);
-                sumi[i] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2));
-            }
-            q3k_half<0>(w, x, x_stride, hm, sc8, sumi);
-            q3k_half<1>(w, x, x_stride, hm, sc8, sumi);
-#pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const float d = f16_at(w + 108) * load_f32(x + i * x_stride);
-                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
-            }
+        for (int i = 0; i < B; ++i) {
+            const __m256i offset = _mm256_madd_epi16(load256(x + i * x_stride + kQ8_KBsums), sc16);
+            sumi[i] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2));
         }
-        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]);
+        q3k_half<0>(w, x, x_stride, hm, sc8, sumi);
+        q3k_half<1>(w, x, x_stride, hm, sc8, sumi);
     }
 };
 
 // Q2_K: q in 0..3 with a 4-bit scale and a 4-bit min per 16 elements.
-struct Q2KRows {
+struct Q2KBlocks {
+    static constexpr int64_t kBytes = kQ2_K;
+    static constexpr bool kHasMin = true;
+    static constexpr int kD = 80, kDmin = 82;
+    static __m256i mins(const uint8_t* w) {
+        return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(load128(w), 4), _mm_set1_epi8(0x0F)));
+    }
     template <int B>
-    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
+    static void block_sums(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m256i (&sumi)[B]) {
         const __m256i m3 = _mm256_set1_epi8(3);
-        __m256 acc[B], accm[B];
-        for (int i = 0; i < B; ++i) acc[i] = accm[i] = _mm256_setzero_ps();
-        for (int64_t s = 0; s < nb; ++s, w += kQ2_K, x += kQ8_K) {
-            prefetch_span<kQ2_K>(w + tuning::kRowDotPrefetchBytes);
-            const __m128i packed = load128(w);
-            const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
-            const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
-            __m256i sumi[B];
+        const __m128i packed = load128(w);
+        const __m128i scl = _mm_and_si128(packed, _mm_set1_epi8(0x0F));
+        for (int i = 0; i < B; ++i) sumi[i] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+            const __m128i half_scales = h == 0 ? scl : _mm_unpackhi_epi64(scl, scl);
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(half_scales));
+            const __m256i q = load256(w + 16 + 32 * h);
+            const __m256i q0 = _mm256_and_si256(q, m3), q1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
+            const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3), q3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
 #pragma GCC unroll 8
             for (int i = 0; i < B; ++i) {
-                const uint8_t* xi = x + i * x_stride;
-                const __m256i msum = _mm256_madd_epi16(load256(xi + kQ8_KBsums), mins);
-                accm[i] = _mm256_fmadd_ps(_mm256_set1_ps(load_f32(xi) * f16_at(w + 82)), _mm256_cvtepi32_ps(msum), accm[i]);
-                sumi[i] = _mm256_setzero_si256();
-            }
-            for (int h = 0; h < 2; ++h) {
-                const __m128i half_scales = h == 0 ? scl : _mm_unpackhi_epi64(scl, scl);
-                const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(half_scales));
-                const __m256i q = load256(w + 16 + 32 * h);
-                const __m256i q0 = _mm256_and_si256(q, m3), q1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
-                const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3), q3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
-#pragma GCC unroll 8
-                for (int i = 0; i < B; ++i) {
-                    const uint8_t* qx = x + i * x_stride + kQ8_KQs + 128 * h;
-                    const __m256i p0 = scaled_run(q0, qx, scales, word_pair_shuffle(0, 1));
-                    const __m256i p1 = scaled_run(q1, qx + 32, scales, word_pair_shuffle(2, 3));
-                    const __m256i p2 = scaled_run(q2, qx + 64, scales, word_pair_shuffle(4, 5));
-                    const __m256i p3 = scaled_run(q3, qx + 96, scales, word_pair_shuffle(6, 7));
-                    sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
-                }
-            }
-#pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const float d = load_f32(x + i * x_stride) * f16_at(w + 80);
-                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+                const uint8_t* qx = x + i * x_stride + kQ8_KQs + 128 * h;
+                const __m256i p0 = scaled_run(q0, qx, scales, word_pair_shuffle(0, 1));
+                const __m256i p1 = scaled_run(q1, qx + 32, scales, word_pair_shuffle(2, 3));
+                const __m256i p2 = scaled_run(q2, qx + 64, scales, word_pair_shuffle(4, 5));
+                const __m256i p3 = scaled_run(q3, qx + 96, scales, word_pair_shuffle(6, 7));
+                sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
             }
         }
-        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]) - hsum(accm[i]);
     }
 };
 
 // IQ4_XS: eight 32-element groups with signed 6-bit scales. Each group's int16 pair sums are
 // multiplied by its scale in the pair-sum step (_mm256_madd_epi16), so a super-block gives
 // one exact int32 sum (|sum| <= 8 * 32 * 127 * 128 * 32 < 2^31) and one float update.
-struct IQ4XSRows {
+struct IQ4XSBlocks {
+    static constexpr int64_t kBytes = kIQ4_XS;
+    static constexpr bool kHasMin = false;
+    static constexpr int kD = 0, kDmin = 0;
     template <int B>
-    static void rows(int64_t nb, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
-        __m256 acc[B];
-        for (int i = 0; i < B; ++i) acc[i] = _mm256_setzero_ps();
-        for (int64_t s = 0; s < nb; ++s, w += kIQ4_XS, x += kQ8_K) {
-            prefetch_span<kIQ4_XS>(w + tuning::kRowDotPrefetchBytes);
-            const uint32_t scales_h = load_u16(w + 2);
-            const uint32_t scales_l = load_u32(w + 4);
-            __m256i sumi[B];
-            for (int i = 0; i < B; ++i) sumi[i] = _mm256_setzero_si256();
-            for (int g = 0; g < 8; ++g) {
-                const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4)) - 32;
-                const __m256i group_scale = _mm256_set1_epi16(static_cast<short>(ls));
-                const __m256i levels = iq4_levels_of(w + 8 + 16 * g);
-#pragma GCC unroll 8
-                for (int i = 0; i < B; ++i) {
-                    const __m256i qx = load256(x + i * x_stride + kQ8_KQs + 32 * g);
-                    const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qx), levels_signed_as(levels, qx));
-                    sumi[i] = _mm256_add_epi32(sumi[i], _mm256_madd_epi16(p, group_scale));
-                }
-            }
+    static void block_sums(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m256i (&sumi)[B]) {
+        const uint32_t scales_h = load_u16(w + 2);
+        const uint32_t scales_l = load_u32(w + 4);
+        for (int i = 0; i < B; ++i) sumi[i] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const int ls = static_cast<int>(((scales_l >> (4 * g)) & 0xF) | (((scales_h >> (2 * g)) & 3) << 4)) - 32;
+            const __m256i group_scale = _mm256_set1_epi16(static_cast<short>(ls));
+            const __m256i levels = iq4_levels_of(w + 8 + 16 * g);
 #pragma GCC unroll 8
             for (int i = 0; i < B; ++i) {
-                const float d = f16_at(w) * load_f32(x + i * x_stride);
-                acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[i]), acc[i]);
+                const __m256i qx = load256(x + i * x_stride + kQ8_KQs + 32 * g);
+                const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qx), levels_signed_as(levels, qx));
+                sumi[i] = _mm256_add_epi32(sumi[i], _mm256_madd_epi16(p, group_scale));
             }
         }
-        for (int i = 0; i < B; ++i) out[i * out_stride] = hsum(acc[i]);
     }
 };
 
@@ -777,18 +743,6 @@ void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
 
 // ---------------------------------------------------------------- batches
 
-// Each weight row against the activation rows Max at a time (the row is still in L1 for the
-// groups after the first): group(b, r, i0) runs activation rows [i0, i0 + b) against weight
-// row r, with b a compile-time count so that their accumulators stay in registers.
-template <int Max, class Group>
-inline void batch_rows(int64_t n_rows, int n_x, const Group& group) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int i0 = 0; i0 < n_x; i0 += Max) {
-            with_compile_time_count<Max>(std::min(Max, n_x - i0), [&](auto b) { group(b, r, i0); });
-        }
-    }
-}
-
 // See RowsDotBatchFn. The activation rows' block scales (as floats) and prepared terms are
 // computed once per call rather than once per weight row.
 template <class Block, bool WithMin>
@@ -820,27 +774,6 @@ void dot_rows_batch_legacy(int64_t n, const uint8_t* w, uint64_t row_bytes, int6
     });
 }
 
-// See RowsDotBatchFn, for the super-block kernels K (K4Rows, Q6KRows).
-template <class K>
-void dot_rows_batch_super(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, uint64_t x_row_bytes,
-                          int n_x, float* out, int64_t out_stride) {
-    batch_rows<tuning::kMaxBatch>(n_rows, n_x, [&](auto count, int64_t r, int i0) {
-        K::template rows<decltype(count)::value>(n / 256, w + r * row_bytes, x + i0 * x_row_bytes, x_row_bytes,
-                                                 out + i0 * out_stride + r, out_stride);
-    });
-}
-
-// See RowsDotBatchFn, for the F16/BF16 kernels K (HalfRows): two activation rows at a time,
-// whose eight accumulators and the weight's four vectors fit the sixteen registers.
-template <class K>
-void dot_rows_batch_halves(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x,
-                           uint64_t x_row_bytes, int n_x, float* out, int64_t out_stride) {
-    batch_rows<tuning::kMaxBatchHalves>(n_rows, n_x, [&](auto count, int64_t r, int i0) {
-        K::template rows<decltype(count)::value>(n, w + r * row_bytes, x + i0 * x_row_bytes, x_row_bytes, out + i0 * out_stride + r,
-                                                 out_stride);
-    });
-}
-
 // A batch of one: the activation's block scales converted once for all the rows.
 template <class Block, bool WithMin>
 void dot_rows_legacy(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const uint8_t* x, float* out) {
@@ -853,15 +786,17 @@ RowDotKernels legacy_kernels(GgmlType activation_type, EncodeRowFn encode) {
     return {activation_type, encode, &dot_legacy<Block, WithMin>, &dot_rows_legacy<Block, WithMin>,
             &dot_rows_batch_legacy<Block, WithMin>};
 }
+// F16/BF16 (HalfRows) two activation rows a pass: their eight accumulators and the weight's
+// four vectors fill the sixteen registers.
 template <class K>
 RowDotKernels half_kernels(GgmlType type, EncodeRowFn encode) {
-    constexpr RowDotFn dot = &dot_halves<K>;
-    return {type, encode, dot, &dot_rows<dot>, &dot_rows_batch_halves<K>};
+    constexpr RowDotFn dot = &dot_of_rows<K>;
+    return {type, encode, dot, &dot_rows<dot>, &dot_rows_batch_of<K, tuning::kMaxBatchHalves>};
 }
-template <class K>
+template <class F>
 RowDotKernels super_kernels() {
-    constexpr RowDotFn dot = &dot_super<K>;
-    return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, dot, &dot_rows<dot>, &dot_rows_batch_super<K>};
+    constexpr RowDotFn dot = &dot_of_rows<SuperRows<F>>;
+    return {GgmlType::Q8_K, &encode_q8_k<Avx2Encoding>, dot, &dot_rows<dot>, &dot_rows_batch_of<SuperRows<F>, tuning::kMaxBatch>};
 }
 
 RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
@@ -878,17 +813,17 @@ RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
             return legacy_kernels<Q4_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
         case GgmlType::Q5_1:
             return legacy_kernels<Q5_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
-        case GgmlType::Q2_K: return super_kernels<Q2KRows>();
-        case GgmlType::Q3_K: return super_kernels<Q3KRows>();
+        case GgmlType::Q2_K: return super_kernels<Q2KBlocks>();
+        case GgmlType::Q3_K: return super_kernels<Q3KBlocks>();
         case GgmlType::Q4_K:
-            return super_kernels<K4Rows<false>>();
+            return super_kernels<K4Blocks<false>>();
         case GgmlType::Q5_K:
-            return super_kernels<K4Rows<true>>();
+            return super_kernels<K4Blocks<true>>();
         case GgmlType::Q6_K:
-            return super_kernels<Q6KRows>();
+            return super_kernels<Q6KBlocks>();
         case GgmlType::IQ4_NL:
             return legacy_kernels<IQ4_NLSum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
-        case GgmlType::IQ4_XS: return super_kernels<IQ4XSRows>();
+        case GgmlType::IQ4_XS: return super_kernels<IQ4XSBlocks>();
         default: return {};
     }
 }
