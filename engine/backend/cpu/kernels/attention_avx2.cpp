@@ -27,89 +27,74 @@ inline __m256 load8(const float* row, int d, int valid) {
     return _mm256_loadu_ps(tail);
 }
 
-// Up to 8 tokens at a time from the transposed K block (see attention_kernels.h). Heads is
-// a compile-time count so that the accumulators stay in registers (see attention_avx512.cpp).
-template <typename T, int Heads>
-void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, int n_t, __m256 scale_v, float* out,
-                 int64_t out_stride) {
-    for (int t0 = 0; t0 < n_t; t0 += 8) {
-        const int valid = n_t - t0;
-        __m256 acc[Heads];
-        // Every loop over acc unrolled, or GCC keeps the accumulators on the stack.
+// The passes of the walks in attention_kernels.h (scores_by_passes, accumulate_by_passes).
+struct Avx2Passes {
+    static constexpr int kScoreHeads = avx2_tuning::kAttentionScoreHeads;
+    static constexpr int kValueChunks = avx2_tuning::kAttentionValueChunks;
+    static constexpr int kLanes = 8;
+
+    // Up to 8 tokens at a time from the transposed K block (see attention_kernels.h). Heads is
+    // a compile-time count so that the accumulators stay in registers (see attention_avx512.cpp).
+    template <typename T, int Heads>
+    static void scores(const float* q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
+                       int64_t out_stride) {
+        const __m256 scale_v = _mm256_set1_ps(scale);
+        for (int t0 = 0; t0 < n_t; t0 += 8) {
+            const int valid = n_t - t0;
+            __m256 acc[Heads];
+            // Every loop over acc unrolled, or GCC keeps the accumulators on the stack.
 #pragma GCC unroll 8
-        for (int g = 0; g < Heads; ++g) acc[g] = _mm256_setzero_ps();
-        for (int d = 0; d < head_dim; ++d) {
-            const __m256 k = load8(kt + static_cast<int64_t>(d) * block_tokens, t0, valid);
+            for (int g = 0; g < Heads; ++g) acc[g] = _mm256_setzero_ps();
+            for (int d = 0; d < head_dim; ++d) {
+                const __m256 k = load8(kt + static_cast<int64_t>(d) * block_tokens, t0, valid);
+#pragma GCC unroll 8
+                for (int g = 0; g < Heads; ++g) {
+                    acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(q[static_cast<int64_t>(g) * head_dim + d]), k, acc[g]);
+                }
+            }
 #pragma GCC unroll 8
             for (int g = 0; g < Heads; ++g) {
-                acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(q[static_cast<int64_t>(g) * head_dim + d]), k, acc[g]);
+                alignas(32) float lane[8];
+                _mm256_store_ps(lane, _mm256_mul_ps(acc[g], scale_v));
+                std::memcpy(out + g * out_stride + t0, lane, sizeof(float) * static_cast<size_t>(valid < 8 ? valid : 8));
             }
         }
-#pragma GCC unroll 8
-        for (int g = 0; g < Heads; ++g) {
-            alignas(32) float lane[8];
-            _mm256_store_ps(lane, _mm256_mul_ps(acc[g], scale_v));
-            std::memcpy(out + g * out_stride + t0, lane, sizeof(float) * static_cast<size_t>(valid < 8 ? valid : 8));
-        }
     }
-}
 
-template <typename T>
-void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
-            float* out, int64_t out_stride) {
-    const __m256 scale_v = _mm256_set1_ps(scale);
-    score_blocks_by_head_groups<avx2_tuning::kAttentionScoreHeads>(
-        q, n_q, head_dim, KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim), out, out_stride,
-        [&](auto heads, const float* q_group, const T* kt, int n_t, float* out_group) {
-            scores_pass<T, decltype(heads)::value>(q_group, head_dim, kt, block_tokens, n_t, scale_v, out_group, out_stride);
-        });
-}
-
-// One query head at a time, its Chunks x 8 outputs in registers over the block. Chunks is a
-// compile-time count and every loop over the accumulators is unrolled: otherwise GCC keeps
-// them on the stack.
-template <typename T, int Chunks>
-void accumulate_chunks(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                       int first_chunk, float* out) {
-    for (int g = 0; g < n_q; ++g) {
-        float* og = out + static_cast<int64_t>(g) * head_dim + first_chunk * 8;
-        const float* pg = p + g * p_stride;
-        __m256 acc[Chunks];
+    // One query head at a time, its Chunks x 8 outputs in registers over the block. Chunks is a
+    // compile-time count and every loop over the accumulators is unrolled: otherwise GCC keeps
+    // them on the stack.
+    template <typename T, int Chunks>
+    static void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                           int first_chunk, float* out) {
+        for (int g = 0; g < n_q; ++g) {
+            float* og = out + static_cast<int64_t>(g) * head_dim + first_chunk * 8;
+            const float* pg = p + g * p_stride;
+            __m256 acc[Chunks];
 #pragma GCC unroll 8
-        for (int c = 0; c < Chunks; ++c) acc[c] = load8(og, c * 8, head_dim - (first_chunk + c) * 8);
-        for (int t = 0; t < n_t; ++t) {
-            const __m256 weight = _mm256_set1_ps(pg[t]);
-            const T* row = v + t * row_stride + first_chunk * 8;
+            for (int c = 0; c < Chunks; ++c) acc[c] = load8(og, c * 8, head_dim - (first_chunk + c) * 8);
+            for (int t = 0; t < n_t; ++t) {
+                const __m256 weight = _mm256_set1_ps(pg[t]);
+                const T* row = v + t * row_stride + first_chunk * 8;
+#pragma GCC unroll 8
+                for (int c = 0; c < Chunks; ++c) {
+                    acc[c] = _mm256_fmadd_ps(weight, load8(row, c * 8, head_dim - (first_chunk + c) * 8), acc[c]);
+                }
+            }
 #pragma GCC unroll 8
             for (int c = 0; c < Chunks; ++c) {
-                acc[c] = _mm256_fmadd_ps(weight, load8(row, c * 8, head_dim - (first_chunk + c) * 8), acc[c]);
-            }
-        }
-#pragma GCC unroll 8
-        for (int c = 0; c < Chunks; ++c) {
-            const int valid = head_dim - (first_chunk + c) * 8;
-            if (valid >= 8) {
-                _mm256_storeu_ps(og + c * 8, acc[c]);
-            } else {
-                float tail[8];
-                _mm256_storeu_ps(tail, acc[c]);
-                std::memcpy(og + c * 8, tail, static_cast<size_t>(valid) * sizeof(float));
+                const int valid = head_dim - (first_chunk + c) * 8;
+                if (valid >= 8) {
+                    _mm256_storeu_ps(og + c * 8, acc[c]);
+                } else {
+                    float tail[8];
+                    _mm256_storeu_ps(tail, acc[c]);
+                    std::memcpy(og + c * 8, tail, static_cast<size_t>(valid) * sizeof(float));
+                }
             }
         }
     }
-}
-
-// Up to kAttentionValueChunks chunks of 8 dimensions of every head per pass.
-template <typename T>
-void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
-                int n_ctx, int head_dim, float* out) {
-    accumulate_blocks_by_chunk_runs<avx2_tuning::kAttentionValueChunks>(
-        (head_dim + 7) / 8, KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim),
-        [&](auto count, const T* v, int first_token, int n_t, int first_chunk) {
-            accumulate_chunks<T, decltype(count)::value>(p + first_token, n_q, p_stride, v, row_stride, n_t, head_dim,
-                                                         first_chunk, out);
-        });
-}
+};
 
 // As the AVX-512 softmax (attention_avx512.cpp), eight lanes wide, with the exponentials
 // summed in double lanes.
@@ -139,8 +124,11 @@ void softmax(float* x, int64_t n) {
 }  // namespace
 
 AttentionKernels avx2_attention_kernels() {
-    return {.scores_f16 = &scores<uint16_t>, .scores_f32 = &scores<float>, .softmax = &softmax,
-            .accumulate_f16 = &accumulate<uint16_t>, .accumulate_f32 = &accumulate<float>};
+    return {.scores_f16 = &scores_by_passes<Avx2Passes, uint16_t>,
+            .scores_f32 = &scores_by_passes<Avx2Passes, float>,
+            .softmax = &softmax,
+            .accumulate_f16 = &accumulate_by_passes<Avx2Passes, uint16_t>,
+            .accumulate_f32 = &accumulate_by_passes<Avx2Passes, float>};
 }
 
 }  // namespace inferscope::simd

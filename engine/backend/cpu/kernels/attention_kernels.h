@@ -104,33 +104,42 @@ private:
     }
 };
 
-// The scores' walk of the kernels that go over each block several times (AVX2, NEON): per K
-// block, the query heads in groups of up to MaxHeads, each group one
-// pass(heads, q_group, kt_block, tokens_in_block, out_group) with heads an integral_constant.
-template <int MaxHeads, typename T, class Pass>
-inline void score_blocks_by_head_groups(const float* q, int n_q, int head_dim, const KvBlockWalk<T>& walk, float* out,
-                                        int64_t out_stride, Pass&& pass) {
+// The scores and weighted sums of the kernels that go over each block several times (AVX2,
+// NEON), over an ISA's passes P. Per K block, the query heads in groups of up to
+// P::kScoreHeads, each group one P::scores<T, heads>(q, head_dim, kt, block_tokens,
+// tokens_in_block, scale, out, out_stride); per V block, the head's chunks of P::kLanes
+// dimensions in runs of up to P::kValueChunks, each run one P::accumulate<T, chunks>(p, n_q,
+// p_stride, v, row_stride, tokens_in_block, head_dim, first_chunk, out). The counts are
+// compile-time so that the passes' accumulators stay in registers.
+template <class P, typename T>
+void scores_by_passes(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
+                      float* out, int64_t out_stride) {
+    const auto walk = KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {
         const T* kt = walk.enter(b);
-        for (int g0 = 0; g0 < n_q; g0 += MaxHeads) {
+        for (int g0 = 0; g0 < n_q; g0 += P::kScoreHeads) {
             const float* q_group = q + static_cast<int64_t>(g0) * head_dim;
             float* out_group = out + g0 * out_stride + walk.first_token(b);
-            with_compile_time_count<MaxHeads>(n_q - g0,
-                                              [&](auto heads) { pass(heads, q_group, kt, walk.tokens_in(b), out_group); });
+            with_compile_time_count<P::kScoreHeads>(n_q - g0, [&](auto heads) {
+                P::template scores<T, decltype(heads)::value>(q_group, head_dim, kt, block_tokens, walk.tokens_in(b), scale, out_group,
+                                                              out_stride);
+            });
         }
     }
 }
 
-// The weighted sum's walk of the same kernels: per V block, the head's `chunks` vector chunks
-// in runs of up to MaxChunks, each run one
-// pass(count, v_block, first_token, tokens_in_block, first_chunk) with count an integral_constant.
-template <int MaxChunks, typename T, class Pass>
-inline void accumulate_blocks_by_chunk_runs(int chunks, const KvBlockWalk<T>& walk, Pass&& pass) {
+template <class P, typename T>
+void accumulate_by_passes(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens,
+                          int64_t row_stride, int n_ctx, int head_dim, float* out) {
+    const int chunks = (head_dim + P::kLanes - 1) / P::kLanes;
+    const auto walk = KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim);
     for (int b = 0; b < walk.n_blocks; ++b) {
         const T* v = walk.enter(b);
-        for (int c0 = 0; c0 < chunks; c0 += MaxChunks) {
-            with_compile_time_count<MaxChunks>(chunks - c0,
-                                               [&](auto count) { pass(count, v, walk.first_token(b), walk.tokens_in(b), c0); });
+        for (int c0 = 0; c0 < chunks; c0 += P::kValueChunks) {
+            with_compile_time_count<P::kValueChunks>(chunks - c0, [&](auto count) {
+                P::template accumulate<T, decltype(count)::value>(p + walk.first_token(b), n_q, p_stride, v, row_stride,
+                                                                  walk.tokens_in(b), head_dim, c0, out);
+            });
         }
     }
 }

@@ -12,87 +12,69 @@
 namespace inferscope::simd {
 namespace {
 
-// Query heads per pass of the scores and four-dimension chunks per pass of the accumulation:
-// their accumulators fill half of the 32 vector registers.
-constexpr int kScoreHeads = 8;
-constexpr int kValueChunks = 16;
+// The passes of the walks in attention_kernels.h (scores_by_passes, accumulate_by_passes).
+struct NeonPasses {
+    // Query heads per pass of the scores and four-dimension chunks per pass of the accumulation:
+    // their accumulators fill half of the 32 vector registers.
+    static constexpr int kScoreHeads = 8;
+    static constexpr int kValueChunks = 16;
+    static constexpr int kLanes = 4;
 
-// Up to 8 tokens (two vectors) at a time from the transposed K block (see
-// attention_kernels.h). Heads is a compile-time count and every loop over the accumulators
-// is unrolled, so that they stay in registers.
-template <typename T, int Heads>
-void scores_pass(const float* q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
-                 int64_t out_stride) {
-    for (int t0 = 0; t0 < n_t; t0 += 8) {
-        const int valid = n_t - t0;
-        float32x4_t acc[Heads][2];
+    // Up to 8 tokens (two vectors) at a time from the transposed K block (see
+    // attention_kernels.h). Heads is a compile-time count and every loop over the accumulators
+    // is unrolled, so that they stay in registers.
+    template <typename T, int Heads>
+    static void scores(const float* q, int head_dim, const T* kt, int block_tokens, int n_t, float scale, float* out,
+                       int64_t out_stride) {
+        for (int t0 = 0; t0 < n_t; t0 += 8) {
+            const int valid = n_t - t0;
+            float32x4_t acc[Heads][2];
 #pragma GCC unroll 8
-        for (int g = 0; g < Heads; ++g) acc[g][0] = acc[g][1] = vdupq_n_f32(0.0f);
-        for (int d = 0; d < head_dim; ++d) {
-            const T* row = kt + static_cast<int64_t>(d) * block_tokens + t0;
-            const float32x4_t k0 = load_lanes4(row, valid);
-            const float32x4_t k1 = valid > 4 ? load_lanes4(row + 4, valid - 4) : vdupq_n_f32(0.0f);
+            for (int g = 0; g < Heads; ++g) acc[g][0] = acc[g][1] = vdupq_n_f32(0.0f);
+            for (int d = 0; d < head_dim; ++d) {
+                const T* row = kt + static_cast<int64_t>(d) * block_tokens + t0;
+                const float32x4_t k0 = load_lanes4(row, valid);
+                const float32x4_t k1 = valid > 4 ? load_lanes4(row + 4, valid - 4) : vdupq_n_f32(0.0f);
+#pragma GCC unroll 8
+                for (int g = 0; g < Heads; ++g) {
+                    const float qd = q[static_cast<int64_t>(g) * head_dim + d];
+                    acc[g][0] = vfmaq_n_f32(acc[g][0], k0, qd);
+                    acc[g][1] = vfmaq_n_f32(acc[g][1], k1, qd);
+                }
+            }
 #pragma GCC unroll 8
             for (int g = 0; g < Heads; ++g) {
-                const float qd = q[static_cast<int64_t>(g) * head_dim + d];
-                acc[g][0] = vfmaq_n_f32(acc[g][0], k0, qd);
-                acc[g][1] = vfmaq_n_f32(acc[g][1], k1, qd);
+                float* og = out + g * out_stride + t0;
+                store_lanes4(og, valid, vmulq_n_f32(acc[g][0], scale));
+                if (valid > 4) store_lanes4(og + 4, valid - 4, vmulq_n_f32(acc[g][1], scale));
             }
         }
-#pragma GCC unroll 8
-        for (int g = 0; g < Heads; ++g) {
-            float* og = out + g * out_stride + t0;
-            store_lanes4(og, valid, vmulq_n_f32(acc[g][0], scale));
-            if (valid > 4) store_lanes4(og + 4, valid - 4, vmulq_n_f32(acc[g][1], scale));
-        }
     }
-}
 
-template <typename T>
-void scores(const float* q, int n_q, int head_dim, const T* const* kt_blocks, int block_tokens, int n_ctx, float scale,
-            float* out, int64_t out_stride) {
-    score_blocks_by_head_groups<kScoreHeads>(
-        q, n_q, head_dim, KvBlockWalk<T>::keys(kt_blocks, block_tokens, n_ctx, head_dim), out, out_stride,
-        [&](auto heads, const float* q_group, const T* kt, int n_t, float* out_group) {
-            scores_pass<T, decltype(heads)::value>(q_group, head_dim, kt, block_tokens, n_t, scale, out_group, out_stride);
-        });
-}
-
-// One query head at a time, its Chunks x 4 outputs in registers over the block (Chunks a
-// compile-time count, every loop over the accumulators unrolled, as in scores_pass).
-template <typename T, int Chunks>
-void accumulate_chunks(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
-                       int first_chunk, float* out) {
-    for (int g = 0; g < n_q; ++g) {
-        float* og = out + static_cast<int64_t>(g) * head_dim + first_chunk * 4;
-        const float* pg = p + g * p_stride;
-        float32x4_t acc[Chunks];
+    // One query head at a time, its Chunks x 4 outputs in registers over the block (Chunks a
+    // compile-time count, every loop over the accumulators unrolled, as in scores).
+    template <typename T, int Chunks>
+    static void accumulate(const float* p, int n_q, int64_t p_stride, const T* v, int64_t row_stride, int n_t, int head_dim,
+                           int first_chunk, float* out) {
+        for (int g = 0; g < n_q; ++g) {
+            float* og = out + static_cast<int64_t>(g) * head_dim + first_chunk * 4;
+            const float* pg = p + g * p_stride;
+            float32x4_t acc[Chunks];
 #pragma GCC unroll 16
-        for (int c = 0; c < Chunks; ++c) acc[c] = load_lanes4(og + c * 4, head_dim - (first_chunk + c) * 4);
-        for (int t = 0; t < n_t; ++t) {
-            const float weight = pg[t];
-            const T* row = v + t * row_stride + first_chunk * 4;
+            for (int c = 0; c < Chunks; ++c) acc[c] = load_lanes4(og + c * 4, head_dim - (first_chunk + c) * 4);
+            for (int t = 0; t < n_t; ++t) {
+                const float weight = pg[t];
+                const T* row = v + t * row_stride + first_chunk * 4;
 #pragma GCC unroll 16
-            for (int c = 0; c < Chunks; ++c) {
-                acc[c] = vfmaq_n_f32(acc[c], load_lanes4(row + c * 4, head_dim - (first_chunk + c) * 4), weight);
+                for (int c = 0; c < Chunks; ++c) {
+                    acc[c] = vfmaq_n_f32(acc[c], load_lanes4(row + c * 4, head_dim - (first_chunk + c) * 4), weight);
+                }
             }
-        }
 #pragma GCC unroll 16
-        for (int c = 0; c < Chunks; ++c) store_lanes4(og + c * 4, head_dim - (first_chunk + c) * 4, acc[c]);
+            for (int c = 0; c < Chunks; ++c) store_lanes4(og + c * 4, head_dim - (first_chunk + c) * 4, acc[c]);
+        }
     }
-}
-
-// Up to kValueChunks chunks of 4 dimensions of every head per pass.
-template <typename T>
-void accumulate(const float* p, int n_q, int64_t p_stride, const T* const* v_blocks, int block_tokens, int64_t row_stride,
-                int n_ctx, int head_dim, float* out) {
-    accumulate_blocks_by_chunk_runs<kValueChunks>(
-        (head_dim + 3) / 4, KvBlockWalk<T>::values(v_blocks, block_tokens, n_ctx, row_stride, head_dim),
-        [&](auto count, const T* v, int first_token, int n_t, int first_chunk) {
-            accumulate_chunks<T, decltype(count)::value>(p + first_token, n_q, p_stride, v, row_stride, n_t, head_dim,
-                                                         first_chunk, out);
-        });
-}
+};
 
 // As the AVX2 softmax, four lanes wide: the lanes past n load as -infinity, whose
 // exponential is 0, so they change neither the maximum nor the sum.
@@ -113,11 +95,11 @@ void softmax(float* x, int64_t n) {
 }  // namespace
 
 AttentionKernels neon_attention_kernels() {
-    return {.scores_f16 = &scores<uint16_t>,
-            .scores_f32 = &scores<float>,
+    return {.scores_f16 = &scores_by_passes<NeonPasses, uint16_t>,
+            .scores_f32 = &scores_by_passes<NeonPasses, float>,
             .softmax = &softmax,
-            .accumulate_f16 = &accumulate<uint16_t>,
-            .accumulate_f32 = &accumulate<float>};
+            .accumulate_f16 = &accumulate_by_passes<NeonPasses, uint16_t>,
+            .accumulate_f32 = &accumulate_by_passes<NeonPasses, float>};
 }
 
 }  // namespace inferscope::simd
