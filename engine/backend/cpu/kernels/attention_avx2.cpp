@@ -124,11 +124,7 @@ void softmax(float* x, int64_t n) {
 }  // namespace
 
 AttentionKernels avx2_attention_kernels() {
-    return {.scores_f16 = &scores_by_passes<Avx2Passes, uint16_t>,
-            .scores_f32 = &scores_by_passes<Avx2Passes, float>,
-            .softmax = &softmax,
-            .accumulate_f16 = &accumulate_by_passes<Avx2Passes, uint16_t>,
-            .accumulate_f32 = &accumulate_by_passes<Avx2Passes, float>};
+    return attention_kernels_of_passes<Avx2Passes>(&softmax);
 }
 
 }  // namespace inferscope::simd

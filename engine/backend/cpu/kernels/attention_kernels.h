@@ -144,6 +144,16 @@ void accumulate_by_passes(const float* p, int n_q, int64_t p_stride, const T* co
     }
 }
 
+// The table of a family whose scores and weighted sums run the walks above over its passes P.
+template <class P>
+AttentionKernels attention_kernels_of_passes(void (*softmax)(float* x, int64_t n)) {
+    return {.scores_f16 = &scores_by_passes<P, uint16_t>,
+            .scores_f32 = &scores_by_passes<P, float>,
+            .softmax = softmax,
+            .accumulate_f16 = &accumulate_by_passes<P, uint16_t>,
+            .accumulate_f32 = &accumulate_by_passes<P, float>};
+}
+
 }  // namespace simd
 
 // Kernels of the family `isa`; members a family does not provide come from the one below.

@@ -95,11 +95,7 @@ void softmax(float* x, int64_t n) {
 }  // namespace
 
 AttentionKernels neon_attention_kernels() {
-    return {.scores_f16 = &scores_by_passes<NeonPasses, uint16_t>,
-            .scores_f32 = &scores_by_passes<NeonPasses, float>,
-            .softmax = &softmax,
-            .accumulate_f16 = &accumulate_by_passes<NeonPasses, uint16_t>,
-            .accumulate_f32 = &accumulate_by_passes<NeonPasses, float>};
+    return attention_kernels_of_passes<NeonPasses>(&softmax);
 }
 
 }  // namespace inferscope::simd

@@ -432,6 +432,23 @@ inline __m256i scaled_run(__m256i q, const uint8_t* qx, __m256i scales, __m256i 
     return scaled_run_by(q, qx, _mm256_shuffle_epi8(scales, shuffle));
 }
 
+// Four 32-element runs of unsigned values (run k weighted by the int16 scales 2k and 2k + 1
+// of `scales`, one per 16 elements) against 128 activation quants, at qx + i * x_stride for
+// each of the B activation rows: added to sumi[i].
+template <int B>
+inline void add_four_scaled_runs(__m256i q0, __m256i q1, __m256i q2, __m256i q3, const uint8_t* qx, uint64_t x_stride,
+                                 __m256i scales, __m256i (&sumi)[B]) {
+#pragma GCC unroll 8
+    for (int i = 0; i < B; ++i) {
+        const uint8_t* qi = qx + i * x_stride;
+        const __m256i p0 = scaled_run(q0, qi, scales, word_pair_shuffle(0, 1));
+        const __m256i p1 = scaled_run(q1, qi + 32, scales, word_pair_shuffle(2, 3));
+        const __m256i p2 = scaled_run(q2, qi + 64, scales, word_pair_shuffle(4, 5));
+        const __m256i p3 = scaled_run(q3, qi + 96, scales, word_pair_shuffle(6, 7));
+        sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+    }
+}
+
 // The super-block formats below share one row loop (SuperRows) over B activation rows (row i
 // at x + i * x_stride) against one weight row. Each format F gives its byte count, the offsets
 // of its d (and dmin), block_sums<B>(w, x, x_stride, sumi) (every activation row's exact int32
@@ -529,15 +546,7 @@ inline void q6k_half(const uint8_t* w, int h, const uint8_t* x, uint64_t x_strid
     const __m256i a2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
     const __m256i a3 =
         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-#pragma GCC unroll 8
-    for (int i = 0; i < B; ++i) {
-        const uint8_t* qx = x + i * x_stride + kQ8_KQs + 128 * h;
-        const __m256i p0 = scaled_run(a0, qx, scales, word_pair_shuffle(0, 1));
-        const __m256i p1 = scaled_run(a1, qx + 32, scales, word_pair_shuffle(2, 3));
-        const __m256i p2 = scaled_run(a2, qx + 64, scales, word_pair_shuffle(4, 5));
-        const __m256i p3 = scaled_run(a3, qx + 96, scales, word_pair_shuffle(6, 7));
-        sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
-    }
+    add_four_scaled_runs(a0, a1, a2, a3, x + kQ8_KQs + 128 * h, x_stride, scales, sumi);
 }
 
 struct Q6KBlocks {
@@ -619,15 +628,7 @@ struct Q2KBlocks {
             const __m256i q = load256(w + 16 + 32 * h);
             const __m256i q0 = _mm256_and_si256(q, m3), q1 = _mm256_and_si256(_mm256_srli_epi16(q, 2), m3);
             const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m3), q3 = _mm256_and_si256(_mm256_srli_epi16(q, 6), m3);
-#pragma GCC unroll 8
-            for (int i = 0; i < B; ++i) {
-                const uint8_t* qx = x + i * x_stride + kQ8_KQs + 128 * h;
-                const __m256i p0 = scaled_run(q0, qx, scales, word_pair_shuffle(0, 1));
-                const __m256i p1 = scaled_run(q1, qx + 32, scales, word_pair_shuffle(2, 3));
-                const __m256i p2 = scaled_run(q2, qx + 64, scales, word_pair_shuffle(4, 5));
-                const __m256i p3 = scaled_run(q3, qx + 96, scales, word_pair_shuffle(6, 7));
-                sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
-            }
+            add_four_scaled_runs(q0, q1, q2, q3, x + kQ8_KQs + 128 * h, x_stride, scales, sumi);
         }
     }
 };
