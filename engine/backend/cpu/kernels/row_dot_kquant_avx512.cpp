@@ -27,7 +27,7 @@ inline __m512i word_groups(int first, int shift) {
 }
 
 // ---------------------------------------------------------------- K-quants (x Q8_K)
-// One 256-element superblock per step; a Body type computes one row's superblock against the
+// One 256-element superblock per step; a Blocks type computes one row's superblock against the
 // activation's (acc += d*dx * sumi, accm += dmin*dx * the mins term).
 
 // acc + sum over 64 elements of scale(element) * q * x: q unsigned bytes, x the activation
@@ -75,7 +75,7 @@ inline void copy_superblock(const uint8_t* x, __m512i* v) {
 // quants are gathered to match once per superblock for all rows (prep) or once per call
 // (lay_out: the four gathered registers, then the bsums and d).
 template <bool Q5>
-struct Q4_KOrQ5_KBody {
+struct Q4_KOrQ5_KBlocks {
     static constexpr int64_t kW = Q5 ? kQ5_K : kQ4_K;
     static constexpr bool kMin = true;
     struct X {
@@ -197,7 +197,7 @@ inline void run_scales(__m256i sc16, __m512i (&out)[2][2]) {
     }
 }
 
-struct Q6_KBody : DirectActivation {
+struct Q6_KBlocks : DirectActivation {
     static constexpr int64_t kW = kQ6_K;
     static constexpr bool kMin = false;
     using W = OffsetKQuantWeights;
@@ -218,7 +218,7 @@ struct Q6_KBody : DirectActivation {
     [[gnu::always_inline]] static void dot(const W& u, const X& x, __m512& acc, __m256&) { offset_dot<5>(u, x, acc); }
 };
 
-struct Q3_KBody : DirectActivation {
+struct Q3_KBlocks : DirectActivation {
     static constexpr int64_t kW = kQ3_K;
     static constexpr bool kMin = false;
     using W = OffsetKQuantWeights;
@@ -242,7 +242,7 @@ struct Q3_KBody : DirectActivation {
     [[gnu::always_inline]] static void dot(const W& u, const X& x, __m512& acc, __m256&) { offset_dot<2>(u, x, acc); }
 };
 
-struct Q2_KBody : DirectActivation {
+struct Q2_KBlocks : DirectActivation {
     static constexpr int64_t kW = kQ2_K;
     static constexpr bool kMin = true;
     struct W {
@@ -280,14 +280,14 @@ struct Q2_KBody : DirectActivation {
     }
 };
 
-template <class Body>
+template <class Blocks>
 struct KRows {
     static constexpr int64_t kAheadBytes = tuning::kRowDotPrefetchBytes;
     static constexpr int kLocality = kIntoL1;
     template <int R>
     static void rows(int64_t n, const uint8_t* w, uint64_t rb, const uint8_t* x, float* out, int64_t out_stride,
                      const PrefetchDistances& ahead) {
-        constexpr int64_t kW = Body::kW;
+        constexpr int64_t kW = Blocks::kW;
         const int64_t nb = n / 256;
         __m512 acc[R];
         __m256 accm[R];
@@ -297,13 +297,13 @@ struct KRows {
             accm[r] = _mm256_setzero_ps();
         }
         for (int64_t i = 0; i < nb; ++i) {
-            const auto xp = Body::prep(x + i * kQ8_K);
+            const auto xp = Blocks::prep(x + i * kQ8_K);
             const int64_t pf = ahead.at(i * kW);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
                 const uint8_t* wi = w + r * rb + i * kW;
                 prefetch_span<kW, kLocality>(wi + pf);
-                Body::dot(Body::unpack(wi), xp, acc[r], accm[r]);
+                Blocks::dot(Blocks::unpack(wi), xp, acc[r], accm[r]);
             }
         }
 #pragma GCC unroll 8
@@ -312,7 +312,7 @@ struct KRows {
     }
     // A row's sum before the reduction: acc, less the mins term for the bodies that have one.
     static __m512 total_of(__m512 acc, __m256 accm) {
-        if constexpr (Body::kMin) return _mm512_sub_ps(acc, _mm512_zextps256_ps512(accm));
+        if constexpr (Blocks::kMin) return _mm512_sub_ps(acc, _mm512_zextps256_ps512(accm));
         return acc;
     }
 
@@ -321,12 +321,12 @@ struct KRows {
     static constexpr bool kTailMin = false;
     static int64_t layout_regs(int64_t n) { return n / 256 * kKLayoutRegs; }
     static void lay_out(int64_t n, const uint8_t* x, __m512i* v) {
-        for (int64_t i = 0; i < n / 256; ++i) Body::lay_out(x + i * kQ8_K, v + i * kKLayoutRegs);
+        for (int64_t i = 0; i < n / 256; ++i) Blocks::lay_out(x + i * kQ8_K, v + i * kKLayoutRegs);
     }
     template <int B>
     static void row_batch(int64_t n, const uint8_t* w, const __m512i* x, int64_t x_regs, int64_t pf, int /*group_rows*/,
                           __m512 (&total)[B], float (&/*tail_min*/)[B]) {
-        constexpr int64_t kW = Body::kW;
+        constexpr int64_t kW = Blocks::kW;
         __m512 acc[B];
         __m256 accm[B];
 #pragma GCC unroll 4
@@ -337,9 +337,9 @@ struct KRows {
         for (int64_t s = 0; s < n / 256; ++s) {
             const uint8_t* ws = w + s * kW;
             prefetch_span<kW, kLocality>(ws + pf);
-            const typename Body::W u = Body::unpack(ws);
+            const typename Blocks::W u = Blocks::unpack(ws);
 #pragma GCC unroll 4
-            for (int i = 0; i < B; ++i) Body::dot(u, Body::view(x + i * x_regs + s * kKLayoutRegs), acc[i], accm[i]);
+            for (int i = 0; i < B; ++i) Blocks::dot(u, Blocks::view(x + i * x_regs + s * kKLayoutRegs), acc[i], accm[i]);
         }
 #pragma GCC unroll 4
         for (int i = 0; i < B; ++i) total[i] = total_of(acc[i], accm[i]);
@@ -485,11 +485,11 @@ struct IQ4_XSRows {
 RowDotKernels avx512_kquant_row_dots(GgmlType weight_type, PrefetchLevel prefetch) {
     const bool to_l2 = prefetch == PrefetchLevel::L2;
     switch (weight_type) {
-        case GgmlType::Q2_K: return rows_kernels<KRows<Q2_KBody>>(GgmlType::Q8_K);
-        case GgmlType::Q3_K: return rows_kernels<KRows<Q3_KBody>>(GgmlType::Q8_K);
-        case GgmlType::Q4_K: return rows_kernels<KRows<Q4_KOrQ5_KBody<false>>>(GgmlType::Q8_K);
-        case GgmlType::Q5_K: return rows_kernels<KRows<Q4_KOrQ5_KBody<true>>>(GgmlType::Q8_K);
-        case GgmlType::Q6_K: return rows_kernels<KRows<Q6_KBody>>(GgmlType::Q8_K);
+        case GgmlType::Q2_K: return rows_kernels<KRows<Q2_KBlocks>>(GgmlType::Q8_K);
+        case GgmlType::Q3_K: return rows_kernels<KRows<Q3_KBlocks>>(GgmlType::Q8_K);
+        case GgmlType::Q4_K: return rows_kernels<KRows<Q4_KOrQ5_KBlocks<false>>>(GgmlType::Q8_K);
+        case GgmlType::Q5_K: return rows_kernels<KRows<Q4_KOrQ5_KBlocks<true>>>(GgmlType::Q8_K);
+        case GgmlType::Q6_K: return rows_kernels<KRows<Q6_KBlocks>>(GgmlType::Q8_K);
         case GgmlType::IQ4_XS:
             return to_l2 ? rows_kernels<IQ4_XSRows<kIntoL2>>(GgmlType::Q8_K) : rows_kernels<IQ4_XSRows<kIntoL1>>(GgmlType::Q8_K);
         default: return {};

@@ -508,7 +508,7 @@ inline void k4_chunk(const uint8_t* qs, __m256i qh, const uint8_t* x, uint64_t x
 }
 
 template <bool Q5>
-struct K4Blocks {
+struct Q4_KOrQ5_KBlocks {
     static constexpr int64_t kBytes = Q5 ? kQ5_K : kQ4_K;
     static constexpr bool kHasMin = true;
     static constexpr int kD = 0, kDmin = 2;
@@ -549,7 +549,7 @@ inline void q6k_half(const uint8_t* w, int h, const uint8_t* x, uint64_t x_strid
     add_four_scaled_runs(a0, a1, a2, a3, x + kQ8_KQs + 128 * h, x_stride, scales, sumi);
 }
 
-struct Q6KBlocks {
+struct Q6_KBlocks {
     static constexpr int64_t kBytes = kQ6_K;
     static constexpr bool kHasMin = false;
     static constexpr int kD = 208, kDmin = 0;
@@ -589,7 +589,7 @@ inline void q3k_half(const uint8_t* w, const uint8_t* x, uint64_t x_stride, __m2
     }
 }
 
-struct Q3KBlocks {
+struct Q3_KBlocks {
     static constexpr int64_t kBytes = kQ3_K;
     static constexpr bool kHasMin = false;
     static constexpr int kD = 108, kDmin = 0;
@@ -609,7 +609,7 @@ struct Q3KBlocks {
 };
 
 // Q2_K: q in 0..3 with a 4-bit scale and a 4-bit min per 16 elements.
-struct Q2KBlocks {
+struct Q2_KBlocks {
     static constexpr int64_t kBytes = kQ2_K;
     static constexpr bool kHasMin = true;
     static constexpr int kD = 80, kDmin = 82;
@@ -636,7 +636,7 @@ struct Q2KBlocks {
 // IQ4_XS: eight 32-element groups with signed 6-bit scales. Each group's int16 pair sums are
 // multiplied by its scale in the pair-sum step (_mm256_madd_epi16), so a super-block gives
 // one exact int32 sum (|sum| <= 8 * 32 * 127 * 128 * 32 < 2^31) and one float update.
-struct IQ4XSBlocks {
+struct IQ4_XSBlocks {
     static constexpr int64_t kBytes = kIQ4_XS;
     static constexpr bool kHasMin = false;
     static constexpr int kD = 0, kDmin = 0;
@@ -814,17 +814,17 @@ RowDotKernels ymm_row_dot_kernels(GgmlType weight_type) {
             return legacy_kernels<Q4_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
         case GgmlType::Q5_1:
             return legacy_kernels<Q5_1Sum, true>(GgmlType::Q8_1, &encode_q8_1<Avx2Encoding>);
-        case GgmlType::Q2_K: return super_kernels<Q2KBlocks>();
-        case GgmlType::Q3_K: return super_kernels<Q3KBlocks>();
+        case GgmlType::Q2_K: return super_kernels<Q2_KBlocks>();
+        case GgmlType::Q3_K: return super_kernels<Q3_KBlocks>();
         case GgmlType::Q4_K:
-            return super_kernels<K4Blocks<false>>();
+            return super_kernels<Q4_KOrQ5_KBlocks<false>>();
         case GgmlType::Q5_K:
-            return super_kernels<K4Blocks<true>>();
+            return super_kernels<Q4_KOrQ5_KBlocks<true>>();
         case GgmlType::Q6_K:
-            return super_kernels<Q6KBlocks>();
+            return super_kernels<Q6_KBlocks>();
         case GgmlType::IQ4_NL:
             return legacy_kernels<IQ4_NLSum, false>(GgmlType::Q8_0, &encode_q8_0<Avx2Encoding>);
-        case GgmlType::IQ4_XS: return super_kernels<IQ4XSBlocks>();
+        case GgmlType::IQ4_XS: return super_kernels<IQ4_XSBlocks>();
         default: return {};
     }
 }
