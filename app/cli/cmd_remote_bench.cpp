@@ -7,6 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
+#include "engine/remote/served_model.h"
 #include "engine/remote/stream_bench.h"
 
 namespace inferscope::cli {
@@ -43,16 +44,17 @@ nlohmann::json level_json(const remote::ConcurrencyLevel& l) {
 
 void run_remote_bench(RemoteBenchOptions o) {
     const remote::RemoteTarget target{o.url, api_key_from_env(o.api_key_env), o.timeout_s};
-    if (o.request.model.empty()) {
-        remote::HttpClient client(target);
-        o.request.model = remote::first_served_model(client);
-    }
+    remote::HttpClient client(target);
+    const remote::ServedModel served = remote::describe_served_model(client);
+    if (o.request.model.empty()) o.request.model = served.id;
     const auto levels = remote::sweep_concurrency(target, o.request, o.concurrency, stderr_progress("remote-bench"));
     if (o.json) {
         nlohmann::json rows = nlohmann::json::array();
         for (const auto& l : levels) rows.push_back(level_json(l));
         print_json({{"url", o.url},
                     {"model", o.request.model},
+                    {"context_tokens", served.context_tokens ? nlohmann::json(*served.context_tokens) : nlohmann::json(nullptr)},
+                    {"context_source", served.context_source},
                     {"max_tokens", o.request.max_tokens},
                     {"chat", o.request.chat},
                     {"levels", rows}});
@@ -60,6 +62,11 @@ void run_remote_bench(RemoteBenchOptions o) {
     }
     std::printf("%s, model %s, %d tokens per request (remote)\n", o.url.c_str(), terminal_safe(o.request.model).c_str(),
                 o.request.max_tokens);
+    if (served.context_tokens) {
+        std::printf("context: %lld tokens (%s)\n", static_cast<long long>(*served.context_tokens), served.context_source.c_str());
+    } else {
+        std::printf("context: not reported by this server\n");
+    }
     std::printf("| streams | tokens | wall ms | tokens/s | TTFT ms (median) | ITL ms (median) | ITL ms (p90) |\n");
     std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (const auto& l : levels) {

@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/sample_stats.h"
+#include "engine/remote/served_model.h"
 
 namespace inferscope::remote {
 namespace {
@@ -115,19 +116,6 @@ StreamTiming stream_completion(HttpClient& client, const CompletionRequest& requ
     t.total_ms = ms_since(start);
     if (!t.usage_reported) t.completion_tokens = static_cast<int>(t.arrivals_ms.size());
     return t;
-}
-
-std::string first_served_model(HttpClient& client) {
-    const std::string page = client.get("/v1/models");
-    try {
-        const nlohmann::json models = nlohmann::json::parse(page);
-        if (models.contains("data") && models["data"].is_array() && !models["data"].empty() && models["data"][0].contains("id") &&
-            models["data"][0]["id"].is_string()) {
-            return models["data"][0]["id"].get<std::string>();
-        }
-    } catch (const nlohmann::json::exception&) {
-    }
-    throw RemoteError("GET " + client.target().base_url + "/v1/models: no model id in " + page.substr(0, 120));
 }
 
 std::vector<ConcurrencyLevel> sweep_concurrency(const RemoteTarget& target, const CompletionRequest& request,

@@ -33,9 +33,6 @@ struct StreamTiming {
 // chunk that is not a completion chunk (the message quotes it).
 StreamTiming stream_completion(HttpClient& client, const CompletionRequest& request);
 
-// The model a server serves (the first id of /v1/models).
-std::string first_served_model(HttpClient& client);
-
 struct ConcurrencyLevel {
     int streams = 0;
     double wall_ms = 0;             // first request sent -> last stream ended

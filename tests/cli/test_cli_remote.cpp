@@ -115,11 +115,13 @@ TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
     testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;
     fake.pause_ms = 5;
+    fake.props_page = R"({"default_generation_settings":{"n_ctx":8192}})";
     fake.install(loopback.server());
     const std::string url = loopback.start();
     const auto table = testing::run_cli("remote-bench --url " + url + " -p Hello -n 4 --concurrency 1,2");
     ASSERT_EQ(table.exit_code, 0) << table.err;
     EXPECT_NE(table.out.find("model fake-model, 4 tokens per request (remote)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("context: 8192 tokens (/props n_ctx)"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| 1 | 4 | "), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| 2 | 8 | "), std::string::npos) << table.out;
     fake.hold_until_in_flight = 2;
@@ -127,6 +129,8 @@ TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j.at("model"), "fake-model");
+    EXPECT_EQ(j.at("context_tokens"), 8192);
+    EXPECT_EQ(j.at("context_source"), "/props n_ctx");
     EXPECT_EQ(j.at("chat"), true);
     const auto& level = j.at("levels").at(0);
     EXPECT_EQ(level.at("concurrency"), 2);

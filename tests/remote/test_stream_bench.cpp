@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/core/error.h"
+#include "engine/remote/served_model.h"
 #include "engine/remote/stream_bench.h"
 #include "support/loopback_server.h"
 

@@ -62,8 +62,11 @@ inline int closed_loopback_port() {
 // An OpenAI-compatible completion server in miniature: /v1/models names one model and
 // /v1/completions and /v1/chat/completions stream max_tokens pieces ("t0 ", "t1 ", ...) a
 // fixed pause apart, then a usage block and [DONE]. It records the most requests it held
-// at once and the last request body.
+// at once and the last request body. /props and /info answer only when given a page.
 struct FakeCompletions {
+    std::string models_page = R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})";
+    std::string props_page;  // llama-server's
+    std::string info_page;   // TGI's
     int pause_ms = 10;
     bool send_usage = true;
     std::atomic<int> hold_until_in_flight{0};  // > 0: each stream waits (up to 10 s) until this many are in flight
@@ -73,9 +76,18 @@ struct FakeCompletions {
     nlohmann::json last_body;
 
     void install(httplib::Server& server) {
-        server.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-            res.set_content(R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})", "application/json");
+        server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+            res.set_content(models_page, "application/json");
         });
+        for (const auto& [path, page] : {std::pair{"/props", &props_page}, {"/info", &info_page}}) {
+            server.Get(path, [page](const httplib::Request&, httplib::Response& res) {
+                if (page->empty()) {
+                    res.status = 404;
+                    return;
+                }
+                res.set_content(*page, "application/json");
+            });
+        }
         for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
             const bool chat = std::string(path) == "/v1/chat/completions";
             server.Post(path, [this, chat](const httplib::Request& req, httplib::Response& res) { stream(req, res, chat); });
@@ -100,7 +112,7 @@ private:
         res.set_chunked_content_provider("text/event-stream", [this, tokens, chat](size_t, httplib::DataSink& sink) {
             for (int i = 0; i < tokens; ++i) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-                const std::string piece = "t" + std::to_string(i) + " ";
+                const std::string piece = 't' + std::to_string(i) + ' ';
                 nlohmann::json choice = chat ? nlohmann::json{{"index", 0}, {"delta", {{"content", piece}}}}
                                              : nlohmann::json{{"index", 0}, {"text", piece}};
                 choice["finish_reason"] = i + 1 == tokens ? nlohmann::json("length") : nlohmann::json(nullptr);
