@@ -19,8 +19,19 @@ struct RemoteBenchOptions {
     double timeout_s = 60;
     remote::CompletionRequest request;
     std::vector<int> concurrency{1};
+    remote::SweepOptions sweep;
     bool json = false;
 };
+
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+// A server-reported maximum for the table: "-" where the server's /metrics has no such quantity.
+std::string optional_cell(const std::optional<double>& v, const char* format) {
+    if (!v) return "-";
+    char text[32];
+    std::snprintf(text, sizeof text, format, *v);
+    return text;
+}
 
 nlohmann::json level_json(const remote::ConcurrencyLevel& l) {
     nlohmann::json streams = nlohmann::json::array();
@@ -39,6 +50,11 @@ nlohmann::json level_json(const remote::ConcurrencyLevel& l) {
             {"ttft_ms_median", l.ttft_ms_median},
             {"itl_ms_median", l.itl_ms_median},
             {"itl_ms_p90", l.itl_ms_p90},
+            {"server",
+             {{"metrics_pages", l.server_pages},
+              {"running_max", optional_json(l.server_running_max)},
+              {"waiting_max", optional_json(l.server_waiting_max)},
+              {"kv_usage_max", optional_json(l.server_kv_usage_max)}}},
             {"streams", streams}};
 }
 
@@ -47,7 +63,7 @@ void run_remote_bench(RemoteBenchOptions o) {
     remote::HttpClient client(target);
     const remote::ServedModel served = remote::describe_served_model(client);
     if (o.request.model.empty()) o.request.model = served.id;
-    const auto levels = remote::sweep_concurrency(target, o.request, o.concurrency, stderr_progress("remote-bench"));
+    const auto levels = remote::sweep_concurrency(target, o.request, o.concurrency, stderr_progress("remote-bench"), o.sweep);
     if (o.json) {
         nlohmann::json rows = nlohmann::json::array();
         for (const auto& l : levels) rows.push_back(level_json(l));
@@ -67,11 +83,18 @@ void run_remote_bench(RemoteBenchOptions o) {
     } else {
         std::printf("context: not reported by this server\n");
     }
-    std::printf("| streams | tokens | wall ms | tokens/s | TTFT ms (median) | ITL ms (median) | ITL ms (p90) |\n");
-    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    std::printf("| streams | tokens | wall ms | tokens/s | TTFT ms (median) | ITL ms (median) | ITL ms (p90) "
+                "| server running (max) | server KV usage (max) |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (const auto& l : levels) {
-        std::printf("| %d | %d | %.1f | %.2f | %.1f | %.2f | %.2f |\n", l.streams, l.tokens, l.wall_ms, l.tokens_per_s,
-                    l.ttft_ms_median, l.itl_ms_median, l.itl_ms_p90);
+        std::printf("| %d | %d | %.1f | %.2f | %.1f | %.2f | %.2f | %s | %s |\n", l.streams, l.tokens, l.wall_ms, l.tokens_per_s,
+                    l.ttft_ms_median, l.itl_ms_median, l.itl_ms_p90, optional_cell(l.server_running_max, "%.0f").c_str(),
+                    optional_cell(l.server_kv_usage_max ? std::optional<double>(*l.server_kv_usage_max * 100) : std::nullopt,
+                                  "%.1f %%")
+                        .c_str());
+    }
+    if (o.sweep.metrics_interval_ms > 0 && !levels.empty() && levels.front().server_pages == 0) {
+        std::printf("the server's /metrics could not be read: its columns are empty\n");
     }
 }
 
@@ -90,6 +113,9 @@ void add_remote_bench_command(CLI::App& app) {
         ->delimiter(',')
         ->check(CLI::Range(1, 256));
     cmd->add_flag("--chat", o->request.chat, "/v1/chat/completions instead of /v1/completions");
+    cmd->add_option("--metrics-interval", o->sweep.metrics_interval_ms,
+                    "ms between reads of the server's /metrics during each level (0: none)")
+        ->check(CLI::Range(0.0, 60000.0));
     cmd->add_option("--timeout", o->timeout_s, "seconds to wait for the server")->check(CLI::PositiveNumber);
     cmd->add_flag("--json", o->json, "machine-readable JSON on stdout, every stream's token arrivals included");
     cmd->callback([o] { run_remote_bench(*o); });

@@ -1,7 +1,10 @@
 #include "engine/remote/stream_bench.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -9,6 +12,7 @@
 #include "engine/core/error.h"
 #include "engine/core/sample_stats.h"
 #include "engine/remote/served_model.h"
+#include "engine/remote/server_metrics.h"
 
 namespace inferscope::remote {
 namespace {
@@ -63,12 +67,66 @@ bool take_chunk(const std::string& data, bool chat, Clock::time_point start, Str
     return true;
 }
 
-ConcurrencyLevel run_level(const RemoteTarget& target, const CompletionRequest& request, int streams) {
+void raise_to(std::optional<double>& most, const ServerReading& reading) {
+    if (reading.value) most = most ? std::max(*most, *reading.value) : *reading.value;
+}
+
+// Reads /metrics every interval until stopped, keeping the most running and waiting requests
+// and the highest KV-cache usage; the first page that cannot be read ends the reading.
+class MetricsWatch {
+public:
+    MetricsWatch(const RemoteTarget& target, double interval_ms, ConcurrencyLevel& level)
+        : target_(target), interval_(interval_ms), level_(level) {
+        target_.timeout_s = std::min(target_.timeout_s, 5.0);  // a slow page must not hold the level's end long
+        if (interval_ms > 0) thread_ = std::thread([this] { watch(); });
+    }
+    ~MetricsWatch() { stop(); }
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopped_ = true;
+        }
+        wake_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    void watch() {
+        try {
+            HttpClient client(target_);
+            std::unique_lock<std::mutex> lock(mutex_);
+            while (!stopped_) {
+                lock.unlock();
+                const ServerMetrics m = read_server_metrics(parse_prometheus_text(client.get("/metrics")));
+                lock.lock();
+                ++level_.server_pages;
+                raise_to(level_.server_running_max, m[ServerQuantity::RequestsRunning]);
+                raise_to(level_.server_waiting_max, m[ServerQuantity::RequestsWaiting]);
+                raise_to(level_.server_kv_usage_max, m[ServerQuantity::KvCacheUsage]);
+                wake_.wait_for(lock, interval_, [this] { return stopped_; });
+            }
+        } catch (const std::exception&) {
+            // No /metrics (or not one that parses): the level goes on without the server's view.
+        }
+    }
+
+    RemoteTarget target_;
+    std::chrono::duration<double, std::milli> interval_;
+    ConcurrencyLevel& level_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopped_ = false;
+    std::thread thread_;
+};
+
+ConcurrencyLevel run_level(const RemoteTarget& target, const CompletionRequest& request, int streams,
+                           const SweepOptions& options) {
     ConcurrencyLevel level;
     level.streams = streams;
     level.timings.resize(static_cast<size_t>(streams));
     std::vector<std::exception_ptr> failures(static_cast<size_t>(streams));
     const Clock::time_point start = Clock::now();
+    MetricsWatch watch(target, options.metrics_interval_ms, level);
     std::vector<std::thread> threads;
     for (int i = 0; i < streams; ++i) {
         threads.emplace_back([&, i] {
@@ -81,6 +139,7 @@ ConcurrencyLevel run_level(const RemoteTarget& target, const CompletionRequest& 
         });
     }
     for (std::thread& t : threads) t.join();
+    watch.stop();
     for (const std::exception_ptr& f : failures) {
         if (f) std::rethrow_exception(f);
     }
@@ -119,7 +178,8 @@ StreamTiming stream_completion(HttpClient& client, const CompletionRequest& requ
 }
 
 std::vector<ConcurrencyLevel> sweep_concurrency(const RemoteTarget& target, const CompletionRequest& request,
-                                                const std::vector<int>& levels, const Progress& progress) {
+                                                const std::vector<int>& levels, const Progress& progress,
+                                                const SweepOptions& options) {
     for (const int n : levels) {
         if (n < 1 || n > 256) throw InvalidArgument("a concurrency level must be from 1 to 256, not " + std::to_string(n));
     }
@@ -130,7 +190,7 @@ std::vector<ConcurrencyLevel> sweep_concurrency(const RemoteTarget& target, cons
     }
     std::vector<ConcurrencyLevel> out;
     for (size_t i = 0; i < levels.size() && !progress.cancelled(); ++i) {
-        out.push_back(run_level(target, named, levels[i]));
+        out.push_back(run_level(target, named, levels[i], options));
         progress.report("streams", static_cast<int64_t>(i + 1), static_cast<int64_t>(levels.size()),
                         std::to_string(levels[i]) + " at once");
     }

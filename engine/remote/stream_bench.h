@@ -3,6 +3,7 @@
 // request's time to first token and the arrival of every streamed piece, and a concurrency
 // sweep (1, 2, 4, ... streams of the same prompt at once) giving aggregate tokens/s against
 // the inter-token latency each request sees, the batching trade-off measured on the server.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,25 @@ struct ConcurrencyLevel {
     double itl_ms_median = 0;       // over every gap of every stream
     double itl_ms_p90 = 0;
     std::vector<StreamTiming> timings;
+    // What the server's /metrics reported while the level ran (its own view of the batch):
+    // pages read, and the most running and waiting requests and the highest KV-cache usage
+    // (0..1) any page showed; empty where the server exports no such quantity.
+    int server_pages = 0;
+    std::optional<double> server_running_max;
+    std::optional<double> server_waiting_max;
+    std::optional<double> server_kv_usage_max;
+};
+
+struct SweepOptions {
+    // How often each level reads the server's /metrics while its streams run; 0: never. A
+    // server without /metrics (an HTTP error, a page that does not parse) is read no further.
+    double metrics_interval_ms = 250;
 };
 
 // Runs each concurrency level in turn, its streams on threads of their own (a client each);
 // reports after each level and returns the levels done once `progress` is cancelled.
 std::vector<ConcurrencyLevel> sweep_concurrency(const RemoteTarget& target, const CompletionRequest& request,
-                                                const std::vector<int>& levels, const Progress& progress = {});
+                                                const std::vector<int>& levels, const Progress& progress = {},
+                                                const SweepOptions& options = {});
 
 }  // namespace inferscope::remote

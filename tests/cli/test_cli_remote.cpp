@@ -116,12 +116,14 @@ TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
     testing::LoopbackServer loopback;
     fake.pause_ms = 5;
     fake.props_page = R"({"default_generation_settings":{"n_ctx":8192}})";
+    fake.serve_metrics = true;
     fake.install(loopback.server());
     const std::string url = loopback.start();
     const auto table = testing::run_cli("remote-bench --url " + url + " -p Hello -n 4 --concurrency 1,2");
     ASSERT_EQ(table.exit_code, 0) << table.err;
     EXPECT_NE(table.out.find("model fake-model, 4 tokens per request (remote)"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("context: 8192 tokens (/props n_ctx)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("| server running (max) | server KV usage (max) |"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| 1 | 4 | "), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("| 2 | 8 | "), std::string::npos) << table.out;
     fake.hold_until_in_flight = 2;
@@ -139,6 +141,15 @@ TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
     EXPECT_EQ(level.at("streams").at(0).at("arrivals_ms").size(), 3u);
     EXPECT_EQ(level.at("streams").at(1).at("finish_reason"), "length");
     EXPECT_EQ(fake.most_in_flight.load(), 2);
+    // Whether a page fell within the level depends on timing; its shape does not.
+    const auto& server = level.at("server");
+    EXPECT_TRUE(server.at("metrics_pages").is_number_integer());
+    EXPECT_EQ(server.at("running_max").is_number(), server.at("metrics_pages") > 0);
+    const int reads_before = fake.metrics_reads.load();
+    const auto quiet = testing::run_cli("remote-bench --url " + url + " -p Hello -n 2 --metrics-interval 0 --json");
+    ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+    EXPECT_EQ(nlohmann::json::parse(quiet.out).at("levels").at(0).at("server").at("metrics_pages"), 0);
+    EXPECT_EQ(fake.metrics_reads.load(), reads_before);
     const auto refused =
         testing::run_cli("remote-bench --url http://127.0.0.1:" + std::to_string(testing::closed_loopback_port()) + " -p x -n 2");
     EXPECT_EQ(refused.exit_code, 1);

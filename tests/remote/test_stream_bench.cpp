@@ -76,6 +76,45 @@ TEST(StreamBench, EachLevelHoldsItsStreamsAtOnce) {
                 levels[1].tokens_per_s);
 }
 
+// While a level's streams run, the server's own /metrics is read: the most requests it
+// reported running is the level's batch as the server saw it.
+TEST(StreamBench, EachLevelReadsTheServersOwnView) {
+    testing::FakeCompletions fake;  // outlives the server, whose threads use it
+    testing::LoopbackServer loopback;
+    fake.serve_metrics = true;
+    fake.hold_until_in_flight = 3;
+    fake.hold_until_metrics_read = true;  // the streams end only after a page saw all three
+    fake.install(loopback.server());
+    const RemoteTarget target{loopback.start(), "", 10};
+    const auto levels = sweep_concurrency(target, {"fake-model", "Hello", 4, false}, {3}, {}, SweepOptions{10});
+    ASSERT_EQ(levels.size(), 1u);
+    const ConcurrencyLevel& l = levels[0];
+    EXPECT_GE(l.server_pages, 1);
+    EXPECT_EQ(l.server_running_max, 3.0);
+    EXPECT_EQ(l.server_waiting_max, 0.0);
+    EXPECT_EQ(l.server_kv_usage_max, 0.75);
+    std::printf("[ measured ] %d /metrics pages read during a level of 3 streams\n", l.server_pages);
+}
+
+TEST(StreamBench, WithoutMetricsOrWithReadingOffTheLevelsRunAlone) {
+    testing::FakeCompletions bare;  // no /metrics: a 404, read once
+    testing::LoopbackServer bare_server;
+    bare.install(bare_server.server());
+    const auto without = sweep_concurrency({bare_server.start(), "", 10}, {"fake-model", "Hi", 3, false}, {2}, {}, SweepOptions{5});
+    EXPECT_EQ(without.at(0).server_pages, 0);
+    EXPECT_FALSE(without.at(0).server_running_max.has_value());
+    EXPECT_FALSE(without.at(0).server_kv_usage_max.has_value());
+    EXPECT_EQ(without.at(0).tokens, 6);
+
+    testing::FakeCompletions with_metrics;
+    testing::LoopbackServer server;
+    with_metrics.serve_metrics = true;
+    with_metrics.install(server.server());
+    const auto off = sweep_concurrency({server.start(), "", 10}, {"fake-model", "Hi", 3, false}, {2}, {}, SweepOptions{0});
+    EXPECT_EQ(off.at(0).server_pages, 0);
+    EXPECT_EQ(with_metrics.metrics_reads.load(), 0);  // nothing sent the user did not ask for
+}
+
 TEST(StreamBench, CancellingStopsBetweenLevels) {
     testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;

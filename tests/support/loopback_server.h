@@ -67,6 +67,11 @@ struct FakeCompletions {
     std::string models_page = R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})";
     std::string props_page;  // llama-server's
     std::string info_page;   // TGI's
+    bool serve_metrics = false;  // /metrics in vLLM's names: running = streams in flight, KV usage 0.25 per stream
+    // With serve_metrics: streams held until in_flight also wait (up to 10 s) for a /metrics read.
+    bool hold_until_metrics_read = false;
+    std::atomic<int> metrics_reads{0};
+    std::atomic<int> metrics_reads_when_held{0};
     int pause_ms = 10;
     bool send_usage = true;
     std::atomic<int> hold_until_in_flight{0};  // > 0: each stream waits (up to 10 s) until this many are in flight
@@ -79,6 +84,9 @@ struct FakeCompletions {
         server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
             res.set_content(models_page, "application/json");
         });
+        if (serve_metrics) {
+            server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { metrics(res); });
+        }
         for (const auto& [path, page] : {std::pair{"/props", &props_page}, {"/info", &info_page}}) {
             server.Get(path, [page](const httplib::Request&, httplib::Response& res) {
                 if (page->empty()) {
@@ -95,6 +103,21 @@ struct FakeCompletions {
     }
 
 private:
+    void metrics(httplib::Response& res) {
+        // Held streams cannot end before this page is counted, so a page that finds them all
+        // held reports them all running.
+        const bool all_held = hold_until_in_flight > 0 && most_in_flight.load() >= hold_until_in_flight;
+        const int running = in_flight.load();
+        ++metrics_reads;
+        if (all_held) ++metrics_reads_when_held;
+        res.set_content("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"fake-model\"} " +
+                            std::to_string(running) +
+                            "\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"fake-model\"} 0\n"
+                            "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"fake-model\"} " +
+                            std::to_string(0.25 * running) + "\n",
+                        "text/plain; version=0.0.4");
+    }
+
     void stream(const httplib::Request& req, httplib::Response& res, bool chat) {
         nlohmann::json body = nlohmann::json::parse(req.body);
         {
@@ -107,6 +130,9 @@ private:
         }
         // Holding streams back makes "N at once" independent of how fast the clients start.
         for (int waited_ms = 0; most_in_flight.load() < hold_until_in_flight && waited_ms < 10000; ++waited_ms) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        for (int waited_ms = 0; hold_until_metrics_read && metrics_reads_when_held.load() == 0 && waited_ms < 10000; ++waited_ms) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         res.set_chunked_content_provider("text/event-stream", [this, tokens, chat](size_t, httplib::DataSink& sink) {
