@@ -198,4 +198,21 @@ void print_json(const nlohmann::json& value) {
     std::cout << value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
+TraceOptions TraceCliOptions::trace() const {
+    if (arrival != "all" && arrival != "poisson") throw InvalidArgument("--arrival is all or poisson");
+    TraceOptions t = options;
+    t.arrival = arrival == "all" ? ArrivalPattern::AllAtOnce : ArrivalPattern::Poisson;
+    return t;
+}
+
+void add_trace_options(CLI::App& cmd, TraceCliOptions& o) {
+    cmd.add_option("--requests", o.options.requests, "requests in the trace")->check(positive())->capture_default_str();
+    cmd.add_option("--median", o.options.median_output_tokens, "median output tokens")->check(positive())->capture_default_str();
+    cmd.add_option("--max", o.options.max_output_tokens, "largest output")->check(positive())->capture_default_str();
+    cmd.add_option("--prompt", o.options.prompt_tokens, "prompt tokens per request")->check(positive())->capture_default_str();
+    cmd.add_option("--arrival", o.arrival, "all (at t = 0) or poisson")->capture_default_str();
+    cmd.add_option("--rate", o.options.arrivals_per_s, "Poisson arrivals per second")->check(positive())->capture_default_str();
+    cmd.add_option("--seed", o.options.seed, "trace seed")->capture_default_str();
+}
+
 }  // namespace inferscope::cli

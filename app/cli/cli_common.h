@@ -11,6 +11,7 @@
 #include "engine/core/progress.h"
 #include "engine/model/model.h"
 #include "engine/runtime/sampler.h"
+#include "engine/runtime/serving_sim.h"
 #include "engine/runtime/session.h"
 
 namespace inferscope::cli {
@@ -85,6 +86,15 @@ std::string read_text_file(const std::string& path);
 // when it is unset or empty.
 std::string api_key_from_env(const std::string& variable);
 
+// The request-trace options of serve-sim and remote-replay (--requests, --median, --max,
+// --prompt, --arrival, --rate, --seed); trace() applies --arrival.
+struct TraceCliOptions {
+    TraceOptions options;
+    std::string arrival = "all";
+    TraceOptions trace() const;  // InvalidArgument for an --arrival that is not all or poisson
+};
+void add_trace_options(CLI::App& cmd, TraceCliOptions& o);
+
 // Each subcommand registers itself on the application.
 void add_info_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
@@ -113,5 +123,6 @@ void add_softlabels_command(CLI::App& app);
 void add_devices_command(CLI::App& app);
 void add_remote_metrics_command(CLI::App& app);
 void add_remote_bench_command(CLI::App& app);
+void add_remote_replay_command(CLI::App& app);
 
 }  // namespace inferscope::cli

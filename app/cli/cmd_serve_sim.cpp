@@ -15,8 +15,7 @@ namespace {
 struct ServeSimOptions {
     ModelOptions model;
     std::string policy = "both";
-    TraceOptions trace;
-    std::string arrival = "all";
+    TraceCliOptions trace;
     int slots = 8;
     bool real = false;
 };
@@ -74,33 +73,32 @@ void print_side_by_side(const std::vector<nlohmann::json>& runs, const TraceOpti
     std::printf("\n");
 }
 
-void run_serve_sim(ServeSimOptions o) {
-    if (o.arrival != "all" && o.arrival != "poisson") throw InvalidArgument("--arrival is all or poisson");
-    o.trace.arrival = o.arrival == "all" ? ArrivalPattern::AllAtOnce : ArrivalPattern::Poisson;
+void run_serve_sim(const ServeSimOptions& o) {
+    TraceOptions trace_options = o.trace.trace();
     ModelOptions mo = o.model;
     // Room for the longest request, and for the cost model's largest prompt chunk after it.
     constexpr int kLargestChunk = 128;
-    const int64_t context = int64_t{o.trace.prompt_tokens} + o.trace.max_output_tokens + 1 + kLargestChunk;
+    const int64_t context = int64_t{trace_options.prompt_tokens} + trace_options.max_output_tokens + 1 + kLargestChunk;
     const auto model = load_model(mo);
     if (context > model->config().context_length) {
-        throw InvalidArgument("--prompt " + std::to_string(o.trace.prompt_tokens) + " plus --max " +
-                              std::to_string(o.trace.max_output_tokens) + " tokens (and " + std::to_string(kLargestChunk + 1) +
+        throw InvalidArgument("--prompt " + std::to_string(trace_options.prompt_tokens) + " plus --max " +
+                              std::to_string(trace_options.max_output_tokens) + " tokens (and " + std::to_string(kLargestChunk + 1) +
                               " for measuring step costs) exceed the model's context of " +
                               std::to_string(model->config().context_length) + " tokens");
     }
     mo.ctx = static_cast<int>(context);
-    o.trace.vocab_size = model->config().n_vocab;
+    trace_options.vocab_size = model->config().n_vocab;
     SessionOptions so = session_options(mo);
     so.max_sequences = o.slots;
     InferenceSession session(model, so, make_backend(mo, model, /*op_timestamps=*/false));
-    const std::vector<ServingRequest> trace = generate_trace(o.trace);
+    const std::vector<ServingRequest> trace = generate_trace(trace_options);
 
     std::vector<int> batches;
     for (int b = 1; b < o.slots; b *= 2) batches.push_back(b);
     batches.push_back(o.slots);
     std::vector<int> chunks;  // steps with more tokens than slots: the newcomers' prompts
     for (int c = 2 * o.slots; c <= kLargestChunk; c *= 2) chunks.push_back(c);
-    const std::vector<int> contexts = {o.trace.prompt_tokens, o.trace.prompt_tokens + o.trace.max_output_tokens};
+    const std::vector<int> contexts = {trace_options.prompt_tokens, trace_options.prompt_tokens + trace_options.max_output_tokens};
     const StepCostModel costs = StepCostModel::measure(session, batches, chunks, contexts, 5, stderr_progress("serve-sim"));
 
     std::vector<BatchingPolicy> policies;
@@ -127,7 +125,7 @@ void run_serve_sim(ServeSimOptions o) {
         print_json({{"runs", runs}, {"cost_model", {{"step_points", points}}}});
         return;
     }
-    print_side_by_side(runs, o.trace, o.slots);
+    print_side_by_side(runs, trace_options, o.slots);
 }
 
 }  // namespace
@@ -139,13 +137,7 @@ void add_serve_sim_command(CLI::App& app) {
     cmd->add_option("--policy", o->policy, "static, continuous or both")
         ->check(CLI::IsMember({"static", "continuous", "both"}))
         ->capture_default_str();
-    cmd->add_option("--requests", o->trace.requests, "requests in the trace")->check(positive())->capture_default_str();
-    cmd->add_option("--median", o->trace.median_output_tokens, "median output tokens")->check(positive())->capture_default_str();
-    cmd->add_option("--max", o->trace.max_output_tokens, "largest output")->check(positive())->capture_default_str();
-    cmd->add_option("--prompt", o->trace.prompt_tokens, "prompt tokens per request")->check(positive())->capture_default_str();
-    cmd->add_option("--arrival", o->arrival, "all (at t = 0) or poisson")->capture_default_str();
-    cmd->add_option("--rate", o->trace.arrivals_per_s, "Poisson arrivals per second")->check(positive())->capture_default_str();
-    cmd->add_option("--seed", o->trace.seed, "trace seed")->capture_default_str();
+    add_trace_options(*cmd, o->trace);
     cmd->add_option("--slots", o->slots, "sequences decoded together")->check(positive())->capture_default_str();
     cmd->add_flag("--real", o->real, "also run the trace on the engine (slow) and show it beside the simulation");
     cmd->callback([o] { run_serve_sim(*o); });

@@ -29,9 +29,12 @@ nlohmann::json request_body(const CompletionRequest& r) {
                            {"stream_options", {{"include_usage", true}}}};
     if (r.chat) {
         body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", r.prompt}}});
+    } else if (!r.prompt_token_ids.empty()) {
+        body["prompt"] = r.prompt_token_ids;
     } else {
         body["prompt"] = r.prompt;
     }
+    if (r.ignore_eos) body["ignore_eos"] = true;
     return body;
 }
 

@@ -3,6 +3,7 @@
 // request's time to first token and the arrival of every streamed piece, and a concurrency
 // sweep (1, 2, 4, ... streams of the same prompt at once) giving aggregate tokens/s against
 // the inter-token latency each request sees, the batching trade-off measured on the server.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct CompletionRequest {
     std::string prompt;  // the user message with `chat`
     int max_tokens = 64;
     bool chat = false;   // /v1/chat/completions instead of /v1/completions
+    std::vector<int32_t> prompt_token_ids;  // not empty: the prompt as token ids (/v1/completions only)
+    bool ignore_eos = false;  // ask for all max_tokens ("ignore_eos": vLLM, SGLang, llama-server)
 };
 
 struct StreamTiming {

@@ -158,3 +158,52 @@ TEST(CliRemoteBench, EachConcurrencyLevelAsARowAndEveryStreamInJson) {
 
 }  // namespace
 }  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+TEST(CliRemoteReplay, TheTraceSentAtItsArrivalsAndItsLatencies) {
+    testing::FakeCompletions fake;  // outlives the server, whose threads use it
+    testing::LoopbackServer loopback;
+    fake.pause_ms = 2;
+    fake.install(loopback.server());
+    const std::string url = loopback.start();
+    const std::string trace = " --requests 4 --rate 200 --median 2 --max 3 --prompt 3 --seed 5";
+    const auto r = testing::run_cli("remote-replay --url " + url + trace + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("model"), "fake-model");
+    EXPECT_EQ(j.at("failed"), 0);
+    ASSERT_EQ(j.at("requests").size(), 4u);
+    int tokens = 0;
+    for (const auto& q : j.at("requests")) {
+        EXPECT_EQ(q.at("prompt_tokens"), 3);
+        EXPECT_EQ(q.at("completion_tokens"), q.at("asked_tokens"));
+        EXPECT_GE(q.at("e2e_ms").get<double>(), q.at("ttft_ms").get<double>());
+        tokens += q.at("completion_tokens").get<int>();
+    }
+    EXPECT_EQ(j.at("tokens"), tokens);
+    EXPECT_LE(j.at("ttft_ms").at("p50").get<double>(), j.at("ttft_ms").at("p99").get<double>());
+    const auto table = testing::run_cli("remote-replay --url " + url + trace + " --ignore-eos");
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("4 requests, Poisson arrivals, prompts of 3 token ids, outputs up to 3 tokens (ignore_eos)"),
+              std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("| time to first token | "), std::string::npos) << table.out;
+    std::lock_guard<std::mutex> lock(fake.mutex);
+    EXPECT_EQ(fake.last_body.at("ignore_eos"), true);
+}
+
+TEST(CliRemoteReplay, FailedRequestsAreCountedAndNamed) {
+    const std::string closed = "http://127.0.0.1:" + std::to_string(testing::closed_loopback_port());
+    const auto named = testing::run_cli("remote-replay --url " + closed + " --model m --requests 2 --rate 100 --max 2 --median 1");
+    EXPECT_EQ(named.exit_code, 0) << named.err;
+    EXPECT_NE(named.out.find("| 0 | 2 | "), std::string::npos) << named.out;
+    EXPECT_NE(named.out.find("failed: "), std::string::npos) << named.out;
+    const auto unnamed = testing::run_cli("remote-replay --url " + closed + " --requests 2");
+    EXPECT_EQ(unnamed.exit_code, 1);
+    EXPECT_NE(unnamed.err.find("/v1/models: Connection"), std::string::npos) << unnamed.err;
+}
+
+}  // namespace
+}  // namespace inferscope

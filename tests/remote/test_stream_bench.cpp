@@ -11,6 +11,15 @@
 namespace inferscope::remote {
 namespace {
 
+CompletionRequest ask(const std::string& model, const std::string& prompt, int max_tokens, bool chat) {
+    CompletionRequest r;
+    r.model = model;
+    r.prompt = prompt;
+    r.max_tokens = max_tokens;
+    r.chat = chat;
+    return r;
+}
+
 TEST(StreamBench, ACompletionTimedPieceByPiece) {
     testing::FakeCompletions fake;  // outlives the server, whose threads use it
     testing::LoopbackServer loopback;
@@ -18,7 +27,7 @@ TEST(StreamBench, ACompletionTimedPieceByPiece) {
     HttpClient client({loopback.start(), "", 10});
     EXPECT_EQ(first_served_model(client), "fake-model");
     for (const bool chat : {false, true}) {
-        const StreamTiming t = stream_completion(client, {"fake-model", "Hello", 5, chat});
+        const StreamTiming t = stream_completion(client, ask("fake-model", "Hello", 5, chat));
         EXPECT_EQ(t.text, "t0 t1 t2 t3 t4 ");
         EXPECT_EQ(t.completion_tokens, 5);
         EXPECT_TRUE(t.usage_reported);
@@ -43,7 +52,7 @@ TEST(StreamBench, WithoutAUsageBlockThePiecesAreCounted) {
     fake.send_usage = false;
     fake.install(loopback.server());
     HttpClient client({loopback.start(), "", 10});
-    const StreamTiming t = stream_completion(client, {"fake-model", "Hi", 3, false});
+    const StreamTiming t = stream_completion(client, ask("fake-model", "Hi", 3, false));
     EXPECT_FALSE(t.usage_reported);
     EXPECT_EQ(t.completion_tokens, 3);
 }
@@ -57,9 +66,9 @@ TEST(StreamBench, EachLevelHoldsItsStreamsAtOnce) {
     std::vector<int64_t> reported;
     const Progress progress([&](const ProgressUpdate& u) { reported.push_back(u.done); });
     fake.hold_until_in_flight = 1;
-    auto levels = sweep_concurrency(target, {"", "Hello", 6, false}, {1}, progress);
+    auto levels = sweep_concurrency(target, ask("", "Hello", 6, false), {1}, progress);
     fake.hold_until_in_flight = 4;
-    const auto four = sweep_concurrency(target, {"", "Hello", 6, false}, {4}, progress);
+    const auto four = sweep_concurrency(target, ask("", "Hello", 6, false), {4}, progress);
     levels.push_back(four.at(0));
     ASSERT_EQ(levels.size(), 2u);
     EXPECT_EQ(fake.most_in_flight.load(), 4);
@@ -86,7 +95,7 @@ TEST(StreamBench, EachLevelReadsTheServersOwnView) {
     fake.hold_until_metrics_read = true;  // the streams end only after a page saw all three
     fake.install(loopback.server());
     const RemoteTarget target{loopback.start(), "", 10};
-    const auto levels = sweep_concurrency(target, {"fake-model", "Hello", 4, false}, {3}, {}, SweepOptions{10});
+    const auto levels = sweep_concurrency(target, ask("fake-model", "Hello", 4, false), {3}, {}, SweepOptions{10});
     ASSERT_EQ(levels.size(), 1u);
     const ConcurrencyLevel& l = levels[0];
     EXPECT_GE(l.server_pages, 1);
@@ -100,7 +109,7 @@ TEST(StreamBench, WithoutMetricsOrWithReadingOffTheLevelsRunAlone) {
     testing::FakeCompletions bare;  // no /metrics: a 404, read once
     testing::LoopbackServer bare_server;
     bare.install(bare_server.server());
-    const auto without = sweep_concurrency({bare_server.start(), "", 10}, {"fake-model", "Hi", 3, false}, {2}, {}, SweepOptions{5});
+    const auto without = sweep_concurrency({bare_server.start(), "", 10}, ask("fake-model", "Hi", 3, false), {2}, {}, SweepOptions{5});
     EXPECT_EQ(without.at(0).server_pages, 0);
     EXPECT_FALSE(without.at(0).server_running_max.has_value());
     EXPECT_FALSE(without.at(0).server_kv_usage_max.has_value());
@@ -110,7 +119,7 @@ TEST(StreamBench, WithoutMetricsOrWithReadingOffTheLevelsRunAlone) {
     testing::LoopbackServer server;
     with_metrics.serve_metrics = true;
     with_metrics.install(server.server());
-    const auto off = sweep_concurrency({server.start(), "", 10}, {"fake-model", "Hi", 3, false}, {2}, {}, SweepOptions{0});
+    const auto off = sweep_concurrency({server.start(), "", 10}, ask("fake-model", "Hi", 3, false), {2}, {}, SweepOptions{0});
     EXPECT_EQ(off.at(0).server_pages, 0);
     EXPECT_EQ(with_metrics.metrics_reads.load(), 0);  // nothing sent the user did not ask for
 }
@@ -122,7 +131,7 @@ TEST(StreamBench, CancellingStopsBetweenLevels) {
     fake.install(loopback.server());
     bool cancel = false;
     const Progress progress([&](const ProgressUpdate&) { cancel = true; }, [&] { return cancel; });
-    const auto levels = sweep_concurrency({loopback.start(), "", 10}, {"fake-model", "x", 2, false}, {1, 2, 4}, progress);
+    const auto levels = sweep_concurrency({loopback.start(), "", 10}, ask("fake-model", "x", 2, false), {1, 2, 4}, progress);
     EXPECT_EQ(levels.size(), 1u);
 }
 
@@ -139,7 +148,7 @@ TEST(StreamBench, ChunksThatAreNotCompletionChunks) {
     const auto expect = [&](const char* prefix, const std::string& message) {
         HttpClient client({url + prefix, "", 5});
         try {
-            stream_completion(client, {"m", "x", 4, false});
+            stream_completion(client, ask("m", "x", 4, false));
             ADD_FAILURE() << prefix << ": no error";
         } catch (const RemoteError& e) {
             EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
@@ -148,7 +157,7 @@ TEST(StreamBench, ChunksThatAreNotCompletionChunks) {
     expect("/a", "a chunk that is not JSON: not json");
     expect("/b", "a stream chunk without choices");
     expect("/c", "the server reported an error mid-stream: {\"message\":\"out of memory\"}");
-    EXPECT_THROW(sweep_concurrency({url, "", 5}, {"m", "x", 4, false}, {0}), InvalidArgument);
+    EXPECT_THROW(sweep_concurrency({url, "", 5}, ask("m", "x", 4, false), {0}), InvalidArgument);
 }
 
 }  // namespace
