@@ -1,11 +1,10 @@
 #include "engine/remote/stream_bench.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <exception>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 

@@ -1,7 +1,6 @@
 #include "engine/remote/trace_replay.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
