@@ -1,7 +1,7 @@
 // NEON row dot products (ARM64; Advanced SIMD needs no extra flags): F32, F16 and BF16 rows in
-// float lanes, every integer block format through widening 8-bit multiplies, and the Q8_0,
-// Q8_1 and Q8_K activation encoders (q8_encoders.h), which the dotprod and i8mm families take
-// from here.
+// float lanes, every integer block format through widening 8-bit multiplies, and the F16,
+// BF16, Q8_0, Q8_1 and Q8_K activation encoders (the Q8 ones from q8_encoders.h), which the
+// dotprod and i8mm families take from here.
 #include <bit>
 
 #include "engine/backend/cpu/kernels/neon_row_dot_table.h"
@@ -110,7 +110,37 @@ struct NeonEncoding {
     }
 };
 
-// The encoder of `activation_type` (null for the float encodings, which stay scalar).
+// F16 rows: vcvt_f16_f32 rounds to nearest even (the default FPCR mode), keeps subnormals and
+// overflows to infinity as the reference does; four elements with a NaN take the reference's
+// canonical NaN.
+void encode_f16(const float* x, uint8_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i);
+        if (vminvq_u32(vceqq_f32(v, v)) == 0) {
+            for (int j = 0; j < 4; ++j) store_u16(dst + 2 * (i + j), fallback::fp32_to_fp16(x[i + j]));
+            continue;
+        }
+        vst1_u16(reinterpret_cast<uint16_t*>(dst + 2 * i), vreinterpret_u16_f16(vcvt_f16_f32(v)));
+    }
+    for (; i < n; ++i) store_u16(dst + 2 * i, fallback::fp32_to_fp16(x[i]));
+}
+
+// BF16 rows: the top 16 bits rounded to nearest even in integer lanes; a NaN becomes quiet.
+void encode_bf16(const float* x, uint8_t* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const uint32x4_t u = vreinterpretq_u32_f32(vld1q_f32(x + i));
+        const uint32x4_t odd = vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1));
+        const uint32x4_t rounded = vshrq_n_u32(vaddq_u32(u, vaddq_u32(odd, vdupq_n_u32(0x7FFF))), 16);
+        const uint32x4_t quiet_nan = vorrq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(0x40));
+        const uint32x4_t is_nan = vcgtq_u32(vandq_u32(u, vdupq_n_u32(0x7FFFFFFFu)), vdupq_n_u32(0x7F800000u));
+        vst1_u16(reinterpret_cast<uint16_t*>(dst + 2 * i), vmovn_u32(vbslq_u32(is_nan, quiet_nan, rounded)));
+    }
+    for (; i < n; ++i) store_u16(dst + 2 * i, fallback::fp32_to_bf16(x[i]));
+}
+
+// The Q8 encoder of `activation_type` (null for the float encodings, set by their own rows).
 EncodeRowFn q8_encoder(GgmlType activation_type) {
     switch (activation_type) {
         case GgmlType::Q8_0: return &encode_q8_0<NeonEncoding>;
@@ -125,8 +155,16 @@ EncodeRowFn q8_encoder(GgmlType activation_type) {
 RowDotKernels neon_row_dot_kernels(GgmlType weight_type) {
     switch (weight_type) {
         case GgmlType::F32: return batch_kernels<F32Rows>(GgmlType::F32);
-        case GgmlType::F16: return batch_kernels<F16Rows>(GgmlType::F16);
-        case GgmlType::BF16: return batch_kernels<BF16Rows>(GgmlType::BF16);
+        case GgmlType::F16: {
+            RowDotKernels k = batch_kernels<F16Rows>(GgmlType::F16);
+            k.encode = &encode_f16;
+            return k;
+        }
+        case GgmlType::BF16: {
+            RowDotKernels k = batch_kernels<BF16Rows>(GgmlType::BF16);
+            k.encode = &encode_bf16;
+            return k;
+        }
         default: {
             RowDotKernels k = integer_row_dot_kernels<&accumulate_16_widening>(weight_type);
             k.encode = q8_encoder(k.activation_type);
