@@ -121,6 +121,12 @@ struct OffsetScale {
 // row, each weight block unpacked once; every activation row's float steps are those of B = 1.
 template <int64_t BlockBytes, UnpackBlock Unpack, int64_t XBytes, UnpackBlock LoadX, class Scale, Accumulate16 Acc16>
 struct LegacyRows {
+    static constexpr int64_t kBlockBytes = BlockBytes;
+    static constexpr int64_t kXBytes = XBytes;
+    static int8x16x2_t unpack(const uint8_t* block) { return Unpack(block); }
+    static int8x16x2_t load_x(const uint8_t* block) { return LoadX(block); }
+    using BlockScale = Scale;
+
     template <int B>
     static void rows(int64_t n, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
         float sum[B] = {};
