@@ -87,8 +87,9 @@ struct FakeCompletions {
         if (serve_metrics) {
             server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { metrics(res); });
         }
-        for (const auto& [path, page] : {std::pair{"/props", &props_page}, {"/info", &info_page}}) {
-            server.Get(path, [page](const httplib::Request&, httplib::Response& res) {
+        for (const auto& path_and_page : {std::pair{"/props", &props_page}, {"/info", &info_page}}) {
+            const std::string* page = path_and_page.second;
+            server.Get(path_and_page.first, [page](const httplib::Request&, httplib::Response& res) {
                 if (page->empty()) {
                     res.status = 404;
                     return;
