@@ -47,15 +47,12 @@ TEST(TraceReplay, EveryRequestAtItsArrivalWithItsOwnTokens) {
         EXPECT_EQ(r.asked_tokens, trace[i].max_new_tokens);
         EXPECT_EQ(r.prompt_tokens, 5);
         EXPECT_EQ(r.timing.completion_tokens, trace[i].max_new_tokens);  // the fake streams all it is asked for
-        EXPECT_GE(r.sent_late_ms, 0.0);
-        EXPECT_GE(r.e2e_ms(), r.ttft_ms());
+        // Every token's arrival was timed, one piece per token as the fake streams them.
+        EXPECT_EQ(r.timing.arrivals_ms.size(), static_cast<size_t>(trace[i].max_new_tokens));
+        EXPECT_EQ(r.timing.inter_token_ms().size(), static_cast<size_t>(trace[i].max_new_tokens - 1));
         tokens += r.timing.completion_tokens;
     }
     EXPECT_EQ(report.tokens, tokens);
-    EXPECT_GE(report.makespan_s, trace.back().arrival_s - trace.front().arrival_s);
-    EXPECT_LE(report.ttft_ms(50), report.ttft_ms(90));
-    EXPECT_LE(report.e2e_ms(50), report.e2e_ms(99));
-    EXPECT_GT(report.tokens_per_s(), 0.0);
     EXPECT_EQ(reported.size(), trace.size());
     {
         std::lock_guard<std::mutex> lock(fake.mutex);
@@ -63,7 +60,8 @@ TEST(TraceReplay, EveryRequestAtItsArrivalWithItsOwnTokens) {
         EXPECT_EQ(fake.last_body.at("prompt").size(), 5u);
         EXPECT_FALSE(fake.last_body.contains("ignore_eos"));
     }
-    std::printf("[ measured ] fake server, 6 requests: TTFT p50 %.1f ms, E2E p99 %.1f ms\n", report.ttft_ms(50), report.e2e_ms(99));
+    std::printf("[ measured ] fake server, 6 requests: TTFT p50 %.1f ms, ITL p50 %.1f ms, E2E p99 %.1f ms, %.1f tokens/s\n",
+                report.ttft_ms(50), report.itl_ms(50), report.e2e_ms(99), report.tokens_per_s());
 }
 
 TEST(TraceReplay, IgnoreEosIsSentOnlyWhenAsked) {

@@ -5,6 +5,7 @@
 // format. The integer sums are exact and are scaled as the sdot kernels scale them, so every
 // output has dot_rows' bits.
 #include "engine/backend/cpu/kernels/batch_rows.h"
+#include "engine/backend/cpu/kernels/neon_row_dot_table.h"
 #include "engine/backend/cpu/kernels/row_dot.h"
 #include "engine/backend/cpu/kernels/sdot_blocks.h"
 
@@ -78,16 +79,8 @@ RowDotKernels smmla_kernels(GgmlType activation_type) {
 }  // namespace
 
 RowDotKernels i8mm_row_dot_kernels(GgmlType weight_type) {
-    constexpr Accumulate16 sdot = &accumulate_16_sdot;
-    switch (weight_type) {
-        case GgmlType::Q8_0: return smmla_kernels<Q8_0Rows<sdot>>(GgmlType::Q8_0);
-        case GgmlType::Q4_0: return smmla_kernels<Q4_0Rows<sdot>>(GgmlType::Q8_0);
-        case GgmlType::Q4_1: return smmla_kernels<OffsetRows<layouts::kQ4_1, &unpack_q4_1, sdot>>(GgmlType::Q8_1);
-        case GgmlType::Q5_0: return smmla_kernels<SymmetricRows<layouts::kQ5_0, &unpack_q5_0, sdot>>(GgmlType::Q8_0);
-        case GgmlType::Q5_1: return smmla_kernels<OffsetRows<layouts::kQ5_1, &unpack_q5_1, sdot>>(GgmlType::Q8_1);
-        case GgmlType::IQ4_NL: return smmla_kernels<SymmetricRows<layouts::kIQ4_NL, &unpack_iq4_nl, sdot>>(GgmlType::Q8_0);
-        default: return {};
-    }
+    return legacy_format_kernels<&accumulate_16_sdot>(weight_type,
+                                                      []<class K>(GgmlType activation) { return smmla_kernels<K>(activation); });
 }
 
 }  // namespace inferscope::simd
