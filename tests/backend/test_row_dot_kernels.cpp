@@ -56,7 +56,7 @@ const std::vector<CpuIsa> kSimdIsas = [] {
 
 // Whether `isa` must have a row kernel of its own for `t`: the x86-64 families and NEON for
 // every weight type, dotprod for every integer block format (sdot multiplies bytes; the float
-// rows are NEON's), i8mm for none (it adds batch kernels and borrows the rest from dotprod).
+// rows are NEON's, F16's its own FMLAL rows where the CPU has FEAT_FHM), i8mm for none (it adds batch kernels and borrows the rest from dotprod).
 // NEON encodes the Q8 activations of the integer formats (dotprod and i8mm take its
 // encoders); the ARM64 float rows encode with the scalar reference.
 bool covers_type(CpuIsa isa, GgmlType t) {
@@ -820,6 +820,44 @@ TEST(RowDotRows, BothPrefetchLevelsComputeTheSame) {
         l1.dot_rows(n, w.data(), rb, n_rows, x.data(), out_l1.data());
         l2.dot_rows(n, w.data(), rb, n_rows, x.data(), out_l2.data());
         EXPECT_EQ(out_l1, out_l2) << name_of(t);
+    }
+#endif
+}
+
+// The FMLAL rows multiply halves without widening them first; the products are exact in
+// single precision and each lane is one fused add, so every sum has the NEON F16 rows' bits:
+// rows, batches and a tail past the last whole 16 elements.
+TEST(RowDotRows, FmlalHalfRowsHaveTheBitsOfNeonHalfRows) {
+#if !defined(__aarch64__)
+    GTEST_SKIP() << "FMLAL (FEAT_FHM) belongs to the ARM64 kernels, which this build lacks";
+#else
+    if (!cpu_features().fp16_fml) GTEST_SKIP() << "this CPU lacks FEAT_FHM (the FMLAL rows)";
+    const RowDotKernels neon = simd::neon_row_dot_kernels(GgmlType::F16);
+    const RowDotKernels fmlal = simd::fhm_f16_row_dot_kernels();
+    EXPECT_EQ(row_dot_kernels(GgmlType::F16, CpuIsa::Dotprod).dot_rows, fmlal.dot_rows);
+    for (const int64_t n : {int64_t{16}, int64_t{901}, int64_t{4864}}) {
+        const size_t rb = row_bytes(GgmlType::F16, n);
+        const int n_x = 6;
+        const int64_t n_rows = 13;
+        std::vector<uint8_t> w, x;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const auto row = encode_reference(GgmlType::F16, make_row(Dist::Outliers, n, 700 + static_cast<uint32_t>(r)));
+            w.insert(w.end(), row.begin(), row.end());
+        }
+        for (int i = 0; i < n_x; ++i) {
+            const auto row = encode_reference(GgmlType::F16, make_row(Dist::Gaussian, n, 900 + static_cast<uint32_t>(i)));
+            x.insert(x.end(), row.begin(), row.end());
+        }
+        const size_t count = static_cast<size_t>(n_x * n_rows);
+        std::vector<float> want(count), got_rows(count), got_batch(count);
+        for (int i = 0; i < n_x; ++i) {
+            neon.dot_rows(n, w.data(), rb, n_rows, x.data() + i * rb, want.data() + i * n_rows);
+            fmlal.dot_rows(n, w.data(), rb, n_rows, x.data() + i * rb, got_rows.data() + i * n_rows);
+        }
+        fmlal.dot_rows_batch(n, w.data(), rb, n_rows, x.data(), rb, n_x, got_batch.data(), n_rows);
+        EXPECT_EQ(std::memcmp(want.data(), got_rows.data(), count * sizeof(float)), 0) << "n = " << n;
+        EXPECT_EQ(std::memcmp(want.data(), got_batch.data(), count * sizeof(float)), 0) << "n = " << n;
+        EXPECT_EQ(fmlal.dot(n, w.data(), x.data()), want[0]) << "n = " << n;
     }
 #endif
 }

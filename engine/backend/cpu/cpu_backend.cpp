@@ -44,14 +44,15 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, int n_threads)
     openblas_set_num_threads(1);
 }
 
-// Names what decides speed: threads, kernel family, and (for AVX-512, the only family that
-// has a choice) where the 4-bit kernels prefetch.
+// Names what decides speed: threads, kernel family, and the family's choices: where the
+// AVX-512 4-bit kernels prefetch, whether the ARM64 F16 rows multiply halves with FMLAL.
 std::string CpuBackend::name() const {
     const CpuIsa isa = active_cpu_isa();
-    const std::string prefetch =
-        isa == CpuIsa::Avx512 ? ", 4-bit prefetch " + std::string(prefetch_level_name(active_prefetch_level())) : "";
+    std::string choices;
+    if (isa == CpuIsa::Avx512) choices = ", 4-bit prefetch " + std::string(prefetch_level_name(active_prefetch_level()));
+    if ((isa == CpuIsa::Dotprod || isa == CpuIsa::I8mm) && cpu_features().fp16_fml) choices = ", F16 over FMLAL";
     return "CPU (" + std::to_string(pool_.size()) + (pool_.size() == 1 ? " thread, " : " threads, ") +
-           std::string(cpu_isa_name(isa)) + prefetch + ")";
+           std::string(cpu_isa_name(isa)) + choices + ")";
 }
 
 void CpuBackend::allocate_kv(const KvCacheLayout& layout) {

@@ -44,11 +44,11 @@ void detect_arm(CpuFeatures& f) {
     const unsigned long hwcap = getauxval(AT_HWCAP);
     const unsigned long hwcap2 = getauxval(AT_HWCAP2);
     f.dotprod = (hwcap & HWCAP_ASIMDDP) != 0;
-    f.fp16_arithmetic = (hwcap & HWCAP_ASIMDHP) != 0;
+    f.fp16_fml = (hwcap & HWCAP_ASIMDFHM) != 0;
     f.i8mm = (hwcap2 & HWCAP2_I8MM) != 0;
 #elif defined(__APPLE__)
     f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
-    f.fp16_arithmetic = sysctl_flag("hw.optional.arm.FEAT_FP16");
+    f.fp16_fml = sysctl_flag("hw.optional.arm.FEAT_FHM");
     f.i8mm = sysctl_flag("hw.optional.arm.FEAT_I8MM");
 #endif
 }

@@ -34,7 +34,7 @@ struct CpuFeatures {
     bool neon = false;
     bool dotprod = false;
     bool i8mm = false;
-    bool fp16_arithmetic = false;  // ARM64 FEAT_FP16: half-precision vector arithmetic
+    bool fp16_fml = false;  // ARM64 FEAT_FHM: half-precision multiply-accumulate into single precision (FMLAL)
 };
 
 const CpuFeatures& cpu_features();

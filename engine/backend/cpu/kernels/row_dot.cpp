@@ -86,7 +86,7 @@ RowDotKernels row_dot_family_kernels(GgmlType weight_type, CpuIsa isa) {
         case CpuIsa::Avx512: return simd::avx512_row_dot_kernels(weight_type, active_prefetch_level());
 #elif defined(__aarch64__)
         case CpuIsa::Neon: return simd::neon_row_dot_kernels(weight_type);
-        case CpuIsa::Dotprod: return simd::dotprod_row_dot_kernels(weight_type);
+        case CpuIsa::Dotprod: return simd::dotprod_row_dot_kernels(weight_type, cpu_features().fp16_fml);
         case CpuIsa::I8mm: return simd::i8mm_row_dot_kernels(weight_type);
 #endif
         default: return {};

@@ -52,7 +52,10 @@ RowDotKernels avxvnni_row_dot_kernels(GgmlType weight_type);
 // `prefetch`: see active_prefetch_level (the kernels compute the same either way).
 RowDotKernels avx512_row_dot_kernels(GgmlType weight_type, PrefetchLevel prefetch);
 RowDotKernels neon_row_dot_kernels(GgmlType weight_type);
-RowDotKernels dotprod_row_dot_kernels(GgmlType weight_type);
+// `fp16_fml`: the CPU has FEAT_FHM, with which the F16 rows are fhm_f16_row_dot_kernels'.
+RowDotKernels dotprod_row_dot_kernels(GgmlType weight_type, bool fp16_fml);
+// F16 rows over FMLAL (row_dot_fhm.cpp): dot, dot_rows and batches, without an encoder.
+RowDotKernels fhm_f16_row_dot_kernels();
 RowDotKernels i8mm_row_dot_kernels(GgmlType weight_type);
 }  // namespace simd
 

@@ -4,6 +4,7 @@
 // dotprod and i8mm families take from here.
 #include <bit>
 
+#include "engine/backend/cpu/kernels/neon_float_rows.h"
 #include "engine/backend/cpu/kernels/neon_row_dot_table.h"
 #include "engine/backend/cpu/kernels/q8_encoders.h"
 
@@ -23,36 +24,23 @@ inline float bf16_at(const uint8_t* p) {
     return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
-// Rows of floats stored as `ElementBytes`-byte elements, B activation rows (row b at
-// x + b * x_stride) against one weight row: four accumulators of four lanes per activation
-// row, then the elements past the last whole 16 one at a time; each weight vector is widened
-// once for all B, and every activation row's sums are those of B = 1.
-template <int ElementBytes, float32x4_t (*Load4)(const uint8_t*), float (*At)(const uint8_t*)>
-struct FloatRows {
+// The plain-NEON step: each four elements widened to f32 lanes (the weight's once for all B),
+// then fused multiply-adds.
+template <int ElementBytes, float32x4_t (*Load4)(const uint8_t*)>
+struct WidenedMac16 {
     template <int B>
-    static void rows(int64_t n, const uint8_t* w, const uint8_t* x, uint64_t x_stride, float* out, int64_t out_stride) {
-        float32x4_t acc[B][4];
-        for (int b = 0; b < B; ++b) acc[b][0] = acc[b][1] = acc[b][2] = acc[b][3] = vdupq_n_f32(0);
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-            for (int k = 0; k < 4; ++k) {
-                const int64_t at = (i + 4 * k) * ElementBytes;
-                const float32x4_t wk = Load4(w + at);
-                for (int b = 0; b < B; ++b) acc[b][k] = vfmaq_f32(acc[b][k], wk, Load4(x + b * x_stride + at));
-            }
-        }
-        for (int b = 0; b < B; ++b) {
-            const uint8_t* xb = x + b * x_stride;
-            float sum = vaddvq_f32(vaddq_f32(vaddq_f32(acc[b][0], acc[b][1]), vaddq_f32(acc[b][2], acc[b][3])));
-            for (int64_t t = i; t < n; ++t) sum += At(w + t * ElementBytes) * At(xb + t * ElementBytes);
-            out[b * out_stride] = sum;
+    static void step(float32x4_t (&acc)[B][4], const uint8_t* w, const uint8_t* x, uint64_t x_stride) {
+        for (int k = 0; k < 4; ++k) {
+            const int64_t at = 4 * k * ElementBytes;
+            const float32x4_t wk = Load4(w + at);
+            for (int b = 0; b < B; ++b) acc[b][k] = vfmaq_f32(acc[b][k], wk, Load4(x + b * x_stride + at));
         }
     }
 };
 
-using F32Rows = FloatRows<4, &load4_f32, &float_at>;
-using F16Rows = FloatRows<2, &load4_f16, &half_at>;
-using BF16Rows = FloatRows<2, &load4_bf16, &bf16_at>;
+using F32Rows = FloatRows<4, WidenedMac16<4, &load4_f32>, &float_at>;
+using F16Rows = FloatRows<2, WidenedMac16<2, &load4_f16>, &half_at>;
+using BF16Rows = FloatRows<2, WidenedMac16<2, &load4_bf16>, &bf16_at>;
 
 // The NEON steps of q8_encoders.h. vcvtnq_s32_f32 rounds to nearest even as the reference
 // does; its saturation differs from x86's, but the encoders only quantize values within
