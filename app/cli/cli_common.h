@@ -124,5 +124,6 @@ void add_devices_command(CLI::App& app);
 void add_remote_metrics_command(CLI::App& app);
 void add_remote_bench_command(CLI::App& app);
 void add_remote_replay_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace inferscope::cli

@@ -115,7 +115,7 @@ void run_serve_sim(const ServeSimOptions& o) {
             std::fprintf(stderr, "serve-sim: running %s batching for real\n", std::string(batching_policy_name(policy)).c_str());
             SamplingParams greedy;
             greedy.temperature = 0;
-            const auto engine = make_engine_executor(session, trace, greedy);
+            const auto engine = make_engine_executor(session, greedy);
             runs.push_back(summary_json(serve(trace, options, *engine), "real"));
         }
     }

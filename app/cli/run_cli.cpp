@@ -62,6 +62,7 @@ int run_cli(int argc, char** argv) {
     add_remote_metrics_command(app);
     add_remote_bench_command(app);
     add_remote_replay_command(app);
+    add_serve_command(app);
     require_finite_floats(app);
     try {
         app.parse(argc, argv);

@@ -57,16 +57,16 @@ struct Slot {
 class ServingRun final : public ServingControl {
 public:
     ServingRun(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor)
-        : requests_(requests), options_(options), executor_(executor), slots_(static_cast<size_t>(options.slots)) {
+        : options_(options), executor_(executor), slots_(static_cast<size_t>(options.slots)) {
         report_.policy = options.policy;
-        for (const ServingRequest& r : requests) {
-            RequestMetrics m;
-            m.id = r.id;
-            m.arrival_s = r.arrival_s;
-            m.prompt_tokens = static_cast<int>(r.prompt.size());
-            report_.requests.push_back(m);
-        }
+        for (const ServingRequest& r : requests) add_request(r);
         now_ = requests.empty() ? 0.0 : requests.front().arrival_s;
+        start_ = now_;
+    }
+    ServingRun(RequestFeed& feed, const SchedulerOptions& options, StepExecutor& executor)
+        : options_(options), executor_(executor), slots_(static_cast<size_t>(options.slots)), feed_(&feed) {
+        report_.policy = options.policy;
+        now_ = feed.now_s();
         start_ = now_;
     }
 
@@ -75,18 +75,23 @@ public:
     void cancel_all() override;
 
 private:
+    void add_request(const ServingRequest& request);
+    // Live runs: the feed's clock, submissions and cancellations; false once the feed closed.
+    bool take_from_feed();
     void admit_arrivals();
     void fill_slots();
     std::vector<SlotWork> plan_step() const;
+    SchedulerStep describe_step(int64_t index, std::span<const SlotWork> work) const;
     void apply_tokens(std::span<const SlotWork> work, std::span<const TokenId> tokens);
-    void finish(Slot& slot, const char* reason);
+    void fail_step(std::span<const SlotWork> work, const std::string& what);
+    void finish(Slot& slot, const std::string& reason);
     void release(Slot& slot);
     void end_static_batch_if_done();
     bool all_slots_idle() const {
         return std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; });
     }
 
-    std::span<const ServingRequest> requests_;
+    std::vector<ServingRequest> requests_;
     SchedulerOptions options_;
     StepExecutor& executor_;
     std::vector<Slot> slots_;
@@ -95,7 +100,34 @@ private:
     double now_ = 0;
     double start_ = 0;
     ServingReport report_;
+    RequestFeed* feed_ = nullptr;
+    std::vector<ServingRequest> submitted_;
+    std::vector<int> cancelled_;
 };
+
+void ServingRun::add_request(const ServingRequest& request) {
+    requests_.push_back(request);
+    RequestMetrics m;
+    m.id = request.id;
+    m.arrival_s = request.arrival_s;
+    m.prompt_tokens = static_cast<int>(request.prompt.size());
+    report_.requests.push_back(m);
+}
+
+bool ServingRun::take_from_feed() {
+    if (feed_ == nullptr) return true;
+    now_ = std::max(now_, feed_->now_s());
+    if (feed_->closed()) return false;
+    submitted_.clear();
+    cancelled_.clear();
+    feed_->take(submitted_, cancelled_);
+    for (ServingRequest& r : submitted_) {
+        r.arrival_s = std::min(r.arrival_s, now_);  // keeps the arrivals sorted
+        add_request(r);
+    }
+    for (int id : cancelled_) cancel(id);
+    return true;
+}
 
 void ServingRun::admit_arrivals() {
     while (next_arrival_ < requests_.size() && requests_[next_arrival_].arrival_s <= now_) {
@@ -128,7 +160,8 @@ std::vector<SlotWork> ServingRun::plan_step() const {
         SlotWork w;
         w.slot = static_cast<int>(i);
         w.seq = slot.seq;
-        w.request_index = slot.request;
+        w.request_id = request.id;
+        w.sampling = request.sampling ? &*request.sampling : nullptr;
         if (slot.prompt_done < request.prompt.size()) {
             const size_t take = std::min(request.prompt.size() - slot.prompt_done, static_cast<size_t>(std::max(0, prefill_budget)));
             if (take == 0) continue;  // waits for the next step's budget
@@ -147,33 +180,52 @@ std::vector<SlotWork> ServingRun::plan_step() const {
     return work;
 }
 
+SchedulerStep ServingRun::describe_step(int64_t index, std::span<const SlotWork> work) const {
+    SchedulerStep step;
+    step.index = index;
+    step.start_s = now_ - start_;
+    for (const SlotWork& w : work) {
+        step.n_tokens += static_cast<int>(w.tokens.size());
+        const Slot& slot = slots_[static_cast<size_t>(w.slot)];
+        const bool prefill = slot.prompt_done < requests_[static_cast<size_t>(slot.request)].prompt.size();
+        (prefill ? step.prefill_tokens : step.decode_tokens) += static_cast<int>(w.tokens.size());
+        (slot.padding ? step.padding_slots : step.active_slots) += 1;
+        step.max_context = std::max(step.max_context, w.first_position + static_cast<int>(w.tokens.size()));
+    }
+    return step;
+}
+
 ServingReport ServingRun::run(const StepCallback& on_step) {
     std::vector<TokenId> tokens;
-    for (int64_t index = 0;; ++index) {
+    for (int64_t index = 0;;) {
+        if (!take_from_feed()) {
+            cancel_all();
+            break;
+        }
         admit_arrivals();
         fill_slots();
         const std::vector<SlotWork> work = plan_step();
         if (work.empty()) {
-            if (next_arrival_ >= requests_.size() && queue_.empty()) break;
-            if (next_arrival_ < requests_.size()) now_ = std::max(now_, requests_[next_arrival_].arrival_s);  // idle
-            --index;
+            if (next_arrival_ < requests_.size()) {
+                now_ = std::max(now_, requests_[next_arrival_].arrival_s);  // idle until the next arrival
+            } else if (feed_ != nullptr) {
+                feed_->wait();
+            } else if (queue_.empty()) {
+                break;
+            }
             continue;
         }
-        SchedulerStep step;
-        step.index = index;
-        step.start_s = now_ - start_;
-        for (const SlotWork& w : work) {
-            step.n_tokens += static_cast<int>(w.tokens.size());
-            const Slot& slot = slots_[static_cast<size_t>(w.slot)];
-            const bool prefill = slot.prompt_done < requests_[static_cast<size_t>(slot.request)].prompt.size();
-            (prefill ? step.prefill_tokens : step.decode_tokens) += static_cast<int>(w.tokens.size());
-            (slot.padding ? step.padding_slots : step.active_slots) += 1;
-            step.max_context = std::max(step.max_context, w.first_position + static_cast<int>(w.tokens.size()));
+        SchedulerStep step = describe_step(index++, work);
+        try {
+            step.duration_s = executor_.run(work, tokens);
+        } catch (const std::exception& e) {
+            if (feed_ == nullptr) throw;
+            fail_step(work, e.what());
+            continue;
         }
-        step.duration_s = executor_.run(work, tokens);
-        now_ += step.duration_s;
+        now_ = feed_ != nullptr ? std::max(now_ + step.duration_s, feed_->now_s()) : now_ + step.duration_s;
         apply_tokens(work, tokens);
-        report_.steps.push_back(step);
+        if (feed_ == nullptr) report_.steps.push_back(step);
         if (on_step) on_step(step, *this);
     }
     report_.makespan_s = now_ - start_;
@@ -196,11 +248,28 @@ void ServingRun::apply_tokens(std::span<const SlotWork> work, std::span<const To
         RequestMetrics& m = report_.requests[static_cast<size_t>(slot.request)];
         if (m.output.empty()) m.first_token_s = now_;
         m.output.push_back(token);
+        if (feed_ != nullptr) feed_->on_token(m, token);
         if (static_cast<int>(m.output.size()) >= request.max_new_tokens) {
             finish(slot, "length");
         } else if (request.stop_at_end_of_generation && executor_.is_end_of_generation(token)) {
             finish(slot, "end of generation");
         }
+    }
+    end_static_batch_if_done();
+}
+
+// The step's requests end with the error; the cache is as before the step (decode's promise),
+// so their sequences are simply closed.
+void ServingRun::fail_step(std::span<const SlotWork> work, const std::string& what) {
+    for (const SlotWork& w : work) {
+        Slot& slot = slots_[static_cast<size_t>(w.slot)];
+        if (!slot.busy) continue;
+        if (slot.padding) {
+            release(slot);
+            continue;
+        }
+        finish(slot, "error: " + what);
+        if (slot.busy) release(slot);
     }
     end_static_batch_if_done();
 }
@@ -214,10 +283,11 @@ void ServingRun::end_static_batch_if_done() {
     }
 }
 
-void ServingRun::finish(Slot& slot, const char* reason) {
+void ServingRun::finish(Slot& slot, const std::string& reason) {
     RequestMetrics& m = report_.requests[static_cast<size_t>(slot.request)];
     m.finished_s = now_;
     m.stop_reason = reason;
+    if (feed_ != nullptr) feed_->on_finished(m);
     if (options_.policy == BatchingPolicy::Static) {
         slot.padding = true;  // keeps its sequence and is computed until the batch ends
     } else {
@@ -227,6 +297,10 @@ void ServingRun::finish(Slot& slot, const char* reason) {
 
 void ServingRun::release(Slot& slot) {
     executor_.close_sequence(slot.seq);
+    if (feed_ != nullptr) {
+        requests_[static_cast<size_t>(slot.request)].prompt = {};
+        report_.requests[static_cast<size_t>(slot.request)].output = {};
+    }
     slot = Slot{};
 }
 
@@ -241,12 +315,17 @@ void ServingRun::cancel(int request_id) {
     for (Slot& slot : slots_) {
         if (slot.busy && slot.request == index) {
             m.finished_s = now_;
+            if (feed_ != nullptr) feed_->on_finished(m);
             release(slot);  // the blocks return to the pool now, not when the batch ends
             end_static_batch_if_done();
             return;
         }
     }
     std::erase(queue_, static_cast<int>(index));  // a request yet to arrive is skipped when it does
+    if (feed_ != nullptr) {
+        m.finished_s = now_;
+        feed_->on_finished(m);
+    }
 }
 
 void ServingRun::cancel_all() {
@@ -256,27 +335,32 @@ void ServingRun::cancel_all() {
         if (!slot.padding) {
             m.finished_s = now_;
             m.stop_reason = "cancelled";
+            if (feed_ != nullptr) feed_->on_finished(m);
         }
         release(slot);
     }
-    for (int index : queue_) report_.requests[static_cast<size_t>(index)].stop_reason = "cancelled";
+    for (int index : queue_) {
+        RequestMetrics& m = report_.requests[static_cast<size_t>(index)];
+        m.stop_reason = "cancelled";
+        if (feed_ != nullptr) {
+            m.finished_s = now_;
+            feed_->on_finished(m);
+        }
+    }
     queue_.clear();
     next_arrival_ = requests_.size();
 }
 
-// Runs the engine: one forward pass per step, next tokens sampled per request.
+// Runs the engine: one forward pass per step, next tokens sampled per request (a sampler per
+// sequence, made at its first token and dropped with the sequence).
 class EngineExecutor final : public StepExecutor {
 public:
-    EngineExecutor(InferenceSession& session, std::span<const ServingRequest> requests, const SamplingParams& sampling)
-        : session_(session) {
-        for (const ServingRequest& r : requests) {
-            SamplingParams p = sampling;
-            p.seed = sampling.seed + static_cast<uint64_t>(r.id);
-            samplers_.emplace_back(p);
-        }
-    }
+    EngineExecutor(InferenceSession& session, const SamplingParams& sampling) : session_(session), sampling_(sampling) {}
     SeqId open_sequence() override { return session_.new_sequence(); }
-    void close_sequence(SeqId seq) override { session_.free_sequence(seq); }
+    void close_sequence(SeqId seq) override {
+        samplers_.erase(seq);
+        session_.free_sequence(seq);
+    }
     bool is_end_of_generation(TokenId token) const override {
         return session_.model().tokenizer().is_end_of_generation(token);
     }
@@ -297,15 +381,28 @@ public:
         for (const SlotWork& w : work) {
             if (!w.wants_token) continue;
             const auto history = session_.kv_cache().sequence_tokens(w.seq);
-            tokens.push_back(samplers_[static_cast<size_t>(w.request_index)].sample(logits.subspan(row * n_vocab, n_vocab), history));
+            tokens.push_back(sampler_of(w).sample(logits.subspan(row * n_vocab, n_vocab), history));
             ++row;
         }
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
 
 private:
+    Sampler& sampler_of(const SlotWork& w) {
+        auto found = samplers_.find(w.seq);
+        if (found != samplers_.end()) return found->second;
+        SamplingParams p = sampling_;
+        if (w.sampling != nullptr) {
+            p = *w.sampling;
+        } else {
+            p.seed = sampling_.seed + static_cast<uint64_t>(w.request_id);
+        }
+        return samplers_.emplace(w.seq, Sampler(p)).first->second;
+    }
+
     InferenceSession& session_;
-    std::vector<Sampler> samplers_;
+    SamplingParams sampling_;
+    std::map<SeqId, Sampler> samplers_;
     Batch batch_;
 };
 
@@ -323,9 +420,13 @@ ServingReport serve(std::span<const ServingRequest> requests, const SchedulerOpt
     return ServingRun(requests, options, executor).run(on_step);
 }
 
-std::unique_ptr<StepExecutor> make_engine_executor(InferenceSession& session, std::span<const ServingRequest> requests,
-                                                   const SamplingParams& sampling) {
-    return std::make_unique<EngineExecutor>(session, requests, sampling);
+ServingReport serve_live(RequestFeed& feed, const SchedulerOptions& options, StepExecutor& executor, const StepCallback& on_step) {
+    if (options.slots < 1 || options.prefill_chunk < 1) throw InvalidArgument("slots and prefill chunk must be positive");
+    return ServingRun(feed, options, executor).run(on_step);
+}
+
+std::unique_ptr<StepExecutor> make_engine_executor(InferenceSession& session, const SamplingParams& sampling) {
+    return std::make_unique<EngineExecutor>(session, sampling);
 }
 
 }  // namespace inferscope

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ struct ServingRequest {
     int max_new_tokens = 16;
     double arrival_s = 0;
     bool stop_at_end_of_generation = false;  // traces fix each request's output length
+    std::optional<SamplingParams> sampling;  // the run's sampling (seeded per id) when absent
 };
 
 struct RequestMetrics {
@@ -44,7 +46,7 @@ struct RequestMetrics {
     double finished_s = -1;
     int prompt_tokens = 0;
     std::vector<TokenId> output;
-    std::string stop_reason;  // "length", "end of generation", "cancelled"
+    std::string stop_reason;  // "length", "end of generation", "cancelled", "error: ..." (a failed step)
 
     double queue_wait_s() const { return admitted_s - arrival_s; }
     double time_to_first_token_s() const { return first_token_s - arrival_s; }
@@ -71,14 +73,15 @@ struct SlotWork {
     std::vector<TokenId> tokens;
     int first_position = 0;
     bool wants_token = false;  // the step must produce this slot's next token
-    int request_index = -1;    // into the run's requests (for per-request sampling)
+    int request_id = 0;
+    const SamplingParams* sampling = nullptr;  // the request's own, valid during the step; null: the executor's
 };
 
 class StepExecutor {
 public:
     virtual ~StepExecutor() = default;
     virtual SeqId open_sequence() = 0;
-    virtual void close_sequence(SeqId seq) = 0;
+    virtual void close_sequence(SeqId seq) = 0;  // also ends the sequence's sampling state
     // Runs one step; returns its duration in seconds and fills `tokens` with the next token
     // of every item that wants one, in order.
     virtual double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) = 0;
@@ -117,9 +120,31 @@ using StepCallback = std::function<void(const SchedulerStep&, ServingControl&)>;
 ServingReport serve(std::span<const ServingRequest> requests, const SchedulerOptions& options, StepExecutor& executor,
                     const StepCallback& on_step = {});
 
+// A live source of requests (a server's clients). Before each step the run takes what was
+// submitted and cancelled since the last one; with nothing to run it waits; its clock is the
+// feed's; it reports every token and every end as it happens. Called on the run's thread.
+class RequestFeed {
+public:
+    virtual ~RequestFeed() = default;
+    virtual double now_s() const = 0;  // seconds since the feed started
+    // Requests submitted since the last call (arrival_s: their submission), valid ones only
+    // (a prompt, at least one new token, unique ids), and the ids whose clients have gone.
+    virtual void take(std::vector<ServingRequest>& submitted, std::vector<int>& cancelled) = 0;
+    // Blocks until there is something to take or the feed closes.
+    virtual void wait() = 0;
+    virtual bool closed() const = 0;  // the run then cancels what is left and returns
+    virtual void on_token(const RequestMetrics& request, TokenId token) = 0;
+    virtual void on_finished(const RequestMetrics& request) = 0;
+};
+
+// Serves `feed` until it closes. A step that throws ends its requests with "error: <what>"
+// and the run goes on. Finished requests keep their times, not their tokens, and steps go to
+// `on_step` only, so a long-running server's report stays small.
+ServingReport serve_live(RequestFeed& feed, const SchedulerOptions& options, StepExecutor& executor,
+                         const StepCallback& on_step = {});
+
 // Runs the engine for real: one sequence per slot in `session`, wall-clock durations, tokens
-// sampled per request with `sampling` (seeded per request id).
-std::unique_ptr<StepExecutor> make_engine_executor(InferenceSession& session, std::span<const ServingRequest> requests,
-                                                   const SamplingParams& sampling);
+// sampled per request with its own sampling, else with `sampling` seeded by the request id.
+std::unique_ptr<StepExecutor> make_engine_executor(InferenceSession& session, const SamplingParams& sampling);
 
 }  // namespace inferscope

@@ -11,7 +11,8 @@
 // more digits, in exponent form or with a hex prefix, numbers adding up to more than 300
 // (lists such as -p 99,99,99 multiply the work), more than 2 commas in an argument, an
 // argument naming a full-size make-model preset (hundreds of MB per input), more than 24
-// arguments, and `bench` without --membw-gbs (its bandwidth probe reads a GiB for seconds).
+// arguments, `bench` without --membw-gbs (its bandwidth probe reads a GiB for seconds), and
+// `serve` (it serves until a signal; tests/serve drive it over loopback).
 // A remote command's URL needs "//", so the path rule keeps every input off the network.
 #include <unistd.h>
 
@@ -177,6 +178,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const auto sets_bandwidth = [](const std::string& a) { return a.starts_with("--membw-gbs"); };
     if (!args.empty() && args[0] == "bench" && std::none_of(args.begin(), args.end(), sets_bandwidth)) return -1;
+    if (!args.empty() && args[0] == "serve") return -1;
     run(args);
     restore_scratch_folder();
     return 0;

@@ -7,7 +7,7 @@ set -euo pipefail
 engine="${1:?usage: check_engine_layers.sh ENGINE_DIR}"
 
 LAYERS=(core formats gguf tokenizer model kv synth convert backend runtime chat quant plan bench eval probes
-        instruments speculative remote)
+        instruments speculative remote serve)
 
 position() {
   local i

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string>
 
 #include "engine/core/error.h"
 #include "engine/runtime/generator.h"
@@ -162,7 +164,7 @@ TEST(Scheduler, RealRunsGiveEveryRequestTheTokensItWouldGetAlone) {
     SamplingParams greedy;
     greedy.temperature = 0;
     for (BatchingPolicy policy : {BatchingPolicy::Continuous, BatchingPolicy::Static}) {
-        auto executor = make_engine_executor(session, requests, greedy);
+        auto executor = make_engine_executor(session, greedy);
         SchedulerOptions options;
         options.policy = policy;
         options.slots = 3;
@@ -178,6 +180,123 @@ TEST(Scheduler, RealRunsGiveEveryRequestTheTokensItWouldGetAlone) {
         }
         EXPECT_EQ(session.kv_cache().used_block_count(), 0);
     }
+}
+
+// ------------------------------------------------------------------ live runs (serve_live)
+
+// A live feed driven by the test: what each take (counted from 1) submits and cancels, and
+// when it closes; records every token and end the run reports.
+class ScriptedFeed final : public RequestFeed {
+public:
+    double now_s() const override { return 0.0; }
+    void take(std::vector<ServingRequest>& submitted, std::vector<int>& cancelled) override {
+        ++takes;
+        submitted = submit_at[takes];
+        cancelled = cancel_at[takes];
+        if (takes >= close_at_take) closed_ = true;
+    }
+    void wait() override {
+        ++waits;
+        if (submit_at.upper_bound(takes) == submit_at.end()) closed_ = true;  // nothing more will come
+    }
+    bool closed() const override { return closed_; }
+    void on_token(const RequestMetrics& request, TokenId token) override { tokens[request.id].push_back(token); }
+    void on_finished(const RequestMetrics& request) override {
+        EXPECT_EQ(ends.count(request.id), 0u) << "request " << request.id << " ended twice";
+        ends[request.id] = request.stop_reason;
+    }
+
+    std::map<int, std::vector<ServingRequest>> submit_at;
+    std::map<int, std::vector<int>> cancel_at;
+    int close_at_take = 1 << 30;
+    int takes = 0;
+    int waits = 0;
+    std::map<int, std::vector<TokenId>> tokens;
+    std::map<int, std::string> ends;
+
+private:
+    bool closed_ = false;
+};
+
+// Fails the step it is told to, then runs as CountingExecutor does.
+class FailingExecutor final : public StepExecutor {
+public:
+    SeqId open_sequence() override { return inner.open_sequence(); }
+    void close_sequence(SeqId seq) override { inner.close_sequence(seq); }
+    double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) override {
+        if (++runs == fail_at_run) throw CapacityError("the KV pool is full");
+        return inner.run(work, tokens);
+    }
+    CountingExecutor inner;
+    int runs = 0;
+    int fail_at_run = -1;
+};
+
+TEST(LiveScheduler, ServesWhatIsSubmittedAndReportsEveryTokenAndEnd) {
+    ScriptedFeed feed;
+    feed.submit_at[1] = three_requests();
+    feed.submit_at[4] = {three_requests()[1]};
+    feed.submit_at[4][0].id = 9;
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 2;
+    const ServingReport report = serve_live(feed, options, executor);
+    EXPECT_EQ(feed.ends, (std::map<int, std::string>{{0, "length"}, {1, "length"}, {2, "length"}, {9, "length"}}));
+    EXPECT_EQ(feed.tokens[0], (std::vector<TokenId>{1000}));
+    EXPECT_EQ(feed.tokens[1], (std::vector<TokenId>{1000, 1001, 1002}));
+    EXPECT_EQ(feed.tokens[2], (std::vector<TokenId>{1000, 1001}));
+    EXPECT_EQ(feed.tokens[9], (std::vector<TokenId>{1000, 1001, 1002}));
+    EXPECT_GE(feed.waits, 1);
+    EXPECT_TRUE(executor.open.empty());
+    EXPECT_TRUE(report.steps.empty());  // a live run keeps no steps
+    ASSERT_EQ(report.requests.size(), 4u);
+    for (const RequestMetrics& m : report.requests) EXPECT_TRUE(m.output.empty()) << "request " << m.id << " kept its tokens";
+    EXPECT_EQ(report.generated_tokens, 0);
+}
+
+TEST(LiveScheduler, ARequestCancelledBeforeItsFirstStepEndsAtOnce) {
+    ScriptedFeed feed;
+    feed.submit_at[1] = three_requests();
+    feed.cancel_at[1] = {1};
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 1;
+    serve_live(feed, options, executor);
+    EXPECT_EQ(feed.ends, (std::map<int, std::string>{{0, "length"}, {1, "cancelled"}, {2, "length"}}));
+    EXPECT_EQ(feed.tokens.count(1), 0u);
+    EXPECT_TRUE(executor.open.empty());
+}
+
+TEST(LiveScheduler, AFailedStepEndsItsRequestsAndTheRunGoesOn) {
+    ScriptedFeed feed;
+    feed.submit_at[1] = three_requests();
+    feed.submit_at[3] = {three_requests()[2]};
+    feed.submit_at[3][0].id = 5;
+    FailingExecutor executor;
+    executor.fail_at_run = 2;  // request 0 ended in the first step; 1 and 2 are in the second
+    SchedulerOptions options;
+    options.slots = 2;
+    serve_live(feed, options, executor);
+    EXPECT_EQ(feed.ends, (std::map<int, std::string>{{0, "length"},
+                                                     {1, "error: the KV pool is full"},
+                                                     {2, "error: the KV pool is full"},
+                                                     {5, "length"}}));
+    EXPECT_EQ(feed.tokens[5], (std::vector<TokenId>{1000, 1001}));
+    EXPECT_TRUE(executor.inner.open.empty());
+}
+
+TEST(LiveScheduler, ClosingCancelsWhatIsStillRunningOrWaiting) {
+    ScriptedFeed feed;
+    feed.submit_at[1] = three_requests();
+    for (ServingRequest& r : feed.submit_at[1]) r.max_new_tokens = 100;
+    feed.close_at_take = 3;
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 2;
+    serve_live(feed, options, executor);
+    EXPECT_EQ(feed.ends, (std::map<int, std::string>{{0, "cancelled"}, {1, "cancelled"}, {2, "cancelled"}}));
+    EXPECT_EQ(feed.tokens[0].size(), 3u);  // the third take closed the feed; its step still ran
+    EXPECT_TRUE(executor.open.empty());
 }
 
 TEST(Trace, LogNormalLengthsWithTheRequestedMedianAndMaximum) {

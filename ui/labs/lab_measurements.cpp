@@ -89,7 +89,7 @@ ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace
         scheduler.slots = slot_count;
         SamplingParams greedy;
         greedy.temperature = 0;
-        const auto executor = make_engine_executor(session, requests, greedy);
+        const auto executor = make_engine_executor(session, greedy);
         // Each slot serving a request makes one token per step (padding slots make none).
         return serve(requests, scheduler, *executor, [&](const SchedulerStep& step, ServingControl& control) {
             made += step.active_slots;
