@@ -241,18 +241,18 @@ float dot_row(int64_t n, const uint8_t* w, const uint8_t* x) {
 // registers beside a row's unpacked weights.
 constexpr int kMaxBatch = tuning::kMaxBatch;
 
-// The rows in dot_rows' order of streams, each against B laid-out activation rows, each sum
-// computed as in the group dot_rows puts its row in (K::row_batch gets that group's size;
-// the float kernels' accumulators depend on it) and reduced as there: rows of whole groups
-// of eight four at a time, the rows left after them one by one unless they are four. So
-// every result has dot_rows' bits.
+// The rows in memory order, each against B laid-out activation rows, each sum computed as in
+// the group dot_rows puts its row in (K::row_batch gets that group's size; the float kernels'
+// accumulators depend on it) and reduced as there: rows of whole groups of eight four at a
+// time, the rows left after them one by one unless they are four. So every result has
+// dot_rows' bits. One row is read at a time, so the weights are prefetched a single stream's
+// distance ahead (across row ends: the rows are contiguous).
 template <class K, int B>
 void batch_over_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_rows, const __m512i* x, int64_t x_regs,
                      float* out, int64_t out_stride) {
-    const int64_t per_stream = n_rows / kGroup;
-    const int64_t grouped = per_stream * kGroup;
+    const int64_t grouped = n_rows / kGroup * kGroup;
     const int left = static_cast<int>(n_rows - grouped);
-    const int64_t ahead = PrefetchDistances::streams(kGroup, K::kAheadBytes).near;  // as dot_rows' streams
+    const int64_t ahead = PrefetchDistances::single().near;
     const auto row = [&](int64_t r, int group_rows) {
         __m512 total[B];
         float tail_min[B];
@@ -271,12 +271,8 @@ void batch_over_rows(int64_t n, const uint8_t* w, uint64_t row_bytes, int64_t n_
             if constexpr (K::kTailMin) o += tail_min[i];
         }
     };
-    for (int g = 0; g < kGroup && per_stream > 0; ++g) {
-        prefetch_lines<K::kLocality>(w + static_cast<uint64_t>(g * per_stream) * row_bytes, ahead);
-    }
-    for (int64_t j = 0; j < per_stream; ++j) {
-        for (int g = 0; g < kGroup; ++g) row(j + g * per_stream, kGroup);
-    }
+    prefetch_lines<K::kLocality>(w, std::min<int64_t>(ahead, static_cast<int64_t>(row_bytes) * n_rows));
+    for (int64_t r = 0; r < grouped; ++r) row(r, kGroup);
     for (int64_t r = grouped; r < n_rows; ++r) row(r, left);
 }
 
