@@ -73,6 +73,7 @@ void run_remote_bench(RemoteBenchOptions o) {
                     {"context_source", served.context_source},
                     {"max_tokens", o.request.max_tokens},
                     {"chat", o.request.chat},
+                    {"ignore_eos", o.request.ignore_eos},
                     {"levels", rows}});
         return;
     }
@@ -113,6 +114,8 @@ void add_remote_bench_command(CLI::App& app) {
         ->delimiter(',')
         ->check(CLI::Range(1, 256));
     cmd->add_flag("--chat", o->request.chat, "/v1/chat/completions instead of /v1/completions");
+    cmd->add_flag("--ignore-eos", o->request.ignore_eos,
+                  "ask for all -n tokens of every request (\"ignore_eos\": vLLM, SGLang, llama-server, serve)");
     cmd->add_option("--metrics-interval", o->sweep.metrics_interval_ms,
                     "ms between reads of the server's /metrics during each level (0: none)")
         ->check(CLI::Range(0.0, 60000.0));
