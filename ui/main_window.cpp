@@ -42,6 +42,7 @@
 #include "ui/labs/outliers_lab.h"
 #include "ui/labs/phases_lab.h"
 #include "ui/labs/quantization_lab.h"
+#include "ui/labs/server_lab.h"
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/labs/speculative_lab.h"
 #include "ui/model_info_widget.h"
@@ -84,7 +85,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       phases_(new PhasesLab(*controller_)),
       outliers_(new OutliersLab(*controller_)),
       soft_labels_(new SoftLabelsLab(*controller_)),
-      quantization_(new QuantizationLab(*controller_)) {
+      quantization_(new QuantizationLab(*controller_)),
+      server_(new ServerLab()) {
     setWindowTitle(tr("InferScope"));
     setAcceptDrops(true);
     // The labs name themselves; the names key each tab's help (ui/tab_help.h).
@@ -105,6 +107,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     charts_->addTab(outliers_, tr("Outliers"));
     charts_->addTab(soft_labels_, tr("Soft labels"));
     charts_->addTab(quantization_, tr("Quantization"));
+    charts_->addTab(server_, tr("Server"));
     // Short tab names keep every tab in view at the default size; the full name is the tooltip.
     for (int i = 0; i < charts_->count(); ++i) {
         if (const auto help = tab_help(charts_->widget(i)->objectName())) charts_->setTabToolTip(i, help->title);
@@ -141,6 +144,12 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     build_menus();
     build_status_bar();
     connect_controller();
+    connect(server_, &ServerLab::target_changed, this, [this](const QString& url, const QString& model) {
+        server_url_ = url;
+        status_server_->setText(tr("Server: %1 (%2)").arg(url, model));
+        update_title();
+    });
+    connect(server_, &ServerLab::failed, this, [this](const QString& message) { statusBar()->showMessage(message, 8000); });
     connect(generation_, &GenerationPanel::generate_requested, this, &MainWindow::start_generation);
     connect(generation_, &GenerationPanel::stop_requested, this, &MainWindow::stop);
     connect(generation_, &GenerationPanel::lab_prompt_changed, this, [this](const QString& text) {
@@ -162,6 +171,7 @@ QList<const ChartPanel*> MainWindow::chart_panels() const {
     for (const ChartPanel* panel : outliers_->panels()) panels << panel;
     for (const ChartPanel* panel : soft_labels_->panels()) panels << panel;
     for (const ChartPanel* panel : quantization_->panels()) panels << panel;
+    for (const ChartPanel* panel : server_->panels()) panels << panel;
     return panels;
 }
 
@@ -221,6 +231,8 @@ void MainWindow::build_menus() {
     builtin->addAction(tr("S&ynthetic (random weights)"), this,
                        [this] { open_model(QString::fromStdString(builtin_model_path(BuiltinModel::Synthetic))); });
     file->addSeparator();
+    file->addAction(tr("&Connect to Server…"), this, &MainWindow::connect_to_server);
+    file->addSeparator();
     file->addAction(tr("&Export Current Chart…"), this, &MainWindow::export_current_chart)->setShortcut(QKeySequence::Save);
     file->addAction(tr("Export &All Charts…"), this, &MainWindow::choose_export_folder);
     file->addSeparator();
@@ -248,9 +260,26 @@ void MainWindow::build_status_bar() {
     cancel_load_ = new QPushButton(tr("Cancel"));
     cancel_load_->hide();
     connect(cancel_load_, &QPushButton::clicked, controller_, &EngineController::cancel);
+    status_server_ = new QLabel();
     statusBar()->addWidget(status_model_, 1);
+    statusBar()->addPermanentWidget(status_server_);
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancel_load_);
+}
+
+void MainWindow::connect_to_server() {
+    const QString last = QSettings().value(QStringLiteral("server/url")).toString();
+    const auto target = ask_server_target(this, server_url_.isEmpty() ? last : server_url_);
+    if (!target) return;
+    QSettings().setValue(QStringLiteral("server/url"), target->first);  // the URL only, never the key
+    server_->connect_to(target->first, target->second);
+    show_tab(server_);
+}
+
+void MainWindow::update_title() {
+    QString title = shown_model_.isEmpty() ? tr("InferScope") : tr("InferScope — %1").arg(shown_model_);
+    if (!server_url_.isEmpty()) title += tr(" — server %1").arg(server_url_);
+    setWindowTitle(title);
 }
 
 void MainWindow::connect_controller() {
@@ -274,7 +303,8 @@ void MainWindow::connect_controller() {
         generation_->set_chat_template(s);
         const QString shown = s.builtin ? s.name : QFileInfo(s.path).fileName();
         status_model_->setText(tr("%1 on %2").arg(shown, s.backend));
-        setWindowTitle(tr("InferScope — %1").arg(shown));
+        shown_model_ = shown;
+        update_title();
         if (!s.builtin) remember_recent(s.path);
     });
     connect(c, &EngineController::load_failed, this, [this](const QString& path, const QString& message) {

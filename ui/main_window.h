@@ -37,6 +37,7 @@ class SpeculativePanel;
 class OutliersLab;
 class PhasesLab;
 class QuantizationLab;
+class ServerLab;
 class SoftLabelsLab;
 
 class MainWindow : public QMainWindow {
@@ -70,6 +71,9 @@ public:
     OutliersLab& outliers_lab() { return *outliers_; }
     SoftLabelsLab& soft_labels_lab() { return *soft_labels_; }
     QuantizationLab& quantization_lab() { return *quantization_; }
+    ServerLab& server_lab() { return *server_; }
+    // File › Connect to Server…: asks for the URL and key, then connects the Server tab.
+    void connect_to_server();
     // Shows the tab holding `widget` (a panel or a lab).
     void show_tab(QWidget* widget);
     QList<const ChartPanel*> chart_panels() const;
@@ -105,6 +109,8 @@ private:
     void show_tab_named(const QString& key);
     void restore_settings();
     void save_settings() const;
+    // "InferScope — model", plus " — server URL" while a server is connected.
+    void update_title();
 
     bool interactive_;
     EngineController* controller_;
@@ -121,12 +127,16 @@ private:
     OutliersLab* outliers_;
     SoftLabelsLab* soft_labels_;
     QuantizationLab* quantization_;
+    ServerLab* server_;
     GuidedTour* tour_ = nullptr;
     QString results_model_identity_;  // path and fingerprint of the model the output came from
     QMenu* recent_menu_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_load_ = nullptr;
     QLabel* status_model_ = nullptr;
+    QLabel* status_server_ = nullptr;
+    QString shown_model_;   // the loaded model's name in the title
+    QString server_url_;    // the connected server, if any
     QSpinBox* threads_ = nullptr;
     QComboBox* backend_ = nullptr;  // CPU, then a Vulkan entry once a GPU is detected
     QStringList recent_files_;

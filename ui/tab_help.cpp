@@ -60,6 +60,13 @@ QList<TabHelp> all_tab_help() {
             "unquantized model (perplexity, KL, top-1 agreement). Formats whose block does not divide the model's "
             "rows are disabled, with the reason in their tooltip."),
          tr("Drag the bit width from 8 down to 2, then press Measure quality and Generate with these weights.")},
+        {QStringLiteral("server"), tr("Server"),
+         tr("A real deployment over HTTP (vLLM, llama-server, SGLang, TGI, or inferscope-cli serve): the model it serves "
+            "and its context, its /metrics as KV-cache usage, running and waiting requests, token counts and latency "
+            "quantiles (or \"not exported by this server\"), and a concurrency sweep: aggregate tokens/s against the "
+            "inter-token latency each stream sees, the batching trade-off measured on the server."),
+         tr("Start inferscope-cli serve in a terminal, connect with File › Connect to Server…, then run the sweep at "
+            "1,2,4,8,16 streams and watch the running requests in the metrics.")},
     };
 }
 

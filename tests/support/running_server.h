@@ -1,0 +1,65 @@
+#pragma once
+// `serve` on the built-in stories260K model at a free loopback port, serving on a thread of its
+// own until destroyed: what the remote client and the app's Server tab are tested against.
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/remote/http_client.h"
+#include "engine/remote/prometheus.h"
+#include "engine/remote/server_metrics.h"
+#include "engine/runtime/session.h"
+#include "engine/serve/completion_server.h"
+#include "engine/synth/builtin_models.h"
+#include "support/engine_helpers.h"
+
+namespace inferscope::testing {
+
+constexpr int kContextTokens = 512;
+
+// A server on a free loopback port, serving until the test ends.
+class RunningServer {
+public:
+    explicit RunningServer(server::ServeOptions options = {}, int slots = 4) {
+        SessionOptions so = testing::test_session_options(KvDtype::F16, kContextTokens, 1);
+        so.max_sequences = slots;
+        session_ = std::make_unique<InferenceSession>(load_builtin_model(), so);
+        options.port = 0;
+        options.model_name = "stories260K";
+        options.scheduler.slots = slots;
+        server_ = std::make_unique<server::CompletionServer>(*session_, options);
+        port_ = server_->bind();
+        thread_ = std::thread([this] { server_->run(); });
+    }
+    ~RunningServer() {
+        server_->stop();
+        thread_.join();
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    remote::RemoteTarget target() const {
+        remote::RemoteTarget t;
+        t.base_url = url();
+        t.timeout_s = 20;
+        return t;
+    }
+    httplib::Client client() const {
+        httplib::Client c("127.0.0.1", port_);
+        c.set_read_timeout(20, 0);
+        return c;
+    }
+    remote::ServerMetrics metrics() const {
+        remote::HttpClient http(target());
+        return remote::read_server_metrics(remote::parse_prometheus_text(http.get("/metrics")));
+    }
+    server::CompletionServer& server() { return *server_; }
+
+private:
+    std::unique_ptr<InferenceSession> session_;
+    std::unique_ptr<server::CompletionServer> server_;
+    std::thread thread_;
+    int port_ = 0;
+};
+
+}  // namespace inferscope::testing

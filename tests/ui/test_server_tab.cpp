@@ -1,0 +1,86 @@
+// The Server tab against `serve` over loopback: File › Connect to Server…'s connection (the
+// served model in the tab, the window title and the status bar), /metrics in the table, a
+// concurrency sweep plotted, and a server that is not there as a clear error in a tab that
+// still works.
+#include <gtest/gtest.h>
+
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTableWidget>
+
+#include "engine/remote/server_metrics.h"
+#include "support/loopback_server.h"
+#include "support/running_server.h"
+#include "ui/labs/server_lab.h"
+#include "ui/main_window.h"
+#include "ui/panels/remote_sweep_panel.h"
+#include "ui/ui_test_support.h"
+
+namespace inferscope::ui {
+namespace {
+
+using inferscope::testing::wait_until;
+
+constexpr int kTimeoutMs = 60000;
+
+QString table_value(const ServerLab& lab, remote::ServerQuantity q) {
+    return lab.metrics_table().item(static_cast<int>(q), 1)->text();
+}
+
+TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
+    testing::RunningServer server;
+    MainWindow window(/*interactive=*/false);
+    ServerLab& lab = window.server_lab();
+    bool metrics_read = false;
+    QObject::connect(&lab, &ServerLab::metrics_read, [&] { metrics_read = true; });
+    lab.connect_to(QString::fromStdString(server.url()), QString());
+    ASSERT_TRUE(wait_until([&] { return metrics_read; }, kTimeoutMs)) << lab.status().text().toStdString();
+    EXPECT_EQ(lab.served_model(), QStringLiteral("stories260K"));
+    EXPECT_TRUE(window.windowTitle().contains(QString::fromStdString(server.url()))) << window.windowTitle().toStdString();
+    EXPECT_EQ(table_value(lab, remote::ServerQuantity::RequestsRunning), QStringLiteral("0"));
+    EXPECT_EQ(table_value(lab, remote::ServerQuantity::Preemptions), QStringLiteral("not exported by this server"));
+
+    bool swept = false;
+    QObject::connect(&lab, &ServerLab::sweep_finished, [&] { swept = true; });
+    lab.levels_edit().setText(QStringLiteral("1,2"));
+    lab.tokens_box().setValue(8);
+    lab.run_sweep();
+    ASSERT_TRUE(wait_until([&] { return swept; }, kTimeoutMs)) << lab.status().text().toStdString();
+    const PlotData throughput = lab.throughput_panel().plot_data();
+    ASSERT_EQ(throughput.series.size(), 1);
+    ASSERT_EQ(throughput.series[0].points.size(), 2);
+    EXPECT_EQ(throughput.series[0].points[0].x(), 1);
+    EXPECT_EQ(throughput.series[0].points[1].x(), 2);
+    EXPECT_GT(throughput.series[0].points[0].y(), 0);
+    EXPECT_TRUE(window.chart_panels().contains(&lab.throughput_panel()));
+
+    metrics_read = false;
+    lab.read_metrics();
+    ASSERT_TRUE(wait_until([&] { return metrics_read; }, kTimeoutMs));
+    EXPECT_EQ(table_value(lab, remote::ServerQuantity::GenerationTokens), QStringLiteral("24"));  // 8 + 2 x 8
+}
+
+TEST(ServerTab, AServerThatIsNotThereIsAClearErrorAndTheTabStillWorks) {
+    const int port = inferscope::testing::closed_loopback_port();
+    ServerLab lab;
+    QString error;
+    QObject::connect(&lab, &ServerLab::failed, [&](const QString& message) { error = message; });
+    const QString url = QStringLiteral("http://127.0.0.1:%1").arg(port);
+    lab.connect_to(url, QString());
+    ASSERT_TRUE(wait_until([&] { return !error.isEmpty(); }, kTimeoutMs));
+    EXPECT_TRUE(error.contains(url)) << error.toStdString();
+    EXPECT_TRUE(lab.target_url().isEmpty());
+    lab.run_sweep();  // no target: says so, sends nothing
+    EXPECT_TRUE(lab.status().text().contains(QStringLiteral("Connect to a server first")));
+
+    testing::RunningServer server;
+    bool connected = false;
+    QObject::connect(&lab, &ServerLab::target_changed, [&] { connected = true; });
+    lab.connect_to(QString::fromStdString(server.url()), QString());
+    ASSERT_TRUE(wait_until([&] { return connected; }, kTimeoutMs)) << lab.status().text().toStdString();
+    EXPECT_EQ(lab.target_url(), QString::fromStdString(server.url()));
+}
+
+}  // namespace
+}  // namespace inferscope::ui

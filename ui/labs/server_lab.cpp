@@ -1,0 +1,291 @@
+#include "ui/labs/server_lab.h"
+
+#include <QCheckBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <cmath>
+#include <exception>
+
+#include "engine/remote/prometheus.h"
+#include "engine/remote/served_model.h"
+#include "engine/remote/server_metrics.h"
+#include "ui/panels/remote_sweep_panel.h"
+#include "ui/wrapping_label.h"
+
+namespace inferscope::ui {
+namespace {
+
+using remote::ServerQuantity;
+
+QString reading_text(const remote::ServerReading& r) {
+    if (!r.exported()) return ServerLab::tr("not exported by this server");
+    if (r.histogram) {
+        const remote::Histogram& h = *r.histogram;
+        if (h.count <= 0) return ServerLab::tr("no observations yet");
+        return ServerLab::tr("%1 observations, mean %2 ms, p50 %3 ms, p90 %4 ms")
+            .arg(h.count, 0, 'f', 0)
+            .arg(h.mean() * 1e3, 0, 'f', 1)
+            .arg(h.quantile(0.5).value_or(NAN) * 1e3, 0, 'f', 1)
+            .arg(h.quantile(0.9).value_or(NAN) * 1e3, 0, 'f', 1);
+    }
+    if (!r.value) return ServerLab::tr("exported, no value");
+    const bool fraction = r.quantity == ServerQuantity::KvCacheUsage || r.quantity == ServerQuantity::PrefixCacheHitRate;
+    return fraction ? ServerLab::tr("%1 %").arg(*r.value * 100, 0, 'f', 1) : QString::number(*r.value, 'g', 10);
+}
+
+// "1,2,4,8" as stream counts in 1..256; empty when malformed.
+std::vector<int> parse_levels(const QString& text) {
+    std::vector<int> levels;
+    for (const QString& part : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int n = part.trimmed().toInt(&ok);
+        if (!ok || n < 1 || n > 256) return {};
+        levels.push_back(n);
+    }
+    return levels;
+}
+
+}  // namespace
+
+ServerLab::ServerLab(QWidget* parent)
+    : QWidget(parent),
+      target_label_(
+          new QLabel(tr("No server: File › Connect to Server… (vLLM, llama-server, SGLang, TGI or inferscope-cli serve)"))),
+      status_(new QLabel()),
+      metrics_(new QTableWidget(static_cast<int>(ServerQuantity::Count), 2)),
+      watch_(new QCheckBox(tr("Read every 2 s"))),
+      watch_timer_(new QTimer(this)),
+      prompt_(new QLineEdit(QStringLiteral("Once upon a time"))),
+      tokens_(new QSpinBox()),
+      levels_(new QLineEdit(QStringLiteral("1,2,4,8"))),
+      sweep_button_(new QPushButton(tr("Run sweep"))),
+      cancel_button_(new QPushButton(tr("Cancel"))),
+      throughput_(new RemoteSweepPanel(RemoteSweepPanel::Metric::AggregateTokensPerS)),
+      inter_token_(new RemoteSweepPanel(RemoteSweepPanel::Metric::InterTokenMs)) {
+    setObjectName(QStringLiteral("server"));
+    auto* weights_note =
+        new QLabel(tr("Outliers, quantization and soft labels need the model's weights, which a server does "
+                      "not expose: those tabs run on the model opened in this window."));
+    for (QLabel* label : {target_label_, status_, weights_note}) wrap_within_column(label);
+
+    metrics_->setHorizontalHeaderLabels({tr("quantity"), tr("value")});
+    metrics_->horizontalHeader()->setStretchLastSection(true);
+    metrics_->verticalHeader()->hide();
+    metrics_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    for (int q = 0; q < static_cast<int>(ServerQuantity::Count); ++q) {
+        metrics_->setItem(q, 0,
+                          new QTableWidgetItem(QString::fromUtf8(remote::quantity_name(static_cast<ServerQuantity>(q)).data())));
+        metrics_->setItem(q, 1, new QTableWidgetItem(QStringLiteral("–")));
+    }
+    auto* read_button = new QPushButton(tr("Read /metrics"));
+    connect(read_button, &QPushButton::clicked, this, &ServerLab::read_metrics);
+    watch_timer_->setInterval(2000);
+    connect(watch_timer_, &QTimer::timeout, this, &ServerLab::read_metrics);
+    connect(watch_, &QCheckBox::toggled, this, [this](bool on) { on ? watch_timer_->start() : watch_timer_->stop(); });
+    auto* metrics_box = new QGroupBox(tr("Server metrics"));
+    auto* metrics_layout = new QVBoxLayout(metrics_box);
+    auto* metrics_row = new QHBoxLayout();
+    metrics_row->addWidget(read_button);
+    metrics_row->addWidget(watch_);
+    metrics_row->addStretch();
+    metrics_layout->addLayout(metrics_row);
+    metrics_layout->addWidget(metrics_);
+
+    tokens_->setRange(1, 4096);
+    tokens_->setValue(32);
+    cancel_button_->setEnabled(false);
+    connect(sweep_button_, &QPushButton::clicked, this, &ServerLab::run_sweep);
+    connect(cancel_button_, &QPushButton::clicked, this, &ServerLab::cancel_sweep);
+    auto* sweep_box = new QGroupBox(tr("Concurrency sweep (streamed completions)"));
+    auto* form = new QFormLayout();
+    form->addRow(tr("Prompt"), prompt_);
+    form->addRow(tr("Tokens per request"), tokens_);
+    form->addRow(tr("Streams at once"), levels_);
+    auto* sweep_layout = new QVBoxLayout(sweep_box);
+    sweep_layout->addLayout(form);
+    auto* sweep_row = new QHBoxLayout();
+    sweep_row->addWidget(sweep_button_);
+    sweep_row->addWidget(cancel_button_);
+    sweep_row->addStretch();
+    sweep_layout->addLayout(sweep_row);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(target_label_);
+    layout->addWidget(weights_note);
+    layout->addWidget(status_);
+    // Controls in one column and the charts in another: side by side the two boxes would
+    // make the tab wider than the window's smallest size leaves it.
+    auto* controls = new QVBoxLayout();
+    controls->addWidget(metrics_box, 1);
+    controls->addWidget(sweep_box);
+    auto* charts = new QVBoxLayout();
+    charts->addWidget(throughput_);
+    charts->addWidget(inter_token_);
+    auto* body = new QHBoxLayout();
+    body->addLayout(controls, 1);
+    body->addLayout(charts, 2);
+    layout->addLayout(body, 1);
+}
+
+ServerLab::~ServerLab() {
+    sweep_cancelled_ = true;
+    for (TaskSlot* slot : {&connect_task_, &metrics_task_, &sweep_task_}) {
+        if (slot->thread.joinable()) slot->thread.join();
+    }
+}
+
+QList<ChartPanel*> ServerLab::panels() const { return {throughput_, inter_token_}; }
+
+bool ServerLab::start_task(TaskSlot& slot, std::function<std::function<void()>()> work) {
+    if (slot.running) return false;
+    if (slot.thread.joinable()) slot.thread.join();  // finished: running is cleared last
+    slot.running = true;
+    slot.thread = std::thread([this, &slot, work = std::move(work)] {
+        std::function<void()> done;
+        try {
+            done = work();
+        } catch (const std::exception& e) {
+            done = [this, message = QString::fromUtf8(e.what())] {
+                status_->setText(message);
+                Q_EMIT failed(message);
+            };
+        }
+        QMetaObject::invokeMethod(this, std::move(done), Qt::QueuedConnection);
+        slot.running = false;
+    });
+    return true;
+}
+
+void ServerLab::connect_to(const QString& url, const QString& api_key) {
+    remote::RemoteTarget target;
+    target.base_url = url.trimmed().toStdString();
+    target.api_key = api_key.toStdString();
+    target.timeout_s = 10;
+    status_->setText(tr("Connecting to %1…").arg(url));
+    start_task(connect_task_, [this, target] {
+        remote::HttpClient client(target);
+        const remote::ServedModel served = remote::describe_served_model(client);
+        return std::function<void()>([this, target, served] {
+            target_ = target;
+            served_model_ = QString::fromStdString(served.id);
+            const QString context =
+                served.context_tokens
+                    ? tr("context %1 tokens (%2)").arg(*served.context_tokens).arg(QString::fromStdString(served.context_source))
+                    : tr("the server reports no context length");
+            target_label_->setText(tr("Server %1 serving %2; %3").arg(target_url(), served_model_, context));
+            status_->setText(tr("Connected."));
+            Q_EMIT target_changed(target_url(), served_model_);
+            read_metrics();
+        });
+    });
+}
+
+void ServerLab::read_metrics() {
+    if (target_.base_url.empty()) return;
+    start_task(metrics_task_, [this, target = target_] {
+        remote::HttpClient client(target);
+        const remote::ServerMetrics m = remote::read_server_metrics(remote::parse_prometheus_text(client.get("/metrics")));
+        std::vector<std::pair<QString, QString>> rows;
+        for (const remote::ServerReading& r : m.readings) {
+            rows.emplace_back(QString::fromUtf8(remote::quantity_name(r.quantity).data()), reading_text(r));
+        }
+        return std::function<void()>([this, rows, engine = QString::fromStdString(m.engine)] {
+            show_metrics(rows);
+            status_->setText(engine.isEmpty() ? tr("Metrics read; no engine's names recognised.")
+                                              : tr("Metrics read (%1 names).").arg(engine));
+            Q_EMIT metrics_read();
+        });
+    });
+}
+
+void ServerLab::show_metrics(const std::vector<std::pair<QString, QString>>& rows) {
+    for (size_t i = 0; i < rows.size() && static_cast<int>(i) < metrics_->rowCount(); ++i) {
+        metrics_->item(static_cast<int>(i), 1)->setText(rows[i].second);
+    }
+}
+
+void ServerLab::run_sweep() {
+    if (target_.base_url.empty()) {
+        status_->setText(tr("Connect to a server first (File › Connect to Server…)."));
+        return;
+    }
+    const std::vector<int> levels = parse_levels(levels_->text());
+    if (levels.empty()) {
+        status_->setText(tr("Streams at once: numbers from 1 to 256 separated by commas, e.g. 1,2,4,8."));
+        return;
+    }
+    remote::CompletionRequest request;
+    request.model = served_model_.toStdString();
+    request.prompt = prompt_->text().toStdString();
+    request.max_tokens = tokens_->value();
+    request.ignore_eos = true;
+    sweep_cancelled_ = false;
+    const bool started = start_task(sweep_task_, [this, target = target_, request, levels] {
+        const Progress progress({}, [this] { return sweep_cancelled_.load(); });
+        try {
+            auto done = remote::sweep_concurrency(target, request, levels, progress);
+            return std::function<void()>([this, done = std::move(done)] { show_levels(done); });
+        } catch (const std::exception& e) {
+            return std::function<void()>([this, message = QString::fromUtf8(e.what())] {
+                sweep_button_->setEnabled(true);
+                cancel_button_->setEnabled(false);
+                status_->setText(message);
+                Q_EMIT failed(message);
+            });
+        }
+    });
+    if (!started) return;
+    sweep_button_->setEnabled(false);
+    cancel_button_->setEnabled(true);
+    status_->setText(tr("Sweeping %1 levels…").arg(levels.size()));
+}
+
+void ServerLab::cancel_sweep() { sweep_cancelled_ = true; }
+
+void ServerLab::show_levels(const std::vector<remote::ConcurrencyLevel>& levels) {
+    throughput_->set_levels(levels);
+    inter_token_->set_levels(levels);
+    sweep_button_->setEnabled(true);
+    cancel_button_->setEnabled(false);
+    QStringList parts;
+    for (const remote::ConcurrencyLevel& l : levels) {
+        parts << tr("%1 streams: %2 tokens/s, inter-token %3 ms")
+                     .arg(l.streams)
+                     .arg(l.tokens_per_s, 0, 'f', 1)
+                     .arg(l.itl_ms_median, 0, 'f', 2);
+    }
+    status_->setText((sweep_cancelled_ ? tr("Sweep cancelled. ") : QString()) + parts.join(QStringLiteral("; ")));
+    Q_EMIT sweep_finished();
+}
+
+std::optional<std::pair<QString, QString>> ask_server_target(QWidget* parent, const QString& url) {
+    QDialog dialog(parent);
+    dialog.setWindowTitle(ServerLab::tr("Connect to Server"));
+    auto* url_edit = new QLineEdit(url.isEmpty() ? QStringLiteral("http://127.0.0.1:8000") : url);
+    auto* key_edit = new QLineEdit();
+    key_edit->setEchoMode(QLineEdit::Password);
+    key_edit->setPlaceholderText(ServerLab::tr("optional; kept in memory only"));
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    QObject::connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    QObject::connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto* form = new QFormLayout(&dialog);
+    form->addRow(ServerLab::tr("Base URL"), url_edit);
+    form->addRow(ServerLab::tr("API key"), key_edit);
+    form->addRow(new QLabel(ServerLab::tr("Requests go to this URL only; the key is sent to it alone.")));
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted) return std::nullopt;
+    return std::make_pair(url_edit->text().trimmed(), key_edit->text());
+}
+
+}  // namespace inferscope::ui
