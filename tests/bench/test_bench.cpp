@@ -128,6 +128,7 @@ TEST(Bench, CpuBackendNameSaysThreadsFamilyAndPrefetch) {
     ASSERT_EQ(session.thread_count(), 2);
     std::string expected = "CPU (2 threads, " + std::string(cpu_isa_name(isa));
     if (isa == CpuIsa::Avx512) expected += ", 4-bit prefetch " + std::string(prefetch_level_name(active_prefetch_level()));
+    if ((isa == CpuIsa::Dotprod || isa == CpuIsa::I8mm) && cpu_features().fp16_fml) expected += ", F16 over FMLAL";
     EXPECT_EQ(name, expected + ")");
 }
 
