@@ -1,6 +1,6 @@
 // The Server tab against `serve` over loopback: File › Connect to Server…'s connection (the
-// served model in the tab, the window title and the status bar), /metrics in the table, a
-// concurrency sweep plotted, and a server that is not there as a clear error in a tab that
+// served model in the tab, the window title and the status bar), /metrics in the table, one
+// stream plotted token by token, a concurrency sweep plotted, and a server that is not there as a clear error in a tab that
 // still works.
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 #include "support/running_server.h"
 #include "ui/labs/server_lab.h"
 #include "ui/main_window.h"
+#include "ui/panels/latency_panel.h"
 #include "ui/panels/remote_sweep_panel.h"
 #include "ui/ui_test_support.h"
 
@@ -41,6 +42,17 @@ TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
     EXPECT_EQ(table_value(lab, remote::ServerQuantity::RequestsRunning), QStringLiteral("0"));
     EXPECT_EQ(table_value(lab, remote::ServerQuantity::Preemptions), QStringLiteral("not exported by this server"));
 
+    bool streamed = false;
+    QObject::connect(&lab, &ServerLab::stream_finished, [&] { streamed = true; });
+    lab.tokens_box().setValue(8);
+    lab.stream_one();
+    ASSERT_TRUE(wait_until([&] { return streamed; }, kTimeoutMs)) << lab.status().text().toStdString();
+    EXPECT_EQ(lab.latency_panel().export_name(), QStringLiteral("server-step-latency"));
+    EXPECT_EQ(lab.latency_panel().prefill_point_count(), 1);
+    EXPECT_GE(lab.latency_panel().decode_point_count(), 1);
+    EXPECT_LE(lab.latency_panel().decode_point_count(), 7);
+    EXPECT_TRUE(lab.latency_panel().plot_data().title.contains(QStringLiteral("remote")));
+
     bool swept = false;
     QObject::connect(&lab, &ServerLab::sweep_finished, [&] { swept = true; });
     lab.levels_edit().setText(QStringLiteral("1,2"));
@@ -58,7 +70,7 @@ TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
     metrics_read = false;
     lab.read_metrics();
     ASSERT_TRUE(wait_until([&] { return metrics_read; }, kTimeoutMs));
-    EXPECT_EQ(table_value(lab, remote::ServerQuantity::GenerationTokens), QStringLiteral("24"));  // 8 + 2 x 8
+    EXPECT_EQ(table_value(lab, remote::ServerQuantity::GenerationTokens), QStringLiteral("32"));  // 8, then 8 + 2 x 8
 }
 
 TEST(ServerTab, AServerThatIsNotThereIsAClearErrorAndTheTabStillWorks) {

@@ -20,6 +20,8 @@
 #include "engine/remote/prometheus.h"
 #include "engine/remote/served_model.h"
 #include "engine/remote/server_metrics.h"
+#include "ui/engine_types.h"
+#include "ui/panels/latency_panel.h"
 #include "ui/panels/remote_sweep_panel.h"
 #include "ui/wrapping_label.h"
 
@@ -69,8 +71,10 @@ ServerLab::ServerLab(QWidget* parent)
       prompt_(new QLineEdit(QStringLiteral("Once upon a time"))),
       tokens_(new QSpinBox()),
       levels_(new QLineEdit(QStringLiteral("1,2,4,8"))),
+      stream_button_(new QPushButton(tr("Stream one"))),
       sweep_button_(new QPushButton(tr("Run sweep"))),
       cancel_button_(new QPushButton(tr("Cancel"))),
+      latency_(new LatencyPanel(LatencyPanel::Source::Remote)),
       throughput_(new RemoteSweepPanel(RemoteSweepPanel::Metric::AggregateTokensPerS)),
       inter_token_(new RemoteSweepPanel(RemoteSweepPanel::Metric::InterTokenMs)) {
     setObjectName(QStringLiteral("server"));
@@ -105,9 +109,10 @@ ServerLab::ServerLab(QWidget* parent)
     tokens_->setRange(1, 4096);
     tokens_->setValue(32);
     cancel_button_->setEnabled(false);
+    connect(stream_button_, &QPushButton::clicked, this, &ServerLab::stream_one);
     connect(sweep_button_, &QPushButton::clicked, this, &ServerLab::run_sweep);
     connect(cancel_button_, &QPushButton::clicked, this, &ServerLab::cancel_sweep);
-    auto* sweep_box = new QGroupBox(tr("Concurrency sweep (streamed completions)"));
+    auto* sweep_box = new QGroupBox(tr("Streamed completions: one, or a concurrency sweep"));
     auto* form = new QFormLayout();
     form->addRow(tr("Prompt"), prompt_);
     form->addRow(tr("Tokens per request"), tokens_);
@@ -115,6 +120,7 @@ ServerLab::ServerLab(QWidget* parent)
     auto* sweep_layout = new QVBoxLayout(sweep_box);
     sweep_layout->addLayout(form);
     auto* sweep_row = new QHBoxLayout();
+    sweep_row->addWidget(stream_button_);
     sweep_row->addWidget(sweep_button_);
     sweep_row->addWidget(cancel_button_);
     sweep_row->addStretch();
@@ -130,6 +136,7 @@ ServerLab::ServerLab(QWidget* parent)
     controls->addWidget(metrics_box, 1);
     controls->addWidget(sweep_box);
     auto* charts = new QVBoxLayout();
+    charts->addWidget(latency_);
     charts->addWidget(throughput_);
     charts->addWidget(inter_token_);
     auto* body = new QHBoxLayout();
@@ -140,12 +147,12 @@ ServerLab::ServerLab(QWidget* parent)
 
 ServerLab::~ServerLab() {
     sweep_cancelled_ = true;
-    for (TaskSlot* slot : {&connect_task_, &metrics_task_, &sweep_task_}) {
+    for (TaskSlot* slot : {&connect_task_, &metrics_task_, &stream_task_, &sweep_task_}) {
         if (slot->thread.joinable()) slot->thread.join();
     }
 }
 
-QList<ChartPanel*> ServerLab::panels() const { return {throughput_, inter_token_}; }
+QList<ChartPanel*> ServerLab::panels() const { return {latency_, throughput_, inter_token_}; }
 
 bool ServerLab::start_task(TaskSlot& slot, std::function<std::function<void()>()> work) {
     if (slot.running) return false;
@@ -225,11 +232,7 @@ void ServerLab::run_sweep() {
         status_->setText(tr("Streams at once: numbers from 1 to 256 separated by commas, e.g. 1,2,4,8."));
         return;
     }
-    remote::CompletionRequest request;
-    request.model = served_model_.toStdString();
-    request.prompt = prompt_->text().toStdString();
-    request.max_tokens = tokens_->value();
-    request.ignore_eos = true;
+    const remote::CompletionRequest request = sweep_request();
     sweep_cancelled_ = false;
     const bool started = start_task(sweep_task_, [this, target = target_, request, levels] {
         const Progress progress({}, [this] { return sweep_cancelled_.load(); });
@@ -249,6 +252,56 @@ void ServerLab::run_sweep() {
     sweep_button_->setEnabled(false);
     cancel_button_->setEnabled(true);
     status_->setText(tr("Sweeping %1 levels…").arg(levels.size()));
+}
+
+remote::CompletionRequest ServerLab::sweep_request() const {
+    remote::CompletionRequest request;
+    request.model = served_model_.toStdString();
+    request.prompt = prompt_->text().toStdString();
+    request.max_tokens = tokens_->value();
+    request.ignore_eos = true;
+    return request;
+}
+
+void ServerLab::stream_one() {
+    if (target_.base_url.empty()) {
+        status_->setText(tr("Connect to a server first (File › Connect to Server…)."));
+        return;
+    }
+    start_task(stream_task_, [this, target = target_, request = sweep_request()] {
+        remote::HttpClient client(target);
+        const remote::StreamTiming timing = remote::stream_completion(client, request);
+        return std::function<void()>([this, timing] { show_stream(timing); });
+    });
+}
+
+// The first piece's time from the request as the "prefill" point, then each gap between
+// pieces: the step-latency chart's two phases as a client of the server sees them.
+void ServerLab::show_stream(const remote::StreamTiming& timing) {
+    QVector<StepRecord> steps;
+    for (size_t i = 0; i < timing.arrivals_ms.size(); ++i) {
+        StepRecord step;
+        step.step = static_cast<qint64>(i);
+        step.phase = i == 0 ? QStringLiteral("prefill") : QStringLiteral("decode");
+        step.n_tokens = 1;
+        step.wall_ms = i == 0 ? timing.ttft_ms : timing.arrivals_ms[i] - timing.arrivals_ms[i - 1];
+        steps.push_back(step);
+    }
+    GenerationReport report;
+    report.n_generated = timing.completion_tokens;
+    report.ttft_ms = timing.ttft_ms;
+    if (timing.arrivals_ms.size() > 1 && timing.completion_tokens > 1) {
+        report.decode_ms_per_token = (timing.arrivals_ms.back() - timing.arrivals_ms.front()) / (timing.completion_tokens - 1);
+        report.tokens_per_s = 1000.0 / report.decode_ms_per_token;
+    }
+    latency_->reset();
+    latency_->add_steps(steps);
+    latency_->set_report(report);
+    status_->setText(tr("Streamed %1 tokens in %2 pieces; finish reason %3.")
+                         .arg(timing.completion_tokens)
+                         .arg(timing.arrivals_ms.size())
+                         .arg(QString::fromStdString(timing.finish_reason)));
+    Q_EMIT stream_finished();
 }
 
 void ServerLab::cancel_sweep() { sweep_cancelled_ = true; }

@@ -23,14 +23,15 @@ QLineSeries* line_with_points(const QString& name) {
 
 }  // namespace
 
-LatencyPanel::LatencyPanel(QWidget* parent)
-    : ChartPanel(QStringLiteral("step-latency"), parent),
-      prefill_(scatter(tr("prefill"), 11)),
-      decode_(line_with_points(tr("decode"))),
+LatencyPanel::LatencyPanel(Source source, QWidget* parent)
+    : ChartPanel(source == Source::Local ? QStringLiteral("step-latency") : QStringLiteral("server-step-latency"), parent),
+      source_(source),
+      prefill_(scatter(source == Source::Local ? tr("prefill") : tr("first token (remote: prompt, queue and network)"), 11)),
+      decode_(line_with_points(source == Source::Local ? tr("decode") : tr("decode (remote: time between tokens)"))),
       recompute_prefill_(scatter(tr("prefill (no cache)"), 9)),
       recompute_decode_(line_with_points(tr("decode (no cache: recompute)"))) {
     auto* x = new QValueAxis();
-    x->setTitleText(tr("step"));
+    x->setTitleText(source == Source::Local ? tr("step") : tr("token as it arrived"));
     x->setLabelFormat(QStringLiteral("%d"));
     auto* y = new QValueAxis();
     y->setTitleText(tr("wall time (ms)"));
@@ -85,7 +86,7 @@ void LatencyPanel::set_report(const GenerationReport& report) {
 }
 
 void LatencyPanel::update_title() {
-    QString title = tr("Per-step latency");
+    QString title = source_ == Source::Local ? tr("Per-step latency") : tr("Per-token latency of a streamed completion (remote)");
     if (has_cached_report_) {
         title += tr(" \u2014 time to first token %1 ms, decode %2 ms/token = %3 tokens/s")
                      .arg(cached_report_.ttft_ms, 0, 'f', 1)

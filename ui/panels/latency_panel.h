@@ -1,6 +1,8 @@
 #pragma once
 // Per-step latency: every forward step of a generation as a point (step index, wall ms),
-// prefill and decode in separate series, and the same for the no-cache comparison run.
+// prefill and decode in separate series, and the same for the no-cache comparison run. The
+// remote kind plots a server's streamed completion the same way: its first token's time from
+// the request, then the time between tokens as they arrived.
 #include "ui/engine_types.h"
 #include "ui/panels/chart_panel.h"
 
@@ -12,7 +14,8 @@ namespace inferscope::ui {
 class LatencyPanel : public ChartPanel {
     Q_OBJECT
 public:
-    explicit LatencyPanel(QWidget* parent = nullptr);
+    enum class Source { Local, Remote };
+    explicit LatencyPanel(Source source = Source::Local, QWidget* parent = nullptr);
 
     // Starts a new generation's plot.
     void reset();
@@ -26,6 +29,7 @@ public:
 private:
     void update_title();
 
+    Source source_;
     QScatterSeries* prefill_;
     QLineSeries* decode_;
     QScatterSeries* recompute_prefill_;
