@@ -49,8 +49,8 @@ TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
     ASSERT_TRUE(wait_until([&] { return streamed; }, kTimeoutMs)) << lab.status().text().toStdString();
     EXPECT_EQ(lab.latency_panel().export_name(), QStringLiteral("server-step-latency"));
     EXPECT_EQ(lab.latency_panel().prefill_point_count(), 1);
-    EXPECT_GE(lab.latency_panel().decode_point_count(), 1);
-    EXPECT_LE(lab.latency_panel().decode_point_count(), 7);
+    EXPECT_LE(lab.latency_panel().decode_point_count(), 7);  // a gap per later piece (pieces may merge in transit)
+    EXPECT_TRUE(lab.status().text().startsWith(QStringLiteral("Streamed 8 tokens"))) << lab.status().text().toStdString();
     EXPECT_TRUE(lab.latency_panel().plot_data().title.contains(QStringLiteral("remote")));
 
     bool swept = false;
