@@ -102,9 +102,10 @@ void LiveFeed::on_token(const RequestMetrics& request, TokenId token) {
     const std::shared_ptr<RequestChannel> channel = channel_of(request.id);
     if (channel == nullptr) return;
     const std::string text = channel->utf8.push(tokenizer_.token_to_piece(token));
-    const double now = request.output.size() == 1 ? request.first_token_s : now_s();
-    metrics_.add_generation_token(channel->last_token_s >= 0 ? now - channel->last_token_s : -1);
-    if (channel->last_token_s < 0) metrics_.observe_first_token(request.first_token_s - request.arrival_s);
+    const bool first = request.output.size() == 1;
+    const double now = first ? request.first_token_s : now_s();
+    metrics_.add_generation_token(first ? -1.0 : now - channel->last_token_s);
+    if (first) metrics_.observe_first_token(request.first_token_s - request.arrival_s);
     channel->last_token_s = now;
     {
         std::lock_guard lock(channel->mutex);

@@ -61,11 +61,6 @@ void ServeMetrics::observe_finished(const std::string& finish_reason, double end
     if (finish_reason == "length" || finish_reason == "stop") end_to_end_.observe(end_to_end_seconds);
 }
 
-ServeMetrics::Snapshot ServeMetrics::snapshot() const {
-    std::lock_guard lock(mutex_);
-    return totals_;
-}
-
 std::string ServeMetrics::histogram_text(const char* name, const char* help, const Histogram& h) const {
     const std::string labels = "model_name=\"" + label_value(model_name_) + "\"";
     std::string out = std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " histogram\n";

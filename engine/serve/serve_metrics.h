@@ -22,14 +22,6 @@ public:
     // A request's end: "length" and "stop" count as successes, by reason; others as aborted.
     void observe_finished(const std::string& finish_reason, double end_to_end_seconds);
 
-    struct Snapshot {
-        int64_t prompt_tokens = 0;
-        int64_t generation_tokens = 0;
-        std::map<std::string, int64_t> finished;  // by reason ("length", "stop", "abort", "error")
-        double kv_cache_usage = 0;
-    };
-    Snapshot snapshot() const;
-
     // The Prometheus text page, with `running` and `waiting` requests as gauges.
     std::string page(int running, int waiting) const;
 
@@ -44,9 +36,16 @@ private:
     };
     std::string histogram_text(const char* name, const char* help, const Histogram& h) const;
 
+    struct Totals {
+        int64_t prompt_tokens = 0;
+        int64_t generation_tokens = 0;
+        std::map<std::string, int64_t> finished;  // by reason ("length", "stop", "abort", "error")
+        double kv_cache_usage = 0;
+    };
+
     std::string model_name_;
     mutable std::mutex mutex_;
-    Snapshot totals_;
+    Totals totals_;
     Histogram time_to_first_token_;
     Histogram inter_token_;
     Histogram end_to_end_;

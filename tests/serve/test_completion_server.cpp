@@ -99,9 +99,8 @@ TEST(CompletionServer, TheRemoteClientTimesAStream) {
     EXPECT_EQ(t.completion_tokens, 24);
     EXPECT_TRUE(t.usage_reported);
     EXPECT_EQ(t.finish_reason, "length");
-    ASSERT_GE(t.arrivals_ms.size(), 1u);
-    EXPECT_LE(t.arrivals_ms.size(), 24u);
-    EXPECT_DOUBLE_EQ(t.arrivals_ms.front(), t.ttft_ms);
+    EXPECT_FALSE(t.text.empty());
+    EXPECT_EQ(t.inter_token_ms().size() + 1, t.arrivals_ms.size());  // a gap between each two pieces
     std::printf("[ INFO     ] 24 tokens streamed in %zu pieces, first after %.2f ms, all after %.2f ms\n", t.arrivals_ms.size(),
                 t.ttft_ms, t.total_ms);
 }

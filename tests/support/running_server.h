@@ -53,7 +53,6 @@ public:
         remote::HttpClient http(target());
         return remote::read_server_metrics(remote::parse_prometheus_text(http.get("/metrics")));
     }
-    server::CompletionServer& server() { return *server_; }
 
 private:
     std::unique_ptr<InferenceSession> session_;
