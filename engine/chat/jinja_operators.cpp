@@ -35,6 +35,7 @@ Value repeat(const Value& sequence, int64_t times, int line) {
                                 std::to_string(static_cast<size_t>(limit)) + (sequence.is_string() ? " bytes" : " items"),
                             line);
     }
+    if (length == 0) return sequence;  // any count of nothing, without looping that count
     if (sequence.is_string()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i) out += sequence.as_string();

@@ -165,6 +165,14 @@ TEST(TemplateLimits, IntegerPowersAreExactOrAnOverflowError) {
     expect_refused("{{ 3 ** 40 }}", "integer overflow: 3 ** 40");
 }
 
+// An empty string or list repeated any number of times is empty at once, not after a loop of
+// that many steps (a fuzzed template repeated an empty list 5.5e9 times).
+TEST(TemplateLimits, AnEmptySequenceRepeatedIsEmpty) {
+    EXPECT_EQ(ChatTemplate("{{ ([] * 9000000000000000000)|length }}|{{ '' * 9000000000000000000 }}|{{ [1] * 0 }}")
+                  .render(ChatTemplateInputs{}),
+              "0||[]");
+}
+
 // A value of the wrong kind met inside a filter is reported at the filter's line, by name.
 TEST(TemplateLimits, AWrongKindInsideACallableNamesTheCallableAndLine) {
     expect_refused("\n\n{{ 'ab'|indent(2.5) }}", "template line 3: filter indent: expected an integer, got float object");
