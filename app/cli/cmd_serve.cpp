@@ -27,6 +27,8 @@ struct ServeCliOptions {
     int max_concurrency = 64;
     size_t max_body_bytes = size_t{1} << 20;
     std::string served_name;
+    std::string api_key_env;
+    bool no_prefix_caching = false;
 };
 
 // The name requests use: --served-model-name, else the file's stem (the built-in model's label).
@@ -96,14 +98,18 @@ void run_serve(const ServeCliOptions& o) {
     options.max_concurrent_requests = o.max_concurrency;
     options.max_body_bytes = o.max_body_bytes;
     options.scheduler.slots = o.slots;
+    options.scheduler.prefix_caching = !o.no_prefix_caching;
+    if (!o.api_key_env.empty()) options.api_key = api_key_from_env(o.api_key_env);
     options.chat_template = chat::model_chat_template(model->file());
     server::CompletionServer server(session, options);
     const int port = server.bind();
     if (o.host != "127.0.0.1" && o.host != "localhost" && o.host != "::1") {
         std::fprintf(stderr, "serve: listening on %s: anyone who can reach this machine can use the model\n", o.host.c_str());
     }
-    std::fprintf(stderr, "serve: %s on http://%s:%d (%d slots, context %d tokens each, %s)%s\n", options.model_name.c_str(),
-                 o.host.c_str(), port, o.slots, session.context_size(), session.backend().name().c_str(),
+    std::fprintf(stderr, "serve: %s on http://%s:%d (%d slots, context %d tokens each, %s, prefix caching %s%s)%s\n",
+                 options.model_name.c_str(), o.host.c_str(), port, o.slots, session.context_size(),
+                 session.backend().name().c_str(), o.no_prefix_caching ? "off" : "on",
+                 options.api_key ? ", API key required" : "",
                  options.chat_template ? "" : "; no chat template: /v1/completions only");
     StopOnSignal stop_on_signal(server);
     server.run();
@@ -128,6 +134,10 @@ void add_serve_command(CLI::App& app) {
         ->check(positive())
         ->capture_default_str();
     cmd->add_option("--served-model-name", o->served_name, "the model's name in the API (default: the file's stem)");
+    cmd->add_option("--api-key-env", o->api_key_env,
+                    "an environment variable holding the key /v1/ requests must send (Authorization: Bearer <key>)");
+    cmd->add_flag("--no-prefix-caching", o->no_prefix_caching,
+                  "compute every prompt in full (by default a prompt starts from cached blocks of an earlier one's prefix)");
     cmd->callback([o] { run_serve(*o); });
 }
 

@@ -1,6 +1,7 @@
 #include "engine/eval/soft_labels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -37,6 +38,27 @@ SoftLabels soft_labels(const Tokenizer& tokenizer, std::span<const float> teache
     labels.kl_teacher_student = kl_divergence(teacher_logits, student_logits, temperature);
     const std::vector<double> student = softmax_at_temperature(student_logits, temperature);
     for (const SoftLabelToken& token : labels.top) labels.student_on_top.push_back(student[static_cast<size_t>(token.id)]);
+    return labels;
+}
+
+SoftLabels soft_labels_from_top_logprobs(const std::vector<std::pair<std::string, double>>& top_logprobs, double temperature) {
+    if (!(temperature > 0.0)) throw InvalidArgument("temperature must be positive, got " + std::to_string(temperature));
+    if (top_logprobs.empty()) throw InvalidArgument("no log-probabilities to make soft labels of");
+    const double best = top_logprobs.front().second;
+    double known_mass = 0, scaled_sum = 0;
+    for (const auto& [piece, logprob] : top_logprobs) {
+        known_mass += std::exp(logprob);
+        scaled_sum += std::exp((logprob - best) / temperature);
+    }
+    SoftLabels labels;
+    labels.temperature = temperature;
+    labels.known_mass = known_mass;
+    for (size_t i = 0; i < top_logprobs.size(); ++i) {
+        const double share = std::exp((top_logprobs[i].second - best) / temperature) / scaled_sum;
+        labels.top.push_back({static_cast<TokenId>(i), top_logprobs[i].first, share});
+    }
+    labels.mass_beyond_argmax = 1.0 - labels.top.front().probability;
+    labels.top_to_kth_ratio = labels.top.front().probability / labels.top.back().probability;
     return labels;
 }
 

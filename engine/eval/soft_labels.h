@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -29,6 +30,9 @@ struct SoftLabels {
     // The student's probability (at the same T) of each token in `top`, so both distributions
     // can be read on the teacher's tokens; empty without a student.
     std::vector<double> student_on_top;
+    // From a server's top k (soft_labels_from_top_logprobs): how much of the whole distribution
+    // at T = 1 the k tokens hold; `top` then holds each token's share of the k.
+    std::optional<double> known_mass;
 };
 
 // The distribution after one row of teacher logits [n_vocab] at `temperature`; with
@@ -36,6 +40,13 @@ struct SoftLabels {
 // InvalidArgument unless temperature > 0, 1 <= top_k <= n_vocab and the rows match.
 SoftLabels soft_labels(const Tokenizer& tokenizer, std::span<const float> teacher_logits, double temperature, int top_k,
                        std::span<const float> student_logits = {});
+
+// Soft labels from a server's top-k log-probabilities (at T = 1, descending; the rest of the
+// vocabulary unseen, ids unknown: `id` is the rank - 1). At temperature T each token gets its
+// share of the k, exp(lp_i / T) / sum_j exp(lp_j / T) (mass_beyond_argmax too is within the k):
+// the ratios between them are exact at any T, absolute probabilities are not. InvalidArgument unless temperature > 0 and the list
+// is not empty.
+SoftLabels soft_labels_from_top_logprobs(const std::vector<std::pair<std::string, double>>& top_logprobs, double temperature);
 
 // The logits [n_vocab] for the token after `prompt`, from one prefill in a fresh sequence
 // (freed afterwards). InvalidArgument for an empty prompt, CapacityError when it does not fit.

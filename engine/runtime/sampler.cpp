@@ -52,6 +52,39 @@ std::vector<double> softmax_at_temperature(std::span<const float> logits, double
     return p;
 }
 
+TokenLogprobs token_logprobs(std::span<const float> logits, TokenId token, int top_k) {
+    if (token < 0 || static_cast<size_t>(token) >= logits.size()) {
+        throw InvalidArgument("token " + std::to_string(token) + " is outside the row of " + std::to_string(logits.size()) +
+                              " logits");
+    }
+    if (top_k < 0 || static_cast<size_t>(top_k) > logits.size()) {
+        throw InvalidArgument("top log-probabilities must be within [0, " + std::to_string(logits.size()) + "], got " +
+                              std::to_string(top_k));
+    }
+    const double max_logit = *std::max_element(logits.begin(), logits.end());
+    double sum = 0.0;
+    for (const float v : logits) sum += std::exp(static_cast<double>(v) - max_logit);
+    const double log_normalizer = max_logit + std::log(sum);
+    const auto logprob = [&](TokenId id) { return static_cast<float>(logits[static_cast<size_t>(id)] - log_normalizer); };
+    // The k best kept sorted as the row is scanned: k is small (an API allows at most 20).
+    const auto ranks_above = [&](TokenId a, TokenId b) {
+        const float la = logits[static_cast<size_t>(a)];
+        const float lb = logits[static_cast<size_t>(b)];
+        return la != lb ? la > lb : a < b;
+    };
+    std::vector<TokenId> best;
+    best.reserve(static_cast<size_t>(top_k) + 1);
+    for (TokenId id = 0; top_k > 0 && static_cast<size_t>(id) < logits.size(); ++id) {
+        if (best.size() == static_cast<size_t>(top_k) && !ranks_above(id, best.back())) continue;
+        best.insert(std::upper_bound(best.begin(), best.end(), id, ranks_above), id);
+        if (best.size() > static_cast<size_t>(top_k)) best.pop_back();
+    }
+    TokenLogprobs out;
+    out.logprob = logprob(token);
+    for (const TokenId id : best) out.top.emplace_back(id, logprob(id));
+    return out;
+}
+
 void require_finite_logits(std::span<const float> logits) {
     // x * 0 is 0 for every finite x and NaN for NaN and +-inf: eight independent sums that the
     // compiler turns into vector code, where a search for the first bad value would stay scalar.

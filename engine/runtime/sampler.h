@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -55,6 +56,15 @@ private:
     std::vector<Candidate> candidates_;
     std::vector<float> penalized_;
 };
+
+// The model's log-probabilities around one token: log-softmax of the raw logits, before the
+// sampler's penalty, filters and temperature (what vLLM reports by default).
+struct TokenLogprobs {
+    float logprob = 0;                           // of the token
+    std::vector<std::pair<TokenId, float>> top;  // the k most probable, descending (ties: lower id first)
+};
+// InvalidArgument unless 0 <= top_k <= n_vocab and the token is in the row.
+TokenLogprobs token_logprobs(std::span<const float> logits, TokenId token, int top_k);
 
 // Index of the largest logit, the lowest index among equals.
 TokenId argmax(std::span<const float> logits);

@@ -82,7 +82,7 @@ private:
     void fill_slots();
     std::vector<SlotWork> plan_step() const;
     SchedulerStep describe_step(int64_t index, std::span<const SlotWork> work) const;
-    void apply_tokens(std::span<const SlotWork> work, std::span<const TokenId> tokens);
+    void apply_tokens(std::span<const SlotWork> work, const StepOutput& out);
     void fail_step(std::span<const SlotWork> work, const std::string& what);
     void finish(Slot& slot, const std::string& reason);
     void release(Slot& slot);
@@ -146,7 +146,14 @@ void ServingRun::fill_slots() {
         slot.request = queue_.front();
         queue_.pop_front();
         slot.seq = executor_.open_sequence();
-        report_.requests[static_cast<size_t>(slot.request)].admitted_s = now_;
+        RequestMetrics& m = report_.requests[static_cast<size_t>(slot.request)];
+        m.admitted_s = now_;
+        if (options_.prefix_caching) {
+            const int cached = executor_.attach_cached_prefix(slot.seq, requests_[static_cast<size_t>(slot.request)].prompt);
+            slot.prompt_done = static_cast<size_t>(cached);
+            slot.length = cached;
+            m.cached_prompt_tokens = cached;
+        }
     }
 }
 
@@ -162,6 +169,7 @@ std::vector<SlotWork> ServingRun::plan_step() const {
         w.seq = slot.seq;
         w.request_id = request.id;
         w.sampling = request.sampling ? &*request.sampling : nullptr;
+        w.logprobs = request.logprobs;
         if (slot.prompt_done < request.prompt.size()) {
             const size_t take = std::min(request.prompt.size() - slot.prompt_done, static_cast<size_t>(std::max(0, prefill_budget)));
             if (take == 0) continue;  // waits for the next step's budget
@@ -196,7 +204,7 @@ SchedulerStep ServingRun::describe_step(int64_t index, std::span<const SlotWork>
 }
 
 ServingReport ServingRun::run(const StepCallback& on_step) {
-    std::vector<TokenId> tokens;
+    StepOutput out;
     for (int64_t index = 0;;) {
         if (!take_from_feed()) {
             cancel_all();
@@ -217,14 +225,16 @@ ServingReport ServingRun::run(const StepCallback& on_step) {
         }
         SchedulerStep step = describe_step(index++, work);
         try {
-            step.duration_s = executor_.run(work, tokens);
+            out.tokens.clear();
+            out.logprobs.clear();
+            step.duration_s = executor_.run(work, out);
         } catch (const std::exception& e) {
             if (feed_ == nullptr) throw;
             fail_step(work, e.what());
             continue;
         }
         now_ = feed_ != nullptr ? std::max(now_ + step.duration_s, feed_->now_s()) : now_ + step.duration_s;
-        apply_tokens(work, tokens);
+        apply_tokens(work, out);
         if (feed_ == nullptr) report_.steps.push_back(step);
         if (on_step) on_step(step, *this);
     }
@@ -233,7 +243,8 @@ ServingReport ServingRun::run(const StepCallback& on_step) {
     return std::move(report_);
 }
 
-void ServingRun::apply_tokens(std::span<const SlotWork> work, std::span<const TokenId> tokens) {
+void ServingRun::apply_tokens(std::span<const SlotWork> work, const StepOutput& out) {
+    const std::vector<TokenId>& tokens = out.tokens;
     size_t next = 0;
     for (const SlotWork& w : work) {
         Slot& slot = slots_[static_cast<size_t>(w.slot)];
@@ -242,13 +253,14 @@ void ServingRun::apply_tokens(std::span<const SlotWork> work, std::span<const To
         slot.length += static_cast<int>(w.tokens.size());
         if (!w.wants_token) continue;
         if (next >= tokens.size()) throw Error("step executor returned too few tokens");
+        const TokenLogprobs* logprobs = w.logprobs >= 0 && next < out.logprobs.size() ? &out.logprobs[next] : nullptr;
         const TokenId token = tokens[next++];
         slot.last_token = token;
         if (slot.padding) continue;
         RequestMetrics& m = report_.requests[static_cast<size_t>(slot.request)];
         if (m.output.empty()) m.first_token_s = now_;
         m.output.push_back(token);
-        if (feed_ != nullptr) feed_->on_token(m, token);
+        if (feed_ != nullptr) feed_->on_token(m, token, logprobs);
         if (static_cast<int>(m.output.size()) >= request.max_new_tokens) {
             finish(slot, "length");
         } else if (request.stop_at_end_of_generation && executor_.is_end_of_generation(token)) {
@@ -364,8 +376,11 @@ public:
     bool is_end_of_generation(TokenId token) const override {
         return session_.model().tokenizer().is_end_of_generation(token);
     }
+    int attach_cached_prefix(SeqId seq, std::span<const TokenId> prompt) override {
+        return session_.attach_cached_prefix(seq, prompt);
+    }
 
-    double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) override {
+    double run(std::span<const SlotWork> work, StepOutput& out) override {
         batch_.clear();
         for (const SlotWork& w : work) {
             for (size_t i = 0; i < w.tokens.size(); ++i) {
@@ -376,12 +391,16 @@ public:
         const auto start = std::chrono::steady_clock::now();
         const std::span<const float> logits = session_.decode(batch_);
         const auto n_vocab = static_cast<size_t>(session_.model().config().n_vocab);
-        tokens.clear();
+        const bool any_logprobs = std::any_of(work.begin(), work.end(), [](const SlotWork& w) { return w.logprobs >= 0; });
         size_t row = 0;
         for (const SlotWork& w : work) {
             if (!w.wants_token) continue;
             const auto history = session_.kv_cache().sequence_tokens(w.seq);
-            tokens.push_back(sampler_of(w).sample(logits.subspan(row * n_vocab, n_vocab), history));
+            const std::span<const float> row_logits = logits.subspan(row * n_vocab, n_vocab);
+            const TokenId token = sampler_of(w).sample(row_logits, history);
+            out.tokens.push_back(token);
+            if (any_logprobs)
+                out.logprobs.push_back(w.logprobs >= 0 ? token_logprobs(row_logits, token, w.logprobs) : TokenLogprobs{});
             ++row;
         }
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

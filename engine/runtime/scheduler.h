@@ -36,6 +36,7 @@ struct ServingRequest {
     double arrival_s = 0;
     bool stop_at_end_of_generation = false;  // traces fix each request's output length
     std::optional<SamplingParams> sampling;  // the run's sampling (seeded per id) when absent
+    int logprobs = -1;  // log-probabilities per generated token: -1 none, 0 the token's own, k also the top k
 };
 
 struct RequestMetrics {
@@ -45,6 +46,7 @@ struct RequestMetrics {
     double first_token_s = -1;
     double finished_s = -1;
     int prompt_tokens = 0;
+    int cached_prompt_tokens = 0;  // prompt tokens whose K/V came from the prefix cache
     std::vector<TokenId> output;
     std::string stop_reason;  // "length", "end of generation", "cancelled", "error: ..." (a failed step)
 
@@ -75,6 +77,14 @@ struct SlotWork {
     bool wants_token = false;  // the step must produce this slot's next token
     int request_id = 0;
     const SamplingParams* sampling = nullptr;  // the request's own, valid during the step; null: the executor's
+    int logprobs = -1;                         // the request's (ServingRequest::logprobs)
+};
+
+// What a step produced: the next token of every item that wants one, in order, and beside
+// each the log-probabilities its request asked for (empty `top` and logprob 0 otherwise).
+struct StepOutput {
+    std::vector<TokenId> tokens;
+    std::vector<TokenLogprobs> logprobs;  // one per token, or none when no item asked
 };
 
 class StepExecutor {
@@ -82,9 +92,11 @@ public:
     virtual ~StepExecutor() = default;
     virtual SeqId open_sequence() = 0;
     virtual void close_sequence(SeqId seq) = 0;  // also ends the sequence's sampling state
-    // Runs one step; returns its duration in seconds and fills `tokens` with the next token
-    // of every item that wants one, in order.
-    virtual double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) = 0;
+    // Prefix caching: gives a new, empty sequence the cached K/V of the longest whole-block
+    // prefix of `prompt` (never all of it); returns how many tokens it now holds.
+    virtual int attach_cached_prefix(SeqId /*seq*/, std::span<const TokenId> /*prompt*/) { return 0; }
+    // Runs one step; returns its duration in seconds and fills `out`.
+    virtual double run(std::span<const SlotWork> work, StepOutput& out) = 0;
     virtual bool is_end_of_generation(TokenId /*token*/) const { return false; }
 };
 
@@ -92,6 +104,7 @@ struct SchedulerOptions {
     BatchingPolicy policy = BatchingPolicy::Continuous;
     int slots = 8;
     int prefill_chunk = 512;  // prompt tokens per step, over all slots
+    bool prefix_caching = false;  // admitted requests start from cached blocks of their prompt
 };
 
 struct ServingReport {
@@ -133,7 +146,8 @@ public:
     // Blocks until there is something to take or the feed closes.
     virtual void wait() = 0;
     virtual bool closed() const = 0;  // the run then cancels what is left and returns
-    virtual void on_token(const RequestMetrics& request, TokenId token) = 0;
+    // `logprobs`: what the request asked for, null when it asked for none.
+    virtual void on_token(const RequestMetrics& request, TokenId token, const TokenLogprobs* logprobs) = 0;
     virtual void on_finished(const RequestMetrics& request) = 0;
 };
 

@@ -133,9 +133,8 @@ public:
     explicit SimulatedExecutor(const StepCostModel& model) : model_(model) {}
     SeqId open_sequence() override { return next_seq_++; }
     void close_sequence(SeqId) override {}
-    double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) override {
+    double run(std::span<const SlotWork> work, StepOutput& out) override {
         int decode = 0, prefill = 0, context = 0, contexts = 0;
-        tokens.clear();
         for (const SlotWork& w : work) {
             if (w.tokens.size() == 1 && w.first_position > 0 && w.wants_token) {
                 ++decode;
@@ -144,7 +143,7 @@ public:
             }
             context += w.first_position + static_cast<int>(w.tokens.size());
             ++contexts;
-            if (w.wants_token) tokens.push_back(0);
+            if (w.wants_token) out.tokens.push_back(0);
         }
         return model_.step_seconds(decode, prefill, contexts > 0 ? context / contexts : 0);
     }

@@ -68,27 +68,33 @@ bool write_event(httplib::DataSink& sink, const std::string& data) {
 // One turn of a streamed response: waits a little for text or the end, sends what came.
 bool stream_some(StreamState& s, httplib::DataSink& sink) {
     std::string text;
+    std::vector<TokenLogprobText> logprobs;
     bool finished = false;
     std::string reason, error;
-    int completion_tokens = 0;
+    Usage usage;
+    usage.prompt_tokens = s.prompt_tokens;
     {
         std::unique_lock lock(s.channel->mutex);
-        s.channel->changed.wait_for(lock, std::chrono::milliseconds(200),
-                                    [&] { return !s.channel->text.empty() || s.channel->finished; });
+        s.channel->changed.wait_for(lock, std::chrono::milliseconds(200), [&] {
+            return !s.channel->text.empty() || !s.channel->logprobs.empty() || s.channel->finished;
+        });
         std::swap(text, s.channel->text);
+        std::swap(logprobs, s.channel->logprobs);
         finished = s.channel->finished;
         reason = s.channel->finish_reason;
         error = s.channel->error;
-        completion_tokens = s.channel->completion_tokens;
+        usage.completion_tokens = s.channel->completion_tokens;
+        usage.cached_prompt_tokens = s.channel->cached_prompt_tokens;
     }
-    if (!text.empty() && !write_event(sink, stream_chunk(s.piece, text, ""))) return false;
+    // A token whose piece ends inside a UTF-8 character still sends its log-probabilities.
+    if ((!text.empty() || !logprobs.empty()) && !write_event(sink, stream_chunk(s.piece, text, "", logprobs))) return false;
     if (!finished) return true;
     s.ended = true;
     if (reason == "error") {
         if (!write_event(sink, error_body(500, error))) return false;
     } else {
         if (!write_event(sink, stream_chunk(s.piece, "", reason))) return false;
-        if (s.include_usage && !write_event(sink, usage_chunk(s.piece, s.prompt_tokens, completion_tokens))) return false;
+        if (s.include_usage && !write_event(sink, usage_chunk(s.piece, usage))) return false;
     }
     if (!write_event(sink, "[DONE]")) return false;
     sink.done();
@@ -102,7 +108,7 @@ public:
     Impl(InferenceSession& session, ServeOptions options)
         : session_(session),
           options_(std::move(options)),
-          metrics_(options_.model_name),
+          metrics_(options_.model_name, options_.scheduler.prefix_caching),
           feed_(session.model().tokenizer(), metrics_) {
         try {
             if (options_.chat_template) chat_template_.emplace(*options_.chat_template);
@@ -163,15 +169,40 @@ int CompletionServer::Impl::bind() {
     return port_;
 }
 
+// Compares every byte, so that the time taken does not tell how much of a guess was right
+// (the length is not the secret).
+static bool same_secret(const std::string& given, const std::string& key) {
+    if (given.size() != key.size()) return false;
+    unsigned char difference = 0;
+    for (size_t i = 0; i < key.size(); ++i) difference |= static_cast<unsigned char>(given[i] ^ key[i]);
+    return difference == 0;
+}
+
 void CompletionServer::Impl::install_routes() {
+    // With a key, the API (/v1/...) wants "Authorization: Bearer <key>"; /health and /metrics stay open, as in vLLM.
+    if (options_.api_key) {
+        server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+            if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+            const std::string given = req.get_header_value("Authorization");
+            const std::string prefix = "Bearer ";
+            if (given.rfind(prefix, 0) == 0 && same_secret(given.substr(prefix.size()), *options_.api_key)) {
+                return httplib::Server::HandlerResponse::Unhandled;
+            }
+            res.set_header("WWW-Authenticate", "Bearer");
+            reply_error(res, 401,
+                        given.empty() ? "this server wants an API key (Authorization: Bearer <key>)"
+                                      : "the API key is not this server's");
+            return httplib::Server::HandlerResponse::Handled;
+        });
+    }
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("", "text/plain"); });
     server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        const nlohmann::json model = {{"id", options_.model_name},
-                                      {"object", "model"},
-                                      {"created", unix_seconds()},
-                                      {"owned_by", "inferscope"},
-                                      {"max_model_len", session_.context_size()}};
-        res.set_content(dump_json({{"object", "list"}, {"data", nlohmann::json::array({model})}}), "application/json");
+        const nlohmann::ordered_json model = {{"id", options_.model_name},
+                                              {"object", "model"},
+                                              {"created", unix_seconds()},
+                                              {"owned_by", "inferscope"},
+                                              {"max_model_len", session_.context_size()}};
+        res.set_content(dump_json({{"object", "list"}, {"data", nlohmann::ordered_json::array({model})}}), "application/json");
     });
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         const int in_flight = feed_.in_flight();
@@ -223,6 +254,7 @@ ServingRequest CompletionServer::Impl::serving_request(const ApiRequest& request
     r.max_new_tokens = max_tokens;
     r.stop_at_end_of_generation = !request.ignore_eos;
     r.sampling = request.sampling;
+    r.logprobs = request.logprobs;
     return r;
 }
 
@@ -245,8 +277,12 @@ void CompletionServer::Impl::handle_generation(const httplib::Request& req, http
         auto channel = std::make_shared<RequestChannel>();
         int id = 0;
         if (!feed_.submit(std::move(serving), channel, id)) return reply_error(res, 503, "the server is shutting down");
-        const CompletionPiece piece{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(id), unix_seconds(), options_.model_name,
-                                    chat};
+        const CompletionPiece piece{(chat ? "chatcmpl-" : "cmpl-") + std::to_string(id),
+                                    unix_seconds(),
+                                    options_.model_name,
+                                    chat,
+                                    request.logprobs >= 0,
+                                    options_.scheduler.prefix_caching};
         if (!request.stream) return reply_whole(res, piece, *channel, prompt_count);
         auto state =
             std::make_shared<StreamState>(StreamState{channel, active, piece, prompt_count, request.include_usage, false});
@@ -268,8 +304,8 @@ void CompletionServer::Impl::reply_whole(httplib::Response& res, const Completio
     std::unique_lock lock(channel.mutex);
     channel.changed.wait(lock, [&] { return channel.finished; });
     if (channel.finish_reason == "error") return reply_error(res, 500, channel.error);
-    res.set_content(completion_body(piece, channel.text, channel.finish_reason, prompt_tokens, channel.completion_tokens),
-                    "application/json");
+    const Usage usage{prompt_tokens, channel.completion_tokens, channel.cached_prompt_tokens};
+    res.set_content(completion_body(piece, channel.text, channel.finish_reason, usage, channel.logprobs), "application/json");
 }
 
 void CompletionServer::Impl::run_engine() {

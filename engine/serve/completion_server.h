@@ -6,7 +6,8 @@
 // Threads: HTTP requests on a pool of their own, each waiting on its request's channel; one
 // engine thread runs every step and hands each token to its channel as it is sampled.
 // Limits: a body size (413), a number of generation requests at once (503 beyond it), a
-// context per request (400 when prompt plus max_tokens exceed it). Binds 127.0.0.1 unless told.
+// context per request (400 when prompt plus max_tokens exceed it), an API key when given (401).
+// Binds 127.0.0.1 unless told.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -29,6 +30,7 @@ struct ServeOptions {
     size_t max_body_bytes = size_t{1} << 20;
     SchedulerOptions scheduler;                // slots: at most the session's max_sequences
     std::optional<std::string> chat_template;  // the model's; without one, chat requests get 400
+    std::optional<std::string> api_key;        // when set, /v1/... requests without it get 401
     // Called on the engine thread after every step, once its tokens are in their channels
     // (what a step observer would show; the tests pace the engine with it).
     std::function<void(const SchedulerStep&)> after_step;

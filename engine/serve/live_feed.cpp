@@ -1,5 +1,7 @@
 #include "engine/serve/live_feed.h"
 
+#include <optional>
+
 #include "engine/tokenizer/tokenizer.h"
 
 namespace inferscope::server {
@@ -98,19 +100,37 @@ std::shared_ptr<RequestChannel> LiveFeed::channel_of(int id) const {
     return found == channels_.end() ? nullptr : found->second;
 }
 
-void LiveFeed::on_token(const RequestMetrics& request, TokenId token) {
+TokenLogprobText LiveFeed::logprob_text(const TokenLogprobs& logprobs, const std::string& piece, int64_t text_offset) const {
+    TokenLogprobText t;
+    t.token = piece;
+    t.logprob = logprobs.logprob;
+    t.text_offset = text_offset;
+    for (const auto& [id, logprob] : logprobs.top) t.top.emplace_back(tokenizer_.token_to_piece(id), logprob);
+    return t;
+}
+
+void LiveFeed::on_token(const RequestMetrics& request, TokenId token, const TokenLogprobs* logprobs) {
     const std::shared_ptr<RequestChannel> channel = channel_of(request.id);
     if (channel == nullptr) return;
-    const std::string text = channel->utf8.push(tokenizer_.token_to_piece(token));
+    const std::string piece = tokenizer_.token_to_piece(token);
+    const std::string text = channel->utf8.push(piece);
+    std::optional<TokenLogprobText> entry;
+    if (logprobs != nullptr) entry = logprob_text(*logprobs, piece, channel->piece_bytes);
+    channel->piece_bytes += static_cast<int64_t>(piece.size());
     const bool first = request.output.size() == 1;
     const double now = first ? request.first_token_s : now_s();
     metrics_.add_generation_token(first ? -1.0 : now - channel->last_token_s);
-    if (first) metrics_.observe_first_token(request.first_token_s - request.arrival_s);
+    if (first) {
+        metrics_.observe_first_token(request.first_token_s - request.arrival_s);
+        metrics_.add_prefix_cache_lookup(request.prompt_tokens, request.cached_prompt_tokens);
+    }
     channel->last_token_s = now;
     {
         std::lock_guard lock(channel->mutex);
         channel->text += text;
+        if (entry) channel->logprobs.push_back(std::move(*entry));
         ++channel->completion_tokens;
+        channel->cached_prompt_tokens = request.cached_prompt_tokens;
     }
     channel->changed.notify_all();
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/runtime/scheduler.h"
+#include "engine/serve/openai_protocol.h"
 #include "engine/serve/serve_metrics.h"
 #include "engine/tokenizer/utf8_stream.h"
 
@@ -24,8 +25,10 @@ namespace inferscope::server {
 struct RequestChannel {
     std::mutex mutex;
     std::condition_variable changed;
-    std::string text;  // produced, not yet taken
+    std::string text;                        // produced, not yet taken
+    std::vector<TokenLogprobText> logprobs;  // of the tokens produced, not yet taken (when asked for)
     int completion_tokens = 0;
+    int cached_prompt_tokens = 0;  // known from the first token on
     bool finished = false;
     std::string finish_reason;  // "length", "stop", "abort", "error"
     std::string error;          // what failed, with "error"
@@ -33,6 +36,7 @@ struct RequestChannel {
     // Engine thread only.
     Utf8Stream utf8;
     double last_token_s = -1;
+    int64_t piece_bytes = 0;  // bytes of the pieces so far (the next token's text offset)
 };
 
 class LiveFeed final : public RequestFeed {
@@ -53,11 +57,12 @@ public:
     void take(std::vector<ServingRequest>& submitted, std::vector<int>& cancelled) override;
     void wait() override;
     bool closed() const override;
-    void on_token(const RequestMetrics& request, TokenId token) override;
+    void on_token(const RequestMetrics& request, TokenId token, const TokenLogprobs* logprobs) override;
     void on_finished(const RequestMetrics& request) override;
 
 private:
     std::shared_ptr<RequestChannel> channel_of(int id) const;
+    TokenLogprobText logprob_text(const TokenLogprobs& logprobs, const std::string& piece, int64_t text_offset) const;
 
     const Tokenizer& tokenizer_;
     ServeMetrics& metrics_;

@@ -5,7 +5,8 @@
 namespace inferscope::server {
 namespace {
 
-using nlohmann::json;
+// Ordered: replies keep their fields in the order written (OpenAI's order; top log-probabilities descending).
+using json = nlohmann::ordered_json;
 
 // The field's value when present and not null, checked against the JSON type it must have.
 const json* field(const json& body, const char* name, json::value_t type) {
@@ -68,7 +69,30 @@ void read_messages(const json& body, ApiRequest& r) {
             throw ApiError(400, "each message needs a \"role\" and a text \"content\"");
         }
     }
-    r.messages = nlohmann::ordered_json::parse(messages->dump());
+    r.messages = *messages;
+}
+
+int top_logprobs_count(const json& value, const char* name) {
+    const int64_t k = value.get<int64_t>();
+    if (k < 0 || k > kMaxTopLogprobs) {
+        throw ApiError(400, std::string("\"") + name + "\" must be within [0, " + std::to_string(kMaxTopLogprobs) + "]");
+    }
+    return static_cast<int>(k);
+}
+
+// Completions: "logprobs": k. Chat: "logprobs": true, with "top_logprobs": k.
+void read_logprobs(const json& body, ApiRequest& r) {
+    if (!r.chat) {
+        if (const json* k = field(body, "logprobs", json::value_t::number_integer))
+            r.logprobs = top_logprobs_count(*k, "logprobs");
+        return;
+    }
+    const json* wanted = field(body, "logprobs", json::value_t::boolean);
+    const json* k = field(body, "top_logprobs", json::value_t::number_integer);
+    if (k != nullptr && (wanted == nullptr || !wanted->get<bool>())) {
+        throw ApiError(400, "\"top_logprobs\" needs \"logprobs\": true");
+    }
+    if (wanted != nullptr && wanted->get<bool>()) r.logprobs = k != nullptr ? top_logprobs_count(*k, "top_logprobs") : 0;
 }
 
 }  // namespace
@@ -101,13 +125,15 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat) {
         r.include_usage = options->value("include_usage", false);
     }
     if (const json* ignore = field(body, "ignore_eos", json::value_t::boolean)) r.ignore_eos = ignore->get<bool>();
+    read_logprobs(body, r);
     return r;
 }
 
 std::string dump_json(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string error_body(int status, const std::string& message) {
-    const char* type = status == 404   ? "NotFoundError"
+    const char* type = status == 401   ? "AuthenticationError"
+                       : status == 404 ? "NotFoundError"
                        : status == 413 ? "RequestTooLarge"
                        : status == 503 ? "ServiceUnavailable"
                        : status >= 500 ? "InternalServerError"
@@ -122,7 +148,42 @@ json envelope(const CompletionPiece& p, bool streamed) {
     return {{"id", p.id}, {"object", object}, {"created", p.created}, {"model", p.model}};
 }
 
-json choice(const CompletionPiece& p, const std::string& text, const std::string& finish_reason, bool streamed) {
+json byte_values(const std::string& text) {
+    json bytes = json::array();
+    for (const char c : text) bytes.push_back(static_cast<unsigned char>(c));
+    return bytes;
+}
+
+// Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+json chat_logprobs(const std::vector<TokenLogprobText>& tokens) {
+    json content = json::array();
+    for (const TokenLogprobText& t : tokens) {
+        json top = json::array();
+        for (const auto& [piece, logprob] : t.top)
+            top.push_back({{"token", piece}, {"logprob", logprob}, {"bytes", byte_values(piece)}});
+        content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", byte_values(t.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+}
+
+// Completions (the legacy shape): parallel lists, each token's top ones as {piece: logprob}
+// with the token itself among them (as vLLM does).
+json completion_logprobs(const std::vector<TokenLogprobText>& tokens) {
+    json pieces = json::array(), logprobs = json::array(), tops = json::array(), offsets = json::array();
+    for (const TokenLogprobText& t : tokens) {
+        pieces.push_back(t.token);
+        logprobs.push_back(t.logprob);
+        json top = json::object();
+        for (const auto& [piece, logprob] : t.top) top[piece] = logprob;
+        if (!top.contains(t.token)) top[t.token] = t.logprob;
+        tops.push_back(top);
+        offsets.push_back(t.text_offset);
+    }
+    return {{"tokens", pieces}, {"token_logprobs", logprobs}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+json choice(const CompletionPiece& p, const std::string& text, const std::string& finish_reason, bool streamed,
+            const std::vector<TokenLogprobText>& logprobs) {
     json c = {{"index", 0}};
     if (!p.chat) {
         c["text"] = text;
@@ -131,36 +192,40 @@ json choice(const CompletionPiece& p, const std::string& text, const std::string
     } else {
         c["message"] = {{"role", "assistant"}, {"content", text}};
     }
+    if (p.logprobs) c["logprobs"] = p.chat ? chat_logprobs(logprobs) : completion_logprobs(logprobs);
     c["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
     return c;
 }
 
-json usage(int prompt_tokens, int completion_tokens) {
-    return {{"prompt_tokens", prompt_tokens},
-            {"completion_tokens", completion_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_block(const CompletionPiece& p, const Usage& u) {
+    json block = {{"prompt_tokens", u.prompt_tokens},
+                  {"completion_tokens", u.completion_tokens},
+                  {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+    if (p.reports_cached_tokens) block["prompt_tokens_details"] = {{"cached_tokens", u.cached_prompt_tokens}};
+    return block;
 }
 
 }  // namespace
 
-std::string stream_chunk(const CompletionPiece& piece, const std::string& text, const std::string& finish_reason) {
+std::string stream_chunk(const CompletionPiece& piece, const std::string& text, const std::string& finish_reason,
+                         const std::vector<TokenLogprobText>& logprobs) {
     json chunk = envelope(piece, true);
-    chunk["choices"] = json::array({choice(piece, text, finish_reason, true)});
+    chunk["choices"] = json::array({choice(piece, text, finish_reason, true, logprobs)});
     return dump_json(chunk);
 }
 
-std::string usage_chunk(const CompletionPiece& piece, int prompt_tokens, int completion_tokens) {
+std::string usage_chunk(const CompletionPiece& piece, const Usage& usage) {
     json chunk = envelope(piece, true);
     chunk["choices"] = json::array();
-    chunk["usage"] = usage(prompt_tokens, completion_tokens);
+    chunk["usage"] = usage_block(piece, usage);
     return dump_json(chunk);
 }
 
 std::string completion_body(const CompletionPiece& piece, const std::string& text, const std::string& finish_reason,
-                            int prompt_tokens, int completion_tokens) {
+                            const Usage& usage, const std::vector<TokenLogprobText>& logprobs) {
     json body = envelope(piece, false);
-    body["choices"] = json::array({choice(piece, text, finish_reason, false)});
-    body["usage"] = usage(prompt_tokens, completion_tokens);
+    body["choices"] = json::array({choice(piece, text, finish_reason, false, logprobs)});
+    body["usage"] = usage_block(piece, usage);
     return dump_json(body);
 }
 

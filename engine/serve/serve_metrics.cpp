@@ -55,6 +55,12 @@ void ServeMetrics::observe_first_token(double seconds) {
     time_to_first_token_.observe(seconds);
 }
 
+void ServeMetrics::add_prefix_cache_lookup(int64_t prompt_tokens, int64_t cached_tokens) {
+    std::lock_guard lock(mutex_);
+    totals_.prefix_cache_queries += prompt_tokens;
+    totals_.prefix_cache_hits += cached_tokens;
+}
+
 void ServeMetrics::observe_finished(const std::string& finish_reason, double end_to_end_seconds) {
     std::lock_guard lock(mutex_);
     ++totals_.finished[finish_reason];
@@ -91,6 +97,11 @@ std::string ServeMetrics::page(int running, int waiting) const {
     out += gauge("vllm:kv_cache_usage_perc", "KV-cache usage (1 = full).", number(totals_.kv_cache_usage));
     out += counter("vllm:prompt_tokens_total", "Prompt tokens of finished requests.", totals_.prompt_tokens);
     out += counter("vllm:generation_tokens_total", "Generated tokens.", totals_.generation_tokens);
+    if (prefix_caching_) {
+        out += counter("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
+                       totals_.prefix_cache_queries);
+        out += counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", totals_.prefix_cache_hits);
+    }
     out += "# HELP vllm:request_success_total Requests finished, by reason.\n# TYPE vllm:request_success_total counter\n";
     for (const auto& [reason, count] : totals_.finished) {
         out += "vllm:request_success_total{model_name=\"" + label_value(model_name_) + "\",finished_reason=\"" +

@@ -13,12 +13,16 @@ namespace inferscope::server {
 
 class ServeMetrics {
 public:
-    explicit ServeMetrics(std::string model_name) : model_name_(std::move(model_name)) {}
+    // Without prefix caching, the page has no prefix-cache counters (a reader then says "not exported").
+    ServeMetrics(std::string model_name, bool prefix_caching)
+        : model_name_(std::move(model_name)), prefix_caching_(prefix_caching) {}
 
     void set_kv_cache_usage(double fraction);  // 0..1
     void add_prompt_tokens(int64_t count);
     void add_generation_token(double seconds_since_previous_or_negative);
     void observe_first_token(double seconds);
+    // A request's prompt looked up in the prefix cache: its tokens and those found (vLLM counts tokens).
+    void add_prefix_cache_lookup(int64_t prompt_tokens, int64_t cached_tokens);
     // A request's end: "length" and "stop" count as successes, by reason; others as aborted.
     void observe_finished(const std::string& finish_reason, double end_to_end_seconds);
 
@@ -39,11 +43,14 @@ private:
     struct Totals {
         int64_t prompt_tokens = 0;
         int64_t generation_tokens = 0;
+        int64_t prefix_cache_queries = 0;
+        int64_t prefix_cache_hits = 0;
         std::map<std::string, int64_t> finished;  // by reason ("length", "stop", "abort", "error")
         double kv_cache_usage = 0;
     };
 
     std::string model_name_;
+    bool prefix_caching_;
     mutable std::mutex mutex_;
     Totals totals_;
     Histogram time_to_first_token_;

@@ -185,5 +185,22 @@ TEST(Sampler, NonFiniteLogitsStopWithTheTokenNamed) {
     }
 }
 
+TEST(TokenLogprobs, AreTheLogSoftmaxOfTheRawRowWithTheTopKDescending) {
+    const std::vector<float> logits = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f};
+    double sum = 0;
+    for (const float v : logits) sum += std::exp(static_cast<double>(v));
+    const TokenLogprobs lp = token_logprobs(logits, 4, 3);
+    EXPECT_NEAR(lp.logprob, 0.5 - std::log(sum), 1e-6);
+    ASSERT_EQ(lp.top.size(), 3u);
+    EXPECT_EQ(lp.top[0].first, 1);  // tied with 3: the lower id first
+    EXPECT_EQ(lp.top[1].first, 3);
+    EXPECT_EQ(lp.top[2].first, 0);
+    EXPECT_NEAR(lp.top[2].second, 1.0 - std::log(sum), 1e-6);
+    EXPECT_TRUE(token_logprobs(logits, 2, 0).top.empty());
+    EXPECT_EQ(token_logprobs(logits, 2, 5).top.back().first, 2);
+    EXPECT_THROW(token_logprobs(logits, 5, 1), InvalidArgument);
+    EXPECT_THROW(token_logprobs(logits, 0, 6), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace inferscope

@@ -17,7 +17,9 @@
 namespace inferscope {
 namespace {
 
-// Every step takes one second; a slot's next token is 1000 + the number of tokens it wanted so far.
+// Every step takes one second; a slot's next token is 1000 + the number of tokens it wanted so
+// far, with log-probability -(that number) and the top k ids 0..k-1 where asked. A prompt
+// starting with `cached_prefix` has that many tokens cached.
 class CountingExecutor final : public StepExecutor {
 public:
     SeqId open_sequence() override {
@@ -25,11 +27,24 @@ public:
         return next++;
     }
     void close_sequence(SeqId seq) override { open.erase(seq); }
-    double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) override {
-        tokens.clear();
+    int attach_cached_prefix(SeqId, std::span<const TokenId> prompt) override {
+        ++attaches;
+        const bool hit =
+            prompt.size() > cached_prefix.size() && std::equal(cached_prefix.begin(), cached_prefix.end(), prompt.begin());
+        return hit ? static_cast<int>(cached_prefix.size()) : 0;
+    }
+    double run(std::span<const SlotWork> work, StepOutput& out) override {
         steps.emplace_back(work.begin(), work.end());
+        const bool any_logprobs = std::any_of(work.begin(), work.end(), [](const SlotWork& w) { return w.logprobs >= 0; });
         for (const SlotWork& w : work) {
-            if (w.wants_token) tokens.push_back(1000 + produced[w.seq]++);
+            if (!w.wants_token) continue;
+            const int count = produced[w.seq]++;
+            out.tokens.push_back(1000 + count);
+            if (!any_logprobs) continue;
+            TokenLogprobs lp;
+            if (w.logprobs >= 0) lp.logprob = -static_cast<float>(count);
+            for (int k = 0; k < w.logprobs; ++k) lp.top.emplace_back(k, -static_cast<float>(k));
+            out.logprobs.push_back(lp);
         }
         return 1.0;
     }
@@ -37,6 +52,8 @@ public:
     std::map<SeqId, int> produced;
     std::vector<std::vector<SlotWork>> steps;
     SeqId next = 0;
+    std::vector<TokenId> cached_prefix;
+    int attaches = 0;
 };
 
 std::vector<ServingRequest> three_requests() {
@@ -182,6 +199,68 @@ TEST(Scheduler, RealRunsGiveEveryRequestTheTokensItWouldGetAlone) {
     }
 }
 
+TEST(Scheduler, PrefixCachingStartsAnAdmittedRequestPastItsCachedTokens) {
+    std::vector<ServingRequest> requests(2);
+    requests[0].id = 0;
+    requests[0].prompt = {5, 6, 7, 8, 9, 10};
+    requests[1].id = 1;
+    requests[1].prompt = {5, 6, 7};
+    for (ServingRequest& r : requests) r.max_new_tokens = 2;
+    for (const bool caching : {false, true}) {
+        CountingExecutor executor;
+        executor.cached_prefix = {5, 6, 7, 8};
+        SchedulerOptions options;
+        options.slots = 2;
+        options.prefix_caching = caching;
+        const ServingReport report = serve(requests, options, executor);
+        ASSERT_FALSE(executor.steps.empty());
+        const std::vector<SlotWork>& first = executor.steps.front();
+        ASSERT_EQ(first.size(), 2u);
+        EXPECT_EQ(executor.attaches, caching ? 2 : 0);
+        EXPECT_EQ(first[0].first_position, caching ? 4 : 0);
+        EXPECT_EQ(first[0].tokens, caching ? std::vector<TokenId>({9, 10}) : requests[0].prompt);
+        EXPECT_EQ(first[1].tokens, requests[1].prompt);  // shorter than the cached prefix: no hit
+        EXPECT_EQ(report.requests[0].cached_prompt_tokens, caching ? 4 : 0);
+        EXPECT_EQ(report.requests[1].cached_prompt_tokens, 0);
+        EXPECT_EQ(report.requests[0].output, (std::vector<TokenId>{1000, 1001}));
+    }
+}
+
+TEST(Scheduler, RealRunsWithPrefixCachingGiveTheTokensOfRunsWithout) {
+    const auto model = testing::tiny_model(testing::tiny_spec("llama"));
+    auto session_options = testing::test_session_options(KvDtype::F32, 96);
+    session_options.max_sequences = 2;
+    InferenceSession session(model, session_options);
+    std::vector<ServingRequest> requests(3);
+    for (int i = 0; i < 3; ++i) {
+        requests[static_cast<size_t>(i)].id = i;
+        for (int t = 0; t < 40; ++t) requests[static_cast<size_t>(i)].prompt.push_back(static_cast<TokenId>(3 + (t * 7) % 50));
+        requests[static_cast<size_t>(i)].prompt.back() = static_cast<TokenId>(60 + i);  // shared but for the last token
+        requests[static_cast<size_t>(i)].max_new_tokens = 6;
+        requests[static_cast<size_t>(i)].arrival_s = 100.0 * i;  // each after the one before has finished
+        requests[static_cast<size_t>(i)].logprobs = 3;
+    }
+    SamplingParams greedy;
+    greedy.temperature = 0;
+    std::map<bool, ServingReport> reports;
+    for (const bool caching : {false, true}) {
+        auto executor = make_engine_executor(session, greedy);
+        SchedulerOptions options;
+        options.slots = 2;
+        options.prefix_caching = caching;
+        reports[caching] = serve(requests, options, *executor);
+    }
+    const int block_tokens = session.kv_cache().layout().block_tokens();
+    for (size_t i = 0; i < requests.size(); ++i) {
+        EXPECT_EQ(reports[true].requests[i].output, reports[false].requests[i].output) << "request " << i;
+        EXPECT_EQ(reports[false].requests[i].cached_prompt_tokens, 0);
+        // The first request of the cached run may find the uncached run's blocks too.
+        if (i > 0) {
+            EXPECT_EQ(reports[true].requests[i].cached_prompt_tokens, 39 / block_tokens * block_tokens) << "request " << i;
+        }
+    }
+}
+
 // ------------------------------------------------------------------ live runs (serve_live)
 
 // A live feed driven by the test: what each take (counted from 1) submits and cancels, and
@@ -200,7 +279,10 @@ public:
         if (submit_at.upper_bound(takes) == submit_at.end()) closed_ = true;  // nothing more will come
     }
     bool closed() const override { return closed_; }
-    void on_token(const RequestMetrics& request, TokenId token) override { tokens[request.id].push_back(token); }
+    void on_token(const RequestMetrics& request, TokenId token, const TokenLogprobs* lp) override {
+        tokens[request.id].push_back(token);
+        if (lp != nullptr) logprobs[request.id].push_back(*lp);
+    }
     void on_finished(const RequestMetrics& request) override {
         EXPECT_EQ(ends.count(request.id), 0u) << "request " << request.id << " ended twice";
         ends[request.id] = request.stop_reason;
@@ -212,6 +294,7 @@ public:
     int takes = 0;
     int waits = 0;
     std::map<int, std::vector<TokenId>> tokens;
+    std::map<int, std::vector<TokenLogprobs>> logprobs;
     std::map<int, std::string> ends;
 
 private:
@@ -223,9 +306,9 @@ class FailingExecutor final : public StepExecutor {
 public:
     SeqId open_sequence() override { return inner.open_sequence(); }
     void close_sequence(SeqId seq) override { inner.close_sequence(seq); }
-    double run(std::span<const SlotWork> work, std::vector<TokenId>& tokens) override {
+    double run(std::span<const SlotWork> work, StepOutput& out) override {
         if (++runs == fail_at_run) throw CapacityError("the KV pool is full");
-        return inner.run(work, tokens);
+        return inner.run(work, out);
     }
     CountingExecutor inner;
     int runs = 0;
@@ -252,6 +335,26 @@ TEST(LiveScheduler, ServesWhatIsSubmittedAndReportsEveryTokenAndEnd) {
     ASSERT_EQ(report.requests.size(), 4u);
     for (const RequestMetrics& m : report.requests) EXPECT_TRUE(m.output.empty()) << "request " << m.id << " kept its tokens";
     EXPECT_EQ(report.generated_tokens, 0);
+}
+
+TEST(LiveScheduler, LogprobsReachTheFeedForTheRequestsThatAskedForThem) {
+    ScriptedFeed feed;
+    feed.submit_at[1] = three_requests();
+    feed.submit_at[1][1].logprobs = 2;
+    feed.submit_at[1][2].logprobs = 0;
+    CountingExecutor executor;
+    SchedulerOptions options;
+    options.slots = 3;
+    serve_live(feed, options, executor);
+    EXPECT_EQ(feed.logprobs.count(0), 0u);
+    ASSERT_EQ(feed.logprobs[1].size(), 3u);
+    ASSERT_EQ(feed.logprobs[2].size(), 2u);
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(feed.logprobs[1][i].logprob, -static_cast<float>(i));
+        EXPECT_EQ(feed.logprobs[1][i].top, (std::vector<std::pair<TokenId, float>>{{0, -0.0f}, {1, -1.0f}}));
+    }
+    EXPECT_EQ(feed.logprobs[2][1].logprob, -1.0f);
+    EXPECT_TRUE(feed.logprobs[2][1].top.empty());
 }
 
 TEST(LiveScheduler, ARequestCancelledBeforeItsFirstStepEndsAtOnce) {

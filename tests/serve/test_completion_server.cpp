@@ -15,13 +15,17 @@
 #include <utility>
 #include <vector>
 
+#include "engine/eval/soft_labels.h"
 #include "engine/remote/http_client.h"
+#include "engine/remote/next_token_logprobs.h"
 #include "engine/remote/prometheus.h"
 #include "engine/remote/served_model.h"
 #include "engine/remote/server_metrics.h"
 #include "engine/remote/stream_bench.h"
+#include "engine/runtime/sampler.h"
 #include "engine/runtime/session.h"
 #include "engine/serve/completion_server.h"
+#include "engine/serve/openai_protocol.h"
 #include "engine/synth/builtin_models.h"
 #include "support/running_server.h"
 
@@ -235,6 +239,167 @@ TEST(CompletionServer, StopsWithStreamsInFlight) {
     server.reset();  // stop() and join
     for (std::thread& t : clients) t.join();
     EXPECT_EQ(ended.load(), 3);
+}
+
+nlohmann::json post_json(const RunningServer& server, const char* path, const std::string& body,
+                         const httplib::Headers& headers = {}) {
+    auto client = server.client();
+    const auto r = client.Post(path, headers, body, "application/json");
+    EXPECT_TRUE(r) << body;
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200) << body << " -> " << r->body;
+    return nlohmann::json::parse(r->body);
+}
+
+// The API's log-probabilities are the model's: the served next-token top k equals the local
+// engine's log-softmax of the same prompt, and each generated token's entry is consistent
+// (its own log-probability among the top ones, offsets adding up, streamed as whole).
+TEST(CompletionServer, LogprobsAreTheModelsLogSoftmax) {
+    RunningServer server;
+    remote::HttpClient http(server.target());
+    const remote::NextTokenLogprobs served = remote::read_next_token_logprobs(http, "", "Once upon a time", 5);
+    ASSERT_EQ(served.top.size(), 5u);
+
+    SessionOptions so = testing::test_session_options(KvDtype::F16, kContextTokens, 1);
+    InferenceSession local(load_builtin_model(), so);
+    const Tokenizer& tokenizer = local.model().tokenizer();
+    const std::vector<TokenId> prompt = tokenizer.encode("Once upon a time", true, true);
+    const std::vector<float> logits = next_token_logits(local, prompt);
+    const TokenLogprobs expected = token_logprobs(logits, argmax(logits), 5);
+    EXPECT_EQ(served.token, tokenizer.token_to_piece(argmax(logits)));
+    for (size_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(served.top[i].first, tokenizer.token_to_piece(expected.top[i].first)) << "rank " << i + 1;
+        EXPECT_NEAR(served.top[i].second, expected.top[i].second, 1e-3) << "rank " << i + 1;
+    }
+
+    const std::string ask_logprobs =
+        R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "ignore_eos": true, "logprobs": 3)";
+    const nlohmann::json whole = post_json(server, "/v1/completions", ask_logprobs + "}");
+    const nlohmann::json& lp = whole["choices"][0]["logprobs"];
+    ASSERT_EQ(lp["tokens"].size(), 12u) << whole.dump();
+    int64_t offset = 0;
+    for (size_t i = 0; i < 12; ++i) {
+        const std::string token = lp["tokens"][i].get<std::string>();
+        EXPECT_EQ(lp["text_offset"][i].get<int64_t>(), offset);
+        offset += static_cast<int64_t>(token.size());
+        const float logprob = lp["token_logprobs"][i].get<float>();
+        EXPECT_LE(logprob, 0.0f);
+        const nlohmann::json& top = lp["top_logprobs"][i];
+        EXPECT_GE(top.size(), 1u);
+        EXPECT_LE(top.size(), 4u);  // three and the token itself
+        ASSERT_TRUE(top.contains(token)) << top.dump();
+        float best = -1e30f;
+        for (const auto& [piece, value] : top.items()) best = std::max(best, value.get<float>());
+        EXPECT_EQ(logprob, best) << "greedy takes the most probable token";
+    }
+
+    std::vector<std::string> streamed;
+    http.post_event_stream("/v1/completions", ask_logprobs + R"(, "stream": true})", [&](const remote::ServerSentEvent& e) {
+        const auto chunk = nlohmann::json::parse(e.data, nullptr, false);
+        if (!chunk.is_object() || chunk["choices"].empty()) return true;
+        for (const auto& token : chunk["choices"][0]["logprobs"]["tokens"]) streamed.push_back(token.get<std::string>());
+        return true;
+    });
+    EXPECT_EQ(nlohmann::json(streamed), lp["tokens"]);
+
+    const SoftLabels labels = soft_labels_from_top_logprobs(served.top, 2.0);
+    ASSERT_TRUE(labels.known_mass.has_value());
+    EXPECT_GT(*labels.known_mass, 0.0);
+    EXPECT_LE(*labels.known_mass, 1.0 + 1e-9);
+    EXPECT_NEAR(labels.top_to_kth_ratio, std::exp((served.top[0].second - served.top[4].second) / 2.0), 1e-9);
+}
+
+TEST(CompletionServer, RefusesLogprobRequestsOutOfRange) {
+    RunningServer server;
+    auto client = server.client();
+    for (const char* body : {R"({"prompt": "Hi", "logprobs": 21})", R"({"prompt": "Hi", "logprobs": -1})"}) {
+        const auto r = client.Post("/v1/completions", body, "application/json");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 400) << body;
+        EXPECT_NE(r->body.find("logprobs"), std::string::npos) << r->body;
+    }
+    const auto chat = client.Post("/v1/chat/completions",
+                                  R"({"messages": [{"role": "user", "content": "Hi"}], "top_logprobs": 2})", "application/json");
+    ASSERT_TRUE(chat);
+    EXPECT_EQ(chat->status, 400);
+    EXPECT_NE(nlohmann::json::parse(chat->body)["error"]["message"].get<std::string>().find("\"logprobs\": true"),
+              std::string::npos)
+        << chat->body;
+}
+
+// A prompt sharing whole blocks with an earlier one starts from their cached K/V: the usage
+// block and /metrics say how many tokens, and greedy text is the same as without the cache.
+TEST(CompletionServer, PrefixCachingReusesAnEarlierPromptsBlocks) {
+    server::ServeOptions options;
+    options.scheduler.prefix_caching = true;
+    RunningServer server(options);
+    const std::string story =
+        "Once upon a time there was a little girl named Lily. She loved to play outside in the park "
+        "with her friends. One day she saw a big red ball";
+    const std::string body = R"({"prompt": ")" + story + R"(", "max_tokens": 8, "temperature": 0, "ignore_eos": true})";
+    const nlohmann::json first = post_json(server, "/v1/completions", body);
+    const nlohmann::json second = post_json(server, "/v1/completions", body);
+    const int prompt_tokens = first["usage"]["prompt_tokens"].get<int>();
+    ASSERT_GT(prompt_tokens, 32) << "the prompt must fill at least two blocks of 16 tokens";
+    EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    const int cached = second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+    EXPECT_EQ(cached, (prompt_tokens - 1) / 16 * 16);
+    EXPECT_EQ(second["choices"][0]["text"], first["choices"][0]["text"]);
+    const remote::ServerMetrics m = server.metrics();
+    EXPECT_EQ(reading(m, ServerQuantity::PrefixCacheQueries), 2 * prompt_tokens);
+    EXPECT_EQ(reading(m, ServerQuantity::PrefixCacheHits), cached);
+}
+
+// With a key, /v1/ wants it as a bearer token (401 without or with another); /health and
+// /metrics stay open; the remote client sends it.
+TEST(CompletionServer, AnApiKeyGuardsTheApi) {
+    server::ServeOptions options;
+    options.api_key = "s3cret-key";
+    RunningServer server(options);
+    auto client = server.client();
+    const std::string body = R"({"prompt": "Hi", "max_tokens": 2})";
+    for (const std::string& header : {std::string(), std::string("Bearer wrong-key!"), std::string("s3cret-key")}) {
+        httplib::Headers headers;
+        if (!header.empty()) headers.emplace("Authorization", header);
+        const auto r = client.Post("/v1/completions", headers, body, "application/json");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 401) << "Authorization: " << header;
+        EXPECT_EQ(nlohmann::json::parse(r->body)["error"]["type"], "AuthenticationError");
+    }
+    const auto models = client.Get("/v1/models");
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->status, 401);
+    EXPECT_EQ(client.Get("/health")->status, 200);
+    EXPECT_EQ(client.Get("/metrics")->status, 200);
+    EXPECT_EQ(post_json(server, "/v1/completions", body, {{"Authorization", "Bearer s3cret-key"}})["usage"]["completion_tokens"],
+              2);
+    remote::RemoteTarget target = server.target();
+    target.api_key = "s3cret-key";
+    remote::HttpClient http(target);
+    EXPECT_EQ(remote::stream_completion(http, ask(3)).completion_tokens, 3);
+}
+
+// Chat's shape of log-probabilities (the built-in model has no chat template to serve it):
+// "logprobs": true with "top_logprobs" parsed, and content entries with bytes.
+TEST(OpenAiProtocol, ChatLogprobsCarryTokensBytesAndTopOnes) {
+    const server::ApiRequest request = server::parse_api_request(
+        R"({"messages": [{"role": "user", "content": "Hi"}], "logprobs": true, "top_logprobs": 2})", true);
+    EXPECT_EQ(request.logprobs, 2);
+    EXPECT_EQ(server::parse_api_request(R"({"messages": [{"role": "user", "content": "Hi"}], "logprobs": true})", true).logprobs,
+              0);
+    EXPECT_EQ(server::parse_api_request(R"({"messages": [{"role": "user", "content": "Hi"}]})", true).logprobs, -1);
+    server::CompletionPiece piece{"chatcmpl-1", 0, "m", true, true, true};
+    const std::vector<server::TokenLogprobText> tokens = {{"\xC3", -0.5f, {{"\xC3", -0.5f}, {"a", -1.5f}}, 0},
+                                                          {"\xA9", -0.25f, {{"\xA9", -0.25f}, {"b", -2.0f}}, 1}};
+    const auto body = nlohmann::json::parse(server::completion_body(piece, "\xC3\xA9", "length", {7, 2, 4}, tokens));
+    const nlohmann::json& content = body["choices"][0]["logprobs"]["content"];
+    ASSERT_EQ(content.size(), 2u);
+    EXPECT_EQ(content[0]["bytes"], nlohmann::json({0xC3}));  // half a character: the bytes say what it is
+    EXPECT_EQ(content[1]["logprob"], -0.25);
+    ASSERT_EQ(content[1]["top_logprobs"].size(), 2u);
+    EXPECT_EQ(content[1]["top_logprobs"][1]["token"], "b");
+    EXPECT_EQ(body["choices"][0]["message"]["content"], "\xC3\xA9");
+    EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
 }
 
 }  // namespace

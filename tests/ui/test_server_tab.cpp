@@ -1,9 +1,11 @@
 // The Server tab against `serve` over loopback: File › Connect to Server…'s connection (the
 // served model in the tab, the window title and the status bar), /metrics in the table, one
-// stream plotted token by token, a concurrency sweep plotted, and a server that is not there as a clear error in a tab that
-// still works.
+// stream plotted token by token, a concurrency sweep plotted, the reference trace replayed,
+// soft labels from the server's top log-probabilities, and a server that is not there as a
+// clear error in a tab that still works.
 #include <gtest/gtest.h>
 
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QRegularExpression>
@@ -16,7 +18,9 @@
 #include "ui/labs/server_lab.h"
 #include "ui/main_window.h"
 #include "ui/panels/latency_panel.h"
+#include "ui/panels/remote_replay_panel.h"
 #include "ui/panels/remote_sweep_panel.h"
+#include "ui/panels/soft_labels_panel.h"
 #include "ui/ui_test_support.h"
 
 namespace inferscope::ui {
@@ -95,6 +99,69 @@ TEST(ServerTab, AServerThatIsNotThereIsAClearErrorAndTheTabStillWorks) {
     lab.connect_to(QString::fromStdString(server.url()), QString());
     ASSERT_TRUE(wait_until([&] { return connected; }, kTimeoutMs)) << lab.status().text().toStdString();
     EXPECT_EQ(lab.target_url(), QString::fromStdString(server.url()));
+}
+
+// The server's top-k log-probabilities as bars: k tokens, descending shares of the k that sum
+// to one; a new temperature redraws them from the same reply (exact ratios) without a request.
+TEST(ServerTab, SoftLabelsFromTheServersTopLogprobs) {
+    testing::RunningServer server;
+    ServerLab lab;
+    bool connected = false, read = false;
+    QObject::connect(&lab, &ServerLab::target_changed, [&] { connected = true; });
+    QObject::connect(&lab, &ServerLab::soft_labels_read, [&] { read = true; });
+    lab.connect_to(QString::fromStdString(server.url()), QString());
+    ASSERT_TRUE(wait_until([&] { return connected; }, kTimeoutMs)) << lab.status().text().toStdString();
+    lab.top_logprobs_box().setValue(6);
+    lab.read_soft_labels();
+    ASSERT_TRUE(wait_until([&] { return read; }, kTimeoutMs)) << lab.status().text().toStdString();
+    const auto shares = [&] {
+        const PlotData data = lab.soft_labels_panel().plot_data();
+        return data.series.isEmpty() ? QVector<QPointF>()
+                                     : QVector<QPointF>(data.series[0].points.begin(), data.series[0].points.end());
+    };
+    const QVector<QPointF> at_one = shares();
+    ASSERT_EQ(at_one.size(), 6);
+    double sum = 0;
+    for (int i = 0; i < at_one.size(); ++i) {
+        sum += at_one[i].y();
+        if (i > 0) {
+            EXPECT_LE(at_one[i].y(), at_one[i - 1].y());
+        }
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-9);
+    EXPECT_TRUE(lab.soft_labels_line().text().contains(QStringLiteral("of the distribution at T = 1")));
+    EXPECT_EQ(lab.soft_labels_panel().export_name(), QStringLiteral("server-soft-labels"));
+
+    lab.temperature_box().setValue(2.0);
+    const QVector<QPointF> at_two = shares();
+    ASSERT_EQ(at_two.size(), 6);
+    // p_i / p_j at T = 2 is the square root of the ratio at T = 1.
+    EXPECT_NEAR(at_two[0].y() / at_two[5].y(), std::sqrt(at_one[0].y() / at_one[5].y()), 1e-9);
+}
+
+// The reference trace against `serve`: every request finishes, and both distributions reach
+// 100 % of them with latencies that only grow.
+TEST(ServerTab, ReplaysTheReferenceTraceAgainstServe) {
+    testing::RunningServer server;
+    ServerLab lab;
+    bool connected = false, replayed = false;
+    QObject::connect(&lab, &ServerLab::target_changed, [&] { connected = true; });
+    QObject::connect(&lab, &ServerLab::replay_finished, [&] { replayed = true; });
+    lab.connect_to(QString::fromStdString(server.url()), QString());
+    ASSERT_TRUE(wait_until([&] { return connected; }, kTimeoutMs)) << lab.status().text().toStdString();
+    lab.replay_requests_box().setValue(6);
+    lab.replay_rate_box().setValue(50);
+    lab.replay_trace();
+    ASSERT_TRUE(wait_until([&] { return replayed; }, kTimeoutMs)) << lab.status().text().toStdString();
+    EXPECT_TRUE(lab.status().text().startsWith(QStringLiteral("6 requests (0 failed)"))) << lab.status().text().toStdString();
+    const PlotData data = lab.replay_panel().plot_data();
+    ASSERT_EQ(data.series.size(), 2);
+    for (const PlotSeries& series : data.series) {
+        ASSERT_EQ(series.points.size(), 6) << series.name.toStdString();
+        EXPECT_DOUBLE_EQ(series.points.back().y(), 100.0);
+        for (int i = 1; i < series.points.size(); ++i) EXPECT_GE(series.points[i].x(), series.points[i - 1].x());
+    }
+    EXPECT_EQ(lab.replay_panel().export_name(), QStringLiteral("server-trace-latency"));
 }
 
 }  // namespace

@@ -109,10 +109,14 @@ std::vector<std::pair<double, double>> latency_distribution(const ServingReport&
     for (const RequestMetrics& r : report.requests) {
         if (r.finished_s >= 0) latencies_s.push_back(r.end_to_end_s());
     }
-    std::sort(latencies_s.begin(), latencies_s.end());
+    return cumulative_shares(std::move(latencies_s));
+}
+
+std::vector<std::pair<double, double>> cumulative_shares(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
     std::vector<std::pair<double, double>> points;
-    for (size_t i = 0; i < latencies_s.size(); ++i) {
-        points.emplace_back(latencies_s[i], 100.0 * static_cast<double>(i + 1) / static_cast<double>(latencies_s.size()));
+    for (size_t i = 0; i < values.size(); ++i) {
+        points.emplace_back(values[i], 100.0 * static_cast<double>(i + 1) / static_cast<double>(values.size()));
     }
     return points;
 }

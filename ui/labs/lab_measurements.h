@@ -54,6 +54,8 @@ ReplayResult replay_trace_for_real(const LabContext& context, TraceOptions trace
 // (end-to-end latency in s, % of requests finished within it) for every finished request,
 // in increasing latency: the distribution the replay chart plots.
 std::vector<std::pair<double, double>> latency_distribution(const ServingReport& report);
+// (value, % of values at or below it) for each of `values`, in increasing order.
+std::vector<std::pair<double, double>> cumulative_shares(std::vector<double> values);
 
 // The speculative tab's run, greedy: the draft is the loaded model under a quantization
 // scheme (quantize_model) or a second GGUF file with the same vocabulary.

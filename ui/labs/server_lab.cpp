@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -10,6 +11,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTimer>
@@ -20,9 +23,13 @@
 #include "engine/remote/prometheus.h"
 #include "engine/remote/served_model.h"
 #include "engine/remote/server_metrics.h"
+#include "engine/remote/trace_replay.h"
+#include "engine/runtime/serving_sim.h"
 #include "ui/engine_types.h"
 #include "ui/panels/latency_panel.h"
+#include "ui/panels/remote_replay_panel.h"
 #include "ui/panels/remote_sweep_panel.h"
+#include "ui/panels/soft_labels_panel.h"
 #include "ui/wrapping_label.h"
 
 namespace inferscope::ui {
@@ -76,12 +83,21 @@ ServerLab::ServerLab(QWidget* parent)
       cancel_button_(new QPushButton(tr("Cancel"))),
       latency_(new LatencyPanel(LatencyPanel::Source::Remote)),
       throughput_(new RemoteSweepPanel(RemoteSweepPanel::Metric::AggregateTokensPerS)),
-      inter_token_(new RemoteSweepPanel(RemoteSweepPanel::Metric::InterTokenMs)) {
+      inter_token_(new RemoteSweepPanel(RemoteSweepPanel::Metric::InterTokenMs)),
+      top_logprobs_(new QSpinBox()),
+      temperature_(new QDoubleSpinBox()),
+      soft_labels_line_(new QLabel()),
+      soft_labels_(new SoftLabelsPanel(QStringLiteral("server-soft-labels"), tr("the server's top log-probabilities"))),
+      replay_requests_(new QSpinBox()),
+      replay_rate_(new QDoubleSpinBox()),
+      replay_button_(new QPushButton(tr("Replay trace"))),
+      replay_(new RemoteReplayPanel()) {
     setObjectName(QStringLiteral("server"));
     auto* weights_note =
-        new QLabel(tr("Outliers, quantization and soft labels need the model's weights, which a server does "
-                      "not expose: those tabs run on the model opened in this window."));
-    for (QLabel* label : {target_label_, status_, weights_note}) wrap_within_column(label);
+        new QLabel(tr("Outliers, quantization and the full soft labels need the model's weights, which a server "
+                      "does not expose: those tabs run on the model opened in this window. Here soft labels come "
+                      "from the server's top log-probabilities (at most 20 tokens)."));
+    for (QLabel* label : {target_label_, status_, weights_note, soft_labels_line_}) wrap_within_column(label);
 
     metrics_->setHorizontalHeaderLabels({tr("quantity"), tr("value")});
     metrics_->horizontalHeader()->setStretchLastSection(true);
@@ -127,6 +143,8 @@ ServerLab::ServerLab(QWidget* parent)
     sweep_layout->addLayout(sweep_row);
 
     auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, layout->contentsMargins().top(), 0,
+                               layout->contentsMargins().bottom());  // the scroll bar's room
     layout->addWidget(target_label_);
     layout->addWidget(weights_note);
     layout->addWidget(status_);
@@ -135,24 +153,156 @@ ServerLab::ServerLab(QWidget* parent)
     auto* controls = new QVBoxLayout();
     controls->addWidget(metrics_box, 1);
     controls->addWidget(sweep_box);
+    controls->addWidget(build_replay_box());
+    controls->addWidget(build_soft_labels_box());
     auto* charts = new QVBoxLayout();
     charts->addWidget(latency_);
     charts->addWidget(throughput_);
     charts->addWidget(inter_token_);
-    auto* body = new QHBoxLayout();
-    body->addLayout(controls, 1);
-    body->addLayout(charts, 2);
-    layout->addLayout(body, 1);
+    charts->addWidget(replay_);
+    charts->addWidget(soft_labels_);
+    // Tall enough to read each chart's axes; the tab scrolls to show them all.
+    for (ChartPanel* panel : panels()) panel->setMinimumHeight(fontMetrics().height() * 16);
+    auto* body = new QWidget();
+    auto* body_layout = new QHBoxLayout(body);
+    body_layout->setContentsMargins(0, 0, 0, 0);
+    body_layout->addLayout(controls, 1);
+    body_layout->addLayout(charts, 2);
+    // Five charts and four groups are taller than most windows: the tab scrolls vertically
+    // instead of squeezing them.
+    auto* scroll = new QScrollArea();
+    scroll->setWidget(body);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setMinimumWidth(body->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
+    layout->addWidget(scroll, 1);
 }
 
 ServerLab::~ServerLab() {
     sweep_cancelled_ = true;
-    for (TaskSlot* slot : {&connect_task_, &metrics_task_, &stream_task_, &sweep_task_}) {
+    for (TaskSlot* slot : {&connect_task_, &metrics_task_, &stream_task_, &sweep_task_, &soft_labels_task_}) {
         if (slot->thread.joinable()) slot->thread.join();
     }
 }
 
-QList<ChartPanel*> ServerLab::panels() const { return {latency_, throughput_, inter_token_}; }
+QList<ChartPanel*> ServerLab::panels() const { return {latency_, throughput_, inter_token_, replay_, soft_labels_}; }
+
+QGroupBox* ServerLab::build_replay_box() {
+    replay_requests_->setRange(1, static_cast<int>(remote::kMaxReplayRequests));
+    replay_requests_->setValue(32);
+    replay_rate_->setRange(0.25, 100.0);
+    replay_rate_->setSingleStep(0.5);
+    replay_rate_->setValue(4.0);
+    connect(replay_button_, &QPushButton::clicked, this, &ServerLab::replay_trace);
+    auto* box = new QGroupBox(tr("Request trace, sent at its arrivals"));
+    auto* form = new QFormLayout();
+    form->addRow(tr("Requests"), replay_requests_);
+    form->addRow(tr("Arrivals per s"), replay_rate_);
+    auto* layout = new QVBoxLayout(box);
+    layout->addLayout(form);
+    layout->addWidget(replay_button_);
+    return box;
+}
+
+void ServerLab::set_running(bool running) {
+    sweep_button_->setEnabled(!running);
+    replay_button_->setEnabled(!running);
+    cancel_button_->setEnabled(running);
+}
+
+void ServerLab::replay_trace() {
+    if (target_.base_url.empty()) {
+        status_->setText(tr("Connect to a server first (File › Connect to Server…)."));
+        return;
+    }
+    TraceOptions trace;
+    trace.requests = replay_requests_->value();
+    trace.arrival = ArrivalPattern::Poisson;
+    trace.arrivals_per_s = replay_rate_->value();
+    remote::ReplayOptions options;
+    options.model = served_model_.toStdString();
+    options.ignore_eos = true;  // the trace fixes each request's output length
+    sweep_cancelled_ = false;
+    const bool started = start_task(sweep_task_, [this, target = target_, trace, options] {
+        const Progress progress({}, [this] { return sweep_cancelled_.load(); });
+        const std::vector<ServingRequest> requests = generate_trace(trace);
+        std::optional<remote::ReplayReport> report;
+        QString error;
+        try {
+            report = remote::replay_trace(target, requests, options, progress);
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        return std::function<void()>([this, report, error] {
+            set_running(false);
+            if (!report) {
+                status_->setText(error);
+                Q_EMIT failed(error);
+                return;
+            }
+            replay_->set_report(*report);
+            status_->setText((sweep_cancelled_ ? tr("Replay cancelled. ") : QString()) + replay_->figures());
+            Q_EMIT replay_finished();
+        });
+    });
+    if (!started) return;
+    set_running(true);
+    status_->setText(tr("Replaying %1 requests at %2 per s…").arg(trace.requests).arg(trace.arrivals_per_s));
+}
+
+QGroupBox* ServerLab::build_soft_labels_box() {
+    top_logprobs_->setRange(1, 20);
+    top_logprobs_->setValue(5);
+    temperature_->setRange(0.25, 4.0);
+    temperature_->setSingleStep(0.25);
+    temperature_->setValue(1.0);
+    soft_labels_->clear(tr("Next token: read the server's top log-probabilities"));
+    connect(temperature_, &QDoubleSpinBox::valueChanged, this, [this] { show_soft_labels(); });
+    auto* read_button = new QPushButton(tr("Read top log-probabilities"));
+    connect(read_button, &QPushButton::clicked, this, &ServerLab::read_soft_labels);
+    auto* box = new QGroupBox(tr("Next-token soft labels"));
+    auto* form = new QFormLayout();
+    form->addRow(tr("Top k"), top_logprobs_);
+    form->addRow(tr("Temperature"), temperature_);
+    auto* layout = new QVBoxLayout(box);
+    layout->addLayout(form);
+    layout->addWidget(read_button);
+    layout->addWidget(soft_labels_line_);
+    return box;
+}
+
+void ServerLab::read_soft_labels() {
+    if (target_.base_url.empty()) {
+        status_->setText(tr("Connect to a server first (File › Connect to Server…)."));
+        return;
+    }
+    start_task(soft_labels_task_, [this, target = target_, model = served_model_.toStdString(),
+                                   prompt = prompt_->text().toStdString(), k = top_logprobs_->value()] {
+        remote::HttpClient client(target);
+        const remote::NextTokenLogprobs read = remote::read_next_token_logprobs(client, model, prompt, k);
+        return std::function<void()>([this, read] {
+            next_token_ = read;
+            show_soft_labels();
+            status_->setText(tr("Read the top %1 log-probabilities of the next token.").arg(read.top.size()));
+            Q_EMIT soft_labels_read();
+        });
+    });
+}
+
+// At T = 1 the server's probabilities hold a known part of the distribution; at any T the
+// bars are the tokens' shares of that part, whose ratios are exact.
+void ServerLab::show_soft_labels() {
+    if (!next_token_) return;
+    const SoftLabels labels = soft_labels_from_top_logprobs(next_token_->top, temperature_->value());
+    soft_labels_->set_labels(labels);
+    soft_labels_line_->setText(tr("The %1 tokens hold %2 % of the distribution at T = 1; the bars are their shares at "
+                                  "T = %3. p(top) / p(k-th) = %4 (exact at any T).")
+                                   .arg(labels.top.size())
+                                   .arg(labels.known_mass.value_or(NAN) * 100, 0, 'f', 1)
+                                   .arg(labels.temperature, 0, 'f', 2)
+                                   .arg(labels.top_to_kth_ratio, 0, 'g', 4));
+}
 
 bool ServerLab::start_task(TaskSlot& slot, std::function<std::function<void()>()> work) {
     if (slot.running) return false;
@@ -241,16 +391,14 @@ void ServerLab::run_sweep() {
             return std::function<void()>([this, done = std::move(done)] { show_levels(done); });
         } catch (const std::exception& e) {
             return std::function<void()>([this, message = QString::fromUtf8(e.what())] {
-                sweep_button_->setEnabled(true);
-                cancel_button_->setEnabled(false);
+                set_running(false);
                 status_->setText(message);
                 Q_EMIT failed(message);
             });
         }
     });
     if (!started) return;
-    sweep_button_->setEnabled(false);
-    cancel_button_->setEnabled(true);
+    set_running(true);
     status_->setText(tr("Sweeping %1 levels…").arg(levels.size()));
 }
 
@@ -309,8 +457,7 @@ void ServerLab::cancel_sweep() { sweep_cancelled_ = true; }
 void ServerLab::show_levels(const std::vector<remote::ConcurrencyLevel>& levels) {
     throughput_->set_levels(levels);
     inter_token_->set_levels(levels);
-    sweep_button_->setEnabled(true);
-    cancel_button_->setEnabled(false);
+    set_running(false);
     QStringList parts;
     for (const remote::ConcurrencyLevel& l : levels) {
         parts << tr("%1 streams: %2 tokens/s, inter-token %3 ms")

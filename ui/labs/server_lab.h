@@ -3,7 +3,10 @@
 // `inferscope-cli serve`): the model it serves and its context length, its /metrics read as
 // the panels' quantities (or "not exported by this server"), one streamed completion timed
 // token by token (the step-latency chart, labelled remote), and a concurrency sweep giving
-// aggregate tokens/s and per-request inter-token latency against streams at once. Every
+// aggregate tokens/s and per-request inter-token latency against streams at once, and the
+// reference request trace replayed at its arrival times (the latency distribution it gets),
+// and the next-token distribution from the server's top log-probabilities (soft labels as far
+// as an API shows them: at most 20 tokens, their shares at a chosen temperature). Every
 // request runs on a thread of its own and comes back as a queued call, so the window never
 // waits on the network. Requests go only to the URL the user typed; the API key is kept in
 // memory, never in the settings.
@@ -15,9 +18,12 @@
 #include <vector>
 
 #include "engine/remote/http_client.h"
+#include "engine/remote/next_token_logprobs.h"
 #include "engine/remote/stream_bench.h"
 
 class QCheckBox;
+class QDoubleSpinBox;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -29,7 +35,9 @@ namespace inferscope::ui {
 
 class ChartPanel;
 class LatencyPanel;
+class RemoteReplayPanel;
 class RemoteSweepPanel;
+class SoftLabelsPanel;
 
 class ServerLab : public QWidget {
     Q_OBJECT
@@ -44,7 +52,13 @@ public:
     // One streamed completion of the sweep's prompt and length, plotted token by token.
     void stream_one();
     void run_sweep();
-    void cancel_sweep();
+    // serve-sim's reference trace (Poisson arrivals at the rate box's value, the trace's own
+    // prompt ids and output lengths), each request sent at its arrival time.
+    void replay_trace();
+    void cancel_sweep();  // the sweep or the replay
+    // The top-k log-probabilities of the token after the prompt (greedy, one token), shown as
+    // soft labels at the temperature box's value; changing it redraws without a request.
+    void read_soft_labels();
 
     QString target_url() const { return QString::fromStdString(target_.base_url); }
     QString served_model() const { return served_model_; }
@@ -56,12 +70,21 @@ public:
     QLineEdit& levels_edit() const { return *levels_; }
     QSpinBox& tokens_box() const { return *tokens_; }
     QLabel& status() const { return *status_; }
+    SoftLabelsPanel& soft_labels_panel() const { return *soft_labels_; }
+    QSpinBox& top_logprobs_box() const { return *top_logprobs_; }
+    QDoubleSpinBox& temperature_box() const { return *temperature_; }
+    QSpinBox& replay_requests_box() const { return *replay_requests_; }
+    QDoubleSpinBox& replay_rate_box() const { return *replay_rate_; }
+    RemoteReplayPanel& replay_panel() const { return *replay_; }
+    QLabel& soft_labels_line() const { return *soft_labels_line_; }
 
 Q_SIGNALS:
     void target_changed(const QString& url, const QString& model);
     void metrics_read();
     void stream_finished();
     void sweep_finished();
+    void replay_finished();
+    void soft_labels_read();
     void failed(const QString& message);
 
 private:
@@ -76,11 +99,17 @@ private:
     void show_levels(const std::vector<remote::ConcurrencyLevel>& levels);
     void show_stream(const remote::StreamTiming& timing);
     remote::CompletionRequest sweep_request() const;
+    QGroupBox* build_soft_labels_box();
+    QGroupBox* build_replay_box();
+    void set_running(bool running);  // a sweep or a replay: their buttons off, Cancel on
+    void show_soft_labels();
 
     remote::RemoteTarget target_;
     QString served_model_;
     std::atomic<bool> sweep_cancelled_{false};
-    TaskSlot connect_task_, metrics_task_, stream_task_, sweep_task_;
+    // The sweep and the replay share a slot: both load the server, so one at a time.
+    TaskSlot connect_task_, metrics_task_, stream_task_, sweep_task_, soft_labels_task_;
+    std::optional<remote::NextTokenLogprobs> next_token_;  // the last distribution read
 
     QLabel* target_label_;
     QLabel* status_;
@@ -96,6 +125,14 @@ private:
     LatencyPanel* latency_;
     RemoteSweepPanel* throughput_;
     RemoteSweepPanel* inter_token_;
+    QSpinBox* top_logprobs_;
+    QDoubleSpinBox* temperature_;
+    QLabel* soft_labels_line_;
+    SoftLabelsPanel* soft_labels_;
+    QSpinBox* replay_requests_;
+    QDoubleSpinBox* replay_rate_;
+    QPushButton* replay_button_;
+    RemoteReplayPanel* replay_;
 };
 
 // File › Connect to Server…: the URL (prefilled with `url`) and an optional API key; nullopt
