@@ -1,7 +1,8 @@
 // `softlabels`: distillation's soft labels. The teacher's next-token distribution after a
 // prompt at each temperature: the top-k tokens, the mass beyond the argmax, the top/k-th
 // ratio, and KL(teacher || student) when a student (a second GGUF or the teacher under a
-// quantization scheme) is given.
+// quantization scheme) is given. With --url the teacher is a serving engine, as far as its
+// top-k log-probabilities show it (k <= 20; the bars are the k tokens' shares).
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/quant_cli_common.h"
 #include "engine/eval/soft_labels.h"
+#include "engine/remote/next_token_logprobs.h"
 #include "engine/speculative/speculative.h"
 
 namespace inferscope::cli {
@@ -22,6 +24,9 @@ struct SoftLabelsOptions {
     std::vector<double> temperatures = {1.0, 2.0};
     std::string student_path;
     std::string student_scheme;
+    std::string url;  // a serving engine as the teacher
+    std::string api_key_env;
+    std::string served_model;
 };
 
 nlohmann::json labels_json(const SoftLabels& s) {
@@ -35,7 +40,8 @@ nlohmann::json labels_json(const SoftLabels& s) {
             {"argmax_probability", s.top.front().probability},
             {"mass_beyond_argmax", s.mass_beyond_argmax},
             {"top_to_kth_ratio", s.top_to_kth_ratio},
-            {"kl_teacher_student", s.kl_teacher_student ? nlohmann::json(*s.kl_teacher_student) : nlohmann::json(nullptr)}};
+            {"kl_teacher_student", s.kl_teacher_student ? nlohmann::json(*s.kl_teacher_student) : nlohmann::json(nullptr)},
+            {"known_mass_at_t1", s.known_mass ? nlohmann::json(*s.known_mass) : nlohmann::json(nullptr)}};
 }
 
 void print_labels(const SoftLabels& s) {
@@ -52,7 +58,32 @@ void print_labels(const SoftLabels& s) {
     std::printf("\n\n");
 }
 
+// The server's top-k log-probabilities of the token after the prompt, per temperature.
+void run_remote_softlabels(const SoftLabelsOptions& o) {
+    if (!o.model.model_path.empty() || !o.student_path.empty() || !o.student_scheme.empty()) {
+        throw InvalidArgument("--url makes the server the teacher: leave out -m, --student and --student-scheme");
+    }
+    remote::HttpClient client({o.url, api_key_from_env(o.api_key_env), 60});
+    const remote::NextTokenLogprobs read = remote::read_next_token_logprobs(client, o.served_model, o.prompt, o.top_k);
+    std::vector<SoftLabels> rows;
+    for (double t : o.temperatures) rows.push_back(soft_labels_from_top_logprobs(read.top, t));
+    if (o.model.json) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const SoftLabels& s : rows) all.push_back(labels_json(s));
+        print_json({{"url", o.url}, {"top_k", o.top_k}, {"temperatures", all}});
+        return;
+    }
+    std::printf("next token after '%s' on %s (its top %zu log-probabilities)\n\n", o.prompt.c_str(), o.url.c_str(),
+                read.top.size());
+    for (const SoftLabels& s : rows) print_labels(s);
+    std::printf(
+        "(the %zu tokens hold %.4f of the distribution at T = 1; the probabilities above are their shares of it,\n"
+        " exp(lp / T) over the k: ratios are exact at every T; ids are ranks, the server sends pieces)\n",
+        read.top.size(), rows.front().known_mass.value_or(0));
+}
+
 void run_softlabels(const SoftLabelsOptions& o) {
+    if (!o.url.empty()) return run_remote_softlabels(o);
     const auto teacher_model = load_model(o.model);
     const std::vector<TokenId> prompt = tokenize_prompt(*teacher_model, o.prompt);
     InferenceSession teacher(teacher_model, session_options(o.model), make_backend(o.model, teacher_model));
@@ -97,6 +128,9 @@ void add_softlabels_command(CLI::App& app) {
     cmd->add_option("--temp", o->temperatures, "temperatures (> 0)")->delimiter(',')->capture_default_str();
     cmd->add_option("--student", o->student_path, "student GGUF with the teacher's vocabulary");
     cmd->add_option("--student-scheme", o->student_scheme, "student = the teacher under this quantization scheme");
+    cmd->add_option("--url", o->url, "a serving engine as the teacher, through its top log-probabilities (--top 20 at most)");
+    cmd->add_option("--api-key-env", o->api_key_env, "with --url: an environment variable holding the API key");
+    cmd->add_option("--served-model", o->served_model, "with --url: the model to ask for (default: the server's)");
     cmd->callback([o] { run_softlabels(*o); });
 }
 

@@ -1,6 +1,7 @@
 // inferscope-cli remote-metrics against a server on the loopback interface: the quantities of
 // a vLLM-style page as text and JSON, the API key taken from the environment and never
-// printed, repeated readings, and clear errors for a server that is absent or sends garbage.
+// printed, repeated readings, and clear errors for a server that is absent or sends garbage;
+// remote-bench and remote-replay against fake completions; softlabels with `serve` as the teacher.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 
 #include "support/cli_runner.h"
 #include "support/loopback_server.h"
+#include "support/running_server.h"
 
 namespace inferscope {
 namespace {
@@ -206,6 +208,35 @@ TEST(CliRemoteReplay, FailedRequestsAreCountedAndNamed) {
     const auto unnamed = testing::run_cli("remote-replay --url " + closed + " --requests 2");
     EXPECT_EQ(unnamed.exit_code, 1);
     EXPECT_NE(unnamed.err.find("/v1/models: Connection"), std::string::npos) << unnamed.err;
+}
+
+// `serve` on the built-in model as the teacher: the same top tokens as the local teacher, their
+// shares of the k summing to one at each temperature, and the mass the k hold.
+TEST(CliSoftLabels, AServerAsTheTeacherThroughItsTopLogprobs) {
+    testing::RunningServer server;
+    const auto remote =
+        testing::run_cli("softlabels --url " + server.url() + " -p \"Once upon a time\" --top 5 --temp 1,2 --json");
+    ASSERT_EQ(remote.exit_code, 0) << remote.err;
+    const auto local = testing::run_cli("softlabels -p \"Once upon a time\" --top 5 --temp 1 --json");
+    ASSERT_EQ(local.exit_code, 0) << local.err;
+    const auto r = nlohmann::json::parse(remote.out);
+    const auto l = nlohmann::json::parse(local.out);
+    ASSERT_EQ(r["temperatures"].size(), 2u);
+    for (const auto& at : r["temperatures"]) {
+        ASSERT_EQ(at["top"].size(), 5u);
+        double sum = 0;
+        for (const auto& token : at["top"]) sum += token["probability"].get<double>();
+        EXPECT_NEAR(sum, 1.0, 1e-9);
+        EXPECT_GT(at["known_mass_at_t1"].get<double>(), 0.0);
+        EXPECT_LE(at["known_mass_at_t1"].get<double>(), 1.0 + 1e-9);
+    }
+    for (size_t i = 0; i < 5; ++i) EXPECT_EQ(r["temperatures"][0]["top"][i]["text"], l["temperatures"][0]["top"][i]["text"]) << i;
+    const double local_ratio = l["temperatures"][0]["top_to_kth_ratio"].get<double>();
+    EXPECT_NEAR(r["temperatures"][0]["top_to_kth_ratio"].get<double>(), local_ratio, local_ratio * 1e-5);  // exact but for F16 KV
+
+    const auto too_many = testing::run_cli("softlabels --url " + server.url() + " --top 21");
+    EXPECT_EQ(too_many.exit_code, 1);
+    EXPECT_NE(too_many.err.find("within [1, 20]"), std::string::npos) << too_many.err;
 }
 
 }  // namespace
