@@ -34,7 +34,49 @@ nlohmann::json request_body(const CompletionRequest& r) {
         body["prompt"] = r.prompt;
     }
     if (r.ignore_eos) body["ignore_eos"] = true;
+    if (r.top_logprobs > 0 && r.chat) {
+        body["logprobs"] = true;
+        body["top_logprobs"] = r.top_logprobs;
+    } else if (r.top_logprobs > 0) {
+        body["logprobs"] = r.top_logprobs;
+    }
     return body;
+}
+
+// The top log-probabilities of each token in a choice: completions' legacy shape
+// ("top_logprobs": [{piece: logprob}]) or chat's ("content": [{"top_logprobs": [{token, logprob}]}]),
+// each sorted descending (JSON objects keep no order).
+void take_logprobs(const nlohmann::json& logprobs, StreamTiming& t) {
+    const auto number = [](const nlohmann::json& v) {
+        if (!v.is_number()) throw RemoteError("a log-probability that is not a number: " + v.dump().substr(0, 60));
+        return v.get<double>();
+    };
+    const size_t first_new = t.top_logprobs.size();
+    if (logprobs.contains("top_logprobs") && logprobs["top_logprobs"].is_array()) {
+        for (const auto& entry : logprobs["top_logprobs"]) {
+            TopLogprobs top;
+            if (entry.is_object()) {
+                for (const auto& [piece, value] : entry.items()) top.emplace_back(piece, number(value));
+            }
+            t.top_logprobs.push_back(std::move(top));
+        }
+    } else if (logprobs.contains("content") && logprobs["content"].is_array()) {
+        for (const auto& token : logprobs["content"]) {
+            TopLogprobs top;
+            if (token.is_object() && token.contains("top_logprobs") && token["top_logprobs"].is_array()) {
+                for (const auto& entry : token["top_logprobs"]) {
+                    if (entry.is_object() && entry.contains("token") && entry["token"].is_string() && entry.contains("logprob")) {
+                        top.emplace_back(entry["token"].get<std::string>(), number(entry["logprob"]));
+                    }
+                }
+            }
+            t.top_logprobs.push_back(std::move(top));
+        }
+    }
+    for (size_t i = first_new; i < t.top_logprobs.size(); ++i) {
+        std::stable_sort(t.top_logprobs[i].begin(), t.top_logprobs[i].end(),
+                         [](const auto& a, const auto& b) { return a.second > b.second; });
+    }
 }
 
 // Adds one streamed chunk to the timing; false once the stream says it is done.
@@ -65,6 +107,7 @@ bool take_chunk(const std::string& data, bool chat, Clock::time_point start, Str
             t.text += piece->get<std::string>();
         }
         if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) t.finish_reason = choice["finish_reason"];
+        if (choice.contains("logprobs") && choice["logprobs"].is_object()) take_logprobs(choice["logprobs"], t);
     }
     return true;
 }

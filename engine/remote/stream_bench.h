@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/progress.h"
@@ -20,7 +21,12 @@ struct CompletionRequest {
     bool chat = false;   // /v1/chat/completions instead of /v1/completions
     std::vector<int32_t> prompt_token_ids;  // not empty: the prompt as token ids (/v1/completions only)
     bool ignore_eos = false;  // ask for all max_tokens ("ignore_eos": vLLM, SGLang, llama-server)
+    // > 0: ask for each token's top log-probabilities ("logprobs": k; chat: "logprobs": true, "top_logprobs": k).
+    int top_logprobs = 0;
 };
+
+// A token's top log-probabilities as a server sends them: pieces and values, descending.
+using TopLogprobs = std::vector<std::pair<std::string, double>>;
 
 struct StreamTiming {
     double ttft_ms = 0;                // request sent -> first piece of text
@@ -29,6 +35,7 @@ struct StreamTiming {
     bool usage_reported = false;       // the server sent a usage block
     std::string finish_reason;
     std::string text;
+    std::vector<TopLogprobs> top_logprobs;  // per generated token, when asked for and sent
     double total_ms = 0;
     std::vector<double> inter_token_ms() const;  // gaps between consecutive pieces
 };

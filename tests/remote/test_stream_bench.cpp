@@ -1,9 +1,15 @@
 // Streamed completions timed against a miniature OpenAI-compatible server on the loopback
 // interface: pieces, usage and finish reason read from the chunks, arrival times in order,
-// a sweep that really holds N streams at once, and chunks that are not completion chunks.
+// a sweep that really holds N streams at once, chunks that are not completion chunks, and
+// top log-probabilities in completions' and chat's shapes (or none, a clear error).
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <vector>
+
 #include "engine/core/error.h"
+#include "engine/remote/next_token_logprobs.h"
 #include "engine/remote/served_model.h"
 #include "engine/remote/stream_bench.h"
 #include "support/loopback_server.h"
@@ -158,6 +164,56 @@ TEST(StreamBench, ChunksThatAreNotCompletionChunks) {
     expect("/b", "a stream chunk without choices");
     expect("/c", "the server reported an error mid-stream: {\"message\":\"out of memory\"}");
     EXPECT_THROW(sweep_concurrency({url, "", 5}, ask("m", "x", 4, false), {0}), InvalidArgument);
+}
+
+TEST(StreamBench, TopLogprobsInEitherShapeAndNoneIsAClearError) {
+    testing::LoopbackServer loopback;
+    std::mutex mutex;
+    std::vector<nlohmann::json> bodies;
+    const auto serve = [&](const std::string& path, std::string events) {
+        loopback.server().Post(path, [&, events](const httplib::Request& req, httplib::Response& res) {
+            std::lock_guard lock(mutex);
+            bodies.push_back(nlohmann::json::parse(req.body));
+            res.set_content(events, "text/event-stream");
+        });
+    };
+    serve("/legacy/v1/completions",
+          "data: {\"choices\":[{\"text\":\"x\",\"logprobs\":{\"tokens\":[\"x\"],\"token_logprobs\":[-0.1],"
+          "\"top_logprobs\":[{\"y\":-2.0,\"x\":-0.1,\"z\":-3.0}]}}]}\n\ndata: [DONE]\n\n");
+    serve("/chat/v1/chat/completions",
+          "data: {\"choices\":[{\"delta\":{\"content\":\"x\"},\"logprobs\":{\"content\":[{\"token\":\"x\",\"logprob\":-0.1,"
+          "\"top_logprobs\":[{\"token\":\"y\",\"logprob\":-2.0},{\"token\":\"x\",\"logprob\":-0.1}]}]}}]}\n\ndata: [DONE]\n\n");
+    serve("/none/v1/completions", "data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: [DONE]\n\n");
+    const std::string url = loopback.start();
+    const auto last_body = [&] {
+        std::lock_guard lock(mutex);
+        return bodies.back();
+    };
+
+    HttpClient legacy({url + "/legacy", "", 5});
+    const NextTokenLogprobs next = read_next_token_logprobs(legacy, "m", "p", 2);
+    EXPECT_EQ(next.token, "x");
+    EXPECT_EQ(next.top, (TopLogprobs{{"x", -0.1}, {"y", -2.0}}));  // sorted, and cut to k
+    EXPECT_EQ(last_body()["logprobs"], 2);
+    EXPECT_EQ(last_body()["max_tokens"], 1);
+
+    HttpClient chat({url + "/chat", "", 5});
+    CompletionRequest request = ask("m", "p", 1, true);
+    request.top_logprobs = 2;
+    const StreamTiming timing = stream_completion(chat, request);
+    ASSERT_EQ(timing.top_logprobs.size(), 1u);
+    EXPECT_EQ(timing.top_logprobs[0], (TopLogprobs{{"x", -0.1}, {"y", -2.0}}));
+    EXPECT_EQ(last_body()["logprobs"], true);
+    EXPECT_EQ(last_body()["top_logprobs"], 2);
+
+    HttpClient none({url + "/none", "", 5});
+    try {
+        read_next_token_logprobs(none, "m", "p", 2);
+        ADD_FAILURE() << "no error";
+    } catch (const RemoteError& e) {
+        EXPECT_NE(std::string(e.what()).find("returned no log-probabilities"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(read_next_token_logprobs(none, "m", "p", 21), InvalidArgument);
 }
 
 }  // namespace
