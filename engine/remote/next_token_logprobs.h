@@ -4,7 +4,6 @@
 // vLLM, SGLang and llama-server return them; a server that returns none is an error that says so.
 #include <string>
 
-#include "engine/remote/http_client.h"
 #include "engine/remote/stream_bench.h"
 
 namespace inferscope::remote {

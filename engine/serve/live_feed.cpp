@@ -130,7 +130,7 @@ void LiveFeed::on_token(const RequestMetrics& request, TokenId token, const Toke
         channel->text += text;
         if (entry) channel->logprobs.push_back(std::move(*entry));
         ++channel->completion_tokens;
-        channel->cached_prompt_tokens = request.cached_prompt_tokens;
+        if (first) channel->cached_prompt_tokens = request.cached_prompt_tokens;
     }
     channel->changed.notify_all();
 }

@@ -180,7 +180,7 @@ ServerLab::ServerLab(QWidget* parent)
 }
 
 ServerLab::~ServerLab() {
-    sweep_cancelled_ = true;
+    run_cancelled_ = true;
     for (TaskSlot* slot : {&connect_task_, &metrics_task_, &stream_task_, &sweep_task_, &soft_labels_task_}) {
         if (slot->thread.joinable()) slot->thread.join();
     }
@@ -223,9 +223,9 @@ void ServerLab::replay_trace() {
     remote::ReplayOptions options;
     options.model = served_model_.toStdString();
     options.ignore_eos = true;  // the trace fixes each request's output length
-    sweep_cancelled_ = false;
+    run_cancelled_ = false;
     const bool started = start_task(sweep_task_, [this, target = target_, trace, options] {
-        const Progress progress({}, [this] { return sweep_cancelled_.load(); });
+        const Progress progress({}, [this] { return run_cancelled_.load(); });
         const std::vector<ServingRequest> requests = generate_trace(trace);
         std::optional<remote::ReplayReport> report;
         QString error;
@@ -242,7 +242,7 @@ void ServerLab::replay_trace() {
                 return;
             }
             replay_->set_report(*report);
-            status_->setText((sweep_cancelled_ ? tr("Replay cancelled. ") : QString()) + replay_->figures());
+            status_->setText((run_cancelled_ ? tr("Replay cancelled. ") : QString()) + replay_->figures());
             Q_EMIT replay_finished();
         });
     });
@@ -383,9 +383,9 @@ void ServerLab::run_sweep() {
         return;
     }
     const remote::CompletionRequest request = sweep_request();
-    sweep_cancelled_ = false;
+    run_cancelled_ = false;
     const bool started = start_task(sweep_task_, [this, target = target_, request, levels] {
-        const Progress progress({}, [this] { return sweep_cancelled_.load(); });
+        const Progress progress({}, [this] { return run_cancelled_.load(); });
         try {
             auto done = remote::sweep_concurrency(target, request, levels, progress);
             return std::function<void()>([this, done = std::move(done)] { show_levels(done); });
@@ -452,7 +452,7 @@ void ServerLab::show_stream(const remote::StreamTiming& timing) {
     Q_EMIT stream_finished();
 }
 
-void ServerLab::cancel_sweep() { sweep_cancelled_ = true; }
+void ServerLab::cancel_sweep() { run_cancelled_ = true; }
 
 void ServerLab::show_levels(const std::vector<remote::ConcurrencyLevel>& levels) {
     throughput_->set_levels(levels);
@@ -465,7 +465,7 @@ void ServerLab::show_levels(const std::vector<remote::ConcurrencyLevel>& levels)
                      .arg(l.tokens_per_s, 0, 'f', 1)
                      .arg(l.itl_ms_median, 0, 'f', 2);
     }
-    status_->setText((sweep_cancelled_ ? tr("Sweep cancelled. ") : QString()) + parts.join(QStringLiteral("; ")));
+    status_->setText((run_cancelled_ ? tr("Sweep cancelled. ") : QString()) + parts.join(QStringLiteral("; ")));
     Q_EMIT sweep_finished();
 }
 

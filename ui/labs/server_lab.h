@@ -106,7 +106,7 @@ private:
 
     remote::RemoteTarget target_;
     QString served_model_;
-    std::atomic<bool> sweep_cancelled_{false};
+    std::atomic<bool> run_cancelled_{false};
     // The sweep and the replay share a slot: both load the server, so one at a time.
     TaskSlot connect_task_, metrics_task_, stream_task_, sweep_task_, soft_labels_task_;
     std::optional<remote::NextTokenLogprobs> next_token_;  // the last distribution read
