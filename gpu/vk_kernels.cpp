@@ -45,14 +45,35 @@ ShaderWeightType shader_weight_type(GgmlType type) {
     switch (type) {
         case GgmlType::F32: return ShaderWeightType::F32;
         case GgmlType::F16: return ShaderWeightType::F16;
+        case GgmlType::BF16:
+            return ShaderWeightType::BF16;
         case GgmlType::Q8_0: return ShaderWeightType::Q8_0;
         case GgmlType::Q4_0: return ShaderWeightType::Q4_0;
-        // Every other weight type (Q4_1, Q5_*, the K-quants, IQ4_NL, IQ4_XS, BF16) has no shader
-        // of its own: upload_matrix dequantizes it and stores F16. That is not lossless for the
-        // block formats: an IQ4 weight d * level (d * scale * level for IQ4_XS) can need up to 18
-        // significant bits, and F16 keeps 11 (relative rounding <= 2^-11 per weight).
+        case GgmlType::Q4_1:
+            return ShaderWeightType::Q4_1;
+        case GgmlType::Q5_0:
+            return ShaderWeightType::Q5_0;
+        case GgmlType::Q5_1:
+            return ShaderWeightType::Q5_1;
+        case GgmlType::IQ4_NL:
+            return ShaderWeightType::IQ4_NL;
+        case GgmlType::Q4_K:
+            return ShaderWeightType::Q4_K;
+        case GgmlType::Q5_K:
+            return ShaderWeightType::Q5_K;
+        case GgmlType::Q6_K:
+            return ShaderWeightType::Q6_K;
+        case GgmlType::IQ4_XS:
+            return ShaderWeightType::IQ4_XS;
+        // The rest (Q2_K, Q3_K, Q8_1, ...) have no shader reading them: upload_matrix
+        // dequantizes them and stores F16, whose 11 significant bits can round a weight
+        // (relative error <= 2^-11).
         default: return ShaderWeightType::F16;
     }
+}
+
+bool is_block_type(ShaderWeightType type) {
+    return type != ShaderWeightType::F32 && type != ShaderWeightType::F16 && type != ShaderWeightType::BF16;
 }
 
 Kernels::Kernels(VkContext& ctx) : ctx_(ctx) {

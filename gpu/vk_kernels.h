@@ -16,10 +16,26 @@
 
 namespace inferscope::gpu {
 
-// The weight formats the shaders read natively (weights.glsl's WEIGHT_TYPE).
-enum class ShaderWeightType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 2, Q4_0 = 3 };
-// The shader type a GGUF type is uploaded as: itself when native, else F16.
+// The weight formats the shaders read in place (shaders/weight_layout.glsl's WEIGHT_TYPE).
+enum class ShaderWeightType : uint32_t {
+    F32 = 0,
+    F16 = 1,
+    Q8_0 = 2,
+    Q4_0 = 3,
+    BF16 = 4,
+    Q4_1 = 5,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    IQ4_NL = 8,
+    Q4_K = 9,
+    Q5_K = 10,
+    Q6_K = 11,
+    IQ4_XS = 12,
+};
+// The shader type a GGUF type is uploaded as: itself when the shaders read it, else F16.
 ShaderWeightType shader_weight_type(GgmlType type);
+// Whether the shaders read `type` in blocks (of 32 or 256 elements) rather than element by element.
+bool is_block_type(ShaderWeightType type);
 
 enum class Shader {
     Matmul,

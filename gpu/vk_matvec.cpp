@@ -42,8 +42,7 @@ uint32_t next_power_of_two(uint32_t v) {
 MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows, uint32_t cols, uint32_t n, bool norm,
                          bool gated) {
     // A unit is what one thread reads at a time: a block of 32 or 8 elements (16 bytes of F16).
-    const bool quantized = type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0;
-    const uint32_t units = quantized ? cols / 32 : (cols + 7) / 8;
+    const uint32_t units = is_block_type(type) ? cols / 32 : (cols + 7) / 8;
     const uint32_t subgroup = Kernels::kMatmulThreads / k.matmul_rows_per_group();
     const bool tall = rows >= kTallRows;
     const uint32_t units_per_thread = tall ? 4 : 2;

@@ -28,7 +28,7 @@ struct DeviceMatrix {
     uint64_t bytes() const;
 };
 
-// Uploads `w` once: F32, F16, Q8_0 and Q4_0 in their own block format, other types
+// Uploads `w` once: in its own format when a shader reads it (shader_weight_type), else
 // converted to F16, in parts of at most `max_part_bytes` (0: the device's
 // maxStorageBufferRange). UnsupportedError when a single row exceeds a part.
 DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes = 0);

@@ -17,7 +17,7 @@
 #endif
 
 layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
-layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weights.glsl's numbering
+layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weight_layout.glsl's numbering
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
 // bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4).
@@ -59,6 +59,7 @@ layout(push_constant) uniform Params {
 } p;
 
 #include "activation.glsl"
+#include "weight_layout.glsl"
 
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
@@ -83,20 +84,25 @@ vec4 x_at(uint t, uint e) {
 #define W16 w0h
 #define W4 w0v
 #define UNIT unit0
+#define OCTET octet0
 #include "matvec_unit.glsl"
 #undef W16
 #undef W4
 #undef UNIT
+#undef OCTET
 #define W16 w1h
 #define W4 w1v
 #define UNIT unit1
+#define OCTET octet1
 #include "matvec_unit.glsl"
 #undef W16
 #undef W4
 #undef UNIT
+#undef OCTET
 #define W16 w2h
 #define W4 w2v
 #define UNIT unit2
+#define OCTET octet2
 #include "matvec_unit.glsl"
 
 // Whether teams of team_threads reduce through subgroupAdd: each subgroup inside one team.
@@ -197,7 +203,7 @@ void main() {
 
     float acc[ACC];
     for (uint k = 0; k < ACC; ++k) acc[k] = 0.0;
-    const uint units = WEIGHT_TYPE >= 2 ? p.cols / 32 : (p.cols + 7) / 8;
+    const uint units = BLOCK_TYPE ? p.cols / 32 : (p.cols + 7) / 8;
     const uint r0 = first_row + team * TEAM_ROWS;
     for (uint u = lane; u < units; u += ROW_THREADS) team_units(r0, u, acc);
     reduce_partials(acc, TEAM_ROWS * PER_ROW, ROW_THREADS);

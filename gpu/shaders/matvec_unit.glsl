@@ -1,9 +1,14 @@
-// One unit of work of a weight row against every token: 8 elements for F32/F16, one block of
-// 32 for Q8_0/Q4_0 (its scale read once). acc[base + t] += the unit's part of dot(W[row], x^[t]).
-// Included by matvec.comp once per weight binding, with W16 (the buffer as 16-bit words), W4
-// (the same buffer as uvec4) and UNIT (the function's name) defined.
+// One unit of work of a weight row against every token: 8 elements for F32/F16/BF16, 32 for
+// the block formats (one Q8_0/Q4_0 block, its scale read once; four octets of the others).
+// acc[base + t] += the unit's part of dot(W[row], x^[t]). Included by matvec.comp once per
+// weight binding, with W16 (the buffer as 16-bit words), W4 (the same buffer as uvec4), UNIT
+// and OCTET (the functions' names) defined.
+#define WORDS W16
+#include "weight_octets.glsl"
+#undef WORDS
+
 void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
-    if (WEIGHT_TYPE == 3) {  // Q4_0: byte j holds element j (low nibble) and j + 16 (high), offset by 8
+    if (WEIGHT_TYPE == WT_Q4_0) {  // byte j holds element j (low nibble) and j + 16 (high), offset by 8
         const uint b = (row * (p.cols / 32) + u) * 9;
         const float d = unpackHalf2x16(uint(W16[b])).x;
         vec4 low[4], high[4];
@@ -17,7 +22,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             for (uint q = 0; q < 4; ++q) s += dot(low[q], x_at(t, u * 32 + 4 * q)) + dot(high[q], x_at(t, u * 32 + 16 + 4 * q));
             acc[base + t] += d * s;
         }
-    } else if (WEIGHT_TYPE == 2) {  // Q8_0: 32 int8 after the scale
+    } else if (WEIGHT_TYPE == WT_Q8_0) {  // 32 int8 after the scale
         const uint b = (row * (p.cols / 32) + u) * 17;
         const float d = unpackHalf2x16(uint(W16[b])).x;
         vec4 q8[8];
@@ -31,12 +36,25 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
             acc[base + t] += d * s;
         }
+    } else if (BLOCK_TYPE) {
+        const uint row_word = row * row_words(p.cols);
+        for (uint q = 0; q < 4; ++q) {
+            float v[8];
+            OCTET(row_word, u * 4 + q, v);
+            const vec4 lo = vec4(v[0], v[1], v[2], v[3]);
+            const vec4 hi = vec4(v[4], v[5], v[6], v[7]);
+            for (uint t = 0; t < TOKENS; ++t) acc[base + t] += dot(lo, x_at(t, u * 32 + 8 * q)) + dot(hi, x_at(t, u * 32 + 8 * q + 4));
+        }
     } else {
         vec4 lo, hi;
-        if (ALIGNED && WEIGHT_TYPE == 1) {
+        if (ALIGNED && WEIGHT_TYPE == WT_F16) {
             const uvec4 v = W4[row * (p.cols / 8) + u];
             lo = vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
             hi = vec4(unpackHalf2x16(v.z), unpackHalf2x16(v.w));
+        } else if (ALIGNED && WEIGHT_TYPE == WT_BF16) {
+            const uvec4 v = W4[row * (p.cols / 8) + u];
+            lo = uintBitsToFloat(uvec4(v.x << 16, v.x & 0xFFFF0000u, v.y << 16, v.y & 0xFFFF0000u));
+            hi = uintBitsToFloat(uvec4(v.z << 16, v.z & 0xFFFF0000u, v.w << 16, v.w & 0xFFFF0000u));
         } else if (ALIGNED) {
             lo = uintBitsToFloat(W4[row * (p.cols / 4) + 2 * u]);
             hi = uintBitsToFloat(W4[row * (p.cols / 4) + 2 * u + 1]);
@@ -46,8 +64,10 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
                 const uint e = u * 8 + i;
                 if (e >= p.cols) {
                     v[i] = 0.0;
-                } else if (WEIGHT_TYPE == 1) {
+                } else if (WEIGHT_TYPE == WT_F16) {
                     v[i] = unpackHalf2x16(uint(W16[row * p.cols + e])).x;
+                } else if (WEIGHT_TYPE == WT_BF16) {
+                    v[i] = uintBitsToFloat(uint(W16[row * p.cols + e]) << 16);
                 } else {
                     const uint at = (row * p.cols + e) * 2;
                     v[i] = uintBitsToFloat(uint(W16[at]) | (uint(W16[at + 1]) << 16));

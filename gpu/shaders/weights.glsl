@@ -1,18 +1,12 @@
-// Reading GGUF weight rows in their block format from a buffer of 16-bit words (every block
-// size used here is a whole number of words). WEIGHT_TYPE is a specialization constant:
-//   0 F32   (2 words per element)
-//   1 F16   (1 word per element)
-//   2 Q8_0  (blocks of 32: an F16 scale, then 32 int8; 17 words)
-//   3 Q4_0  (blocks of 32: an F16 scale, then 16 bytes: byte j holds element j in its low
-//            nibble and element j + 16 in its high nibble, offset by 8; 9 words)
-// Expects `w` (uint16_t[]) to be declared by the including shader.
-
-uint row_words(uint cols) {
-    if (WEIGHT_TYPE == 0) return cols * 2;
-    if (WEIGHT_TYPE == 1) return cols;
-    if (WEIGHT_TYPE == 2) return cols / 32 * 17;
-    return cols / 32 * 9;
-}
+// Reading GGUF weight rows in their block format from a buffer of 16-bit words, for the
+// products and the embedding gather. WEIGHT_TYPE is a specialization constant numbered as in
+// weight_layout.glsl. Expects `w` (uint16_t[]) to be declared by the including shader.
+#include "weight_layout.glsl"
+#define WORDS w
+#define OCTET weight_octet
+#include "weight_octets.glsl"
+#undef WORDS
+#undef OCTET
 
 float half_at(uint word) { return unpackHalf2x16(uint(w[word])).x; }
 
@@ -23,11 +17,17 @@ int int8_at(uint word, uint high) {
 
 // Element e of the row starting at word `row`.
 float weight_at(uint row, uint e) {
-    if (WEIGHT_TYPE == 0) return uintBitsToFloat(uint(w[row + 2 * e]) | (uint(w[row + 2 * e + 1]) << 16));
-    if (WEIGHT_TYPE == 1) return half_at(row + e);
+    if (WEIGHT_TYPE == WT_F32) return uintBitsToFloat(uint(w[row + 2 * e]) | (uint(w[row + 2 * e + 1]) << 16));
+    if (WEIGHT_TYPE == WT_F16) return half_at(row + e);
+    if (WEIGHT_TYPE == WT_BF16) return uintBitsToFloat(uint(w[row + e]) << 16);
+    if (WEIGHT_TYPE != WT_Q8_0 && WEIGHT_TYPE != WT_Q4_0) {
+        float v[8];
+        weight_octet(row, e / 8, v);
+        return v[e % 8];
+    }
     const uint block = e / 32;
     const uint j = e % 32;
-    if (WEIGHT_TYPE == 2) {
+    if (WEIGHT_TYPE == WT_Q8_0) {
         const uint base = row + block * 17;
         return half_at(base) * float(int8_at(base + 1 + j / 2, j % 2));
     }
@@ -41,7 +41,7 @@ float weight_at(uint row, uint e) {
 // Elements 8c .. 8c+7 of the row (c: chunk index); elements at or past `cols` read as 0.
 // Quantized rows always hold whole blocks, so a chunk never straddles a block.
 void weight_chunk(uint row, uint c, uint cols, out float v[8]) {
-    if (WEIGHT_TYPE == 2) {
+    if (WEIGHT_TYPE == WT_Q8_0) {
         const uint base = row + (c / 4) * 17;
         const float d = half_at(base);
         const uint q = base + 1 + (c % 4) * 4;
@@ -51,7 +51,7 @@ void weight_chunk(uint row, uint c, uint cols, out float v[8]) {
         }
         return;
     }
-    if (WEIGHT_TYPE == 3) {
+    if (WEIGHT_TYPE == WT_Q4_0) {
         const uint base = row + (c / 4) * 9;
         const float d = half_at(base);
         const uint sub = c % 4;                 // which 8 of the block's 32 elements
@@ -62,6 +62,10 @@ void weight_chunk(uint row, uint c, uint cols, out float v[8]) {
             v[2 * i] = d * float(int((word >> shift) & 0xFu) - 8);
             v[2 * i + 1] = d * float(int((word >> (8 + shift)) & 0xFu) - 8);
         }
+        return;
+    }
+    if (BLOCK_TYPE) {
+        weight_octet(row, c, v);
         return;
     }
     for (uint i = 0; i < 8; ++i) {

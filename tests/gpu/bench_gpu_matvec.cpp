@@ -101,8 +101,10 @@ int main(int argc, char** argv) {
         }
         const std::vector<int64_t> token_counts = {1, 2, 4, 8};
         std::mt19937 rng(1);
-        for (GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+        for (GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
             for (const BenchCase& c : bench_cases()) {
+                // The 256-element formats need whole blocks per row (0.5B's 896 columns are not).
+                if (c.cols % static_cast<int64_t>(inferscope::ggml_type_traits(type).block_elements) != 0) continue;
                 std::vector<BenchWeight> weights;
                 std::vector<const WeightMatrix*> ws;
                 uint64_t bytes = 0;

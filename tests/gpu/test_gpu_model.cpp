@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -305,6 +306,45 @@ INSTANTIATE_TEST_SUITE_P(Files, GpuModernModel,
                              std::replace(name.begin(), name.end(), '-', '_');
                              return name;
                          });
+
+// The model files people have mix weight types (Q4_K_M: Q4_K, Q6_K, with Q5_0 or Q8_0 where a
+// row is not a whole number of 256-blocks). Every type a shader reads in place, in one model:
+// fused q/k/v and gate/up of one K-quant, unfused ones of three types, and K-quant embedding
+// and output matrices. The GPU reads the blocks; the CPU runs the same weights dequantized to
+// F32, so the two differ only in summation order.
+TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
+    SyntheticModelSpec spec = testing::tiny_spec("llama");
+    spec.n_embd = 256;
+    spec.n_ff = 512;
+    const auto f32 = testing::tiny_model(spec);
+    const std::vector<std::array<GgmlType, 7>> layer_types = {
+        {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::IQ4_XS, GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q6_K},
+        {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::BF16, GgmlType::BF16, GgmlType::Q8_0}};
+    std::vector<ReplacementWeight> replacements;
+    auto add = [&](const WeightMatrix& w, GgmlType type) {
+        ReplacementWeight r{w.name, type, std::vector<uint8_t>(ggml_row_bytes(type, static_cast<uint64_t>(w.cols)) * w.rows)};
+        for (int64_t row = 0; row < w.rows; ++row) {
+            quantize_row(type, reinterpret_cast<const float*>(w.row(row)), r.bytes.data() + row * (r.bytes.size() / w.rows),
+                         w.cols);
+        }
+        replacements.push_back(std::move(r));
+    };
+    for (size_t i = 0; i < f32->layers().size(); ++i) {
+        const LayerWeights& l = f32->layers()[i];
+        const std::array<const WeightMatrix*, 7> ws = {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
+        for (size_t j = 0; j < ws.size(); ++j) add(*ws[j], layer_types[i][j]);
+    }
+    add(f32->token_embedding(), GgmlType::Q4_K);
+    add(f32->output(), GgmlType::Q6_K);
+    open(Model::with_replaced_weights(f32, std::move(replacements)), KvDtype::F32);
+    if (!gpu_) return;
+    InferenceSession cpu_f32(dequantized_to_f32(model_), testing::test_session_options(KvDtype::F32));
+    const std::vector<TokenId> prompt = synthetic_prompt(24, model_->config().n_vocab);
+    const float worst = teacher_forced_difference(*gpu_, cpu_f32, prompt);
+    EXPECT_LE(worst, 1e-4);
+    std::printf("[ measured ] mixed weight types: max |teacher-forced logit GPU - CPU on F32 weights| = %.3g\n", worst);
+    expect_greedy_equal(*gpu_, cpu_f32, prompt, 8, 1e-4f, "mixed weight types");
+}
 
 }  // namespace
 }  // namespace inferscope

@@ -17,6 +17,7 @@
 #include "engine/core/thread_pool.h"
 #include "engine/formats/quant.h"
 #include "gpu/op_harness.h"
+#include "gpu/vk_kernels.h"
 #include "gpu_cpu_reference.h"
 #include "gpu_test_util.h"
 
@@ -72,9 +73,14 @@ TEST_P(GpuMatmul, MatchesCpuForDecodeAndPrefillShapes) {
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuMatmul,
                          ::testing::Values(MatmulCase{GgmlType::F32, 1e-10}, MatmulCase{GgmlType::F16, 1e-6},
-                                           MatmulCase{GgmlType::Q8_0, 5e-4}, MatmulCase{GgmlType::Q4_0, 5e-4},
-                                           MatmulCase{GgmlType::Q4_K, 5e-4}, MatmulCase{GgmlType::Q6_K, 5e-4},
-                                           MatmulCase{GgmlType::IQ4_NL, 5e-4}, MatmulCase{GgmlType::IQ4_XS, 5e-4}),
+                                           MatmulCase{GgmlType::BF16, 1e-5}, MatmulCase{GgmlType::Q8_0, 5e-4},
+                                           MatmulCase{GgmlType::Q4_0, 5e-4}, MatmulCase{GgmlType::Q4_1, 5e-4},
+                                           MatmulCase{GgmlType::Q5_0, 5e-4}, MatmulCase{GgmlType::Q5_1, 5e-4},
+                                           MatmulCase{GgmlType::IQ4_NL, 5e-4}, MatmulCase{GgmlType::Q4_K, 5e-4},
+                                           MatmulCase{GgmlType::Q5_K, 5e-4}, MatmulCase{GgmlType::Q6_K, 5e-4},
+                                           MatmulCase{GgmlType::IQ4_XS, 5e-4},
+                                           // no shader reads Q3_K: uploaded as F16
+                                           MatmulCase{GgmlType::Q3_K, 5e-4}),
                          [](const auto& info) { return std::string(ggml_type_name(info.param.type)); });
 
 TEST_F(GpuOps, MatmulOfFloatRowsWithATail) {
@@ -98,12 +104,17 @@ TEST_F(GpuOps, MatmulSplitIntoSeveralBuffersEqualsOneBuffer) {
 }
 
 TEST_F(GpuOps, EmbeddingGatherEqualsDequantizedRowsAcrossParts) {
-    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    // Every type a shader reads in place: the GPU's weights are the CPU's, bit for bit.
+    for (GgmlType type :
+         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+          GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+        ASSERT_TRUE(type == GgmlType::F16 || gpu::shader_weight_type(type) != gpu::ShaderWeightType::F16) << ggml_type_name(type);
         std::vector<uint8_t> bytes;
-        const WeightMatrix w = random_weight(type, 40, 64, rng_, bytes);
+        const int64_t cols = 512;  // two blocks of 256
+        const WeightMatrix w = random_weight(type, 40, cols, rng_, bytes);
         const std::vector<int32_t> tokens = {0, 39, 7, 7, 21, 13};
-        std::vector<float> expected(tokens.size() * 64);
-        for (size_t i = 0; i < tokens.size(); ++i) dequantize_row(type, w.row(tokens[i]), expected.data() + i * 64, 64);
+        std::vector<float> expected(tokens.size() * cols);
+        for (size_t i = 0; i < tokens.size(); ++i) dequantize_row(type, w.row(tokens[i]), expected.data() + i * cols, cols);
         // Parts of 8 rows: tokens land in different buffers.
         EXPECT_EQ(gpu_->embed(w, tokens, 8 * w.row_bytes), expected) << ggml_type_name(type);
     }

@@ -1,0 +1,48 @@
+// The GGUF weight formats the shaders read in place, as WEIGHT_TYPE (a specialization
+// constant) numbers them, and how many 16-bit words a row of each takes. Every block size
+// here is a whole number of words, so a row starts on a word boundary.
+const uint WT_F32 = 0;
+const uint WT_F16 = 1;
+const uint WT_Q8_0 = 2;    // 32: F16 scale, 32 int8                                 17 words
+const uint WT_Q4_0 = 3;    // 32: F16 scale, 16 bytes of nibbles (offset 8)           9 words
+const uint WT_BF16 = 4;
+const uint WT_Q4_1 = 5;    // 32: F16 scale and min, 16 bytes of nibbles              10 words
+const uint WT_Q5_0 = 6;    // 32: F16 scale, 32 fifth bits, nibbles (offset 16)        11 words
+const uint WT_Q5_1 = 7;    // 32: F16 scale and min, 32 fifth bits, nibbles           12 words
+const uint WT_IQ4_NL = 8;  // 32: F16 scale, nibbles indexing 16 levels               9 words
+const uint WT_Q4_K = 9;    // 256: F16 scale and min, 12 bytes of 6-bit sub-scales, nibbles    72 words
+const uint WT_Q5_K = 10;   // 256: as Q4_K plus 32 bytes of fifth bits                          88 words
+const uint WT_Q6_K = 11;   // 256: low nibbles, 2-bit highs, 16 int8 sub-scales, F16 scale     105 words
+const uint WT_IQ4_XS = 12; // 256: F16 scale, 6-bit sub-scales, nibbles indexing 16 levels      68 words
+
+// F32, F16 and BF16 hold one value per element; every other format, blocks of 32 or 256.
+const bool BLOCK_TYPE = WEIGHT_TYPE != WT_F32 && WEIGHT_TYPE != WT_F16 && WEIGHT_TYPE != WT_BF16;
+
+uint row_words(uint cols) {
+    switch (WEIGHT_TYPE) {
+        case WT_F32: return cols * 2;
+        case WT_F16:
+        case WT_BF16: return cols;
+        case WT_Q8_0: return cols / 32 * 17;
+        case WT_Q4_0:
+        case WT_IQ4_NL: return cols / 32 * 9;
+        case WT_Q4_1: return cols / 32 * 10;
+        case WT_Q5_0: return cols / 32 * 11;
+        case WT_Q5_1: return cols / 32 * 12;
+        case WT_Q4_K: return cols / 256 * 72;
+        case WT_Q5_K: return cols / 256 * 88;
+        case WT_Q6_K: return cols / 256 * 105;
+        default: return cols / 256 * 68;  // IQ4_XS
+    }
+}
+
+// IQ4_NL's and IQ4_XS's sixteen levels (ggml's kvalues_iq4nl).
+const float IQ4_LEVELS[16] = float[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+float iq4_level(uint q) { return IQ4_LEVELS[q]; }
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block, from bytes j % 4,
+// j % 4 + 4 and j % 4 + 8 of its 12 packed scale bytes.
+uvec2 k4_scale_min(uint j, uint a, uint b, uint c) {
+    if (j < 4) return uvec2(a & 63u, b & 63u);
+    return uvec2((c & 0xFu) | ((a >> 6) << 4), (c >> 4) | ((b >> 6) << 4));
+}
