@@ -69,7 +69,8 @@ int OpHarness::validation_errors() const { return impl_->ctx.validation_errors()
 
 std::vector<float> OpHarness::matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n, uint64_t max_part_bytes) {
     Impl& m = *impl_;
-    const DeviceMatrix weights = upload_matrix(m.ctx, w, max_part_bytes);
+    BufferArena arena(m.ctx, 0);
+    const DeviceMatrix weights = upload_matrix(m.ctx, arena, w, max_part_bytes);
     const Buffer input = m.device_copy(x);
     const Buffer output(m.ctx, static_cast<uint64_t>(n * w.rows) * sizeof(float), Buffer::Kind::Device);
     m.run([&](VkCommandBuffer cmd) {
@@ -82,7 +83,8 @@ std::vector<float> OpHarness::matmul(const WeightMatrix& w, const std::vector<fl
 std::vector<float> OpHarness::embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes,
                                     float scale) {
     Impl& m = *impl_;
-    const DeviceMatrix weights = upload_matrix(m.ctx, table, max_part_bytes);
+    BufferArena arena(m.ctx, 0);
+    const DeviceMatrix weights = upload_matrix(m.ctx, arena, table, max_part_bytes);
     const Buffer ids = m.device_copy(tokens);
     const size_t count = tokens.size() * static_cast<size_t>(table.cols);
     const Buffer output(m.ctx, count * sizeof(float), Buffer::Kind::Device);
@@ -214,7 +216,8 @@ Buffer output_buffer(VkContext& ctx, const std::vector<float>& y_initial, size_t
 std::vector<float> OpHarness::matvec(const WeightMatrix& w, const std::vector<float>& x, int64_t n,
                                      const MatvecOptions& options) {
     Impl& m = *impl_;
-    const DeviceMatrix weights = upload_matrix(m.ctx, w, options.max_part_bytes);
+    BufferArena arena(m.ctx, 0);
+    const DeviceMatrix weights = upload_matrix(m.ctx, arena, w, options.max_part_bytes);
     const Buffer input = m.device_copy(x);
     const Buffer norm = m.device_copy(options.norm_weight);
     const auto count = static_cast<size_t>(n * w.rows);
@@ -230,10 +233,11 @@ std::vector<float> OpHarness::matvec(const WeightMatrix& w, const std::vector<fl
 std::vector<std::vector<float>> OpHarness::matvec_multi(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
                                                         int64_t n, const MatvecOptions& options) {
     Impl& m = *impl_;
+    BufferArena arena(m.ctx, 0);
     std::vector<DeviceMatrix> weights;
     std::vector<Buffer> outputs;
     for (const WeightMatrix* w : ws) {
-        weights.push_back(upload_matrix(m.ctx, *w, options.max_part_bytes));
+        weights.push_back(upload_matrix(m.ctx, arena, *w, options.max_part_bytes));
         outputs.push_back(output_buffer(m.ctx, {}, static_cast<size_t>(n * w->rows)));
     }
     std::vector<const DeviceMatrix*> matrices;
@@ -256,8 +260,9 @@ std::vector<std::vector<float>> OpHarness::matvec_multi(const std::vector<const 
 std::vector<float> OpHarness::matvec_gated(const WeightMatrix& gate, const WeightMatrix& up, const std::vector<float>& x,
                                            int64_t n, FfnActivation activation, const MatvecOptions& options) {
     Impl& m = *impl_;
-    const DeviceMatrix g = upload_matrix(m.ctx, gate, options.max_part_bytes);
-    const DeviceMatrix u = upload_matrix(m.ctx, up, options.max_part_bytes);
+    BufferArena arena(m.ctx, 0);
+    const DeviceMatrix g = upload_matrix(m.ctx, arena, gate, options.max_part_bytes);
+    const DeviceMatrix u = upload_matrix(m.ctx, arena, up, options.max_part_bytes);
     const Buffer input = m.device_copy(x);
     const Buffer norm = m.device_copy(options.norm_weight);
     const auto count = static_cast<size_t>(n * gate.rows);
@@ -333,10 +338,11 @@ std::vector<std::vector<double>> OpHarness::time_products(const std::vector<cons
     if (!has_timestamps()) return {};
     Impl& m = *impl_;
     const int64_t max_tokens = *std::max_element(token_counts.begin(), token_counts.end());
+    BufferArena arena(m.ctx, 0);
     std::vector<DeviceMatrix> weights;
     std::vector<Buffer> outputs;
     for (const WeightMatrix* w : ws) {
-        weights.push_back(upload_matrix(m.ctx, *w));
+        weights.push_back(upload_matrix(m.ctx, arena, *w));
         outputs.push_back(output_buffer(m.ctx, {}, static_cast<size_t>(max_tokens * w->rows)));
     }
     std::vector<const DeviceMatrix*> matrices;

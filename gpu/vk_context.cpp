@@ -390,6 +390,17 @@ uint32_t VkContext::memory_type(uint32_t allowed_bits, Buffer::Kind kind) const 
     return static_cast<uint32_t>(fallback);
 }
 
+int VkContext::unified_memory_type(uint32_t allowed_bits) const {
+    if (info_.type != "integrated" && info_.type != "cpu") return -1;
+    const VkMemoryPropertyFlags required =
+        VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+        if ((allowed_bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & required) == required)
+            return static_cast<int>(i);
+    }
+    return -1;
+}
+
 namespace {
 // Longer than any single pass takes, even on a CPU driver; a wait past it means the device hangs.
 constexpr uint64_t kSubmissionTimeoutNs = 300'000'000'000;
@@ -439,6 +450,10 @@ void VkContext::run_now(const std::function<void(VkCommandBuffer)>& record) {
 
 void VkContext::upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes) {
     if (bytes == 0) return;
+    if (dst.mapped() != nullptr) {  // coherent memory: visible to the device's next submission
+        std::memcpy(static_cast<char*>(dst.mapped()) + dst_offset_bytes, src, bytes);
+        return;
+    }
     Buffer staging(*this, bytes, Buffer::Kind::Host);
     std::memcpy(staging.mapped(), src, bytes);
     run_now([&](VkCommandBuffer cmd) {
@@ -463,11 +478,7 @@ Buffer::Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind) : device_(c
         throw CapacityError("Vulkan: a buffer of " + std::to_string(size_bytes) + " bytes exceeds the largest allocation " +
                             "the device allows (" + std::to_string(largest) + " bytes)");
     }
-    VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    create.size = std::max<uint64_t>(size_bytes, 16);
-    create.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    create.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    vk_check(vkCreateBuffer(device_, &create, nullptr, &buffer_), "vkCreateBuffer");
+    buffer_ = create_storage_buffer(device_, size_bytes);
     VkMemoryRequirements requirements{};
     vkGetBufferMemoryRequirements(device_, buffer_, &requirements);
     VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
@@ -486,6 +497,25 @@ Buffer::Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind) : device_(c
         release();
         throw;
     }
+}
+
+Buffer Buffer::placed(VkDevice device, VkBuffer buffer, uint64_t size_bytes, void* mapped) {
+    Buffer b;
+    b.device_ = device;
+    b.buffer_ = buffer;
+    b.size_ = size_bytes;
+    b.mapped_ = mapped;
+    return b;
+}
+
+VkBuffer create_storage_buffer(VkDevice device, uint64_t size_bytes) {
+    VkBufferCreateInfo create{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    create.size = std::max<uint64_t>(size_bytes, 16);
+    create.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    create.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    VkBuffer buffer = VK_NULL_HANDLE;
+    vk_check(vkCreateBuffer(device, &create, nullptr, &buffer), "vkCreateBuffer");
+    return buffer;
 }
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {

@@ -26,9 +26,14 @@ public:
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
 
+    // A buffer bound to memory it does not own (a BufferArena's block); `mapped` is its
+    // host address when that memory is mapped, else null.
+    static Buffer placed(VkDevice device, VkBuffer buffer, uint64_t size_bytes, void* mapped);
+
     VkBuffer handle() const { return buffer_; }
     uint64_t size_bytes() const { return size_; }
-    void* mapped() const { return mapped_; }  // null for device buffers
+    // Null for device memory the host cannot see.
+    void* mapped() const { return mapped_; }
 
 private:
     void release();
@@ -61,6 +66,9 @@ public:
     int validation_errors() const { return validation_errors_.load(); }
     double timestamp_period_ns() const { return timestamp_period_ns_; }
     uint32_t memory_type(uint32_t allowed_bits, Buffer::Kind kind) const;
+    // On a device whose memory is the host's (integrated GPU, CPU driver): a device-local,
+    // host-visible, coherent memory type among `allowed_bits`; -1 elsewhere or when none is.
+    int unified_memory_type(uint32_t allowed_bits) const;
 
     // Records with `record` into a one-time command buffer, submits it and waits.
     void run_now(const std::function<void(VkCommandBuffer)>& record);
@@ -71,7 +79,8 @@ public:
     VkCommandBuffer allocate_command_buffer();
     void free_command_buffer(VkCommandBuffer cmd);
 
-    // Copies host bytes into a device buffer through a staging buffer.
+    // Copies host bytes into a buffer: directly when the host sees its memory, else through a
+    // staging buffer.
     void upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes);
     void download(const Buffer& src, uint64_t src_offset_bytes, void* dst, uint64_t bytes);
 
@@ -99,5 +108,8 @@ private:
 
 // Throws Error naming `what` and the VkResult unless it is VK_SUCCESS.
 void vk_check(VkResult result, const char* what);
+
+// A buffer the shaders bind as storage and copies read and write, with no memory bound yet.
+VkBuffer create_storage_buffer(VkDevice device, uint64_t size_bytes);
 
 }  // namespace inferscope::gpu

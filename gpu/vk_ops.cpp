@@ -47,7 +47,7 @@ uint64_t device_matrix_bytes(const WeightMatrix& w) {
     return device_row_bytes(w, shader_weight_type(w.type)) * static_cast<uint64_t>(w.rows);
 }
 
-DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes) {
+DeviceMatrix upload_matrix(VkContext& ctx, BufferArena& arena, const WeightMatrix& w, uint64_t max_part_bytes) {
     DeviceMatrix m;
     m.type = shader_weight_type(w.type);
     m.rows = w.rows;
@@ -62,11 +62,17 @@ DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_p
     for (int64_t begin = 0; begin < w.rows; begin += rows_per_part) {
         const int64_t rows = std::min(rows_per_part, w.rows - begin);
         const std::vector<uint8_t> bytes = device_rows(w, m.type, begin, rows);
-        DeviceMatrix::Part part{Buffer(ctx, bytes.size(), Buffer::Kind::Device), begin, rows};
+        DeviceMatrix::Part part{arena.place(bytes.size()), begin, rows};
         ctx.upload(part.buffer, 0, bytes.data(), bytes.size());
         m.parts.push_back(std::move(part));
     }
     return m;
+}
+
+Buffer upload_floats(VkContext& ctx, BufferArena& arena, const std::vector<float>& values) {
+    Buffer b = arena.place(values.size() * sizeof(float));
+    ctx.upload(b, 0, values.data(), values.size() * sizeof(float));
+    return b;
 }
 
 Buffer upload_floats(VkContext& ctx, const std::vector<float>& values) {

@@ -8,6 +8,7 @@
 
 #include "engine/backend/rope.h"
 #include "engine/model/model.h"
+#include "gpu/vk_arena.h"
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
 
@@ -30,11 +31,13 @@ struct DeviceMatrix {
 
 // Uploads `w` once: in its own format when a shader reads it (shader_weight_type), else
 // converted to F16, in parts of at most `max_part_bytes` (0: the device's
-// maxStorageBufferRange). UnsupportedError when a single row exceeds a part.
-DeviceMatrix upload_matrix(VkContext& ctx, const WeightMatrix& w, uint64_t max_part_bytes = 0);
+// maxStorageBufferRange), placed in `arena`. UnsupportedError when a single row exceeds a part.
+DeviceMatrix upload_matrix(VkContext& ctx, BufferArena& arena, const WeightMatrix& w, uint64_t max_part_bytes = 0);
 // The device bytes upload_matrix would take for `w`.
 uint64_t device_matrix_bytes(const WeightMatrix& w);
-// A device buffer holding `values` (F32).
+// A device buffer holding `values` (F32): placed in `arena` (a weight), or an allocation of its
+// own (a table that is reallocated as it grows).
+Buffer upload_floats(VkContext& ctx, BufferArena& arena, const std::vector<float>& values);
 Buffer upload_floats(VkContext& ctx, const std::vector<float>& values);
 
 struct RopeShape {

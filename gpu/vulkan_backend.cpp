@@ -33,8 +33,8 @@ int pass_tokens(const ModelConfig& c, uint64_t max_binding_bytes) {
 
 Buffer float_buffer(const VkContext& ctx, size_t count) { return Buffer(ctx, count * sizeof(float), Buffer::Kind::Device); }
 
-Buffer optional_floats(VkContext& ctx, const std::vector<float>& values) {
-    return values.empty() ? Buffer() : upload_floats(ctx, values);
+Buffer optional_floats(VkContext& ctx, BufferArena& arena, const std::vector<float>& values) {
+    return values.empty() ? Buffer() : upload_floats(ctx, arena, values);
 }
 
 // Concatenated per-layer vectors (q, k and v biases; q and k head norms), empty when all are.
@@ -93,7 +93,7 @@ void VulkanBackend::set_activation_tap(ActivationTap* tap) {
 
 // Every weight's device bytes, checked against the device-local budget before any upload, so
 // that a model that cannot fit fails at once with the sizes instead of midway.
-void VulkanBackend::check_weights_fit() const {
+uint64_t VulkanBackend::check_weights_fit() const {
     uint64_t bytes = device_matrix_bytes(model_->token_embedding());
     if (model_->output().data != model_->token_embedding().data) bytes += device_matrix_bytes(model_->output());
     for (const LayerWeights& w : model_->layers()) {
@@ -105,40 +105,46 @@ void VulkanBackend::check_weights_fit() const {
                             ctx_->info().name + " has a device-local budget of " + std::to_string(budget / (1024 * 1024)) +
                             " MiB");
     }
+    return bytes;
 }
 
 void VulkanBackend::upload_weights() {
-    check_weights_fit();
+    const uint64_t matrix_bytes = check_weights_fit();
     VkContext& ctx = *ctx_;
+    // A small model's weights (with room for the norms and each buffer's alignment) take one
+    // block of their own size; a large one's, blocks of the default size.
+    weight_arena_ = std::make_unique<BufferArena>(
+        ctx, std::min(BufferArena::kDefaultBlockBytes, matrix_bytes + matrix_bytes / 64 + (1u << 20)));
+    BufferArena& arena = *weight_arena_;
     const ModelConfig& c = model_->config();
     for (const LayerWeights& w : model_->layers()) {
         Layer l;
         l.local = c.is_local_layer(static_cast<int>(layers_.size()));
-        l.attn_norm = upload_floats(ctx, w.attn_norm);
-        l.ffn_norm = upload_floats(ctx, w.ffn_norm);
-        l.wq = upload_matrix(ctx, w.wq);
-        l.wk = upload_matrix(ctx, w.wk);
-        l.wv = upload_matrix(ctx, w.wv);
-        l.wo = upload_matrix(ctx, w.wo);
-        l.w_gate = upload_matrix(ctx, w.w_gate);
-        l.w_up = upload_matrix(ctx, w.w_up);
-        l.w_down = upload_matrix(ctx, w.w_down);
-        l.qkv_bias = optional_floats(ctx, concatenated({&w.bq, &w.bk, &w.bv}));
+        l.attn_norm = upload_floats(ctx, arena, w.attn_norm);
+        l.ffn_norm = upload_floats(ctx, arena, w.ffn_norm);
+        l.wq = upload_matrix(ctx, arena, w.wq);
+        l.wk = upload_matrix(ctx, arena, w.wk);
+        l.wv = upload_matrix(ctx, arena, w.wv);
+        l.wo = upload_matrix(ctx, arena, w.wo);
+        l.w_gate = upload_matrix(ctx, arena, w.w_gate);
+        l.w_up = upload_matrix(ctx, arena, w.w_up);
+        l.w_down = upload_matrix(ctx, arena, w.w_down);
+        l.qkv_bias = optional_floats(ctx, arena, concatenated({&w.bq, &w.bk, &w.bv}));
         // An absent norm of the pair is a zero row: the shader reads neither weight it lacks.
         l.q_norm = !w.q_norm.empty();
         l.k_norm = !w.k_norm.empty();
         const std::vector<float> zeros(static_cast<size_t>(c.head_dim), 0.0f);
         if (l.q_norm || l.k_norm) {
-            l.qk_norms = upload_floats(ctx, concatenated({l.q_norm ? &w.q_norm : &zeros, l.k_norm ? &w.k_norm : &zeros}));
+            l.qk_norms = upload_floats(ctx, arena, concatenated({l.q_norm ? &w.q_norm : &zeros, l.k_norm ? &w.k_norm : &zeros}));
         }
-        l.post_attention_norm = optional_floats(ctx, w.post_attention_norm);
-        l.post_ffw_norm = optional_floats(ctx, w.post_ffw_norm);
+        l.post_attention_norm = optional_floats(ctx, arena, w.post_attention_norm);
+        l.post_ffw_norm = optional_floats(ctx, arena, w.post_ffw_norm);
         layers_.push_back(std::move(l));
     }
-    token_embd_ = upload_matrix(ctx, model_->token_embedding());
+    token_embd_ = upload_matrix(ctx, arena, model_->token_embedding());
     // A tied output reads the same table: share it instead of uploading it twice.
-    if (model_->output().data != model_->token_embedding().data) output_ = upload_matrix(ctx, model_->output());
-    output_norm_ = upload_floats(ctx, model_->output_norm());
+    if (model_->output().data != model_->token_embedding().data) output_ = upload_matrix(ctx, arena, model_->output());
+    output_norm_ = upload_floats(ctx, arena, model_->output_norm());
 }
 
 VulkanBackend::StagedInts VulkanBackend::staged_ints(size_t count) const {
@@ -582,6 +588,13 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
 int vulkan_validation_errors(const Backend& backend) {
     const auto* vulkan = dynamic_cast<const VulkanBackend*>(&backend);
     return vulkan == nullptr ? -1 : vulkan->validation_errors();
+}
+
+VulkanWeightMemory vulkan_weight_memory(const Backend& backend) {
+    const auto* vulkan = dynamic_cast<const VulkanBackend*>(&backend);
+    if (vulkan == nullptr) throw Error("vulkan_weight_memory: " + backend.name() + " is not a Vulkan backend");
+    const BufferArena& arena = vulkan->weight_arena();
+    return {arena.allocations(), arena.allocated_bytes(), arena.unified()};
 }
 
 }  // namespace inferscope::gpu

@@ -31,6 +31,7 @@ public:
     std::optional<DeviceSubmission> last_forward_submission() const override { return submission_; }
 
     int validation_errors() const { return ctx_->validation_errors(); }
+    const BufferArena& weight_arena() const { return *weight_arena_; }
 
 private:
     struct Layer {
@@ -76,7 +77,7 @@ private:
         RecordCounts counts;
     };
 
-    void check_weights_fit() const;
+    uint64_t check_weights_fit() const;  // the weight matrices' device bytes
     void upload_weights();
     void allocate_step_buffers();
     StagedInts staged_ints(size_t count) const;
@@ -106,6 +107,7 @@ private:
     std::shared_ptr<const Model> model_;
     std::unique_ptr<VkContext> ctx_;
     std::unique_ptr<Kernels> kernels_;
+    std::unique_ptr<BufferArena> weight_arena_;  // declared before the weights: it outlives their buffers
     std::vector<Layer> layers_;
     DeviceMatrix token_embd_, output_;
     Buffer output_norm_;

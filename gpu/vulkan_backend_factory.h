@@ -33,4 +33,13 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
 // layer); -1 when `backend` is not a Vulkan backend.
 int vulkan_validation_errors(const Backend& backend);
 
+// Where a backend made by make_vulkan_backend keeps the model's weights.
+struct VulkanWeightMemory {
+    size_t allocations = 0;  // device memory allocations the weights are placed in
+    uint64_t bytes = 0;      // their total size
+    bool unified = false;    // host-visible device memory the uploads wrote directly
+};
+// Error when `backend` is not a Vulkan backend.
+VulkanWeightMemory vulkan_weight_memory(const Backend& backend);
+
 }  // namespace inferscope::gpu

@@ -2,6 +2,9 @@
 // error naming the sizes, before any memory is asked for; a CPU driver is never named a GPU.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
+#include "gpu/vk_arena.h"
 #include "gpu/vk_context.h"
 #include "gpu/vulkan_backend_factory.h"
 #include "gpu_test_util.h"
@@ -40,6 +43,57 @@ TEST(GpuContext, DeviceLocalBudgetIsTheLargestDeviceLocalHeap) {
     EXPECT_EQ(gpu::device_local_budget_bytes(info), 3ull << 30);
     info.heaps = {{8ull << 30, 0, false}};
     EXPECT_EQ(gpu::device_local_budget_bytes(info), 0u);
+}
+
+TEST(GpuArena, PlacesBuffersInFewBlocksWithoutOverlap) {
+    std::unique_ptr<gpu::VkContext> ctx;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(ctx, std::make_unique<gpu::VkContext>(gpu::ContextOptions{true, 0}));
+    const uint64_t block = 1 << 20;
+    std::vector<gpu::Buffer> buffers;
+    {
+        gpu::BufferArena arena(*ctx, block);
+        // 40 buffers of 1-100 KB in 1 MiB blocks, then one larger than a block: its own block.
+        uint64_t placed = 0;
+        for (int i = 0; i < 40; ++i) {
+            const uint64_t bytes = 1000 + 2500 * static_cast<uint64_t>(i);
+            buffers.push_back(arena.place(bytes));
+            placed += bytes;
+        }
+        const size_t small_blocks = arena.allocations();
+        EXPECT_GE(small_blocks, (placed + block - 1) / block);
+        EXPECT_LE(small_blocks, (placed + block - 1) / block + 1) << "alignment wasted more than a block";
+        buffers.push_back(arena.place(3 * block + 12));
+        EXPECT_EQ(arena.allocations(), small_blocks + 1);
+        EXPECT_GE(arena.allocated_bytes(), small_blocks * block + 3 * block + 12);
+        // On a device whose memory is the host's the blocks are mapped, and uploads write them directly.
+        const std::string type = ctx->info().type;
+        EXPECT_EQ(arena.unified(), type == "cpu" || type == "integrated") << type;
+        EXPECT_EQ(buffers.front().mapped() != nullptr, arena.unified());
+        // Each buffer keeps its own bytes: none overlaps another.
+        for (size_t i = 0; i < buffers.size(); ++i) {
+            std::vector<uint8_t> bytes(buffers[i].size_bytes());
+            std::iota(bytes.begin(), bytes.end(), static_cast<uint8_t>(i * 7));
+            ctx->upload(buffers[i], 0, bytes.data(), bytes.size());
+        }
+        for (size_t i = 0; i < buffers.size(); ++i) {
+            std::vector<uint8_t> expected(buffers[i].size_bytes()), got(expected.size());
+            std::iota(expected.begin(), expected.end(), static_cast<uint8_t>(i * 7));
+            ctx->download(buffers[i], 0, got.data(), got.size());
+            EXPECT_EQ(got, expected) << "buffer " << i;
+        }
+        buffers.clear();  // before the arena frees its blocks
+    }
+    EXPECT_EQ(ctx->validation_errors(), 0);
+}
+
+TEST(GpuArena, ABackendPlacesASmallModelsWeightsInOneAllocation) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+    std::unique_ptr<Backend> backend;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model));
+    const gpu::VulkanWeightMemory memory = gpu::vulkan_weight_memory(*backend);
+    // 2 layers x (7 matrices, 2 norms, biases) + embedding + final norm: 20 buffers, one block.
+    EXPECT_EQ(memory.allocations, 1u);
+    EXPECT_GT(memory.bytes, 0u);
 }
 
 }  // namespace
