@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "gpu/shader_spirv.h"
@@ -42,34 +44,28 @@ constexpr uint32_t kMaxBindings = [] {
 }  // namespace
 
 ShaderWeightType shader_weight_type(GgmlType type) {
-    switch (type) {
-        case GgmlType::F32: return ShaderWeightType::F32;
-        case GgmlType::F16: return ShaderWeightType::F16;
-        case GgmlType::BF16:
-            return ShaderWeightType::BF16;
-        case GgmlType::Q8_0: return ShaderWeightType::Q8_0;
-        case GgmlType::Q4_0: return ShaderWeightType::Q4_0;
-        case GgmlType::Q4_1:
-            return ShaderWeightType::Q4_1;
-        case GgmlType::Q5_0:
-            return ShaderWeightType::Q5_0;
-        case GgmlType::Q5_1:
-            return ShaderWeightType::Q5_1;
-        case GgmlType::IQ4_NL:
-            return ShaderWeightType::IQ4_NL;
-        case GgmlType::Q4_K:
-            return ShaderWeightType::Q4_K;
-        case GgmlType::Q5_K:
-            return ShaderWeightType::Q5_K;
-        case GgmlType::Q6_K:
-            return ShaderWeightType::Q6_K;
-        case GgmlType::IQ4_XS:
-            return ShaderWeightType::IQ4_XS;
-        // The rest (Q2_K, Q3_K, Q8_1, ...) have no shader reading them: upload_matrix
-        // dequantizes them and stores F16, whose 11 significant bits can round a weight
-        // (relative error <= 2^-11).
-        default: return ShaderWeightType::F16;
+    // Every format a weight file uses; the activation formats (Q8_1, Q8_K) and integer types are refused.
+    static constexpr std::array<std::pair<GgmlType, ShaderWeightType>, 15> kRead = {{
+        {GgmlType::F32, ShaderWeightType::F32},
+        {GgmlType::F16, ShaderWeightType::F16},
+        {GgmlType::BF16, ShaderWeightType::BF16},
+        {GgmlType::Q8_0, ShaderWeightType::Q8_0},
+        {GgmlType::Q4_0, ShaderWeightType::Q4_0},
+        {GgmlType::Q4_1, ShaderWeightType::Q4_1},
+        {GgmlType::Q5_0, ShaderWeightType::Q5_0},
+        {GgmlType::Q5_1, ShaderWeightType::Q5_1},
+        {GgmlType::IQ4_NL, ShaderWeightType::IQ4_NL},
+        {GgmlType::Q4_K, ShaderWeightType::Q4_K},
+        {GgmlType::Q5_K, ShaderWeightType::Q5_K},
+        {GgmlType::Q6_K, ShaderWeightType::Q6_K},
+        {GgmlType::IQ4_XS, ShaderWeightType::IQ4_XS},
+        {GgmlType::Q2_K, ShaderWeightType::Q2_K},
+        {GgmlType::Q3_K, ShaderWeightType::Q3_K},
+    }};
+    for (const auto& [ggml, shader] : kRead) {
+        if (ggml == type) return shader;
     }
+    throw UnsupportedError("the Vulkan backend reads no weights of type " + std::string(ggml_type_name(type)));
 }
 
 bool is_block_type(ShaderWeightType type) {

@@ -31,8 +31,10 @@ enum class ShaderWeightType : uint32_t {
     Q5_K = 10,
     Q6_K = 11,
     IQ4_XS = 12,
+    Q2_K = 13,
+    Q3_K = 14,
 };
-// The shader type a GGUF type is uploaded as: itself when the shaders read it, else F16.
+// The shader type that reads a GGUF weight type; UnsupportedError naming a type no shader reads.
 ShaderWeightType shader_weight_type(GgmlType type);
 // Whether the shaders read `type` in blocks (of 32 or 256 elements) rather than element by element.
 bool is_block_type(ShaderWeightType type);

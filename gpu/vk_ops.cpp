@@ -4,36 +4,12 @@
 #include <string>
 
 #include "engine/core/error.h"
-#include "engine/core/fp16.h"
-#include "engine/formats/quant.h"
 #include "gpu/vk_matvec.h"
 
 namespace inferscope::gpu {
 namespace {
 
 uint32_t groups(uint64_t items, uint32_t per_group) { return static_cast<uint32_t>((items + per_group - 1) / per_group); }
-
-// Bytes of one row of `w` in the format it is uploaded as.
-uint64_t device_row_bytes(const WeightMatrix& w, ShaderWeightType type) {
-    return type == ShaderWeightType::F16 && w.type != GgmlType::F16 ? static_cast<uint64_t>(w.cols) * 2 : w.row_bytes;
-}
-
-// Rows [begin, begin + rows) of `w` in the uploaded format.
-std::vector<uint8_t> device_rows(const WeightMatrix& w, ShaderWeightType type, int64_t begin, int64_t rows) {
-    const uint64_t row_bytes = device_row_bytes(w, type);
-    std::vector<uint8_t> bytes(row_bytes * static_cast<uint64_t>(rows));
-    if (row_bytes == w.row_bytes) {
-        std::copy(w.row(begin), w.row(begin) + bytes.size(), bytes.begin());
-        return bytes;
-    }
-    std::vector<float> row(static_cast<size_t>(w.cols));
-    auto* out = reinterpret_cast<uint16_t*>(bytes.data());
-    for (int64_t r = 0; r < rows; ++r) {
-        dequantize_row(w.type, w.row(begin + r), row.data(), w.cols);
-        for (int64_t c = 0; c < w.cols; ++c) out[r * w.cols + c] = fp32_to_fp16(row[static_cast<size_t>(c)]);
-    }
-    return bytes;
-}
 
 }  // namespace
 
@@ -44,7 +20,8 @@ uint64_t DeviceMatrix::bytes() const {
 }
 
 uint64_t device_matrix_bytes(const WeightMatrix& w) {
-    return device_row_bytes(w, shader_weight_type(w.type)) * static_cast<uint64_t>(w.rows);
+    shader_weight_type(w.type);  // refuses a type no shader reads
+    return w.row_bytes * static_cast<uint64_t>(w.rows);
 }
 
 DeviceMatrix upload_matrix(VkContext& ctx, BufferArena& arena, const WeightMatrix& w, uint64_t max_part_bytes) {
@@ -52,7 +29,7 @@ DeviceMatrix upload_matrix(VkContext& ctx, BufferArena& arena, const WeightMatri
     m.type = shader_weight_type(w.type);
     m.rows = w.rows;
     m.cols = w.cols;
-    const uint64_t row_bytes = device_row_bytes(w, m.type);
+    const uint64_t row_bytes = w.row_bytes;
     const uint64_t max_bytes = max_part_bytes > 0 ? max_part_bytes : ctx.info().max_storage_buffer_range_bytes;
     if (row_bytes > max_bytes) {
         throw UnsupportedError("weight " + w.name + ": one row (" + std::to_string(row_bytes) +
@@ -61,9 +38,9 @@ DeviceMatrix upload_matrix(VkContext& ctx, BufferArena& arena, const WeightMatri
     const auto rows_per_part = static_cast<int64_t>(max_bytes / row_bytes);
     for (int64_t begin = 0; begin < w.rows; begin += rows_per_part) {
         const int64_t rows = std::min(rows_per_part, w.rows - begin);
-        const std::vector<uint8_t> bytes = device_rows(w, m.type, begin, rows);
-        DeviceMatrix::Part part{arena.place(bytes.size()), begin, rows};
-        ctx.upload(part.buffer, 0, bytes.data(), bytes.size());
+        const uint64_t bytes = row_bytes * static_cast<uint64_t>(rows);
+        DeviceMatrix::Part part{arena.place(bytes), begin, rows};
+        ctx.upload(part.buffer, 0, w.row(begin), bytes);
         m.parts.push_back(std::move(part));
     }
     return m;

@@ -14,6 +14,8 @@ const uint WT_Q4_K = 9;    // 256: F16 scale and min, 12 bytes of 6-bit sub-scal
 const uint WT_Q5_K = 10;   // 256: as Q4_K plus 32 bytes of fifth bits                          88 words
 const uint WT_Q6_K = 11;   // 256: low nibbles, 2-bit highs, 16 int8 sub-scales, F16 scale     105 words
 const uint WT_IQ4_XS = 12; // 256: F16 scale, 6-bit sub-scales, nibbles indexing 16 levels      68 words
+const uint WT_Q2_K = 13;   // 256: 4-bit sub-scales and mins, 2-bit values, F16 scale and min   42 words
+const uint WT_Q3_K = 14;   // 256: high bits, 2-bit values, 6-bit sub-scales, F16 scale         55 words
 
 // F32, F16 and BF16 hold one value per element; every other format, blocks of 32 or 256.
 const bool BLOCK_TYPE = WEIGHT_TYPE != WT_F32 && WEIGHT_TYPE != WT_F16 && WEIGHT_TYPE != WT_BF16;
@@ -32,6 +34,8 @@ uint row_words(uint cols) {
         case WT_Q4_K: return cols / 256 * 72;
         case WT_Q5_K: return cols / 256 * 88;
         case WT_Q6_K: return cols / 256 * 105;
+        case WT_Q2_K: return cols / 256 * 42;
+        case WT_Q3_K: return cols / 256 * 55;
         default: return cols / 256 * 68;  // IQ4_XS
     }
 }

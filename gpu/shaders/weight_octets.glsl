@@ -84,6 +84,39 @@ void OCTET(uint row, uint c, out float v[8]) {
         }
         return;
     }
+    if (WEIGHT_TYPE == WT_Q2_K || WEIGHT_TYPE == WT_Q3_K) {
+        // Each half of the block (128 elements) reads 32 bytes of 2-bit values four times:
+        // element 32k + l of a half is bits 2k of byte l, with sub-scale 8 half + 2k + l / 16.
+        // Q3_K subtracts 4 where bit 4 half + k of hmask byte l is clear.
+        const bool q3 = WEIGHT_TYPE == WT_Q3_K;
+        const uint base = row + block * (q3 ? 55 : 42);
+        const uint half_index = e0 / 128;
+        const uint k = (e0 % 128) / 32;
+        const uint l0 = e0 % 32;
+        const uint sub = 8 * half_index + 2 * k + l0 / 16;
+        const uint qs = base + (q3 ? 16 : 8) + (32 * half_index + l0) / 2;
+        const uvec2 bytes = uvec2(U32_AT(qs), U32_AT(qs + 2));
+        if (q3) {
+            const uint low = sub < 8 ? BYTE_AT(base + 48, sub) & 0xFu : BYTE_AT(base + 48, sub - 8) >> 4;
+            const uint high = (BYTE_AT(base + 48, 8 + sub % 4) >> (2 * (sub / 4))) & 3u;
+            const float scale = HALF_AT(base + 54) * float(int(low | (high << 4)) - 32);
+            const uvec2 hmask = uvec2(U32_AT(base + l0 / 2), U32_AT(base + l0 / 2 + 2));
+            for (uint i = 0; i < 8; ++i) {
+                const uint shift = 8 * (i % 4);
+                const int q = int((bytes[i / 4] >> (shift + 2 * k)) & 3u) - (((hmask[i / 4] >> (shift + 4 * half_index + k)) & 1u) != 0 ? 0 : 4);
+                v[i] = scale * float(q);
+            }
+        } else {
+            const uint sc = BYTE_AT(base, sub);
+            const float scale = HALF_AT(base + 40) * float(sc & 0xFu);
+            const float min = HALF_AT(base + 41) * float(sc >> 4);
+            for (uint i = 0; i < 8; ++i) {
+                precise float value = scale * float((bytes[i / 4] >> (8 * (i % 4) + 2 * k)) & 3u) - min;
+                v[i] = value;
+            }
+        }
+        return;
+    }
     // IQ4_XS: sub-block ib (32 elements) is bytes 16 ib .. 16 ib + 15 of the nibbles, like an
     // IQ4_NL block; its 6-bit scale (offset 32) is a nibble of scales_l and two bits of scales_h.
     const uint base = row + block * 68;

@@ -308,7 +308,7 @@ INSTANTIATE_TEST_SUITE_P(Files, GpuModernModel,
                          });
 
 // The model files people have mix weight types (Q4_K_M: Q4_K, Q6_K, with Q5_0 or Q8_0 where a
-// row is not a whole number of 256-blocks). Every type a shader reads in place, in one model:
+// row is not a whole number of 256-blocks). Every quantized type a weight file uses, in one model:
 // fused q/k/v and gate/up of one K-quant, unfused ones of three types, and K-quant embedding
 // and output matrices. The GPU reads the blocks; the CPU runs the same weights dequantized to
 // F32, so the two differ only in summation order.
@@ -319,7 +319,7 @@ TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     const auto f32 = testing::tiny_model(spec);
     const std::vector<std::array<GgmlType, 7>> layer_types = {
         {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::IQ4_XS, GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q6_K},
-        {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::BF16, GgmlType::BF16, GgmlType::Q8_0}};
+        {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::BF16, GgmlType::BF16, GgmlType::Q3_K}};
     std::vector<ReplacementWeight> replacements;
     auto add = [&](const WeightMatrix& w, GgmlType type) {
         ReplacementWeight r{w.name, type, std::vector<uint8_t>(ggml_row_bytes(type, static_cast<uint64_t>(w.cols)) * w.rows)};
@@ -335,7 +335,7 @@ TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
         for (size_t j = 0; j < ws.size(); ++j) add(*ws[j], layer_types[i][j]);
     }
     add(f32->token_embedding(), GgmlType::Q4_K);
-    add(f32->output(), GgmlType::Q6_K);
+    add(f32->output(), GgmlType::Q2_K);
     open(Model::with_replaced_weights(f32, std::move(replacements)), KvDtype::F32);
     if (!gpu_) return;
     InferenceSession cpu_f32(dequantized_to_f32(model_), testing::test_session_options(KvDtype::F32));
