@@ -262,7 +262,7 @@ uint64_t device_local_budget_bytes(const DeviceInfo& info) {
     return best;
 }
 
-VkContext::VkContext(const ContextOptions& options) {
+VkContext::VkContext(const ContextOptions& options) : staging_limit_bytes_(std::max<uint64_t>(options.staging_bytes, 16)) {
     create_instance(options.validation);
     try {
         create_device();
@@ -280,6 +280,7 @@ VkContext::~VkContext() { destroy(); }
 void VkContext::destroy() {
     if (device_ != VK_NULL_HANDLE) {
         vkDeviceWaitIdle(device_);
+        staging_.reset();
         if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
         if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
         vkDestroyDevice(device_, nullptr);
@@ -448,28 +449,44 @@ void VkContext::run_now(const std::function<void(VkCommandBuffer)>& record) {
     vkFreeCommandBuffers(device_, command_pool_, 1, &cmd);
 }
 
+Buffer& VkContext::staging(uint64_t bytes) {
+    const uint64_t wanted = std::min(bytes, staging_limit_bytes_);
+    if (!staging_ || staging_->size_bytes() < wanted) {
+        staging_.reset();
+        staging_ = std::make_unique<Buffer>(*this, wanted, Buffer::Kind::Host);
+    }
+    return *staging_;
+}
+
 void VkContext::upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes) {
     if (bytes == 0) return;
     if (dst.mapped() != nullptr) {  // coherent memory: visible to the device's next submission
         std::memcpy(static_cast<char*>(dst.mapped()) + dst_offset_bytes, src, bytes);
         return;
     }
-    Buffer staging(*this, bytes, Buffer::Kind::Host);
-    std::memcpy(staging.mapped(), src, bytes);
-    run_now([&](VkCommandBuffer cmd) {
-        const VkBufferCopy region{0, dst_offset_bytes, bytes};
-        vkCmdCopyBuffer(cmd, staging.handle(), dst.handle(), 1, &region);
-    });
+    for (uint64_t done = 0; done < bytes;) {
+        const Buffer& stage = staging(bytes - done);
+        const uint64_t chunk = std::min(bytes - done, stage.size_bytes());
+        std::memcpy(stage.mapped(), static_cast<const char*>(src) + done, chunk);
+        run_now([&](VkCommandBuffer cmd) {
+            const VkBufferCopy region{0, dst_offset_bytes + done, chunk};
+            vkCmdCopyBuffer(cmd, stage.handle(), dst.handle(), 1, &region);
+        });
+        done += chunk;
+    }
 }
 
 void VkContext::download(const Buffer& src, uint64_t src_offset_bytes, void* dst, uint64_t bytes) {
-    if (bytes == 0) return;
-    Buffer staging(*this, bytes, Buffer::Kind::Host);
-    run_now([&](VkCommandBuffer cmd) {
-        const VkBufferCopy region{src_offset_bytes, 0, bytes};
-        vkCmdCopyBuffer(cmd, src.handle(), staging.handle(), 1, &region);
-    });
-    std::memcpy(dst, staging.mapped(), bytes);
+    for (uint64_t done = 0; done < bytes;) {
+        const Buffer& stage = staging(bytes - done);
+        const uint64_t chunk = std::min(bytes - done, stage.size_bytes());
+        run_now([&](VkCommandBuffer cmd) {
+            const VkBufferCopy region{src_offset_bytes + done, 0, chunk};
+            vkCmdCopyBuffer(cmd, src.handle(), stage.handle(), 1, &region);
+        });
+        std::memcpy(static_cast<char*>(dst) + done, stage.mapped(), chunk);
+        done += chunk;
+    }
 }
 
 Buffer::Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind) : device_(ctx.device()), size_(size_bytes) {

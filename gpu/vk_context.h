@@ -50,6 +50,10 @@ struct ContextOptions {
     // > 0: launch at most this many workgroups along X even where the device allows more, so
     // tests on any device exercise the folding of larger launches into Y (laptop GPUs allow 65,535).
     uint32_t max_workgroups_x = 0;
+    // Uploads and downloads through device memory the host cannot see go through one reused
+    // host-visible buffer of at most this many bytes, in chunks: a large tensor never needs a
+    // staging allocation of its own size.
+    uint64_t staging_bytes = 32ull << 20;
 };
 
 class VkContext {
@@ -79,12 +83,13 @@ public:
     VkCommandBuffer allocate_command_buffer();
     void free_command_buffer(VkCommandBuffer cmd);
 
-    // Copies host bytes into a buffer: directly when the host sees its memory, else through a
-    // staging buffer.
+    // Copies host bytes into a buffer: directly when the host sees its memory, else through the
+    // staging buffer, chunk by chunk.
     void upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes);
     void download(const Buffer& src, uint64_t src_offset_bytes, void* dst, uint64_t bytes);
 
 private:
+    Buffer& staging(uint64_t bytes);
     void create_instance(bool validation);
     void create_device();
     void destroy();
@@ -102,6 +107,8 @@ private:
     VkFence fence_ = VK_NULL_HANDLE;
     VkPhysicalDeviceMemoryProperties memory_{};
     DeviceInfo info_;
+    uint64_t staging_limit_bytes_;
+    std::unique_ptr<Buffer> staging_;  // grown up to staging_limit_bytes_ as transfers need
     double timestamp_period_ns_ = 0;
     std::atomic<int> validation_errors_{0};
 };

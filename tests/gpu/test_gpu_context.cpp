@@ -2,6 +2,7 @@
 // error naming the sizes, before any memory is asked for; a CPU driver is never named a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "gpu/vk_arena.h"
@@ -45,9 +46,33 @@ TEST(GpuContext, DeviceLocalBudgetIsTheLargestDeviceLocalHeap) {
     EXPECT_EQ(gpu::device_local_budget_bytes(info), 0u);
 }
 
+TEST(GpuContext, TransfersLargerThanTheStagingBufferGoInChunks) {
+    gpu::ContextOptions options;
+    options.validation = true;
+    options.staging_bytes = 4096;
+    std::unique_ptr<gpu::VkContext> ctx;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(ctx, std::make_unique<gpu::VkContext>(options));
+    // 100,003 bytes at offset 517 of a device buffer: 25 chunks, the last one partial.
+    const uint64_t bytes = 100003, offset = 517;
+    gpu::Buffer device(*ctx, offset + bytes, gpu::Buffer::Kind::Device);
+    ASSERT_EQ(device.mapped(), nullptr) << "the test needs memory the host does not map";
+    std::vector<uint8_t> data(bytes);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 131) >> 3);
+    ctx->upload(device, offset, data.data(), bytes);
+    std::vector<uint8_t> back(bytes);
+    ctx->download(device, offset, back.data(), bytes);
+    EXPECT_EQ(back, data);
+    std::vector<uint8_t> tail(1000);
+    ctx->download(device, offset + bytes - tail.size(), tail.data(), tail.size());
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), data.end() - static_cast<std::ptrdiff_t>(tail.size())));
+    EXPECT_EQ(ctx->validation_errors(), 0);
+}
+
 TEST(GpuArena, PlacesBuffersInFewBlocksWithoutOverlap) {
     std::unique_ptr<gpu::VkContext> ctx;
-    INFERSCOPE_MAKE_OR_SKIP_GPU(ctx, std::make_unique<gpu::VkContext>(gpu::ContextOptions{true, 0}));
+    gpu::ContextOptions options;
+    options.validation = true;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(ctx, std::make_unique<gpu::VkContext>(options));
     const uint64_t block = 1 << 20;
     std::vector<gpu::Buffer> buffers;
     {
