@@ -308,28 +308,6 @@ void record_products(Kernels& k, VkCommandBuffer cmd, const std::vector<const De
     }
 }
 
-// GPU microseconds per call of `reps` calls of `record` recorded back to back after one warm-up call.
-double time_calls(VkContext& ctx, const std::function<void(VkCommandBuffer)>& record, int reps) {
-    VkQueryPoolCreateInfo create{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    create.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    create.queryCount = 2;
-    VkQueryPool queries = VK_NULL_HANDLE;
-    vk_check(vkCreateQueryPool(ctx.device(), &create, nullptr, &queries), "vkCreateQueryPool");
-    ctx.run_now([&](VkCommandBuffer cmd) {
-        vkCmdResetQueryPool(cmd, queries, 0, 2);
-        record(cmd);  // pipelines created and caches warm before the timed calls
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 0);
-        for (int i = 0; i < reps; ++i) record(cmd);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1);
-    });
-    uint64_t stamps[2] = {};
-    const VkResult result = vkGetQueryPoolResults(ctx.device(), queries, 0, 2, sizeof stamps, stamps, sizeof(uint64_t),
-                                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    vkDestroyQueryPool(ctx.device(), queries, nullptr);
-    vk_check(result, "vkGetQueryPoolResults");
-    return static_cast<double>(stamps[1] - stamps[0]) * ctx.timestamp_period_ns() / 1000.0 / reps;
-}
-
 }  // namespace
 
 std::vector<std::vector<double>> OpHarness::time_products(const std::vector<const WeightMatrix*>& ws,
@@ -358,7 +336,7 @@ std::vector<std::vector<double>> OpHarness::time_products(const std::vector<cons
             const auto record = [&](VkCommandBuffer cmd) {
                 record_products(m.kernels, cmd, matrices, input.handle(), ys, static_cast<uint32_t>(n), kernels[i]);
             };
-            times[i].push_back(time_calls(m.ctx, record, reps));
+            times[i].push_back(m.ctx.time_calls_us(record, reps));
         }
     }
     m.kernels.forget_descriptor_sets();

@@ -458,6 +458,33 @@ Buffer& VkContext::staging(uint64_t bytes) {
     return *staging_;
 }
 
+double VkContext::time_calls_us(const std::function<void(VkCommandBuffer)>& record, int reps) {
+    VkQueryPoolCreateInfo create{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    create.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    create.queryCount = 2;
+    VkQueryPool queries = VK_NULL_HANDLE;
+    vk_check(vkCreateQueryPool(device_, &create, nullptr, &queries), "vkCreateQueryPool");
+    uint64_t stamps[2] = {};
+    VkResult result = VK_SUCCESS;
+    try {
+        run_now([&](VkCommandBuffer cmd) {
+            vkCmdResetQueryPool(cmd, queries, 0, 2);
+            record(cmd);
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 0);
+            for (int i = 0; i < reps; ++i) record(cmd);
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1);
+        });
+        result = vkGetQueryPoolResults(device_, queries, 0, 2, sizeof stamps, stamps, sizeof(uint64_t),
+                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    } catch (...) {
+        vkDestroyQueryPool(device_, queries, nullptr);
+        throw;
+    }
+    vkDestroyQueryPool(device_, queries, nullptr);
+    vk_check(result, "vkGetQueryPoolResults");
+    return static_cast<double>(stamps[1] - stamps[0]) * timestamp_period_ns_ / 1000.0 / reps;
+}
+
 void VkContext::upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes) {
     if (bytes == 0) return;
     if (dst.mapped() != nullptr) {  // coherent memory: visible to the device's next submission

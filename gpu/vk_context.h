@@ -76,6 +76,9 @@ public:
 
     // Records with `record` into a one-time command buffer, submits it and waits.
     void run_now(const std::function<void(VkCommandBuffer)>& record);
+    // GPU microseconds per call of `reps` calls of `record` recorded back to back after one
+    // untimed call (pipelines created, caches warm); needs timestamps (info().timestamps).
+    double time_calls_us(const std::function<void(VkCommandBuffer)>& record, int reps);
     // Submits a recorded command buffer and waits for it to finish. A wait that fails (a lost
     // device, a GPU that does not finish within five minutes) drains the queue and resets the fence
     // before the error, so the context stays usable.

@@ -31,6 +31,7 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"attention_split", 8},
     {"attention_split_shared", 8},
     {"attention_reduce", 2},
+    {"read_bandwidth", 2},
 }};
 constexpr uint32_t kPushBytes = 32;
 constexpr uint32_t kSetsPerPool = 1024;

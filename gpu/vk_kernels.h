@@ -53,6 +53,7 @@ enum class Shader {
     AttentionSplit,
     AttentionSplitShared,
     AttentionReduce,
+    ReadBandwidth,
     Count
 };
 

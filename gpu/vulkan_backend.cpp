@@ -590,6 +590,12 @@ int vulkan_validation_errors(const Backend& backend) {
     return vulkan == nullptr ? -1 : vulkan->validation_errors();
 }
 
+double vulkan_read_bandwidth(Backend& backend) {
+    auto* vulkan = dynamic_cast<VulkanBackend*>(&backend);
+    if (vulkan == nullptr) throw Error("vulkan_read_bandwidth: " + backend.name() + " is not a Vulkan backend");
+    return vulkan->measure_read_bandwidth().bytes_per_second;
+}
+
 VulkanWeightMemory vulkan_weight_memory(const Backend& backend) {
     const auto* vulkan = dynamic_cast<const VulkanBackend*>(&backend);
     if (vulkan == nullptr) throw Error("vulkan_weight_memory: " + backend.name() + " is not a Vulkan backend");

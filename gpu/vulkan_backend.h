@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "gpu/vk_bandwidth.h"
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
 #include "gpu/vk_ops.h"
@@ -32,6 +33,8 @@ public:
 
     int validation_errors() const { return ctx_->validation_errors(); }
     const BufferArena& weight_arena() const { return *weight_arena_; }
+    // The device's read bandwidth (gpu/vk_bandwidth.h); passes recorded before are recorded anew.
+    ReadBandwidth measure_read_bandwidth() { return gpu::measure_read_bandwidth(*ctx_, *kernels_); }
 
 private:
     struct Layer {

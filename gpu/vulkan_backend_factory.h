@@ -42,4 +42,9 @@ struct VulkanWeightMemory {
 // Error when `backend` is not a Vulkan backend.
 VulkanWeightMemory vulkan_weight_memory(const Backend& backend);
 
+// The read bandwidth of a Vulkan backend's device in bytes/s, measured by a shader reading a
+// buffer of up to 1 GiB; 0 when the device cannot time it (no timestamps). Error when
+// `backend` is not a Vulkan backend.
+double vulkan_read_bandwidth(Backend& backend);
+
 }  // namespace inferscope::gpu

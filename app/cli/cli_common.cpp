@@ -190,6 +190,15 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::sh
 #endif
 }
 
+double device_read_bandwidth(Backend& backend) {
+#ifdef INFERSCOPE_HAS_VULKAN
+    return gpu::vulkan_read_bandwidth(backend);
+#else
+    (void)backend;
+    return 0;
+#endif
+}
+
 std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special) {
     return model.tokenizer().encode(text, add_special, /*parse_special=*/true);
 }

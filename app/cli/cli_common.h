@@ -46,6 +46,9 @@ void add_sampling_options(CLI::App& command, SamplingParams& sampling);
 // GPU times in step events (commands that do not show them pass false: they cost speed).
 std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model,
                                       bool op_timestamps = true);
+// The read bandwidth, in bytes/s, of the device the Vulkan backend make_backend made runs on;
+// 0 when the device cannot time it.
+double device_read_bandwidth(Backend& backend);
 
 // Tokenizes a prompt as llama.cpp's tools do: special tokens parsed, BOS as the vocabulary says.
 std::vector<TokenId> tokenize_prompt(const Model& model, const std::string& text, bool add_special = true);

@@ -21,7 +21,7 @@ struct BenchCliOptions {
     int ubatch = 512;
     std::string output = "md";
     bool membw = false;
-    double membw_gbs = 0;  // given device bandwidth, GB/s (10^9 bytes/s); 0: measure host RAM
+    double membw_gbs = 0;  // given bandwidth, GB/s (10^9 bytes/s); 0: measure host RAM, or the device with --backend vulkan
 };
 
 struct Row {
@@ -35,8 +35,11 @@ std::string fixed(double value, int decimals) {
     return buffer;
 }
 
+// Where the bandwidth floor's figure comes from.
+enum class BandwidthSource { HostRead, Given, DeviceRead };
+
 std::vector<Row> rows_of(const Model& model, const InferenceSession& session, const BenchReport& report, bool membw,
-                         bool given_bandwidth) {
+                         BandwidthSource source) {
     const auto bytes = static_cast<double>(model.file().file_size());
     const std::string size = bytes >= 1024.0 * 1024 * 1024 ? fixed(bytes / (1024.0 * 1024 * 1024), 2) + " GiB"
                                                             : fixed(bytes / (1024.0 * 1024), 2) + " MiB";
@@ -47,10 +50,18 @@ std::vector<Row> rows_of(const Model& model, const InferenceSession& session, co
     std::vector<Row> rows;
     if (membw && report.bandwidth) {
         const double gbps = report.bandwidth->bytes_per_second / 1e9;
-        rows.push_back({{{"test", "membw"}, {"read_bytes_per_s", report.bandwidth->bytes_per_second},
-                         {"buffer_bytes", report.bandwidth->buffer_bytes}, {"threads", report.bandwidth->threads},
-                         {"given", given_bandwidth}},
-                        {model.config().name, size, params, backend, threads, given_bandwidth ? "membw (given)" : "membw (read)",
+        rows.push_back({{{"test", "membw"},
+                         {"read_bytes_per_s", report.bandwidth->bytes_per_second},
+                         {"buffer_bytes", report.bandwidth->buffer_bytes},
+                         {"threads", report.bandwidth->threads},
+                         {"given", source == BandwidthSource::Given},
+                         {"source", source == BandwidthSource::Given        ? "given"
+                                    : source == BandwidthSource::DeviceRead ? "device read"
+                                                                            : "host read"}},
+                        {model.config().name, size, params, backend, threads,
+                         source == BandwidthSource::Given        ? "membw (given)"
+                         : source == BandwidthSource::DeviceRead ? "membw (device read)"
+                                                                 : "membw (read)",
                          fixed(gbps, 2) + " GB/s", ""}});
     }
     for (const BenchResult& r : report.results) {
@@ -140,14 +151,19 @@ void run_bench_command(BenchCliOptions o) {
     b.ubatch = o.ubatch;
     b.measure_bandwidth = o.membw || std::any_of(o.generate_lengths.begin(), o.generate_lengths.end(), [](int n) { return n > 0; });
     b.given_bandwidth_bytes_per_s = o.membw_gbs * 1e9;
-    if (o.model.backend == "vulkan" && o.membw_gbs <= 0) {
-        // Host RAM bandwidth says nothing about a GPU's ceiling: no floor unless one is given.
-        b.measure_bandwidth = false;
-        std::fprintf(stderr, "note: no bandwidth floor for --backend vulkan without --membw-gbs (the device's GB/s)\n");
+    BandwidthSource source = o.membw_gbs > 0 ? BandwidthSource::Given : BandwidthSource::HostRead;
+    if (o.model.backend == "vulkan" && o.membw_gbs <= 0 && b.measure_bandwidth) {
+        // Host RAM bandwidth says nothing about a GPU's ceiling: the floor is the device's own.
+        b.given_bandwidth_bytes_per_s = device_read_bandwidth(session.backend());
+        source = BandwidthSource::DeviceRead;
+        if (b.given_bandwidth_bytes_per_s <= 0) {
+            b.measure_bandwidth = false;
+            std::fprintf(stderr, "note: no bandwidth floor: the device cannot time its reads (give --membw-gbs)\n");
+        }
     }
     b.progress = stderr_progress("bench");
     const BenchReport report = run_bench(session, b);
-    print_rows(rows_of(*model, session, report, o.membw, o.membw_gbs > 0), o.model.json ? "json" : o.output);
+    print_rows(rows_of(*model, session, report, o.membw, source), o.model.json ? "json" : o.output);
 }
 
 }  // namespace
@@ -162,9 +178,8 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-r,--repetitions", o->repetitions, "timed runs per test (after one warm-up)")->check(positive())->capture_default_str();
     cmd->add_option("--ubatch", o->ubatch, "prompt tokens per forward step")->check(positive())->capture_default_str();
     cmd->add_option("-o,--output", o->output, "output format")->check(CLI::IsMember({"md", "csv", "json", "jsonl"}))->capture_default_str();
-    cmd->add_flag("--membw", o->membw, "also report the measured memory read bandwidth");
-    cmd->add_option("--membw-gbs", o->membw_gbs,
-                    "bandwidth floor from this memory bandwidth in GB/s instead of measuring host RAM (a GPU's, with --backend vulkan)")
+    cmd->add_flag("--membw", o->membw, "also report the measured memory read bandwidth (the device's with --backend vulkan)");
+    cmd->add_option("--membw-gbs", o->membw_gbs, "bandwidth floor from this memory bandwidth in GB/s instead of measuring it")
         ->check(positive());
     cmd->callback([o] {
         // "-p 0" or "-n 0" turn a kind of test off, as in llama-bench.

@@ -89,5 +89,23 @@ TEST_F(GpuCli, BenchFloorComesFromTheGivenBandwidth) {
     EXPECT_TRUE(saw_decode);
 }
 
+TEST_F(GpuCli, BenchFloorOnVulkanIsTheDevicesMeasuredReadBandwidth) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    const auto r = run_cli("bench -m " + testing::shared_model("stories260K.gguf").string() +
+                           " --backend vulkan -p 0 -n 4 -r 1 --membw --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = nlohmann::json::parse(r.out);
+    ASSERT_GE(rows.size(), 2u) << r.out;
+    ASSERT_EQ(rows[0]["test"], "membw") << rows[0].dump();
+    EXPECT_EQ(rows[0]["source"], "device read");
+    const double device_bytes_per_s = rows[0]["read_bytes_per_s"].get<double>();
+    EXPECT_GT(device_bytes_per_s, 0.0);
+    std::printf("[ measured ] %s reads %.2f GB/s\n", rows[1]["backend"].get<std::string>().c_str(), device_bytes_per_s / 1e9);
+    const auto& decode = rows[1];
+    ASSERT_EQ(decode["n_generate"].get<int>(), 4) << decode.dump();
+    EXPECT_DOUBLE_EQ(decode["floor_tokens_per_s"].get<double>(),
+                     device_bytes_per_s / decode["bytes_read_per_token"].get<double>());
+}
+
 }  // namespace
 }  // namespace inferscope
