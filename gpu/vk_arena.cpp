@@ -31,24 +31,13 @@ BufferArena::Block& BufferArena::block_with_room(const VkMemoryRequirements& req
     for (Block& b : blocks_) {
         if (align_up(b.used_bytes, requirements.alignment) + requirements.size <= b.size_bytes) return b;
     }
-    const uint64_t largest = ctx_.info().max_allocation_bytes;
-    if (largest > 0 && requirements.size > largest) {
-        throw CapacityError("Vulkan: a buffer of " + std::to_string(requirements.size) + " bytes exceeds the largest " +
-                            "allocation the device allows (" + std::to_string(largest) + " bytes)");
-    }
+    check_allocation_fits(ctx_.info(), requirements.size);
     Block b;
     b.size_bytes = std::max(block_bytes_, requirements.size);
-    VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    allocate.allocationSize = b.size_bytes;
-    allocate.memoryTypeIndex =
+    const uint32_t type =
         unified() ? static_cast<uint32_t>(unified_type_) : ctx_.memory_type(requirements.memoryTypeBits, Buffer::Kind::Device);
-    const VkResult result = vkAllocateMemory(ctx_.device(), &allocate, nullptr, &b.memory);
-    if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
-        throw CapacityError("Vulkan: cannot allocate a block of " + std::to_string(b.size_bytes) +
-                            " bytes of device memory for the weights (" + std::to_string(allocated_bytes()) +
-                            " bytes already allocated)");
-    }
-    vk_check(result, "vkAllocateMemory");
+    b.memory = allocate_memory(ctx_.device(), b.size_bytes, type,
+                               "device memory for the weights (" + std::to_string(allocated_bytes()) + " bytes already held)");
     if (unified()) {
         const VkResult mapped = vkMapMemory(ctx_.device(), b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
         if (mapped != VK_SUCCESS) {

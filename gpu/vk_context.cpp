@@ -517,24 +517,13 @@ void VkContext::download(const Buffer& src, uint64_t src_offset_bytes, void* dst
 }
 
 Buffer::Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind) : device_(ctx.device()), size_(size_bytes) {
-    const uint64_t largest = ctx.info().max_allocation_bytes;
-    if (largest > 0 && size_bytes > largest) {
-        throw CapacityError("Vulkan: a buffer of " + std::to_string(size_bytes) + " bytes exceeds the largest allocation " +
-                            "the device allows (" + std::to_string(largest) + " bytes)");
-    }
+    check_allocation_fits(ctx.info(), size_bytes);
     buffer_ = create_storage_buffer(device_, size_bytes);
     VkMemoryRequirements requirements{};
     vkGetBufferMemoryRequirements(device_, buffer_, &requirements);
-    VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    allocate.allocationSize = requirements.size;
     try {
-        allocate.memoryTypeIndex = ctx.memory_type(requirements.memoryTypeBits, kind);
-        const VkResult result = vkAllocateMemory(device_, &allocate, nullptr, &memory_);
-        if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
-            throw CapacityError("Vulkan: cannot allocate " + std::to_string(requirements.size) + " bytes of " +
-                                (kind == Kind::Device ? "device" : "host-visible") + " memory");
-        }
-        vk_check(result, "vkAllocateMemory");
+        memory_ = allocate_memory(device_, requirements.size, ctx.memory_type(requirements.memoryTypeBits, kind),
+                                  kind == Kind::Device ? "device memory" : "host-visible memory");
         vk_check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory");
         if (kind == Kind::Host) vk_check(vkMapMemory(device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
     } catch (...) {
@@ -560,6 +549,27 @@ VkBuffer create_storage_buffer(VkDevice device, uint64_t size_bytes) {
     VkBuffer buffer = VK_NULL_HANDLE;
     vk_check(vkCreateBuffer(device, &create, nullptr, &buffer), "vkCreateBuffer");
     return buffer;
+}
+
+void check_allocation_fits(const DeviceInfo& info, uint64_t bytes) {
+    const uint64_t largest = info.max_allocation_bytes;
+    if (largest > 0 && bytes > largest) {
+        throw CapacityError("Vulkan: a buffer of " + std::to_string(bytes) + " bytes exceeds the largest allocation " +
+                            "the device allows (" + std::to_string(largest) + " bytes)");
+    }
+}
+
+VkDeviceMemory allocate_memory(VkDevice device, uint64_t bytes, uint32_t type, const std::string& what) {
+    VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    allocate.allocationSize = bytes;
+    allocate.memoryTypeIndex = type;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    const VkResult result = vkAllocateMemory(device, &allocate, nullptr, &memory);
+    if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
+        throw CapacityError("Vulkan: cannot allocate " + std::to_string(bytes) + " bytes of " + what);
+    }
+    vk_check(result, "vkAllocateMemory");
+    return memory;
 }
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {

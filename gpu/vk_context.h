@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "gpu/vulkan_devices.h"
 
@@ -121,5 +122,10 @@ void vk_check(VkResult result, const char* what);
 
 // A buffer the shaders bind as storage and copies read and write, with no memory bound yet.
 VkBuffer create_storage_buffer(VkDevice device, uint64_t size_bytes);
+// CapacityError naming both sizes when `bytes` exceed the device's largest allocation.
+void check_allocation_fits(const DeviceInfo& info, uint64_t bytes);
+// `bytes` of memory type `type`; CapacityError naming `what` and the size when the device or
+// host is out of memory.
+VkDeviceMemory allocate_memory(VkDevice device, uint64_t bytes, uint32_t type, const std::string& what);
 
 }  // namespace inferscope::gpu

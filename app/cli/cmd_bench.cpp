@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 #include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
-#include "engine/core/error.h"
 #include "engine/bench/bench.h"
+#include "engine/core/error.h"
 
 namespace inferscope::cli {
 namespace {
@@ -38,6 +39,19 @@ std::string fixed(double value, int decimals) {
 // Where the bandwidth floor's figure comes from.
 enum class BandwidthSource { HostRead, Given, DeviceRead };
 
+// The JSON name of `source` and the membw row's label.
+std::pair<const char*, const char*> source_names(BandwidthSource source) {
+    switch (source) {
+        case BandwidthSource::Given:
+            return {"given", "membw (given)"};
+        case BandwidthSource::DeviceRead:
+            return {"device read", "membw (device read)"};
+        case BandwidthSource::HostRead:
+            break;
+    }
+    return {"host read", "membw (read)"};
+}
+
 std::vector<Row> rows_of(const Model& model, const InferenceSession& session, const BenchReport& report, bool membw,
                          BandwidthSource source) {
     const auto bytes = static_cast<double>(model.file().file_size());
@@ -50,19 +64,14 @@ std::vector<Row> rows_of(const Model& model, const InferenceSession& session, co
     std::vector<Row> rows;
     if (membw && report.bandwidth) {
         const double gbps = report.bandwidth->bytes_per_second / 1e9;
+        const auto [source_name, label] = source_names(source);
         rows.push_back({{{"test", "membw"},
                          {"read_bytes_per_s", report.bandwidth->bytes_per_second},
                          {"buffer_bytes", report.bandwidth->buffer_bytes},
                          {"threads", report.bandwidth->threads},
                          {"given", source == BandwidthSource::Given},
-                         {"source", source == BandwidthSource::Given        ? "given"
-                                    : source == BandwidthSource::DeviceRead ? "device read"
-                                                                            : "host read"}},
-                        {model.config().name, size, params, backend, threads,
-                         source == BandwidthSource::Given        ? "membw (given)"
-                         : source == BandwidthSource::DeviceRead ? "membw (device read)"
-                                                                 : "membw (read)",
-                         fixed(gbps, 2) + " GB/s", ""}});
+                         {"source", source_name}},
+                        {model.config().name, size, params, backend, threads, label, fixed(gbps, 2) + " GB/s", ""}});
     }
     for (const BenchResult& r : report.results) {
         const bool decode = r.n_generate > 0;

@@ -65,11 +65,15 @@ TEST_F(GpuCli, GenerateModernArchitecturesOnVulkanEqualsCpu) {
 TEST_F(GpuCli, BenchFloorComesFromTheGivenBandwidth) {
     INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
     const auto r = run_cli("bench -m " + testing::shared_model("stories260K.gguf").string() +
-                           " --backend vulkan -p 8 -n 4 -r 1 --membw-gbs 100 --json");
+                           " --backend vulkan -p 8 -n 4 -r 1 --membw-gbs 100 --membw --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto rows = nlohmann::json::parse(r.out);
+    ASSERT_EQ(rows.at(0)["test"], "membw") << r.out;
+    EXPECT_EQ(rows[0]["source"], "given");
+    EXPECT_DOUBLE_EQ(rows[0]["read_bytes_per_s"].get<double>(), 100e9);
     bool saw_decode = false;
     for (const auto& row : rows) {
+        if (row["test"] == "membw") continue;
         EXPECT_EQ(row["backend"].get<std::string>().rfind("Vulkan (", 0), 0u);
         if (row["n_generate"].get<int>() == 0) continue;
         saw_decode = true;
