@@ -1,5 +1,5 @@
 // One unit of work of a weight row against every token: 8 elements for F32/F16/BF16, 32 for
-// the block formats (one Q8_0/Q4_0 block, its scale read once; four octets of the others).
+// the block formats (one Q8_0/Q4_0 block; four octets of the others), the scales read once.
 // acc[base + t] += the unit's part of dot(W[row], x^[t]). Included by matvec.comp once per
 // weight binding, with W16 (the buffer as 16-bit words), W4 (the same buffer as uvec4), UNIT
 // and OCTET (the functions' names) defined.
@@ -38,9 +38,10 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
     } else if (BLOCK_TYPE) {
         const uint row_word = row * row_words(p.cols);
+        const vec4 scales = GROUP_SCALES(row_word, u);
         for (uint q = 0; q < 4; ++q) {
             float v[8];
-            OCTET(row_word, u * 4 + q, v);
+            OCTET_SCALED(row_word, u * 4 + q, q < 2 ? scales.xy : scales.zw, v);
             const vec4 lo = vec4(v[0], v[1], v[2], v[3]);
             const vec4 hi = vec4(v[4], v[5], v[6], v[7]);
             for (uint t = 0; t < TOKENS; ++t) acc[base + t] += dot(lo, x_at(t, u * 32 + 8 * q)) + dot(hi, x_at(t, u * 32 + 8 * q + 4));

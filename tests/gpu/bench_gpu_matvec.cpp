@@ -1,9 +1,13 @@
 // Decode matrix products on the Vulkan device: one product per matrix (record_matmul, and
-// for gate/up the activation's own dispatch) against the fused matvec kernels (gpu/vk_matvec.h) on the shapes of Qwen2.5-0.5B and of a 7B model, for F16,
-// Q8_0 and Q4_0 weights and 1, 2, 4 and 8 tokens. GPU timestamps around many back-to-back
-// calls with a barrier between; prints microseconds per call and GB/s of weight bytes.
-// Usage: bench_gpu_matvec [--quick]   (--quick: one repetition and rows / 16, for lavapipe)
+// for gate/up the activation's own dispatch) against the fused matvec kernels (gpu/vk_matvec.h) on the shapes of Qwen2.5-0.5B and
+// of a 7B model, for F16, Q8_0 and Q4_0 weights and 1, 2, 4 and 8 tokens. GPU timestamps around many back-to-back calls with a
+// barrier between; prints microseconds per call and GB/s of weight bytes. Usage: bench_gpu_matvec [--quick] [--reps N] [--type
+// T]...
+//   --quick: one repetition and rows / 16, for lavapipe; --reps: repetitions per time (after
+//   --quick, more of them steady lavapipe's figures); --type: only these weight types.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -86,13 +90,43 @@ std::vector<BenchCase> bench_cases() {
     };
 }
 
+struct BenchOptions {
+    int reps = 200;
+    int64_t row_divisor = 1;
+    std::vector<GgmlType> types = {GgmlType::F16,  GgmlType::Q8_0, GgmlType::Q4_0,
+                                   GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+};
+
+BenchOptions parse_options(int argc, char** argv) {
+    BenchOptions o;
+    std::vector<GgmlType> chosen;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (arg == "--quick") {
+            o.reps = 1;
+            o.row_divisor = 16;
+        } else if (arg == "--reps" && has_value) {
+            o.reps = std::max(1, std::atoi(argv[++i]));
+        } else if (arg == "--type" && has_value) {
+            const auto type = inferscope::ggml_type_from_name(argv[++i]);
+            if (!type) throw inferscope::Error(std::string("unknown weight type: ") + argv[i]);
+            chosen.push_back(*type);
+        } else {
+            throw inferscope::Error("usage: bench_gpu_matvec [--quick] [--reps N] [--type T]...");
+        }
+    }
+    if (!chosen.empty()) o.types = chosen;
+    return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-    const int reps = quick ? 1 : 200;
-    const int64_t row_divisor = quick ? 16 : 1;
     try {
+        const BenchOptions options = parse_options(argc, argv);
+        const int reps = options.reps;
+        const int64_t row_divisor = options.row_divisor;
         inferscope::gpu::OpHarness gpu(false);
         std::printf("device: %s\n", gpu.device_name().c_str());
         if (!gpu.has_timestamps()) {
@@ -101,7 +135,7 @@ int main(int argc, char** argv) {
         }
         const std::vector<int64_t> token_counts = {1, 2, 4, 8};
         std::mt19937 rng(1);
-        for (GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+        for (GgmlType type : options.types) {
             for (const BenchCase& c : bench_cases()) {
                 // The 256-element formats need whole blocks per row (0.5B's 896 columns are not).
                 if (c.cols % static_cast<int64_t>(inferscope::ggml_type_traits(type).block_elements) != 0) continue;
