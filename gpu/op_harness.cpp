@@ -13,7 +13,8 @@
 namespace inferscope::gpu {
 
 struct OpHarness::Impl {
-    Impl(bool validation, uint32_t max_workgroups_x) : ctx(ContextOptions{validation, max_workgroups_x}), kernels(ctx) {}
+    Impl(bool validation, uint32_t max_workgroups_x, const std::string& tuning)
+        : ctx(ContextOptions{validation, max_workgroups_x}), kernels(ctx, kernel_tuning(ctx.info(), tuning)) {}
 
     template <typename T>
     Buffer device_copy(const std::vector<T>& values) {
@@ -61,7 +62,8 @@ void record_cache_store(Kernels& kernels, VkCommandBuffer cmd, const Buffer& key
 
 }  // namespace
 
-OpHarness::OpHarness(bool validation, uint32_t max_workgroups_x) : impl_(std::make_unique<Impl>(validation, max_workgroups_x)) {}
+OpHarness::OpHarness(bool validation, uint32_t max_workgroups_x, const std::string& tuning)
+    : impl_(std::make_unique<Impl>(validation, max_workgroups_x, tuning)) {}
 OpHarness::~OpHarness() = default;
 
 std::string OpHarness::device_name() const { return impl_->ctx.info().name; }

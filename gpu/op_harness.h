@@ -52,8 +52,9 @@ struct AttentionSequence {
 class OpHarness {
 public:
     // Error when no usable Vulkan device exists; `validation` as in VulkanBackendOptions;
-    // max_workgroups_x > 0 lowers the launch limit along X (ContextOptions::max_workgroups_x).
-    explicit OpHarness(bool validation, uint32_t max_workgroups_x = 0);
+    // max_workgroups_x > 0 lowers the launch limit along X (ContextOptions::max_workgroups_x);
+    // `tuning` names the kernel_tuning_table() entry whose launch shapes to use (empty: the device's).
+    explicit OpHarness(bool validation, uint32_t max_workgroups_x = 0, const std::string& tuning = "");
     ~OpHarness();
 
     std::string device_name() const;

@@ -8,8 +8,6 @@
 namespace inferscope::gpu {
 namespace {
 
-// Workgroups that keep a large GPU busy (132 SMs, a few workgroups each).
-constexpr uint32_t kTargetWorkgroups = 512;
 constexpr uint32_t kMaxGroupHeads = 16;
 constexpr uint32_t kMaxHeadDim = 256;
 
@@ -33,9 +31,9 @@ void check_shape(const AttentionParams& params, uint32_t splits) {
 
 }  // namespace
 
-uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_t n_tokens) {
+uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_t n_tokens, uint32_t target_workgroups) {
     const uint64_t rows = std::max<uint64_t>(1, static_cast<uint64_t>(n_head_kv) * n_tokens);
-    const uint64_t for_occupancy = (kTargetWorkgroups + rows - 1) / rows;
+    const uint64_t for_occupancy = (std::max<uint64_t>(target_workgroups, 1) + rows - 1) / rows;
     const uint64_t by_length = std::max<uint32_t>(1, max_context / kAttentionMinSplitPositions);
     return static_cast<uint32_t>(std::clamp<uint64_t>(std::min(for_occupancy, by_length), 1, kAttentionMaxSplits));
 }

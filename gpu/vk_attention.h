@@ -19,9 +19,9 @@ inline constexpr uint32_t kAttentionMaxSplits = 256;
 
 // How many splits of the context a decode step's attention uses, fixed when the step is
 // recorded (a recorded step is replayed at every later context, so it cannot depend on the
-// current length): enough workgroups for a large GPU at `max_context`, and at least
-// kAttentionMinSplitPositions positions per split.
-uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_t n_tokens);
+// current length): about `target_workgroups` workgroups (KernelTuning::attention_workgroups)
+// at `max_context`, and at least kAttentionMinSplitPositions positions per split.
+uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_t n_tokens, uint32_t target_workgroups);
 inline constexpr uint32_t kAttentionMinSplitPositions = 256;
 // Bytes of the scratch the split partials need for n tokens (at least 4: a buffer is never empty).
 uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits);

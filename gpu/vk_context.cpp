@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -112,6 +113,30 @@ void read_heaps(VkPhysicalDevice device, DeviceInfo& info) {
     }
 }
 
+uint32_t read_compute_units(VkPhysicalDevice device) {
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    if (has_device_extension(device, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+        VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+        properties.pNext = &sm;
+        vkGetPhysicalDeviceProperties2(device, &properties);
+        return sm.shaderSMCount;
+    }
+    if (has_device_extension(device, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+        VkPhysicalDeviceShaderCorePropertiesAMD core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+        properties.pNext = &core;
+        vkGetPhysicalDeviceProperties2(device, &properties);
+        return core.shaderEngineCount * core.shaderArraysPerEngineCount * core.computeUnitsPerShaderArray;
+    }
+    if (has_device_extension(device, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME)) {
+        VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM core{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+        properties.pNext = &core;
+        vkGetPhysicalDeviceProperties2(device, &properties);
+        return core.shaderCoreCount;
+    }
+    return 0;
+}
+
 DeviceInfo describe(VkPhysicalDevice device, int index) {
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -141,6 +166,10 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.type = type_name(base.deviceType);
     info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
     info.api_version = version_string(base.apiVersion);
+    info.vendor_id = base.vendorID;
+    // A CPU driver runs workgroups on the host's threads.
+    info.compute_units =
+        base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? std::thread::hardware_concurrency() : read_compute_units(device);
     info.max_storage_buffer_range_bytes = base.limits.maxStorageBufferRange;
     info.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
     info.subgroup_size = subgroup.subgroupSize;

@@ -73,7 +73,9 @@ bool is_block_type(ShaderWeightType type) {
     return type != ShaderWeightType::F32 && type != ShaderWeightType::F16 && type != ShaderWeightType::BF16;
 }
 
-Kernels::Kernels(VkContext& ctx) : ctx_(ctx) {
+Kernels::Kernels(VkContext& ctx) : Kernels(ctx, kernel_tuning(ctx.info())) {}
+
+Kernels::Kernels(VkContext& ctx, KernelTuning tuning) : ctx_(ctx), tuning_(std::move(tuning)) {
     const DeviceInfo& info = ctx.info();
     subgroup_size_ = info.subgroup_size;
     subgroups_ = info.subgroup_arithmetic && subgroup_size_ > 0 && subgroup_size_ <= kMatmulThreads &&

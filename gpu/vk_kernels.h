@@ -13,6 +13,7 @@
 
 #include "engine/formats/ggml_type.h"
 #include "gpu/vk_context.h"
+#include "gpu/vk_tuning.h"
 
 namespace inferscope::gpu {
 
@@ -69,7 +70,9 @@ struct RecordCounts {
 
 class Kernels {
 public:
+    // Launch shapes from kernel_tuning(ctx.info()), or from `tuning`.
     explicit Kernels(VkContext& ctx);
+    Kernels(VkContext& ctx, KernelTuning tuning);
     ~Kernels();
     Kernels(const Kernels&) = delete;
     Kernels& operator=(const Kernels&) = delete;
@@ -91,6 +94,7 @@ public:
     void reset_counts() { counts_ = {}; }
     // The most workgroups one dispatch may launch along X (larger counts fold into Y).
     uint32_t max_groups_x() const { return max_groups_x_; }
+    const KernelTuning& tuning() const { return tuning_; }
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
@@ -118,6 +122,7 @@ private:
     void add_descriptor_pool();
 
     VkContext& ctx_;
+    KernelTuning tuning_;
     bool subgroups_ = false;  // subgroup arithmetic in compute shaders, size dividing kMatmulThreads
     uint32_t subgroup_size_ = 1;
     uint32_t max_groups_x_ = 65535;

@@ -10,7 +10,6 @@ namespace {
 
 constexpr uint32_t kMaxRowThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
-constexpr uint32_t kTallRows = 16384;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 
 // matvec.comp's push constants.
@@ -35,23 +34,25 @@ uint32_t next_power_of_two(uint32_t v) {
     return p;
 }
 
-// Teams of about half as many threads as a row has units, one row each, fill the GPU for the
-// layers' matrices. A tall matrix (an output projection: as many rows as the vocabulary) has
-// so many rows that one-row teams make launching workgroups the bound: there a team of a
-// quarter as many threads computes up to four rows at once.
+// Teams of about half as many threads as a row has units (the tuning's units per thread), one
+// row each, fill the GPU for the layers' matrices. A tall matrix (an output projection: as
+// many rows as the vocabulary) has so many rows that one-row teams make launching workgroups
+// the bound: there a team of a quarter as many threads computes up to four rows at once.
 MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows, uint32_t cols, uint32_t n, bool norm,
                          bool gated) {
+    const KernelTuning& tuning = k.tuning();
     // A unit is what one thread reads at a time: a block of 32 or 8 elements (16 bytes of F16).
     const uint32_t units = is_block_type(type) ? cols / 32 : (cols + 7) / 8;
     const uint32_t subgroup = Kernels::kMatmulThreads / k.matmul_rows_per_group();
-    const bool tall = rows >= kTallRows;
-    const uint32_t units_per_thread = tall ? 4 : 2;
+    const bool tall = rows >= tuning.matvec_tall_rows;
+    const uint32_t units_per_thread = tall ? tuning.matvec_tall_units_per_thread : tuning.matvec_units_per_thread;
     // A team is no smaller than a subgroup: its reduction is one subgroupAdd.
     const uint32_t row_threads =
         std::clamp(next_power_of_two((units + units_per_thread - 1) / units_per_thread), std::max(subgroup, 8u), kMaxRowThreads);
     const uint32_t team_rows = tall ? std::clamp(kMatvecAccumulators / (n * (gated ? 2u : 1u)), 1u, kMaxTeamRows) : 1u;
     // With the norm prologue every workgroup reads the x rows once more: more rows share that read.
-    const uint32_t group_threads = std::max(row_threads, tall || norm ? 256u : 128u);
+    const uint32_t group_threads =
+        std::max(row_threads, tall || norm ? tuning.matvec_wide_group_threads : tuning.matvec_group_threads);
     const uint32_t config =
         n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11);
     return {{group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads * team_rows};

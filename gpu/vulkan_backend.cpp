@@ -52,21 +52,21 @@ constexpr size_t kMaxRecordings = 8;
 
 }  // namespace
 
-VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens,
-                             bool op_timestamps, bool replay)
+VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& context,
+                             const VulkanBackendOptions& options)
     : model_(std::move(model)),
-      ctx_(std::make_unique<VkContext>(options)),
-      kernels_(std::make_unique<Kernels>(*ctx_)),
-      replay_(replay) {
+      ctx_(std::make_unique<VkContext>(context)),
+      kernels_(std::make_unique<Kernels>(*ctx_, kernel_tuning(ctx_->info(), options.kernel_tuning))),
+      replay_(options.replay) {
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
     max_tokens_ = pass_tokens(c, ctx_->info().max_storage_buffer_range_bytes);
-    if (max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, max_pass_tokens);
+    if (options.max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, options.max_pass_tokens);
     pass_token_limit_ = max_tokens_;
     upload_weights();
     allocate_step_buffers();
-    if (op_timestamps && ctx_->info().timestamps) {
+    if (options.op_timestamps && ctx_->info().timestamps) {
         query_capacity_ = 8 + kMaxLayerMarks * static_cast<uint32_t>(c.n_layer) +
                           2 * static_cast<uint32_t>(token_embd_.parts.size() + output_.parts.size());
         VkQueryPoolCreateInfo create{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
@@ -532,7 +532,8 @@ bool VulkanBackend::split_attention(uint32_t n) const {
 }
 
 uint32_t VulkanBackend::attention_splits(uint32_t n) const {
-    return attention_split_count(attention_max_context_, static_cast<uint32_t>(model_->config().n_head_kv), n);
+    return attention_split_count(attention_max_context_, static_cast<uint32_t>(model_->config().n_head_kv), n,
+                                 kernels_->tuning().attention_workgroups);
 }
 
 // Biases, Q/K norms, RoPE and the cache store in one dispatch, then attention.
@@ -581,8 +582,9 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
     context.validation = options.validation;
     // INFERSCOPE_VK_REPLAY=0 records every pass, to measure what replaying saves.
     const char* replay_env = std::getenv("INFERSCOPE_VK_REPLAY");
-    const bool replay = options.replay && (replay_env == nullptr || std::string(replay_env) != "0");
-    return std::make_unique<VulkanBackend>(std::move(model), context, options.max_pass_tokens, options.op_timestamps, replay);
+    VulkanBackendOptions chosen = options;
+    chosen.replay = options.replay && (replay_env == nullptr || std::string(replay_env) != "0");
+    return std::make_unique<VulkanBackend>(std::move(model), context, chosen);
 }
 
 int vulkan_validation_errors(const Backend& backend) {

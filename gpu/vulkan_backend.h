@@ -13,14 +13,14 @@
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
 #include "gpu/vk_ops.h"
+#include "gpu/vulkan_backend_factory.h"
 
 namespace inferscope::gpu {
 
 class VulkanBackend final : public Backend {
 public:
-    // max_pass_tokens, op_timestamps, replay: see VulkanBackendOptions.
-    VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& options, int max_pass_tokens = 0,
-                  bool op_timestamps = true, bool replay = true);
+    // Everything but `validation` (ContextOptions) as VulkanBackendOptions describes it.
+    VulkanBackend(std::shared_ptr<const Model> model, const ContextOptions& context, const VulkanBackendOptions& options);
     ~VulkanBackend() override;
 
     std::string name() const override;

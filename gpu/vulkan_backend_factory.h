@@ -2,6 +2,7 @@
 // The Vulkan backend as the app sees it: no Vulkan types, so app/ and tests can create it
 // without including Vulkan headers.
 #include <memory>
+#include <string>
 
 #include "engine/backend/backend.h"
 
@@ -23,6 +24,9 @@ struct VulkanBackendOptions {
     // Replays a pass recorded earlier for the same shape (tokens, logit rows) while its
     // buffers live; false records every pass anew (tests compare the two).
     bool replay = true;
+    // An entry of the kernel tuning table (gpu/vk_tuning.h) instead of the device's, as
+    // INFERSCOPE_VK_TUNING sets it; empty: the device's (or the variable's).
+    std::string kernel_tuning;
 };
 
 // A backend running the whole forward pass on the device choose_vulkan_device() picks.

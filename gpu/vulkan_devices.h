@@ -19,6 +19,11 @@ struct DeviceInfo {
     std::string type;          // "discrete", "integrated", "virtual", "cpu", "other"
     std::string driver;        // driver name and version string
     std::string api_version;   // "1.3.239"
+    uint32_t vendor_id = 0;    // PCI vendor id (0x10DE NVIDIA, 0x1002 AMD, 0x8086 Intel, ...)
+    // Streaming multiprocessors, compute units or shader cores, where a vendor extension
+    // reports them (VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties,
+    // VK_ARM_shader_core_builtins), or a CPU driver's host threads; 0 elsewhere.
+    uint32_t compute_units = 0;
     std::vector<MemoryHeapInfo> heaps;
     uint64_t max_storage_buffer_range_bytes = 0;  // the most one shader binding can see
     uint64_t max_allocation_bytes = 0;            // maxMemoryAllocationSize: the largest single allocation

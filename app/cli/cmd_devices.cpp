@@ -1,10 +1,12 @@
 // `devices`: the Vulkan devices the GPU backend can use, and which one it would pick.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "app/cli/cli_common.h"
 #include "engine/core/error.h"
 #ifdef INFERSCOPE_HAS_VULKAN
+#include "gpu/vk_tuning.h"
 #include "gpu/vulkan_devices.h"
 #endif
 
@@ -17,6 +19,7 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
     for (const gpu::MemoryHeapInfo& h : d.heaps) {
         heaps.push_back({{"size_bytes", h.size_bytes}, {"budget_bytes", h.budget_bytes}, {"device_local", h.device_local}});
     }
+    const gpu::KernelTuning tuning = gpu::kernel_tuning(d);
     return {{"index", d.index},
             {"name", d.name},
             {"type", d.type},
@@ -27,6 +30,16 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
             {"heaps", heaps},
             {"max_storage_buffer_range_bytes", d.max_storage_buffer_range_bytes},
             {"subgroup_size", d.subgroup_size},
+            {"vendor_id", d.vendor_id},
+            {"compute_units", d.compute_units},
+            {"kernel_tuning",
+             {{"name", tuning.name},
+              {"matvec_units_per_thread", tuning.matvec_units_per_thread},
+              {"matvec_tall_units_per_thread", tuning.matvec_tall_units_per_thread},
+              {"matvec_group_threads", tuning.matvec_group_threads},
+              {"matvec_wide_group_threads", tuning.matvec_wide_group_threads},
+              {"matvec_tall_rows", tuning.matvec_tall_rows},
+              {"attention_workgroups", tuning.attention_workgroups}}},
             {"features",
              {{"storage_16bit", d.storage_16bit},
               {"float16_arithmetic", d.float16_arithmetic},
@@ -45,6 +58,11 @@ void print_device(const nlohmann::json& d) {
     std::printf("      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u\n", d["driver"].get<std::string>().c_str(),
                 d["api_version"].get<std::string>().c_str(),
                 d["max_storage_buffer_range_bytes"].get<double>() / (1024.0 * 1024.0), d["subgroup_size"].get<unsigned>());
+    const unsigned units = d["compute_units"].get<unsigned>();
+    const auto& tuning = d["kernel_tuning"];
+    std::printf("      vendor 0x%04x, %s, kernel tuning %s (attention fills %u workgroups)\n", d["vendor_id"].get<unsigned>(),
+                units > 0 ? (std::to_string(units) + " compute units").c_str() : "compute units not reported",
+                tuning["name"].get<std::string>().c_str(), tuning["attention_workgroups"].get<unsigned>());
     for (const auto& h : d["heaps"]) {
         std::printf("      heap %.0f MiB%s, budget %.0f MiB\n", h["size_bytes"].get<double>() / (1024.0 * 1024.0),
                     h["device_local"].get<bool>() ? " device-local" : "", h["budget_bytes"].get<double>() / (1024.0 * 1024.0));
@@ -65,11 +83,16 @@ void run_devices(bool json) {
     }
     nlohmann::json all = nlohmann::json::array();
     for (const auto& d : devices) all.push_back(device_json(d, d.index == chosen));
+    std::vector<std::string> tunings;
+    for (const gpu::KernelTuning& t : gpu::kernel_tuning_table()) tunings.push_back(t.name);
     if (json) {
-        print_json({{"devices", all}, {"chosen", chosen}, {"error", why_none}});
+        print_json({{"devices", all}, {"chosen", chosen}, {"error", why_none}, {"kernel_tunings", tunings}});
         return;
     }
     for (const auto& d : all) print_device(d);
+    std::string names;
+    for (const std::string& t : tunings) names += " " + t;
+    std::printf("kernel tuning entries (INFERSCOPE_VK_TUNING):%s\n", names.c_str());
     if (chosen < 0) std::printf("no device for --backend vulkan: %s\n", why_none.c_str());
 }
 #else

@@ -94,12 +94,12 @@ double gpu_us_per_call(VkContext& ctx, const std::function<void(VkCommandBuffer)
 void bench_model(VkContext& ctx, Kernels& kernels, const Model& m, const std::vector<uint32_t>& contexts, int calls, int rounds,
                  std::mt19937& rng) {
     const AttentionParams params{m.n_head, m.n_head_kv, m.head_dim, kBlockTokens, 0.125f, 0, true};
-    const uint32_t recorded_for_4096 = attention_split_count(4096, m.n_head_kv, 1);
+    const uint32_t recorded_for_4096 = attention_split_count(4096, m.n_head_kv, 1, kernels.tuning().attention_workgroups);
     std::printf("\n%s: %u heads, %u KV heads, head_dim %u, F16 cache, blocks of %u; attention_split_count(4096) = %u\n", m.name,
                 m.n_head, m.n_head_kv, m.head_dim, kBlockTokens, recorded_for_4096);
     std::printf("%8s  %-22s %10s %10s %9s\n", "context", "kernel", "us/call", "GB/s K+V", "speed-up");
     for (uint32_t context : contexts) {
-        const uint32_t fitted = attention_split_count(context, m.n_head_kv, 1);
+        const uint32_t fitted = attention_split_count(context, m.n_head_kv, 1, kernels.tuning().attention_workgroups);
         std::vector<uint32_t> splits = {recorded_for_4096, fitted, 1, 4, 16, 32};
         std::sort(splits.begin(), splits.end());
         splits.erase(std::unique(splits.begin(), splits.end()), splits.end());

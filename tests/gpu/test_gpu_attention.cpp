@@ -113,24 +113,31 @@ protected:
     std::mt19937 rng_{7};
 };
 
-TEST(AttentionSplitCount, FillsALargeGpuWithoutSplitsShorterThanTheMinimum) {
-    // Qwen2.5-0.5B (2 KV heads), one decode token.
-    EXPECT_EQ(gpu::attention_split_count(36, 2, 1), 1u);
-    EXPECT_EQ(gpu::attention_split_count(4096, 2, 1), 4096u / gpu::kAttentionMinSplitPositions);
-    for (uint32_t context : {1u, 255u, 256u, 1000u, 4096u, 32768u, 1u << 20}) {
-        for (uint32_t kv_heads : {1u, 2u, 8u}) {
-            for (uint32_t tokens : {1u, 4u, 64u, 512u}) {
-                const uint32_t s = gpu::attention_split_count(context, kv_heads, tokens);
-                EXPECT_GE(s, 1u);
-                EXPECT_LE(s, gpu::kAttentionMaxSplits);
-                if (s > 1) {
-                    EXPECT_GE(context / s, gpu::kAttentionMinSplitPositions) << context;
+TEST(AttentionSplitCount, FillsTheTargetWithoutSplitsShorterThanTheMinimum) {
+    // Qwen2.5-0.5B (2 KV heads), one decode token, a large GPU's target of 512 workgroups.
+    EXPECT_EQ(gpu::attention_split_count(36, 2, 1, 512), 1u);
+    EXPECT_EQ(gpu::attention_split_count(4096, 2, 1, 512), 4096u / gpu::kAttentionMinSplitPositions);
+    // A CPU driver's target of 4: two KV heads, two splits; eight KV heads, none.
+    EXPECT_EQ(gpu::attention_split_count(4096, 2, 1, 4), 2u);
+    EXPECT_EQ(gpu::attention_split_count(4096, 8, 1, 4), 1u);
+    for (uint32_t target : {0u, 4u, 64u, 512u}) {
+        for (uint32_t context : {1u, 255u, 256u, 1000u, 4096u, 32768u, 1u << 20}) {
+            for (uint32_t kv_heads : {1u, 2u, 8u}) {
+                for (uint32_t tokens : {1u, 4u, 64u, 512u}) {
+                    const uint32_t s = gpu::attention_split_count(context, kv_heads, tokens, target);
+                    EXPECT_GE(s, 1u);
+                    EXPECT_LE(s, gpu::kAttentionMaxSplits);
+                    if (s > 1) {
+                        EXPECT_GE(context / s, gpu::kAttentionMinSplitPositions) << context;
+                        EXPECT_LT(static_cast<uint64_t>(s - 1) * kv_heads * tokens, target)
+                            << "more splits than the target needs";
+                    }
                 }
             }
         }
     }
     // More tokens or KV heads already fill the GPU: no more splits than for fewer.
-    EXPECT_LE(gpu::attention_split_count(32768, 8, 64), gpu::attention_split_count(32768, 2, 1));
+    EXPECT_LE(gpu::attention_split_count(32768, 8, 64, 512), gpu::attention_split_count(32768, 2, 1, 512));
 }
 
 TEST_F(GpuAttention, DecodeOfSeveralSequencesMatchesCpuForEveryShapeAndSplitCount) {
@@ -163,7 +170,7 @@ TEST_F(GpuAttention, LongContextDecodeMatchesCpu) {
     // count and forced ones.
     gpu::AttentionShape shape = attention_shape(2, 1, 64);
     const Batch batch = random_batch(shape, {4096}, {1}, rng_);
-    const uint32_t chosen = gpu::attention_split_count(4096, 1, 1);
+    const uint32_t chosen = gpu::attention_split_count(4096, 1, 1, 512);
     for (int window : {0, 1000}) {
         shape.kv_f16 = true;
         shape.window = window;

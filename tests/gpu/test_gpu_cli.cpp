@@ -2,6 +2,7 @@
 // for qwen3 and gemma3), and bench with a given device bandwidth as its floor and its per-step submission counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
@@ -35,6 +36,23 @@ TEST_F(GpuCli, DevicesListsTheChosenDevice) {
     EXPECT_TRUE(device["chosen"].get<bool>());
     EXPECT_TRUE(device["features"]["storage_16bit"].get<bool>());
     EXPECT_FALSE(device["heaps"].empty());
+    // The kernel tuning the backend would use: one of the listed entries, a CPU driver's own.
+    const std::string tuning = device["kernel_tuning"]["name"].get<std::string>();
+    const auto& entries = j["kernel_tunings"];
+    EXPECT_NE(std::find(entries.begin(), entries.end(), tuning), entries.end()) << tuning;
+    if (device["type"] == "cpu") {
+        EXPECT_EQ(tuning, "cpu-driver");
+        EXPECT_GT(device["compute_units"].get<unsigned>(), 0u) << "a CPU driver's host threads";
+    }
+    EXPECT_GT(device["kernel_tuning"]["attention_workgroups"].get<unsigned>(), 0u);
+}
+
+TEST_F(GpuCli, AnUnknownKernelTuningIsRefusedByName) {
+    setenv("INFERSCOPE_VK_TUNING", "fastest", 1);
+    const auto r = run_cli("devices");
+    unsetenv("INFERSCOPE_VK_TUNING");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("unknown Vulkan kernel tuning 'fastest'"), std::string::npos) << r.err;
 }
 
 TEST_F(GpuCli, GenerateOnVulkanEqualsCpu) {

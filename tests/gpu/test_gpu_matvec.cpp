@@ -11,6 +11,7 @@
 #include "engine/core/thread_pool.h"
 #include "engine/formats/quant.h"
 #include "gpu/op_harness.h"
+#include "gpu/vk_tuning.h"
 #include "gpu_cpu_reference.h"
 #include "gpu_test_util.h"
 
@@ -192,6 +193,30 @@ TEST_F(GpuMatvecTest, SplitMatricesEqualOneBuffer) {
                 << ggml_type_name(type);
             EXPECT_LT(nmse(gpu_->matvec(gate, x, n, split), cpu_product(gate, x, n, split)), 5e-4);
         }
+    }
+}
+
+TEST(GpuMatvecTuning, EveryTuningEntrysShapesMatchCpu) {
+    // Each entry of the tuning table forced on this device: its team and workgroup sizes on a
+    // layer matrix, a normed one and a tall one, for the block and the float decoding paths.
+    std::mt19937 rng(13);
+    for (const gpu::KernelTuning& tuning : gpu::kernel_tuning_table()) {
+        std::unique_ptr<gpu::OpHarness> gpu;
+        INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(true, 0, tuning.name));
+        for (GgmlType type : {GgmlType::F16, GgmlType::Q4_K}) {
+            for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{131, 1024}, {16411, 256}}) {
+                std::vector<uint8_t> bytes;
+                const WeightMatrix w = random_weight(type, rows, cols, rng, bytes);
+                for (int64_t n : {1, 3}) {
+                    const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), rng, 3.0f);
+                    Options o;
+                    if (n == 3) o.norm_weight = random_floats(static_cast<size_t>(cols), rng, 2.0f);
+                    EXPECT_LT(nmse(gpu->matvec(w, x, n, o), cpu_product(w, x, n, o)), 5e-4)
+                        << tuning.name << " " << ggml_type_name(type) << " " << rows << "x" << cols << " n=" << n;
+                }
+            }
+        }
+        EXPECT_EQ(gpu->validation_errors(), 0) << tuning.name << ": Vulkan validation errors (printed above)";
     }
 }
 

@@ -1,0 +1,50 @@
+#pragma once
+// How the decode kernels are launched on each family of device: a table keyed by PCI vendor
+// id (a CPU driver by its device type), with the attention's occupancy target taken from the
+// device's compute-unit count where a vendor extension reports it. No Vulkan types.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/vulkan_devices.h"
+
+namespace inferscope::gpu {
+
+inline constexpr uint32_t kVendorAmd = 0x1002;
+inline constexpr uint32_t kVendorApple = 0x106B;
+inline constexpr uint32_t kVendorNvidia = 0x10DE;
+inline constexpr uint32_t kVendorArm = 0x13B5;
+inline constexpr uint32_t kVendorQualcomm = 0x5143;
+inline constexpr uint32_t kVendorIntel = 0x8086;
+
+struct KernelTuning {
+    std::string name;        // the table entry: "nvidia", "amd", "intel", "arm", "qualcomm", "apple", "cpu-driver", "default"
+    uint32_t vendor_id = 0;  // the PCI vendor the entry is for; 0: none (default, cpu-driver)
+    // matvec.comp: a row's team has about (row units / this) threads, a unit being 32 elements
+    // of a block format or 8 of a float one; tall matrices (an output projection) use the second.
+    uint32_t matvec_units_per_thread = 2;
+    uint32_t matvec_tall_units_per_thread = 4;
+    // Threads per workgroup: for layer matrices, and with the RMSNorm prologue or for tall
+    // matrices (more rows share the prologue's read of x, fewer workgroups to launch).
+    uint32_t matvec_group_threads = 128;
+    uint32_t matvec_wide_group_threads = 256;
+    uint32_t matvec_tall_rows = 16384;  // a matrix of at least this many rows is tall
+    // attention_split.comp: enough (KV head, token, split) workgroups to keep the device busy;
+    // with a known compute-unit count, this many per unit instead.
+    uint32_t attention_workgroups = 512;
+    uint32_t attention_workgroups_per_unit = 4;
+};
+
+// Every entry, "default" first.
+const std::vector<KernelTuning>& kernel_tuning_table();
+
+// The entry named `name`, unscaled; Error naming the known entries when there is none.
+KernelTuning kernel_tuning_named(const std::string& name);
+
+// The tuning for `info`: the entry named `entry` when given, else that of INFERSCOPE_VK_TUNING
+// when set (to compare entries on one device), else its vendor's (a CPU driver's whatever the vendor; "default" for an unknown
+// vendor), with attention_workgroups = compute units x attention_workgroups_per_unit where the
+// device reports its units (DeviceInfo::compute_units).
+KernelTuning kernel_tuning(const DeviceInfo& info, const std::string& entry = "");
+
+}  // namespace inferscope::gpu

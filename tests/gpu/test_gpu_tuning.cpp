@@ -1,0 +1,99 @@
+// The kernel tuning table (gpu/vk_tuning.h): which entry a device gets, the attention target
+// from its compute units, the INFERSCOPE_VK_TUNING override, and shapes every kernel accepts.
+// No device needed; test_gpu_matvec runs every entry's products against the CPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "engine/core/error.h"
+#include "gpu/vk_tuning.h"
+
+namespace inferscope {
+namespace {
+
+gpu::DeviceInfo device(uint32_t vendor_id, const std::string& type, uint32_t compute_units = 0) {
+    gpu::DeviceInfo info;
+    info.vendor_id = vendor_id;
+    info.type = type;
+    info.compute_units = compute_units;
+    return info;
+}
+
+// Clears INFERSCOPE_VK_TUNING for the test and restores the process's value after it.
+class KernelTuningTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (const char* v = std::getenv("INFERSCOPE_VK_TUNING")) saved_ = v;
+        unsetenv("INFERSCOPE_VK_TUNING");
+    }
+    void TearDown() override {
+        if (saved_.empty()) {
+            unsetenv("INFERSCOPE_VK_TUNING");
+        } else {
+            setenv("INFERSCOPE_VK_TUNING", saved_.c_str(), 1);
+        }
+    }
+    std::string saved_;
+};
+
+TEST_F(KernelTuningTest, EachVendorGetsItsOwnEntryAndACpuDriverItsOwn) {
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorNvidia, "discrete")).name, "nvidia");
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorAmd, "integrated")).name, "amd");
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorIntel, "integrated")).name, "intel");
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorArm, "integrated")).name, "arm");
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorQualcomm, "integrated")).name, "qualcomm");
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorApple, "integrated")).name, "apple");
+    EXPECT_EQ(gpu::kernel_tuning(device(0x1234, "discrete")).name, "default");
+    // lavapipe reports Mesa's vendor id, SwiftShader Google's: the device type decides.
+    EXPECT_EQ(gpu::kernel_tuning(device(0x10005, "cpu")).name, "cpu-driver");
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorNvidia, "cpu")).name, "cpu-driver");
+}
+
+TEST_F(KernelTuningTest, AttentionTargetFollowsTheReportedComputeUnits) {
+    const gpu::KernelTuning unknown = gpu::kernel_tuning(device(gpu::kVendorNvidia, "discrete"));
+    EXPECT_EQ(unknown.attention_workgroups, gpu::kernel_tuning_named("nvidia").attention_workgroups);
+    // An H100/H200's 132 streaming multiprocessors, a laptop Radeon's 12 compute units.
+    const gpu::KernelTuning h200 = gpu::kernel_tuning(device(gpu::kVendorNvidia, "discrete", 132));
+    EXPECT_EQ(h200.attention_workgroups, 132u * h200.attention_workgroups_per_unit);
+    const gpu::KernelTuning radeon = gpu::kernel_tuning(device(gpu::kVendorAmd, "integrated", 12));
+    EXPECT_EQ(radeon.attention_workgroups, 12u * radeon.attention_workgroups_per_unit);
+    EXPECT_LT(radeon.attention_workgroups, h200.attention_workgroups);
+}
+
+TEST_F(KernelTuningTest, TheEnvironmentChoosesAnEntryAndAnUnknownNameIsRefusedListingTheKnownOnes) {
+    setenv("INFERSCOPE_VK_TUNING", "intel", 1);
+    EXPECT_EQ(gpu::kernel_tuning(device(gpu::kVendorNvidia, "discrete")).name, "intel");
+    setenv("INFERSCOPE_VK_TUNING", "fastest", 1);
+    try {
+        gpu::kernel_tuning(device(gpu::kVendorNvidia, "discrete"));
+        FAIL() << "an unknown tuning name was accepted";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("'fastest'"), std::string::npos) << what;
+        EXPECT_NE(what.find("nvidia"), std::string::npos) << what;
+        EXPECT_NE(what.find("cpu-driver"), std::string::npos) << what;
+    }
+}
+
+bool power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+TEST(KernelTuningTable, EveryEntryHasAUniqueNameAndShapesTheKernelsAccept) {
+    std::set<std::string> names;
+    for (const gpu::KernelTuning& t : gpu::kernel_tuning_table()) {
+        EXPECT_TRUE(names.insert(t.name).second) << "two entries named " << t.name;
+        // matvec.comp's workgroups: a power of two from 8 threads to its MAX_PARTS (256).
+        for (uint32_t threads : {t.matvec_group_threads, t.matvec_wide_group_threads}) {
+            EXPECT_TRUE(power_of_two(threads) && threads >= 8 && threads <= 256) << t.name << ": " << threads;
+        }
+        EXPECT_GE(t.matvec_units_per_thread, 1u) << t.name;
+        EXPECT_GE(t.matvec_tall_units_per_thread, 1u) << t.name;
+        EXPECT_GT(t.matvec_tall_rows, 0u) << t.name;
+        EXPECT_GT(t.attention_workgroups, 0u) << t.name;
+        EXPECT_GT(t.attention_workgroups_per_unit, 0u) << t.name;
+    }
+    EXPECT_EQ(gpu::kernel_tuning_table().front().name, "default");
+}
+
+}  // namespace
+}  // namespace inferscope
