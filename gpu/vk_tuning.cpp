@@ -8,62 +8,26 @@
 namespace inferscope::gpu {
 
 const std::vector<KernelTuning>& kernel_tuning_table() {
-    static const std::vector<KernelTuning> table = [] {
-        const KernelTuning base;  // the shapes measured on an NVIDIA H200
-        std::vector<KernelTuning> t;
-        KernelTuning e = base;
-        e.name = "default";
-        t.push_back(e);
-
-        e = base;
-        e.name = "nvidia";
-        e.vendor_id = kVendorNvidia;
-        t.push_back(e);
-
-        // Compute runs in waves of 64 (RADV, AMDVLK): teams are no smaller than a wave, so a
+    // Columns: name, vendor, mat-vec units per thread (layer, tall), threads per workgroup
+    // (layer, with norm or tall), tall rows, attention workgroups (fixed, per compute unit).
+    static const std::vector<KernelTuning> table = {
+        // The shapes of the H200 figures in docs/PERFORMANCE.md.
+        {"default", 0, 2, 4, 128, 256, 16384, 512, 4},
+        {"nvidia", kVendorNvidia, 2, 4, 128, 256, 16384, 512, 4},
+        // Compute runs in waves of 64 (RADV, AMDVLK) and a team is no smaller than a wave: a
         // workgroup of 128 threads would hold only two one-row teams.
-        e = base;
-        e.name = "amd";
-        e.vendor_id = kVendorAmd;
-        e.matvec_group_threads = 256;
-        t.push_back(e);
-
-        // Integrated GPUs with tens of execution units: fewer, longer-running threads per row
-        // and fewer attention workgroups.
-        e = base;
-        e.name = "intel";
-        e.vendor_id = kVendorIntel;
-        e.matvec_units_per_thread = 4;
-        e.attention_workgroups = 128;
-        t.push_back(e);
-
+        {"amd", kVendorAmd, 2, 4, 256, 256, 16384, 512, 4},
+        // Integrated GPUs of tens of execution units: fewer, longer-running threads per row.
+        {"intel", kVendorIntel, 4, 4, 128, 256, 16384, 128, 4},
         // Phone and laptop GPUs of a few to a few dozen cores.
-        for (const auto& [name, vendor] : {std::pair{"arm", kVendorArm}, std::pair{"qualcomm", kVendorQualcomm}}) {
-            e = base;
-            e.name = name;
-            e.vendor_id = vendor;
-            e.matvec_units_per_thread = 4;
-            e.matvec_wide_group_threads = 128;
-            e.attention_workgroups = 64;
-            t.push_back(e);
-        }
-
+        {"arm", kVendorArm, 4, 4, 128, 128, 16384, 64, 4},
+        {"qualcomm", kVendorQualcomm, 4, 4, 128, 128, 16384, 64, 4},
         // Apple GPUs through MoltenVK: 8 to 80 cores of 32-wide SIMD groups.
-        e = base;
-        e.name = "apple";
-        e.vendor_id = kVendorApple;
-        e.attention_workgroups = 128;
-        t.push_back(e);
-
+        {"apple", kVendorApple, 2, 4, 128, 256, 16384, 128, 4},
         // A CPU driver (lavapipe) runs one workgroup per host thread at a time: splitting the
         // context past one workgroup per thread only adds partials to reduce.
-        e = base;
-        e.name = "cpu-driver";
-        e.attention_workgroups = 4;
-        e.attention_workgroups_per_unit = 1;
-        t.push_back(e);
-        return t;
-    }();
+        {"cpu-driver", 0, 2, 4, 128, 256, 16384, 4, 1},
+    };
     return table;
 }
 

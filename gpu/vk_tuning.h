@@ -18,21 +18,21 @@ inline constexpr uint32_t kVendorQualcomm = 0x5143;
 inline constexpr uint32_t kVendorIntel = 0x8086;
 
 struct KernelTuning {
-    std::string name;        // the table entry: "nvidia", "amd", "intel", "arm", "qualcomm", "apple", "cpu-driver", "default"
-    uint32_t vendor_id = 0;  // the PCI vendor the entry is for; 0: none (default, cpu-driver)
+    std::string name;    // the table entry: "nvidia", "amd", "intel", "arm", "qualcomm", "apple", "cpu-driver", "default"
+    uint32_t vendor_id;  // the PCI vendor the entry is for; 0: none (default, cpu-driver)
     // matvec.comp: a row's team has about (row units / this) threads, a unit being 32 elements
     // of a block format or 8 of a float one; tall matrices (an output projection) use the second.
-    uint32_t matvec_units_per_thread = 2;
-    uint32_t matvec_tall_units_per_thread = 4;
+    uint32_t matvec_units_per_thread;
+    uint32_t matvec_tall_units_per_thread;
     // Threads per workgroup: for layer matrices, and with the RMSNorm prologue or for tall
     // matrices (more rows share the prologue's read of x, fewer workgroups to launch).
-    uint32_t matvec_group_threads = 128;
-    uint32_t matvec_wide_group_threads = 256;
-    uint32_t matvec_tall_rows = 16384;  // a matrix of at least this many rows is tall
+    uint32_t matvec_group_threads;
+    uint32_t matvec_wide_group_threads;
+    uint32_t matvec_tall_rows;  // a matrix of at least this many rows is tall
     // attention_split.comp: enough (KV head, token, split) workgroups to keep the device busy;
     // with a known compute-unit count, this many per unit instead.
-    uint32_t attention_workgroups = 512;
-    uint32_t attention_workgroups_per_unit = 4;
+    uint32_t attention_workgroups;
+    uint32_t attention_workgroups_per_unit;
 };
 
 // Every entry, "default" first.
