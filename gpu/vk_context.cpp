@@ -121,6 +121,13 @@ uint32_t read_compute_units(VkPhysicalDevice device) {
         vkGetPhysicalDeviceProperties2(device, &properties);
         return sm.shaderSMCount;
     }
+    if (has_device_extension(device, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME)) {
+        // The active units: a part with some disabled has fewer than engines x arrays x units.
+        VkPhysicalDeviceShaderCoreProperties2AMD core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+        properties.pNext = &core;
+        vkGetPhysicalDeviceProperties2(device, &properties);
+        return core.activeComputeUnitCount;
+    }
     if (has_device_extension(device, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
         VkPhysicalDeviceShaderCorePropertiesAMD core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
         properties.pNext = &core;

@@ -11,7 +11,8 @@ const std::vector<KernelTuning>& kernel_tuning_table() {
     // Columns: name, vendor, mat-vec units per thread (layer, tall), threads per workgroup
     // (layer, with norm or tall), tall rows, attention workgroups (fixed, per compute unit).
     static const std::vector<KernelTuning> table = {
-        // The shapes of the H200 figures in docs/PERFORMANCE.md.
+        // The mat-vec shapes and the attention target (512) of the H200 figures in
+        // docs/PERFORMANCE.md; with the H200's 132 SMs reported, 528.
         {"default", 0, 2, 4, 128, 256, 16384, 512, 4},
         {"nvidia", kVendorNvidia, 2, 4, 128, 256, 16384, 512, 4},
         // Compute runs in waves of 64 (RADV, AMDVLK) and a team is no smaller than a wave: a
@@ -25,7 +26,8 @@ const std::vector<KernelTuning>& kernel_tuning_table() {
         // Apple GPUs through MoltenVK: 8 to 80 cores of 32-wide SIMD groups.
         {"apple", kVendorApple, 2, 4, 128, 256, 16384, 128, 4},
         // A CPU driver (lavapipe) runs one workgroup per host thread at a time: splitting the
-        // context past one workgroup per thread only adds partials to reduce.
+        // context past one workgroup per thread only adds partials to reduce (measured on a
+        // 2-thread host).
         {"cpu-driver", 0, 2, 4, 128, 256, 16384, 4, 1},
     };
     return table;
@@ -37,7 +39,7 @@ KernelTuning kernel_tuning_named(const std::string& name) {
         if (t.name == name) return t;
         known += (known.empty() ? "" : ", ") + t.name;
     }
-    throw Error("unknown Vulkan kernel tuning '" + name + "' (known: " + known + ")");
+    throw InvalidArgument("unknown Vulkan kernel tuning '" + name + "' (known: " + known + ")");
 }
 
 KernelTuning kernel_tuning(const DeviceInfo& info, const std::string& entry) {

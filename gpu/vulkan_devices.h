@@ -21,7 +21,7 @@ struct DeviceInfo {
     std::string api_version;   // "1.3.239"
     uint32_t vendor_id = 0;    // PCI vendor id (0x10DE NVIDIA, 0x1002 AMD, 0x8086 Intel, ...)
     // Streaming multiprocessors, compute units or shader cores, where a vendor extension
-    // reports them (VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties,
+    // reports them (VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties(2),
     // VK_ARM_shader_core_builtins), or a CPU driver's host threads; 0 elsewhere.
     uint32_t compute_units = 0;
     std::vector<MemoryHeapInfo> heaps;

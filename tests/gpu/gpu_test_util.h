@@ -31,12 +31,16 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale
     return v;
 }
 
-// Makes `make()` or skips the test, saying why, when there is no usable Vulkan device.
-#define INFERSCOPE_MAKE_OR_SKIP_GPU(var, make)                                                 \
-    try {                                                                                      \
-        var = make;                                                                            \
-    } catch (const ::inferscope::Error& e) {                                                   \
-        GTEST_SKIP() << "no usable Vulkan device (install Mesa's lavapipe): " << e.what();     \
+// Makes `make()` or skips the test, saying why, when there is no usable Vulkan device. A
+// setting that names no device or tuning (INFERSCOPE_VK_DEVICE, INFERSCOPE_VK_TUNING:
+// InvalidArgument) fails the test instead of skipping it.
+#define INFERSCOPE_MAKE_OR_SKIP_GPU(var, make)                                             \
+    try {                                                                                  \
+        var = make;                                                                        \
+    } catch (const ::inferscope::InvalidArgument&) {                                       \
+        throw;                                                                             \
+    } catch (const ::inferscope::Error& e) {                                               \
+        GTEST_SKIP() << "no usable Vulkan device (install Mesa's lavapipe): " << e.what(); \
     }
 
 }  // namespace inferscope::testing
