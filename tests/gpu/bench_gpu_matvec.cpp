@@ -1,10 +1,12 @@
 // Decode matrix products on the Vulkan device: one product per matrix (record_matmul, and
-// for gate/up the activation's own dispatch) against the fused matvec kernels (gpu/vk_matvec.h) on the shapes of Qwen2.5-0.5B and
-// of a 7B model, for F16, Q8_0 and Q4_0 weights and 1, 2, 4 and 8 tokens. GPU timestamps around many back-to-back calls with a
-// barrier between; prints microseconds per call and GB/s of weight bytes. Usage: bench_gpu_matvec [--quick] [--reps N] [--type
-// T]...
-//   --quick: one repetition and rows / 16, for lavapipe; --reps: repetitions per time (after
-//   --quick, more of them steady lavapipe's figures); --type: only these weight types.
+// for gate/up the activation's own dispatch) against the fused matvec kernels
+// (gpu/vk_matvec.h) on the shapes of Qwen2.5-0.5B and of a 7B model, for F16, Q8_0, Q4_0,
+// Q4_K, Q6_K and IQ4_XS weights and 1, 2, 4 and 8 tokens. GPU timestamps around many
+// back-to-back calls with a barrier between; prints microseconds per call and GB/s of weight
+// bytes.
+// Usage: bench_gpu_matvec [--quick] [--reps N] [--type T]...
+//   --quick: one repetition and rows / 16, for lavapipe; --reps (after --quick): repetitions
+//   per time, more of them steady lavapipe's figures; --type: only these weight types.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -125,8 +127,6 @@ BenchOptions parse_options(int argc, char** argv) {
 int main(int argc, char** argv) {
     try {
         const BenchOptions options = parse_options(argc, argv);
-        const int reps = options.reps;
-        const int64_t row_divisor = options.row_divisor;
         inferscope::gpu::OpHarness gpu(false);
         std::printf("device: %s\n", gpu.device_name().c_str());
         if (!gpu.has_timestamps()) {
@@ -143,12 +143,12 @@ int main(int argc, char** argv) {
                 std::vector<const WeightMatrix*> ws;
                 uint64_t bytes = 0;
                 for (int64_t rows : c.rows)
-                    weights.push_back(make_weight(type, std::max<int64_t>(rows / row_divisor, 1), c.cols, rng));
+                    weights.push_back(make_weight(type, std::max<int64_t>(rows / options.row_divisor, 1), c.cols, rng));
                 for (const BenchWeight& b : weights) {
                     ws.push_back(&b.w);
                     bytes += b.bytes.size();
                 }
-                const auto times = gpu.time_products(ws, c.kernels, token_counts, reps);
+                const auto times = gpu.time_products(ws, c.kernels, token_counts, options.reps);
                 for (size_t k = 0; k < c.kernels.size(); ++k) {
                     for (size_t i = 0; i < token_counts.size(); ++i) {
                         const double us = times[k][i];

@@ -1,13 +1,17 @@
 // The kernel tuning table (gpu/vk_tuning.h): which entry a device gets, the attention target
-// from its compute units, the INFERSCOPE_VK_TUNING override, and shapes every kernel accepts.
-// No device needed; test_gpu_matvec runs every entry's products against the CPU.
+// from its compute units, the INFERSCOPE_VK_TUNING override, and shapes every kernel accepts
+// (no device needed), and that a bad tuning name fails a GPU test instead of skipping it.
+// test_gpu_matvec runs every entry's products against the CPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <set>
 
 #include "engine/core/error.h"
+#include "gpu/op_harness.h"
 #include "gpu/vk_tuning.h"
+#include "gpu_test_util.h"
 
 namespace inferscope {
 namespace {
@@ -74,6 +78,19 @@ TEST_F(KernelTuningTest, TheEnvironmentChoosesAnEntryAndAnUnknownNameIsRefusedLi
         EXPECT_NE(what.find("nvidia"), std::string::npos) << what;
         EXPECT_NE(what.find("cpu-driver"), std::string::npos) << what;
     }
+}
+
+TEST(GpuSkipMacro, ASettingThatNamesNoTuningFailsInsteadOfSkipping) {
+    try {
+        gpu::choose_vulkan_device();
+    } catch (const Error& e) {
+        GTEST_SKIP() << "no usable Vulkan device (install Mesa's lavapipe): " << e.what();
+    }
+    const auto make_or_skip = [] {
+        std::unique_ptr<gpu::OpHarness> gpu;
+        INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(false, 0, "fastest"));
+    };
+    EXPECT_THROW(make_or_skip(), InvalidArgument);
 }
 
 bool power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
