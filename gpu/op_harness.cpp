@@ -13,8 +13,8 @@
 namespace inferscope::gpu {
 
 struct OpHarness::Impl {
-    Impl(bool validation, uint32_t max_workgroups_x, const std::string& tuning)
-        : ctx(ContextOptions{validation, max_workgroups_x}), kernels(ctx, kernel_tuning(ctx.info(), tuning)) {}
+    Impl(bool validation, uint32_t max_workgroups_x, const std::string& tuning, std::optional<bool> integer_dot)
+        : ctx(ContextOptions{validation, max_workgroups_x}), kernels(ctx, kernel_tuning(ctx.info(), tuning, integer_dot)) {}
 
     template <typename T>
     Buffer device_copy(const std::vector<T>& values) {
@@ -62,12 +62,17 @@ void record_cache_store(Kernels& kernels, VkCommandBuffer cmd, const Buffer& key
 
 }  // namespace
 
-OpHarness::OpHarness(bool validation, uint32_t max_workgroups_x, const std::string& tuning)
-    : impl_(std::make_unique<Impl>(validation, max_workgroups_x, tuning)) {}
+OpHarness::OpHarness(bool validation, uint32_t max_workgroups_x, const std::string& tuning, std::optional<bool> integer_dot)
+    : impl_(std::make_unique<Impl>(validation, max_workgroups_x, tuning, integer_dot)) {}
 OpHarness::~OpHarness() = default;
 
 std::string OpHarness::device_name() const { return impl_->ctx.info().name; }
 int OpHarness::validation_errors() const { return impl_->ctx.validation_errors(); }
+bool OpHarness::integer_dot() const { return impl_->kernels.integer_dot(); }
+bool OpHarness::matvec_uses_integer_dot(GgmlType type, int64_t cols, int64_t n) const {
+    return gpu::matvec_uses_integer_dot(impl_->kernels, shader_weight_type(type), static_cast<uint32_t>(cols),
+                                        static_cast<uint32_t>(n));
+}
 
 std::vector<float> OpHarness::matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n, uint64_t max_part_bytes) {
     Impl& m = *impl_;

@@ -3,6 +3,7 @@
 // can compare every kernel with the CPU backend's (no Vulkan types here).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,14 @@ class OpHarness {
 public:
     // Error when no usable Vulkan device exists; `validation` as in VulkanBackendOptions;
     // max_workgroups_x > 0 lowers the launch limit along X (ContextOptions::max_workgroups_x);
-    // `tuning` names the kernel_tuning_table() entry whose launch shapes to use (empty: the device's).
-    explicit OpHarness(bool validation, uint32_t max_workgroups_x = 0, const std::string& tuning = "");
+    // `tuning` names the kernel_tuning_table() entry whose launch shapes to use (empty: the device's);
+    // `integer_dot` overrides its matvec_integer_dot.
+    explicit OpHarness(bool validation, uint32_t max_workgroups_x = 0, const std::string& tuning = "",
+                       std::optional<bool> integer_dot = std::nullopt);
+    // Whether Q8_0 / Q4_0 mat-vecs may run on integer dot products here, and whether the
+    // product of `type` weights with rows of `cols` for n tokens does.
+    bool integer_dot() const;
+    bool matvec_uses_integer_dot(GgmlType type, int64_t cols, int64_t n) const;
     ~OpHarness();
 
     std::string device_name() const;

@@ -151,8 +151,8 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDeviceProperties base{};
     vkGetPhysicalDeviceProperties(device, &base);
-    const bool has_dot = base.apiVersion >= VK_API_VERSION_1_3 ||
-                         has_device_extension(device, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    // The instance asks for Vulkan 1.2, so the feature is used through the extension even on 1.3 devices.
+    const bool has_dot = has_device_extension(device, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     features.pNext = &v11;
     v11.pNext = &v12;
     if (has_dot) v12.pNext = &dot;
@@ -181,6 +181,7 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
     info.subgroup_size = subgroup.subgroupSize;
     info.max_workgroup_count_x = base.limits.maxComputeWorkGroupCount[0];
+    info.max_shared_memory_bytes = base.limits.maxComputeSharedMemorySize;
     info.storage_16bit = v11.storageBuffer16BitAccess == VK_TRUE && features.features.shaderInt16 == VK_TRUE;
     info.float16_arithmetic = v12.shaderFloat16 == VK_TRUE;
     info.storage_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
@@ -384,7 +385,13 @@ void VkContext::create_device() {
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &v11;
     features.features.shaderInt16 = VK_TRUE;  // narrowing stores into 16-bit words (the KV cache stores)
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    dot.shaderIntegerDotProduct = VK_TRUE;  // matvec_dot.comp
     std::vector<const char*> extensions;
+    if (info_.integer_dot_product) {
+        extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+        v11.pNext = &dot;
+    }
     for (const char* optional : {VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, kPortabilitySubset}) {
         // A portability driver must have its subset extension enabled when it lists it.
         if (has_device_extension(physical_, optional)) extensions.push_back(optional);

@@ -28,6 +28,7 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"qkv_prepare", 10},
     {"matvec", 8},
     {"matvec_shared", 8},
+    {"matvec_dot", 8},
     {"attention_split", 8},
     {"attention_split_shared", 8},
     {"attention_reduce", 2},
@@ -82,6 +83,8 @@ Kernels::Kernels(VkContext& ctx, KernelTuning tuning) : ctx_(ctx), tuning_(std::
                  kMatmulThreads % subgroup_size_ == 0;
     if (!subgroups_) subgroup_size_ = 1;
     max_groups_x_ = info.max_workgroup_count_x;
+    max_shared_bytes_ = info.max_shared_memory_bytes;
+    integer_dot_ = tuning_.matvec_integer_dot && info.integer_dot_product && subgroups_;
     add_descriptor_pool();
 }
 

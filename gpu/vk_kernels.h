@@ -51,6 +51,7 @@ enum class Shader {
     QkvPrepare,
     Matvec,
     MatvecShared,
+    MatvecDot,
     AttentionSplit,
     AttentionSplitShared,
     AttentionReduce,
@@ -95,6 +96,17 @@ public:
     // The most workgroups one dispatch may launch along X (larger counts fold into Y).
     uint32_t max_groups_x() const { return max_groups_x_; }
     const KernelTuning& tuning() const { return tuning_; }
+    // Whether Q8_0 and Q4_0 mat-vecs may run on integer dot products (matvec_dot): the tuning
+    // asks for it and the device has them and subgroup arithmetic.
+    bool integer_dot() const { return integer_dot_; }
+    // Whether products with `type` weights multiply their input encoded as Q8_0, as the CPU
+    // does: Q8_0 and Q4_0 weights where integer_dot(), in every product kernel, so decode and
+    // prefill agree.
+    bool encodes_input(ShaderWeightType type) const {
+        return integer_dot_ && (type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0);
+    }
+    // The most shared memory one workgroup may use (maxComputeSharedMemorySize).
+    uint32_t max_shared_bytes() const { return max_shared_bytes_; }
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
@@ -126,6 +138,8 @@ private:
     bool subgroups_ = false;  // subgroup arithmetic in compute shaders, size dividing kMatmulThreads
     uint32_t subgroup_size_ = 1;
     uint32_t max_groups_x_ = 65535;
+    bool integer_dot_ = false;
+    uint32_t max_shared_bytes_ = 16384;
     uint64_t generation_ = 0;
     RecordCounts counts_;
     std::map<std::pair<Shader, SpecConstants>, Pipeline> pipelines_;

@@ -11,6 +11,10 @@ namespace {
 constexpr uint32_t kMaxRowThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
+// matvec.comp's shared memory: part[ACC][MAX_PARTS] floats, and in the integer-dot build per
+// token and 32-element group of the input 32 int8, a scale and a sum.
+constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * 256 * 4;
+constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 4;
 
 // matvec.comp's push constants.
 struct MatvecPush {
@@ -24,6 +28,7 @@ struct MatvecPush {
 
 // How one dispatch of matvec.comp is shaped for rows of `cols` elements.
 struct MatvecShape {
+    Shader shader;
     SpecConstants spec;
     uint32_t rows_per_group;
 };
@@ -53,9 +58,15 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
     // With the norm prologue every workgroup reads the x rows once more: more rows share that read.
     const uint32_t group_threads =
         std::max(row_threads, tall || norm ? tuning.matvec_wide_group_threads : tuning.matvec_group_threads);
-    const uint32_t config =
-        n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11);
-    return {{group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads * team_rows};
+    uint32_t config = n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11);
+    Shader shader = k.matmul_shader() == Shader::Matmul ? Shader::Matvec : Shader::MatvecShared;
+    if (matvec_uses_integer_dot(k, type, cols, n)) {
+        shader = Shader::MatvecDot;
+        config |= (cols / 32) << 16;
+    } else if (k.encodes_input(type)) {
+        config |= 0x4000u;  // the F32 build, encoding each group of the input as it reads it
+    }
+    return {shader, {group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads * team_rows};
 }
 
 void check_tokens(uint32_t n) {
@@ -68,14 +79,19 @@ void check_tokens(uint32_t n) {
 // limit into Y.
 void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, const std::vector<VkBuffer>& buffers,
                      const MatvecPush& push, bool barrier) {
-    const Shader shader = k.matmul_shader() == Shader::Matmul ? Shader::Matvec : Shader::MatvecShared;
     const uint64_t groups = (static_cast<uint64_t>(push.end2) + shape.rows_per_group - 1) / shape.rows_per_group;
     const auto groups_x = static_cast<uint32_t>(std::min<uint64_t>(groups, k.max_groups_x()));
     const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
-    k.dispatch(cmd, shader, shape.spec, buffers, &push, sizeof push, groups_x, groups_y, barrier);
+    k.dispatch(cmd, shape.shader, shape.spec, buffers, &push, sizeof push, groups_x, groups_y, barrier);
 }
 
 }  // namespace
+
+bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n) {
+    if (!k.integer_dot() || (type != ShaderWeightType::Q8_0 && type != ShaderWeightType::Q4_0)) return false;
+    const uint64_t groups = cols / 32;
+    return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes <= k.max_shared_bytes();
+}
 
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {
     if (ws.empty() || ws.size() > 3) return false;

@@ -3,6 +3,7 @@
 // id (a CPU driver by its device type), with the attention's occupancy target taken from the
 // device's compute-unit count where a vendor extension reports it. No Vulkan types.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct KernelTuning {
     // with a known compute-unit count, this many per unit instead.
     uint32_t attention_workgroups;
     uint32_t attention_workgroups_per_unit;
+    // matvec.comp's integer-dot build for Q8_0 and Q4_0 weights where the device has integer
+    // dot products: the input quantized to 8 bits per workgroup, four products per instruction.
+    bool matvec_integer_dot;
 };
 
 // Every entry, "default" first.
@@ -42,9 +46,11 @@ const std::vector<KernelTuning>& kernel_tuning_table();
 KernelTuning kernel_tuning_named(const std::string& name);
 
 // The tuning for `info`: the entry named `entry` when given, else that of INFERSCOPE_VK_TUNING
-// when set (to compare entries on one device), else its vendor's (a CPU driver's whatever the vendor; "default" for an unknown
-// vendor), with attention_workgroups = compute units x attention_workgroups_per_unit where the
-// device reports its units (DeviceInfo::compute_units).
-KernelTuning kernel_tuning(const DeviceInfo& info, const std::string& entry = "");
+// when set (to compare entries on one device), else its vendor's (a CPU driver's whatever the
+// vendor; "default" for an unknown vendor), with attention_workgroups = compute units x
+// attention_workgroups_per_unit where the device reports its units (DeviceInfo::compute_units).
+// `integer_dot`, else INFERSCOPE_VK_INTEGER_DOT=0 or 1, overrides the entry's
+// matvec_integer_dot (InvalidArgument for any other value of the variable).
+KernelTuning kernel_tuning(const DeviceInfo& info, const std::string& entry = "", std::optional<bool> integer_dot = std::nullopt);
 
 }  // namespace inferscope::gpu

@@ -56,7 +56,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
                              const VulkanBackendOptions& options)
     : model_(std::move(model)),
       ctx_(std::make_unique<VkContext>(context)),
-      kernels_(std::make_unique<Kernels>(*ctx_, kernel_tuning(ctx_->info(), options.kernel_tuning))),
+      kernels_(std::make_unique<Kernels>(*ctx_, kernel_tuning(ctx_->info(), options.kernel_tuning, options.integer_dot))),
       replay_(options.replay) {
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
@@ -590,6 +590,12 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
 int vulkan_validation_errors(const Backend& backend) {
     const auto* vulkan = dynamic_cast<const VulkanBackend*>(&backend);
     return vulkan == nullptr ? -1 : vulkan->validation_errors();
+}
+
+bool vulkan_encodes_quantized_inputs(const Backend& backend) {
+    const auto* vulkan = dynamic_cast<const VulkanBackend*>(&backend);
+    if (vulkan == nullptr) throw Error("vulkan_encodes_quantized_inputs: " + backend.name() + " is not a Vulkan backend");
+    return vulkan->encodes_quantized_inputs();
 }
 
 double vulkan_read_bandwidth(Backend& backend) {

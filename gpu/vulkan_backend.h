@@ -32,6 +32,7 @@ public:
     std::optional<DeviceSubmission> last_forward_submission() const override { return submission_; }
 
     int validation_errors() const { return ctx_->validation_errors(); }
+    bool encodes_quantized_inputs() const { return kernels_->integer_dot(); }
     const BufferArena& weight_arena() const { return *weight_arena_; }
     // The device's read bandwidth (gpu/vk_bandwidth.h); passes recorded before are recorded anew.
     ReadBandwidth measure_read_bandwidth() { return gpu::measure_read_bandwidth(*ctx_, *kernels_); }

@@ -29,11 +29,12 @@ struct DeviceInfo {
     uint64_t max_allocation_bytes = 0;            // maxMemoryAllocationSize: the largest single allocation
     uint32_t subgroup_size = 0;
     uint32_t max_workgroup_count_x = 0;  // maxComputeWorkGroupCount[0] (65,535 on some laptop GPUs)
+    uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize: a workgroup's shared memory
     bool storage_16bit = false;       // required (with shaderInt16): weights and the F16 KV cache are 16-bit words
     bool float16_arithmetic = false;  // reported; the kernels compute in F32
     bool storage_8bit = false;        // reported
     bool int8_arithmetic = false;     // reported
-    bool integer_dot_product = false; // reported
+    bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product: Q8_0 / Q4_0 mat-vec on 8-bit inputs
     bool subgroup_arithmetic = false; // the matrix products reduce with subgroupAdd (shared memory without)
     bool timestamps = false;          // compute-queue timestamps: per-op GPU time
     bool usable = false;              // has what the backend requires

@@ -30,6 +30,7 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
             {"heaps", heaps},
             {"max_storage_buffer_range_bytes", d.max_storage_buffer_range_bytes},
             {"subgroup_size", d.subgroup_size},
+            {"max_shared_memory_bytes", d.max_shared_memory_bytes},
             {"vendor_id", d.vendor_id},
             {"compute_units", d.compute_units},
             {"kernel_tuning",
@@ -39,7 +40,9 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
               {"matvec_group_threads", tuning.matvec_group_threads},
               {"matvec_wide_group_threads", tuning.matvec_wide_group_threads},
               {"matvec_tall_rows", tuning.matvec_tall_rows},
-              {"attention_workgroups", tuning.attention_workgroups}}},
+              {"attention_workgroups", tuning.attention_workgroups},
+              // What the backend does on this device (Kernels::integer_dot): the entry asks and the device can.
+              {"matvec_integer_dot", tuning.matvec_integer_dot && d.integer_dot_product && d.subgroup_arithmetic}}},
             {"features",
              {{"storage_16bit", d.storage_16bit},
               {"float16_arithmetic", d.float16_arithmetic},
@@ -55,14 +58,17 @@ void print_device(const nlohmann::json& d) {
     std::printf("%s[%d] %s (%s)%s\n", d["chosen"].get<bool>() ? "* " : "  ", d["index"].get<int>(),
                 d["name"].get<std::string>().c_str(), type == "cpu" ? "cpu: a CPU driver, not a GPU" : type.c_str(),
                 d["usable"].get<bool>() ? "" : "  [not usable: needs Vulkan 1.2, 16-bit storage, a compute queue]");
-    std::printf("      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u\n", d["driver"].get<std::string>().c_str(),
-                d["api_version"].get<std::string>().c_str(),
-                d["max_storage_buffer_range_bytes"].get<double>() / (1024.0 * 1024.0), d["subgroup_size"].get<unsigned>());
+    std::printf("      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u, workgroup shared memory %u KiB\n",
+                d["driver"].get<std::string>().c_str(), d["api_version"].get<std::string>().c_str(),
+                d["max_storage_buffer_range_bytes"].get<double>() / (1024.0 * 1024.0), d["subgroup_size"].get<unsigned>(),
+                d["max_shared_memory_bytes"].get<unsigned>() / 1024);
     const unsigned units = d["compute_units"].get<unsigned>();
     const auto& tuning = d["kernel_tuning"];
-    std::printf("      vendor 0x%04x, %s, kernel tuning %s (attention fills %u workgroups)\n", d["vendor_id"].get<unsigned>(),
+    std::printf("      vendor 0x%04x, %s, kernel tuning %s (attention fills %u workgroups; Q8_0/Q4_0 mat-vec %s)\n",
+                d["vendor_id"].get<unsigned>(),
                 units > 0 ? (std::to_string(units) + " compute units").c_str() : "compute units not reported",
-                tuning["name"].get<std::string>().c_str(), tuning["attention_workgroups"].get<unsigned>());
+                tuning["name"].get<std::string>().c_str(), tuning["attention_workgroups"].get<unsigned>(),
+                tuning["matvec_integer_dot"].get<bool>() ? "on integer dot products" : "in F32");
     for (const auto& h : d["heaps"]) {
         std::printf("      heap %.0f MiB%s, budget %.0f MiB\n", h["size_bytes"].get<double>() / (1024.0 * 1024.0),
                     h["device_local"].get<bool>() ? " device-local" : "", h["budget_bytes"].get<double>() / (1024.0 * 1024.0));

@@ -9,6 +9,9 @@
 
 layout(local_size_x = 256) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
+// 1: each token's 32 values of a step are replaced by their Q8_0 encoding (scale x code, both
+// exact in F32), as the CPU encodes the input of Q8_0 and Q4_0 weights.
+layout(constant_id = 3) const uint ENCODE_INPUT = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;
 const uint TILE_K = 32;
@@ -27,10 +30,27 @@ layout(push_constant) uniform Params {
     uint accumulate;  // 1: add to y (residual connection)
 } p;
 
+#include "q8_encoding.glsl"
 #include "weights.glsl"
 
 shared float w_tile[TILE_ROWS * PADDED_K];    // [row][k]
 shared float x_tile[TILE_TOKENS * PADDED_K];  // [token][k]
+
+shared float x_amax[256];  // each loading thread's largest |x| of its 8 values
+
+// Replaces a loading thread's 8 values of a token row by scale x code of the row's 32-value
+// Q8_0 block, the block's largest magnitude gathered from its 4 loading threads.
+void encode_q8_0(uint tid, inout float v[8]) {
+    float amax = 0.0;
+    for (uint i = 0; i < 8; ++i) amax = max(amax, abs(v[i]));
+    x_amax[tid] = amax;
+    barrier();
+    const uint first = tid & ~3u;
+    amax = max(max(x_amax[first], x_amax[first + 1]), max(x_amax[first + 2], x_amax[first + 3]));
+    const float factor = q8_code_factor(amax);
+    const float d = q8_scale(amax);
+    for (uint i = 0; i < 8; ++i) v[i] = d * clamp(roundEven(v[i] * factor), -128.0, 127.0);
+}
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -59,8 +79,10 @@ void main() {
         const uint t = t0 + load_row;
         for (uint i = 0; i < 8; ++i) {
             const uint e = k0 + load_chunk * 8 + i;
-            x_tile[load_row * PADDED_K + load_chunk * 8 + i] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
+            v[i] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
         }
+        if (ENCODE_INPUT != 0) encode_q8_0(tid, v);
+        for (uint i = 0; i < 8; ++i) x_tile[load_row * PADDED_K + load_chunk * 8 + i] = v[i];
         barrier();
         for (uint k = 0; k < TILE_K; ++k) {
             float a[4];

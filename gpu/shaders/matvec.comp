@@ -7,25 +7,36 @@
 // computes the gate and the up row of its output, then act(gate) * up. An optional RMSNorm of
 // the input rows runs as a prologue (each token's inverse RMS once per workgroup).
 //
-// Built twice from this source: with USE_SUBGROUPS=1 partial sums meet through subgroupAdd
-// and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in shared memory.
+// Built three times from this source: with USE_SUBGROUPS=1 partial sums meet through
+// subgroupAdd and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in
+// shared memory; with INTEGER_DOT=1 (and subgroups) Q8_0 and Q4_0 weights are multiplied by the
+// input quantized to 8 bits, four bytes at a time (integer dot products).
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 #if USE_SUBGROUPS
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#ifndef INTEGER_DOT
+#define INTEGER_DOT 0
+#endif
+#if INTEGER_DOT
+#extension GL_EXT_spirv_intrinsics : require
+#endif
 
 layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weight_layout.glsl's numbering
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
-// bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4).
+// bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: Q8_0 and
+// Q4_0 weights multiply the input encoded as Q8_0 (encode_q8_0), as in the INTEGER_DOT build;
+// bits 16-31 (the INTEGER_DOT build): the input row's 32-element groups, sizing its encoded copy.
 layout(constant_id = 3) const uint CONFIG = 1;
 const uint TOKENS = CONFIG & 0xFFu;
 const bool ALIGNED = (CONFIG & 0x100u) != 0;
 const bool NORM = (CONFIG & 0x200u) != 0;
 const bool GATED = (CONFIG & 0x400u) != 0;
+const bool ENCODE_INPUT = (CONFIG & 0x4000u) != 0;
 // A team computes this many consecutive rows at once: their weight loads are independent (more
 // bytes in flight per thread) and they share each load of x.
 const uint TEAM_ROWS = (CONFIG >> 11) & 7u;  // the host sets 1..4
@@ -59,10 +70,24 @@ layout(push_constant) uniform Params {
 } p;
 
 #include "activation.glsl"
+#include "q8_encoding.glsl"
 #include "weight_layout.glsl"
 
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
+
+#if INTEGER_DOT
+// OpSDot of SPV_KHR_integer_dot_product on two words of four signed bytes (packed format 0):
+// glslang 11 has no GL_EXT_integer_dot_product, so the instruction is declared by its id.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int dot_i8x4(uint a, uint b, spirv_literal int packed_vector_format);
+const uint X_GROUPS = CONFIG >> 16;  // per token
+// The input rows as the CPU encodes them for these weights (Q8_0): per 32-element group an F16
+// scale and 32 int8 (4 per word), with the group's integer sum for Q4_0's offset of 8.
+shared uint xq[TOKENS * X_GROUPS * 8];
+shared float xq_scale[TOKENS * X_GROUPS];
+shared int xq_sum[TOKENS * X_GROUPS];
+#endif
 
 // Elements e..e+3 of token t's input row, normed when NORM; zero past the row's end.
 vec4 x_at(uint t, uint e) {
@@ -79,6 +104,23 @@ vec4 x_at(uint t, uint e) {
         }
     }
     return NORM ? (v * inv_rms[t]) * scale : v;
+}
+
+// Elements e..e+31 of token t's input row (normed when NORM).
+void x_group(uint t, uint e, out vec4 v[8]) {
+    for (uint q = 0; q < 8; ++q) v[q] = x_at(t, e + 4 * q);
+}
+
+// Replaces 32 values by their Q8_0 codes (q8_encoding.glsl) and returns the block's scale.
+float encode_q8_0(inout vec4 v[8]) {
+    float amax = 0.0;
+    for (uint q = 0; q < 8; ++q) {
+        const vec4 a = abs(v[q]);
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    const float factor = q8_code_factor(amax);
+    for (uint q = 0; q < 8; ++q) v[q] = clamp(roundEven(v[q] * factor), -128.0, 127.0);
+    return q8_scale(amax);
 }
 
 #define W16 w0h
@@ -162,6 +204,25 @@ void compute_inverse_rms() {
     barrier();  // part[][] is reused by the products' reduction
 }
 
+#if INTEGER_DOT
+// Fills xq from x (normed when NORM), one thread per group.
+void quantize_input() {
+    for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS; i += gl_WorkGroupSize.x) {
+        vec4 v[8];
+        x_group(i / X_GROUPS, (i % X_GROUPS) * 32, v);
+        xq_scale[i] = encode_q8_0(v);
+        int sum = 0;
+        for (uint q = 0; q < 8; ++q) {
+            const ivec4 b = ivec4(v[q]);
+            sum += b.x + b.y + b.z + b.w;
+            xq[i * 8 + q] = uint(b.x & 0xFF) | (uint(b.y & 0xFF) << 8) | (uint(b.z & 0xFF) << 16) | (uint(b.w & 0xFF) << 24);
+        }
+        xq_sum[i] = sum;
+    }
+    barrier();
+}
+#endif
+
 void store(uint r, uint t, float value) {
     const bool add = (p.flags & 1u) != 0;
     if (r < p.end0) {
@@ -200,6 +261,9 @@ void main() {
     const uint first_row = group * (gl_WorkGroupSize.x / ROW_THREADS) * TEAM_ROWS;
     if (first_row >= p.end2) return;  // past the end of a launch folded into Y
     if (NORM) compute_inverse_rms();
+#if INTEGER_DOT
+    quantize_input();
+#endif
 
     float acc[ACC];
     for (uint k = 0; k < ACC; ++k) acc[k] = 0.0;

@@ -8,6 +8,40 @@
 #undef WORDS
 
 void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
+#if INTEGER_DOT
+    // The weights' and the quantized input's scales times the block's integer dot product, the
+    // order in which the CPU's vec_dot computes it.
+    if (WEIGHT_TYPE == WT_Q4_0) {
+        const uint b = (row * (p.cols / 32) + u) * 9;
+        const float d = unpackHalf2x16(uint(W16[b])).x;
+        uint low[4], high[4];
+        for (uint q = 0; q < 4; ++q) {
+            const uint bytes = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
+            low[q] = bytes & 0x0F0F0F0Fu;
+            high[q] = (bytes >> 4) & 0x0F0F0F0Fu;
+        }
+        for (uint t = 0; t < TOKENS; ++t) {
+            const uint g = t * X_GROUPS + u;
+            int s = 0;
+            for (uint q = 0; q < 4; ++q) s += dot_i8x4(low[q], xq[g * 8 + q], 0) + dot_i8x4(high[q], xq[g * 8 + 4 + q], 0);
+            acc[base + t] += (d * xq_scale[g]) * float(s - 8 * xq_sum[g]);
+        }
+        return;
+    }
+    if (WEIGHT_TYPE == WT_Q8_0) {
+        const uint b = (row * (p.cols / 32) + u) * 17;
+        const float d = unpackHalf2x16(uint(W16[b])).x;
+        uint words[8];
+        for (uint q = 0; q < 8; ++q) words[q] = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
+        for (uint t = 0; t < TOKENS; ++t) {
+            const uint g = t * X_GROUPS + u;
+            int s = 0;
+            for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
+            acc[base + t] += (d * xq_scale[g]) * float(s);
+        }
+        return;
+    }
+#endif
     if (WEIGHT_TYPE == WT_Q4_0) {  // byte j holds element j (low nibble) and j + 16 (high), offset by 8
         const uint b = (row * (p.cols / 32) + u) * 9;
         const float d = unpackHalf2x16(uint(W16[b])).x;
@@ -18,6 +52,15 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             high[q] = vec4(uvec4(bytes >> 4, bytes >> 12, bytes >> 20, bytes >> 28) & 0xFu) - 8.0;
         }
         for (uint t = 0; t < TOKENS; ++t) {
+            if (ENCODE_INPUT) {  // integer codes: s is exact, the CPU's block sum
+                vec4 v[8];
+                x_group(t, u * 32, v);
+                const float dx = encode_q8_0(v);
+                float s = 0.0;
+                for (uint q = 0; q < 4; ++q) s += dot(low[q], v[q]) + dot(high[q], v[4 + q]);
+                acc[base + t] += (d * dx) * s;
+                continue;
+            }
             float s = 0.0;
             for (uint q = 0; q < 4; ++q) s += dot(low[q], x_at(t, u * 32 + 4 * q)) + dot(high[q], x_at(t, u * 32 + 16 + 4 * q));
             acc[base + t] += d * s;
@@ -32,6 +75,15 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
                          bitfieldExtract(bytes, 24, 8));
         }
         for (uint t = 0; t < TOKENS; ++t) {
+            if (ENCODE_INPUT) {
+                vec4 v[8];
+                x_group(t, u * 32, v);
+                const float dx = encode_q8_0(v);
+                float s = 0.0;
+                for (uint q = 0; q < 8; ++q) s += dot(q8[q], v[q]);
+                acc[base + t] += (d * dx) * s;
+                continue;
+            }
             float s = 0.0;
             for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
             acc[base + t] += d * s;

@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
     try {
         const BenchOptions options = parse_options(argc, argv);
         inferscope::gpu::OpHarness gpu(false);
-        std::printf("device: %s\n", gpu.device_name().c_str());
+        std::printf("device: %s; Q8_0 and Q4_0 %s (INFERSCOPE_VK_INTEGER_DOT)\n", gpu.device_name().c_str(),
+                    gpu.integer_dot() ? "on integer dot products" : "in F32");
         if (!gpu.has_timestamps()) {
             std::printf("no GPU timestamps on this device: nothing to time\n");
             return 0;

@@ -46,6 +46,13 @@ TEST_F(GpuCli, DevicesListsTheChosenDevice) {
         EXPECT_GT(device["compute_units"].get<unsigned>(), 0u) << "a CPU driver's host threads";
     }
     EXPECT_GT(device["kernel_tuning"]["attention_workgroups"].get<unsigned>(), 0u);
+    EXPECT_GE(device["max_shared_memory_bytes"].get<unsigned>(), 16384u) << "Vulkan's minimum";
+    // Integer dot products only where the device has them (and subgroup arithmetic).
+    const bool integer_dot = device["kernel_tuning"]["matvec_integer_dot"].get<bool>();
+    if (integer_dot) {
+        EXPECT_TRUE(device["features"]["integer_dot_product"].get<bool>());
+        EXPECT_TRUE(device["features"]["subgroup_arithmetic"].get<bool>());
+    }
 }
 
 TEST_F(GpuCli, AnUnknownKernelTuningIsRefusedByName) {

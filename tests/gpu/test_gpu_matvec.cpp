@@ -220,6 +220,50 @@ TEST(GpuMatvecTuning, EveryTuningEntrysShapesMatchCpu) {
     }
 }
 
+TEST(GpuMatvecIntegerDot, Q8_0AndQ4_0ProductsEncodeTheirInputAsTheCpuDoes) {
+    // The CPU multiplies these weights by inputs encoded as Q8_0. With integer dot products
+    // the GPU does too, in every product kernel: the integer-dot mat-vec, the F32 mat-vec where
+    // the encoded rows do not fit shared memory (ffn_down's width at 5 tokens on lavapipe's
+    // 32 KiB), and the tiled product from 9 tokens on. It should then agree with the CPU far
+    // more closely than the F32 path (the harness with integer dot products off) does.
+    std::unique_ptr<gpu::OpHarness> with_dot;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(with_dot, std::make_unique<gpu::OpHarness>(true, 0, "", true));
+    if (!with_dot->integer_dot()) GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic";
+    gpu::OpHarness without_dot(true, 0, "", false);
+    ASSERT_FALSE(without_dot.integer_dot());
+    std::mt19937 rng(17);
+    int dot_products = 0;
+    struct Case {
+        int64_t rows, cols, n;
+    };
+    const std::vector<Case> cases = {{67, 32, 1},    {67, 32, 8},   {131, 896, 2}, {131, 896, 5},  {29, 4864, 1}, {29, 4864, 5},
+                                     {16411, 64, 3}, {45, 256, 12}, {45, 256, 20}, {512, 256, 15}, {256, 640, 15}};
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+        for (const Case& c : cases) {
+            std::vector<uint8_t> bytes;
+            const WeightMatrix w = random_weight(type, c.rows, c.cols, rng, bytes);
+            const std::vector<float> x = random_floats(static_cast<size_t>(c.n * c.cols), rng, 3.0f);
+            const bool product = c.n <= 8;  // the decode products; else the prompt's tiles (no norm prologue)
+            Options o;
+            if (product && c.n % 2 == 1) o.norm_weight = random_floats(static_cast<size_t>(c.cols), rng, 2.0f);
+            const std::vector<float> cpu = cpu_product(w, x, c.n, o);
+            const bool dot = product && with_dot->matvec_uses_integer_dot(type, c.cols, c.n);
+            dot_products += dot ? 1 : 0;
+            const double e_encoded = nmse(product ? with_dot->matvec(w, x, c.n, o) : with_dot->matmul(w, x, c.n), cpu);
+            const double e_f32 = nmse(product ? without_dot.matvec(w, x, c.n, o) : without_dot.matmul(w, x, c.n), cpu);
+            const std::string what = std::string(ggml_type_name(type)) + " " + std::to_string(c.rows) + "x" +
+                                     std::to_string(c.cols) + " n=" + std::to_string(c.n) +
+                                     (dot ? " (integer dot products)" : " (F32 arithmetic)");
+            // Measured on lavapipe: about 1e-14 encoded (the summation order), 1e-5 in F32.
+            EXPECT_LT(e_encoded, 1e-10) << what << "; F32 path: " << e_f32;
+            EXPECT_LT(e_f32, 5e-4) << what;
+        }
+    }
+    EXPECT_GT(dot_products, 0) << "no product fitted the integer-dot build's shared memory";
+    EXPECT_EQ(with_dot->validation_errors(), 0) << "Vulkan validation errors (printed above)";
+    EXPECT_EQ(without_dot.validation_errors(), 0) << "Vulkan validation errors (printed above)";
+}
+
 TEST(GpuMatvecFolded, LaunchesAboveTheXLimitFoldIntoY) {
     // At most 7 workgroups along X: a tall output matrix (the 896 x 151,936 output scaled
     // down), the fused q/k/v and the gated FFN all fold their launches into Y.

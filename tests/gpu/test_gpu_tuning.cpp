@@ -1,11 +1,13 @@
 // The kernel tuning table (gpu/vk_tuning.h): which entry a device gets, the attention target
-// from its compute units, the INFERSCOPE_VK_TUNING override, and shapes every kernel accepts
+// from its compute units, the INFERSCOPE_VK_TUNING and INFERSCOPE_VK_INTEGER_DOT overrides, and shapes every kernel accepts
 // (no device needed), and that a bad tuning name fails a GPU test instead of skipping it.
 // test_gpu_matvec runs every entry's products against the CPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "engine/core/error.h"
@@ -24,21 +26,26 @@ gpu::DeviceInfo device(uint32_t vendor_id, const std::string& type, uint32_t com
     return info;
 }
 
-// Clears INFERSCOPE_VK_TUNING for the test and restores the process's value after it.
+// Clears the tuning variables for the test and restores the process's values after it.
 class KernelTuningTest : public ::testing::Test {
 protected:
+    static constexpr const char* kVariables[] = {"INFERSCOPE_VK_TUNING", "INFERSCOPE_VK_INTEGER_DOT"};
     void SetUp() override {
-        if (const char* v = std::getenv("INFERSCOPE_VK_TUNING")) saved_ = v;
-        unsetenv("INFERSCOPE_VK_TUNING");
-    }
-    void TearDown() override {
-        if (saved_.empty()) {
-            unsetenv("INFERSCOPE_VK_TUNING");
-        } else {
-            setenv("INFERSCOPE_VK_TUNING", saved_.c_str(), 1);
+        for (size_t i = 0; i < std::size(kVariables); ++i) {
+            if (const char* v = std::getenv(kVariables[i])) saved_[i] = v;
+            unsetenv(kVariables[i]);
         }
     }
-    std::string saved_;
+    void TearDown() override {
+        for (size_t i = 0; i < std::size(kVariables); ++i) {
+            if (saved_[i].has_value()) {
+                setenv(kVariables[i], saved_[i]->c_str(), 1);
+            } else {
+                unsetenv(kVariables[i]);
+            }
+        }
+    }
+    std::optional<std::string> saved_[std::size(kVariables)];
 };
 
 TEST_F(KernelTuningTest, EachVendorGetsItsOwnEntryAndACpuDriverItsOwn) {
@@ -77,6 +84,24 @@ TEST_F(KernelTuningTest, TheEnvironmentChoosesAnEntryAndAnUnknownNameIsRefusedLi
         EXPECT_NE(what.find("'fastest'"), std::string::npos) << what;
         EXPECT_NE(what.find("nvidia"), std::string::npos) << what;
         EXPECT_NE(what.find("cpu-driver"), std::string::npos) << what;
+    }
+}
+
+TEST_F(KernelTuningTest, IntegerDotIsTheEntrysUnlessTheEnvironmentOrTheCallerSaysOtherwise) {
+    const gpu::DeviceInfo nvidia = device(gpu::kVendorNvidia, "discrete");
+    EXPECT_EQ(gpu::kernel_tuning(nvidia).matvec_integer_dot, gpu::kernel_tuning_named("nvidia").matvec_integer_dot);
+    setenv("INFERSCOPE_VK_INTEGER_DOT", "0", 1);
+    EXPECT_FALSE(gpu::kernel_tuning(nvidia).matvec_integer_dot);
+    EXPECT_TRUE(gpu::kernel_tuning(nvidia, "", true).matvec_integer_dot);  // the caller's choice wins
+    setenv("INFERSCOPE_VK_INTEGER_DOT", "1", 1);
+    EXPECT_TRUE(gpu::kernel_tuning(nvidia, "cpu-driver").matvec_integer_dot);
+    EXPECT_FALSE(gpu::kernel_tuning(nvidia, "", false).matvec_integer_dot);
+    setenv("INFERSCOPE_VK_INTEGER_DOT", "yes", 1);
+    try {
+        gpu::kernel_tuning(nvidia);
+        FAIL() << "INFERSCOPE_VK_INTEGER_DOT=yes was accepted";
+    } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("INFERSCOPE_VK_INTEGER_DOT"), std::string::npos) << e.what();
     }
 }
 
