@@ -96,14 +96,15 @@ public:
     // The most workgroups one dispatch may launch along X (larger counts fold into Y).
     uint32_t max_groups_x() const { return max_groups_x_; }
     const KernelTuning& tuning() const { return tuning_; }
-    // Whether Q8_0 and Q4_0 mat-vecs may run on integer dot products (matvec_dot): the tuning
+    // Whether products on Q8_0 inputs (encodes_input) may run on integer dot products (matvec_dot): the tuning
     // asks for it and the device has them and subgroup arithmetic.
     bool integer_dot() const { return integer_dot_; }
-    // Whether products with `type` weights multiply their input encoded as Q8_0, as the CPU
-    // does: Q8_0 and Q4_0 weights where integer_dot(), in every product kernel, so decode and
-    // prefill agree.
+    // Whether products with `type` weights multiply their input encoded as Q8_0, in every
+    // product kernel, so that decode and prefill agree: where integer_dot(), the weight types
+    // the CPU multiplies by Q8_0 inputs (Q8_0, Q4_0, Q5_0, IQ4_NL).
     bool encodes_input(ShaderWeightType type) const {
-        return integer_dot_ && (type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0);
+        return integer_dot_ && (type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0 ||
+                                type == ShaderWeightType::Q5_0 || type == ShaderWeightType::IQ4_NL);
     }
     // The most shared memory one workgroup may use (maxComputeSharedMemorySize).
     uint32_t max_shared_bytes() const { return max_shared_bytes_; }

@@ -88,7 +88,7 @@ void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, 
 }  // namespace
 
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n) {
-    if (!k.integer_dot() || (type != ShaderWeightType::Q8_0 && type != ShaderWeightType::Q4_0)) return false;
+    if (!k.encodes_input(type)) return false;
     const uint64_t groups = cols / 32;
     return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes <= k.max_shared_bytes();
 }

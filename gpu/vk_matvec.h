@@ -42,9 +42,9 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
                          VkBuffer out, uint32_t n, FfnActivation activation, const MatvecNorm& norm = {}, bool barrier = true);
 
 // Whether a product of `type` weights with rows of `cols` for n tokens runs on integer dot
-// products (matvec.comp's INTEGER_DOT build): Q8_0 and Q4_0 where Kernels::integer_dot() and
-// the n encoded input rows fit the workgroup's shared memory. Else in F32, the input still
-// encoded as Q8_0 where Kernels::encodes_input(type).
+// products (matvec.comp's INTEGER_DOT build): where Kernels::encodes_input(type) and the n
+// encoded input rows fit the workgroup's shared memory. Else in F32, the input still encoded
+// as Q8_0 where Kernels::encodes_input(type).
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n);
 
 // Whether these matrices can share one dispatch: 1..3 of them, same shader type and cols, one

@@ -34,8 +34,9 @@ struct KernelTuning {
     // with a known compute-unit count, this many per unit instead.
     uint32_t attention_workgroups;
     uint32_t attention_workgroups_per_unit;
-    // matvec.comp's integer-dot build for Q8_0 and Q4_0 weights where the device has integer
-    // dot products: the input quantized to 8 bits per workgroup, four products per instruction.
+    // Where the device has integer dot products: the weight types the CPU multiplies by Q8_0
+    // inputs (Q8_0, Q4_0, Q5_0, IQ4_NL) do so on the GPU too, decode on matvec.comp's
+    // integer-dot build (the input encoded once per workgroup, four products per instruction).
     bool matvec_integer_dot;
 };
 

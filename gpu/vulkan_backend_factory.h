@@ -28,7 +28,7 @@ struct VulkanBackendOptions {
     // An entry of the kernel tuning table (gpu/vk_tuning.h) instead of the device's, as
     // INFERSCOPE_VK_TUNING sets it; empty: the device's (or the variable's).
     std::string kernel_tuning;
-    // Q8_0 / Q4_0 mat-vecs on integer dot products (where the device has them) or not, instead
+    // Q8_0-encoded inputs and integer dot products (where the device has them) or F32 inputs, instead
     // of the tuning's choice, as INFERSCOPE_VK_INTEGER_DOT sets it.
     std::optional<bool> integer_dot;
 };
@@ -41,7 +41,7 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
 // layer); -1 when `backend` is not a Vulkan backend.
 int vulkan_validation_errors(const Backend& backend);
 
-// Whether a backend made by make_vulkan_backend multiplies Q8_0 and Q4_0 weights by their
+// Whether a backend made by make_vulkan_backend multiplies Q8_0, Q4_0, Q5_0 and IQ4_NL weights by their
 // input encoded as Q8_0, as the CPU backend (and llama.cpp's) does, so that its logits match
 // the CPU's own: where it uses integer dot products. Otherwise by the F32 input, matching the
 // CPU on those weights dequantized to F32. Error when `backend` is not a Vulkan backend.

@@ -10,7 +10,7 @@
 layout(local_size_x = 256) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
 // 1: each token's 32 values of a step are replaced by their Q8_0 encoding (scale x code, both
-// exact in F32), as the CPU encodes the input of Q8_0 and Q4_0 weights.
+// exact in F32), as the CPU encodes the input of Q8_0, Q4_0, Q5_0 and IQ4_NL weights.
 layout(constant_id = 3) const uint ENCODE_INPUT = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;

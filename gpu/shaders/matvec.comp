@@ -9,8 +9,8 @@
 //
 // Built three times from this source: with USE_SUBGROUPS=1 partial sums meet through
 // subgroupAdd and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in
-// shared memory; with INTEGER_DOT=1 (and subgroups) Q8_0 and Q4_0 weights are multiplied by the
-// input quantized to 8 bits, four bytes at a time (integer dot products).
+// shared memory; with INTEGER_DOT=1 (and subgroups) Q8_0, Q4_0, Q5_0 and IQ4_NL weights are
+// multiplied by the input encoded as Q8_0, four bytes at a time (integer dot products).
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 #if USE_SUBGROUPS
@@ -28,8 +28,8 @@ layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weight_layout.glsl's numbering
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
-// bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: Q8_0 and
-// Q4_0 weights multiply the input encoded as Q8_0 (encode_q8_0), as in the INTEGER_DOT build;
+// bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: Q8_0, Q4_0,
+// Q5_0 and IQ4_NL weights multiply the input encoded as Q8_0 (encode_q8_0), as in the INTEGER_DOT build;
 // bits 16-31 (the INTEGER_DOT build): the input row's 32-element groups, sizing its encoded copy.
 layout(constant_id = 3) const uint CONFIG = 1;
 const uint TOKENS = CONFIG & 0xFFu;
@@ -104,6 +104,12 @@ vec4 x_at(uint t, uint e) {
         }
     }
     return NORM ? (v * inv_rms[t]) * scale : v;
+}
+
+// Four integer values of -128..127 as the bytes of a word, the first lowest.
+uint pack_i8x4(vec4 v) {
+    const ivec4 b = ivec4(v) & 0xFF;
+    return uint(b.x) | (uint(b.y) << 8) | (uint(b.z) << 16) | (uint(b.w) << 24);
 }
 
 // Elements e..e+31 of token t's input row (normed when NORM).
@@ -215,7 +221,7 @@ void quantize_input() {
         for (uint q = 0; q < 8; ++q) {
             const ivec4 b = ivec4(v[q]);
             sum += b.x + b.y + b.z + b.w;
-            xq[i * 8 + q] = uint(b.x & 0xFF) | (uint(b.y & 0xFF) << 8) | (uint(b.z & 0xFF) << 16) | (uint(b.w & 0xFF) << 24);
+            xq[i * 8 + q] = pack_i8x4(v[q]);
         }
         xq_sum[i] = sum;
     }

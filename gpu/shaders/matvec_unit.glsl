@@ -41,6 +41,24 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
         return;
     }
+    if (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL) {  // the codes (q - 16, or the level) as bytes
+        const uint row_word = row * row_words(p.cols);
+        const float d = GROUP_SCALES(row_word, u).x;
+        uint words[8];
+        for (uint q = 0; q < 4; ++q) {
+            float v[8];
+            OCTET_SCALED(row_word, u * 4 + q, vec2(1.0, 0.0), v);
+            words[2 * q] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
+            words[2 * q + 1] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
+        }
+        for (uint t = 0; t < TOKENS; ++t) {
+            const uint g = t * X_GROUPS + u;
+            int s = 0;
+            for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
+            acc[base + t] += (d * xq_scale[g]) * float(s);
+        }
+        return;
+    }
 #endif
     if (WEIGHT_TYPE == WT_Q4_0) {  // byte j holds element j (low nibble) and j + 16 (high), offset by 8
         const uint b = (row * (p.cols / 32) + u) * 9;
@@ -87,6 +105,24 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             float s = 0.0;
             for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
             acc[base + t] += d * s;
+        }
+    } else if (BLOCK_TYPE && ENCODE_INPUT) {  // Q5_0, IQ4_NL: integer codes, the CPU's block sum
+        const uint row_word = row * row_words(p.cols);
+        const float d = GROUP_SCALES(row_word, u).x;
+        vec4 codes[8];
+        for (uint q = 0; q < 4; ++q) {
+            float v[8];
+            OCTET_SCALED(row_word, u * 4 + q, vec2(1.0, 0.0), v);
+            codes[2 * q] = vec4(v[0], v[1], v[2], v[3]);
+            codes[2 * q + 1] = vec4(v[4], v[5], v[6], v[7]);
+        }
+        for (uint t = 0; t < TOKENS; ++t) {
+            vec4 x[8];
+            x_group(t, u * 32, x);
+            const float dx = encode_q8_0(x);
+            float s = 0.0;
+            for (uint q = 0; q < 8; ++q) s += dot(codes[q], x[q]);
+            acc[base + t] += (d * dx) * s;
         }
     } else if (BLOCK_TYPE) {
         const uint row_word = row * row_words(p.cols);

@@ -220,12 +220,13 @@ TEST(GpuMatvecTuning, EveryTuningEntrysShapesMatchCpu) {
     }
 }
 
-TEST(GpuMatvecIntegerDot, Q8_0AndQ4_0ProductsEncodeTheirInputAsTheCpuDoes) {
-    // The CPU multiplies these weights by inputs encoded as Q8_0. With integer dot products
-    // the GPU does too, in every product kernel: the integer-dot mat-vec, the F32 mat-vec where
-    // the encoded rows do not fit shared memory (ffn_down's width at 5 tokens on lavapipe's
-    // 32 KiB), and the tiled product from 9 tokens on. It should then agree with the CPU far
-    // more closely than the F32 path (the harness with integer dot products off) does.
+TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
+    // The CPU multiplies Q8_0, Q4_0, Q5_0 and IQ4_NL weights by inputs encoded as Q8_0. With
+    // integer dot products the GPU does too, in every product kernel: the integer-dot mat-vec,
+    // the F32 mat-vec where the encoded rows do not fit shared memory (ffn_down's width at 5
+    // tokens on lavapipe's 32 KiB), and the tiled product from 9 tokens on. It should then agree
+    // with the CPU far more closely than the F32 path (the harness with integer dot products
+    // off) does.
     std::unique_ptr<gpu::OpHarness> with_dot;
     INFERSCOPE_MAKE_OR_SKIP_GPU(with_dot, std::make_unique<gpu::OpHarness>(true, 0, "", true));
     if (!with_dot->integer_dot()) GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic";
@@ -235,11 +236,14 @@ TEST(GpuMatvecIntegerDot, Q8_0AndQ4_0ProductsEncodeTheirInputAsTheCpuDoes) {
     int dot_products = 0;
     struct Case {
         int64_t rows, cols, n;
+        bool every_type;  // else Q8_0 and Q4_0 only: the others share the paths (each case compiles pipelines)
     };
-    const std::vector<Case> cases = {{67, 32, 1},    {67, 32, 8},   {131, 896, 2}, {131, 896, 5},  {29, 4864, 1}, {29, 4864, 5},
-                                     {16411, 64, 3}, {45, 256, 12}, {45, 256, 20}, {512, 256, 15}, {256, 640, 15}};
-    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    const std::vector<Case> cases = {{67, 32, 1, false},   {67, 32, 8, true},     {131, 896, 2, false},  {131, 896, 5, true},
+                                     {29, 4864, 1, true},  {29, 4864, 5, false},  {16411, 64, 3, false}, {45, 256, 12, true},
+                                     {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}};
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL}) {
         for (const Case& c : cases) {
+            if (!c.every_type && type != GgmlType::Q8_0 && type != GgmlType::Q4_0) continue;
             std::vector<uint8_t> bytes;
             const WeightMatrix w = random_weight(type, c.rows, c.cols, rng, bytes);
             const std::vector<float> x = random_floats(static_cast<size_t>(c.n * c.cols), rng, 3.0f);
@@ -254,8 +258,9 @@ TEST(GpuMatvecIntegerDot, Q8_0AndQ4_0ProductsEncodeTheirInputAsTheCpuDoes) {
             const std::string what = std::string(ggml_type_name(type)) + " " + std::to_string(c.rows) + "x" +
                                      std::to_string(c.cols) + " n=" + std::to_string(c.n) +
                                      (dot ? " (integer dot products)" : " (F32 arithmetic)");
-            // Measured on lavapipe: about 1e-14 encoded (the summation order), 1e-5 in F32.
-            EXPECT_LT(e_encoded, 1e-10) << what << "; F32 path: " << e_f32;
+            // Measured on lavapipe: 1e-15 to 1e-13 encoded (the summation order), 1e-5 in F32. A last-bit
+            // difference of a normed input can move one code by a step: about 1e-9.
+            EXPECT_LT(e_encoded, 1e-8) << what << "; F32 path: " << e_f32;
             EXPECT_LT(e_f32, 5e-4) << what;
         }
     }

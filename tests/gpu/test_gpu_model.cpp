@@ -358,7 +358,8 @@ TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     }
     add(f32->token_embedding(), GgmlType::Q4_K);
     add(f32->output(), GgmlType::Q2_K);
-    open(Model::with_replaced_weights(f32, std::move(replacements)), KvDtype::F32);
+    // F32 inputs: the CPU encodes the inputs of these types three ways (Q8_0, Q8_1, Q8_K), the GPU only the first.
+    open(Model::with_replaced_weights(f32, std::move(replacements)), KvDtype::F32, 0, false);
     if (!gpu_) return;
     InferenceSession cpu_f32(dequantized_to_f32(model_), testing::test_session_options(KvDtype::F32));
     const std::vector<TokenId> prompt = synthetic_prompt(24, model_->config().n_vocab);
