@@ -79,12 +79,12 @@ Kernels::Kernels(VkContext& ctx) : Kernels(ctx, kernel_tuning(ctx.info())) {}
 Kernels::Kernels(VkContext& ctx, KernelTuning tuning) : ctx_(ctx), tuning_(std::move(tuning)) {
     const DeviceInfo& info = ctx.info();
     subgroup_size_ = info.subgroup_size;
-    subgroups_ = info.subgroup_arithmetic && subgroup_size_ > 0 && subgroup_size_ <= kMatmulThreads &&
-                 kMatmulThreads % subgroup_size_ == 0;
+    static_assert(kMatmulThreads == 64, "subgroup_reductions assumes 64-thread workgroups");
+    subgroups_ = subgroup_reductions(info);
     if (!subgroups_) subgroup_size_ = 1;
     max_groups_x_ = info.max_workgroup_count_x;
     max_shared_bytes_ = info.max_shared_memory_bytes;
-    integer_dot_ = tuning_.matvec_integer_dot && info.integer_dot_product && subgroups_;
+    integer_dot_ = integer_dot_in_use(info, tuning_);
     add_descriptor_pool();
 }
 

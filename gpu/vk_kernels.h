@@ -111,7 +111,8 @@ public:
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
-    // From this many tokens on, products use matmul_tiled.comp (64 x 64 output tiles).
+    // From this many tokens on, products use matmul_tiled.comp (64 x 64 output tiles); those
+    // encoding their input as Q8_0 from kMatvecMaxTokens + 1 on (matmul.comp has no encoding).
     static constexpr uint32_t kTiledMinTokens = 16;
     static constexpr uint32_t kTileRows = 64;
     static constexpr uint32_t kTileTokens = 64;

@@ -13,7 +13,8 @@ constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 // matvec.comp's shared memory: part[ACC][MAX_PARTS] floats, and in the integer-dot build per
 // token and 32-element group of the input 32 int8, a scale and a sum.
-constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * 256 * 4;
+constexpr uint32_t kMatvecMaxParts = 256;  // matvec.comp's MAX_PARTS
+constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * kMatvecMaxParts * 4;
 constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 4;
 
 // matvec.comp's push constants.

@@ -36,6 +36,16 @@ const std::vector<KernelTuning>& kernel_tuning_table() {
     return table;
 }
 
+bool subgroup_reductions(const DeviceInfo& info) {
+    constexpr uint32_t kWorkgroupThreads = 64;  // Kernels::kMatmulThreads
+    return info.subgroup_arithmetic && info.subgroup_size > 0 && info.subgroup_size <= kWorkgroupThreads &&
+           kWorkgroupThreads % info.subgroup_size == 0;
+}
+
+bool integer_dot_in_use(const DeviceInfo& info, const KernelTuning& tuning) {
+    return tuning.matvec_integer_dot && info.integer_dot_product && subgroup_reductions(info);
+}
+
 KernelTuning kernel_tuning_named(const std::string& name) {
     std::string known;
     for (const KernelTuning& t : kernel_tuning_table()) {

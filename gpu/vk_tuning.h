@@ -40,6 +40,13 @@ struct KernelTuning {
     bool matvec_integer_dot;
 };
 
+// Whether the kernels reduce with subgroup arithmetic on this device: reported, and a subgroup
+// size dividing the matrix kernels' 64-thread workgroups.
+bool subgroup_reductions(const DeviceInfo& info);
+// Whether Q8_0-input products run on integer dot products (Kernels::integer_dot): the tuning
+// asks for them, the device has them, and subgroup reductions (the integer-dot build uses them).
+bool integer_dot_in_use(const DeviceInfo& info, const KernelTuning& tuning);
+
 // Every entry, "default" first.
 const std::vector<KernelTuning>& kernel_tuning_table();
 

@@ -41,8 +41,8 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
               {"matvec_wide_group_threads", tuning.matvec_wide_group_threads},
               {"matvec_tall_rows", tuning.matvec_tall_rows},
               {"attention_workgroups", tuning.attention_workgroups},
-              // What the backend does on this device (Kernels::integer_dot): the entry asks and the device can.
-              {"matvec_integer_dot", tuning.matvec_integer_dot && d.integer_dot_product && d.subgroup_arithmetic}}},
+              // What the backend does on this device (Kernels::integer_dot), not only what the entry asks.
+              {"matvec_integer_dot", gpu::integer_dot_in_use(d, tuning)}}},
             {"features",
              {{"storage_16bit", d.storage_16bit},
               {"float16_arithmetic", d.float16_arithmetic},

@@ -36,7 +36,7 @@ layout(push_constant) uniform Params {
 shared float w_tile[TILE_ROWS * PADDED_K];    // [row][k]
 shared float x_tile[TILE_TOKENS * PADDED_K];  // [token][k]
 
-shared float x_amax[256];  // each loading thread's largest |x| of its 8 values
+shared float x_amax[ENCODE_INPUT != 0 ? 256 : 1];  // each loading thread's largest |x| of its 8 values
 
 // Replaces a loading thread's 8 values of a token row by scale x code of the row's 32-value
 // Q8_0 block, the block's largest magnitude gathered from its 4 loading threads.

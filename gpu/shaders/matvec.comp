@@ -129,6 +129,31 @@ float encode_q8_0(inout vec4 v[8]) {
     return q8_scale(amax);
 }
 
+// acc[base + t] += (d * the input block's scale) * the 32 code products, token t's input block
+// u encoded as it is read: the F32 builds' way to the CPU's arithmetic (ENCODE_INPUT). The
+// codes are small integers, so the sum is exact.
+void add_encoded_products(uint t, uint u, float d, vec4 codes[8], uint base, inout float acc[ACC]) {
+    vec4 x[8];
+    x_group(t, u * 32, x);
+    const float dx = encode_q8_0(x);
+    float s = 0.0;
+    for (uint q = 0; q < 8; ++q) s += dot(codes[q], x[q]);
+    acc[base + t] += (d * dx) * s;
+}
+
+#if INTEGER_DOT
+// acc[base + t] += (d * the input block's scale) * (the 32 code products + offset * the input
+// codes' sum) for every token t of input block u: a block the way the CPU's vec_dot computes it.
+void add_code_products(uint u, float d, uint words[8], int offset, uint base, inout float acc[ACC]) {
+    for (uint t = 0; t < TOKENS; ++t) {
+        const uint g = t * X_GROUPS + u;
+        int s = 0;
+        for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
+        acc[base + t] += (d * xq_scale[g]) * float(s + offset * xq_sum[g]);
+    }
+}
+#endif
+
 #define W16 w0h
 #define W4 w0v
 #define UNIT unit0

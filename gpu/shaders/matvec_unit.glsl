@@ -9,41 +9,23 @@
 
 void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
 #if INTEGER_DOT
-    // The weights' and the quantized input's scales times the block's integer dot product, the
-    // order in which the CPU's vec_dot computes it.
-    if (WEIGHT_TYPE == WT_Q4_0) {
+    // The block's 32 weight codes as bytes, in the input's element order, and its scale.
+    if (WEIGHT_TYPE == WT_Q4_0) {  // the nibbles; their offset of 8 is taken off the sum
         const uint b = (row * (p.cols / 32) + u) * 9;
-        const float d = unpackHalf2x16(uint(W16[b])).x;
-        uint low[4], high[4];
+        uint words[8];
         for (uint q = 0; q < 4; ++q) {
             const uint bytes = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
-            low[q] = bytes & 0x0F0F0F0Fu;
-            high[q] = (bytes >> 4) & 0x0F0F0F0Fu;
+            words[q] = bytes & 0x0F0F0F0Fu;  // elements 4q .. 4q + 3
+            words[4 + q] = (bytes >> 4) & 0x0F0F0F0Fu;  // elements 16 + 4q ..
         }
-        for (uint t = 0; t < TOKENS; ++t) {
-            const uint g = t * X_GROUPS + u;
-            int s = 0;
-            for (uint q = 0; q < 4; ++q) s += dot_i8x4(low[q], xq[g * 8 + q], 0) + dot_i8x4(high[q], xq[g * 8 + 4 + q], 0);
-            acc[base + t] += (d * xq_scale[g]) * float(s - 8 * xq_sum[g]);
-        }
-        return;
-    }
-    if (WEIGHT_TYPE == WT_Q8_0) {
+        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, words, -8, base, acc);
+    } else if (WEIGHT_TYPE == WT_Q8_0) {
         const uint b = (row * (p.cols / 32) + u) * 17;
-        const float d = unpackHalf2x16(uint(W16[b])).x;
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
-        for (uint t = 0; t < TOKENS; ++t) {
-            const uint g = t * X_GROUPS + u;
-            int s = 0;
-            for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
-            acc[base + t] += (d * xq_scale[g]) * float(s);
-        }
-        return;
-    }
-    if (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL) {  // the codes (q - 16, or the level) as bytes
+        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, words, 0, base, acc);
+    } else if (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL) {  // q - 16, or the level
         const uint row_word = row * row_words(p.cols);
-        const float d = GROUP_SCALES(row_word, u).x;
         uint words[8];
         for (uint q = 0; q < 4; ++q) {
             float v[8];
@@ -51,14 +33,9 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             words[2 * q] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
             words[2 * q + 1] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
         }
-        for (uint t = 0; t < TOKENS; ++t) {
-            const uint g = t * X_GROUPS + u;
-            int s = 0;
-            for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
-            acc[base + t] += (d * xq_scale[g]) * float(s);
-        }
-        return;
+        add_code_products(u, GROUP_SCALES(row_word, u).x, words, 0, base, acc);
     }
+    return;
 #endif
     if (WEIGHT_TYPE == WT_Q4_0) {  // byte j holds element j (low nibble) and j + 16 (high), offset by 8
         const uint b = (row * (p.cols / 32) + u) * 9;
@@ -70,13 +47,8 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             high[q] = vec4(uvec4(bytes >> 4, bytes >> 12, bytes >> 20, bytes >> 28) & 0xFu) - 8.0;
         }
         for (uint t = 0; t < TOKENS; ++t) {
-            if (ENCODE_INPUT) {  // integer codes: s is exact, the CPU's block sum
-                vec4 v[8];
-                x_group(t, u * 32, v);
-                const float dx = encode_q8_0(v);
-                float s = 0.0;
-                for (uint q = 0; q < 4; ++q) s += dot(low[q], v[q]) + dot(high[q], v[4 + q]);
-                acc[base + t] += (d * dx) * s;
+            if (ENCODE_INPUT) {
+                add_encoded_products(t, u, d, vec4[8](low[0], low[1], low[2], low[3], high[0], high[1], high[2], high[3]), base, acc);
                 continue;
             }
             float s = 0.0;
@@ -94,19 +66,14 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
         for (uint t = 0; t < TOKENS; ++t) {
             if (ENCODE_INPUT) {
-                vec4 v[8];
-                x_group(t, u * 32, v);
-                const float dx = encode_q8_0(v);
-                float s = 0.0;
-                for (uint q = 0; q < 8; ++q) s += dot(q8[q], v[q]);
-                acc[base + t] += (d * dx) * s;
+                add_encoded_products(t, u, d, q8, base, acc);
                 continue;
             }
             float s = 0.0;
             for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
             acc[base + t] += d * s;
         }
-    } else if (BLOCK_TYPE && ENCODE_INPUT) {  // Q5_0, IQ4_NL: integer codes, the CPU's block sum
+    } else if (ENCODE_INPUT && (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL)) {  // integer codes: the CPU's block sum
         const uint row_word = row * row_words(p.cols);
         const float d = GROUP_SCALES(row_word, u).x;
         vec4 codes[8];
@@ -116,14 +83,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             codes[2 * q] = vec4(v[0], v[1], v[2], v[3]);
             codes[2 * q + 1] = vec4(v[4], v[5], v[6], v[7]);
         }
-        for (uint t = 0; t < TOKENS; ++t) {
-            vec4 x[8];
-            x_group(t, u * 32, x);
-            const float dx = encode_q8_0(x);
-            float s = 0.0;
-            for (uint q = 0; q < 8; ++q) s += dot(codes[q], x[q]);
-            acc[base + t] += (d * dx) * s;
-        }
+        for (uint t = 0; t < TOKENS; ++t) add_encoded_products(t, u, d, codes, base, acc);
     } else if (BLOCK_TYPE) {
         const uint row_word = row * row_words(p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);

@@ -1,11 +1,16 @@
 // The CPU's Q8_0 encoding of a block of 32 input values whose largest magnitude is amax:
 // code = round-to-nearest-even(v * (127 / amax)), scale = amax / 127 stored as F16. A code one
-// step off costs a whole scale, large in a block holding an outlier, so the factor is the
-// correctly rounded quotient the CPU computes, not the approximate one Vulkan's division allows.
-float q8_code_factor(float amax) {
-    if (amax == 0.0) return 0.0;
-    const float q = 127.0 / amax;
-    return fma(fma(-q, amax, 127.0), 1.0 / amax, q);  // one Newton step on the residual
+// step off costs a whole scale, large in a block holding an outlier, so both quotients are
+// refined by a Newton step on their fused residual towards the CPU's correctly rounded ones
+// (Vulkan's division may be 2.5 ULP off; an unfused fma would undo the refinement, but the
+// GPUs and lavapipe fuse it).
+float refined_quotient(float numerator, float denominator) {
+    const float inverse = 1.0 / denominator;
+    const float q = numerator * inverse;
+    if (isinf(q)) return q;  // amax below about 1e-37: the CPU's factor overflows too
+    return fma(fma(-q, denominator, numerator), inverse, q);
 }
 
-float q8_scale(float amax) { return unpackHalf2x16(packHalf2x16(vec2(amax / 127.0, 0.0))).x; }
+float q8_code_factor(float amax) { return amax == 0.0 ? 0.0 : refined_quotient(127.0, amax); }
+
+float q8_scale(float amax) { return unpackHalf2x16(packHalf2x16(vec2(refined_quotient(amax, 127.0), 0.0))).x; }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "gpu/vk_tuning.h"
 #include "gpu/vulkan_devices.h"
 #include "support/cli_runner.h"
 #include "support/test_paths.h"
@@ -47,12 +48,19 @@ TEST_F(GpuCli, DevicesListsTheChosenDevice) {
     }
     EXPECT_GT(device["kernel_tuning"]["attention_workgroups"].get<unsigned>(), 0u);
     EXPECT_GE(device["max_shared_memory_bytes"].get<unsigned>(), 16384u) << "Vulkan's minimum";
-    // Integer dot products only where the device has them (and subgroup arithmetic).
+    // Integer dot products only where the device has them (and subgroup arithmetic), and on
+    // this device (lavapipe has both) whenever the entry asks for them.
     const bool integer_dot = device["kernel_tuning"]["matvec_integer_dot"].get<bool>();
     if (integer_dot) {
         EXPECT_TRUE(device["features"]["integer_dot_product"].get<bool>());
         EXPECT_TRUE(device["features"]["subgroup_arithmetic"].get<bool>());
     }
+    const bool device_can = device["features"]["integer_dot_product"].get<bool>() &&
+                            device["features"]["subgroup_arithmetic"].get<bool>() &&
+                            device["subgroup_size"].get<unsigned>() <= 64;
+    const char* forced = std::getenv("INFERSCOPE_VK_INTEGER_DOT");
+    const bool asked = forced != nullptr ? std::string(forced) == "1" : gpu::kernel_tuning_named(tuning).matvec_integer_dot;
+    if (device_can) EXPECT_EQ(integer_dot, asked) << tuning;
 }
 
 TEST_F(GpuCli, AnUnknownKernelTuningIsRefusedByName) {

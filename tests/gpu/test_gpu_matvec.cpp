@@ -65,7 +65,7 @@ protected:
 
 struct MatvecCase {
     GgmlType type;
-    double max_nmse;  // the CPU rounds activations to F16 / quantizes them to Q8; the GPU keeps F32
+    double max_nmse;  // the CPU rounds activations to F16 / encodes them as Q8; the GPU mirrors only Q8_0
     // Every token count 1..8 on the first shape, for one type of each decoding path; the others
     // share those paths' per-token loops, so three counts do (each count is a pipeline of its
     // own, compiled once, slowly, on lavapipe).
@@ -224,7 +224,8 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
     // The CPU multiplies Q8_0, Q4_0, Q5_0 and IQ4_NL weights by inputs encoded as Q8_0. With
     // integer dot products the GPU does too, in every product kernel: the integer-dot mat-vec,
     // the F32 mat-vec where the encoded rows do not fit shared memory (ffn_down's width at 5
-    // tokens on lavapipe's 32 KiB), and the tiled product from 9 tokens on. It should then agree
+    // tokens on lavapipe's 32 KiB, a 7B ffn_down's at 8 tokens anywhere), and the tiled product
+    // from 9 tokens on. It should then agree
     // with the CPU far more closely than the F32 path (the harness with integer dot products
     // off) does.
     std::unique_ptr<gpu::OpHarness> with_dot;
@@ -233,14 +234,14 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
     gpu::OpHarness without_dot(true, 0, "", false);
     ASSERT_FALSE(without_dot.integer_dot());
     std::mt19937 rng(17);
-    int dot_products = 0;
+    int dot_products = 0, encoded_f32_products = 0;
     struct Case {
         int64_t rows, cols, n;
         bool every_type;  // else Q8_0 and Q4_0 only: the others share the paths (each case compiles pipelines)
     };
     const std::vector<Case> cases = {{67, 32, 1, false},   {67, 32, 8, true},     {131, 896, 2, false},  {131, 896, 5, true},
                                      {29, 4864, 1, true},  {29, 4864, 5, false},  {16411, 64, 3, false}, {45, 256, 12, true},
-                                     {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}};
+                                     {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}, {29, 11008, 8, false}};
     for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL}) {
         for (const Case& c : cases) {
             if (!c.every_type && type != GgmlType::Q8_0 && type != GgmlType::Q4_0) continue;
@@ -253,6 +254,7 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
             const std::vector<float> cpu = cpu_product(w, x, c.n, o);
             const bool dot = product && with_dot->matvec_uses_integer_dot(type, c.cols, c.n);
             dot_products += dot ? 1 : 0;
+            encoded_f32_products += product && !dot ? 1 : 0;
             const double e_encoded = nmse(product ? with_dot->matvec(w, x, c.n, o) : with_dot->matmul(w, x, c.n), cpu);
             const double e_f32 = nmse(product ? without_dot.matvec(w, x, c.n, o) : without_dot.matmul(w, x, c.n), cpu);
             const std::string what = std::string(ggml_type_name(type)) + " " + std::to_string(c.rows) + "x" +
@@ -265,6 +267,8 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
         }
     }
     EXPECT_GT(dot_products, 0) << "no product fitted the integer-dot build's shared memory";
+    // 8 rows of 11,008 (a 7B ffn_down's) encoded take 110,080 bytes: more than any device's shared memory.
+    EXPECT_GT(encoded_f32_products, 0) << "the F32 build's encoding was not exercised";
     EXPECT_EQ(with_dot->validation_errors(), 0) << "Vulkan validation errors (printed above)";
     EXPECT_EQ(without_dot.validation_errors(), 0) << "Vulkan validation errors (printed above)";
 }
