@@ -7,6 +7,16 @@
 #include "weight_octets.glsl"
 #undef WORDS
 
+// The 32 codes of group u of a Q5_0 (q - 16) or IQ4_NL (the level) row, as integers in F32.
+void BLOCK_CODES(uint row_word, uint u, out vec4 codes[8]) {
+    for (uint q = 0; q < 4; ++q) {
+        float v[8];
+        OCTET_SCALED(row_word, u * 4 + q, vec2(1.0, 0.0), v);
+        codes[2 * q] = vec4(v[0], v[1], v[2], v[3]);
+        codes[2 * q + 1] = vec4(v[4], v[5], v[6], v[7]);
+    }
+}
+
 void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
 #if INTEGER_DOT
     // The block's 32 weight codes as bytes, in the input's element order, and its scale.
@@ -26,13 +36,10 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         add_code_products(u, unpackHalf2x16(uint(W16[b])).x, words, 0, base, acc);
     } else if (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL) {  // q - 16, or the level
         const uint row_word = row * row_words(p.cols);
+        vec4 codes[8];
+        BLOCK_CODES(row_word, u, codes);
         uint words[8];
-        for (uint q = 0; q < 4; ++q) {
-            float v[8];
-            OCTET_SCALED(row_word, u * 4 + q, vec2(1.0, 0.0), v);
-            words[2 * q] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
-            words[2 * q + 1] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
-        }
+        for (uint q = 0; q < 8; ++q) words[q] = pack_i8x4(codes[q]);
         add_code_products(u, GROUP_SCALES(row_word, u).x, words, 0, base, acc);
     }
     return;
@@ -77,12 +84,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         const uint row_word = row * row_words(p.cols);
         const float d = GROUP_SCALES(row_word, u).x;
         vec4 codes[8];
-        for (uint q = 0; q < 4; ++q) {
-            float v[8];
-            OCTET_SCALED(row_word, u * 4 + q, vec2(1.0, 0.0), v);
-            codes[2 * q] = vec4(v[0], v[1], v[2], v[3]);
-            codes[2 * q + 1] = vec4(v[4], v[5], v[6], v[7]);
-        }
+        BLOCK_CODES(row_word, u, codes);
         for (uint t = 0; t < TOKENS; ++t) add_encoded_products(t, u, d, codes, base, acc);
     } else if (BLOCK_TYPE) {
         const uint row_word = row * row_words(p.cols);

@@ -21,6 +21,7 @@
 #define GROUP_SCALES PASTE(OCTET, _group_scales)
 #define OCTET_SCALED PASTE(OCTET, _scaled)
 #define Q3K_SCALE PASTE(OCTET, _q3k_scale)
+#define BLOCK_CODES PASTE(OCTET, _block_codes)
 #endif
 
 #ifndef BLOCK_OF_32_DECLARED

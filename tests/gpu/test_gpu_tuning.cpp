@@ -105,6 +105,25 @@ TEST_F(KernelTuningTest, IntegerDotIsTheEntrysUnlessTheEnvironmentOrTheCallerSay
     }
 }
 
+TEST(KernelTuningPredicates, IntegerDotNeedsTheFeatureTheEntryAndSubgroupsTheKernelsCanUse) {
+    gpu::DeviceInfo info = device(gpu::kVendorNvidia, "discrete");
+    info.integer_dot_product = true;
+    info.subgroup_arithmetic = true;
+    info.subgroup_size = 32;
+    gpu::KernelTuning tuning = gpu::kernel_tuning_named("nvidia");
+    tuning.matvec_integer_dot = true;
+    EXPECT_TRUE(gpu::integer_dot_in_use(info, tuning));
+    info.subgroup_size = 128;  // wider than the kernels' 64-thread workgroups
+    EXPECT_FALSE(gpu::subgroup_reductions(info));
+    EXPECT_FALSE(gpu::integer_dot_in_use(info, tuning));
+    info.subgroup_size = 32;
+    tuning.matvec_integer_dot = false;
+    EXPECT_FALSE(gpu::integer_dot_in_use(info, tuning));
+    tuning.matvec_integer_dot = true;
+    info.integer_dot_product = false;
+    EXPECT_FALSE(gpu::integer_dot_in_use(info, tuning));
+}
+
 TEST(GpuSkipMacro, ASettingThatNamesNoTuningFailsInsteadOfSkipping) {
     try {
         gpu::choose_vulkan_device();
