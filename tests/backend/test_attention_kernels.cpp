@@ -16,7 +16,7 @@
 namespace inferscope {
 namespace {
 
-struct Shape {
+struct AttentionCase {
     int head_dim;
     int n_q;           // query heads per KV head
     int block_tokens;
@@ -67,11 +67,13 @@ TEST_P(AttentionKernelsTest, MatchScalarReference) {
     const AttentionKernels tested = attention_kernels(isa);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (const Shape s : {Shape{64, 7, 16, 16, 2}, Shape{8, 2, 16, 5, 4}, Shape{32, 2, 16, 48, 2}, Shape{128, 4, 16, 3, 1},
-                          Shape{20, 9, 32, 21, 1}, Shape{64, 1, 8, 8, 2}, Shape{64, 7, 16, 1, 2}, Shape{64, 7, 16, 333, 2},
-                          Shape{64, 8, 16, 64, 1}, Shape{80, 3, 16, 43, 2}, Shape{64, 5, 16, 9, 2}, Shape{64, 6, 16, 32, 2},
-                          Shape{16, 16, 16, 13, 1}, Shape{48, 12, 16, 30, 2}, Shape{64, 7, 32, 100, 2}, Shape{64, 2, 8, 37, 1},
-                          Shape{18, 3, 16, 27, 2}, Shape{6, 2, 8, 11, 1}}) {
+    for (const AttentionCase s :
+         {AttentionCase{64, 7, 16, 16, 2}, AttentionCase{8, 2, 16, 5, 4}, AttentionCase{32, 2, 16, 48, 2},
+          AttentionCase{128, 4, 16, 3, 1}, AttentionCase{20, 9, 32, 21, 1}, AttentionCase{64, 1, 8, 8, 2},
+          AttentionCase{64, 7, 16, 1, 2}, AttentionCase{64, 7, 16, 333, 2}, AttentionCase{64, 8, 16, 64, 1},
+          AttentionCase{80, 3, 16, 43, 2}, AttentionCase{64, 5, 16, 9, 2}, AttentionCase{64, 6, 16, 32, 2},
+          AttentionCase{16, 16, 16, 13, 1}, AttentionCase{48, 12, 16, 30, 2}, AttentionCase{64, 7, 32, 100, 2},
+          AttentionCase{64, 2, 8, 37, 1}, AttentionCase{18, 3, 16, 27, 2}, AttentionCase{6, 2, 8, 11, 1}}) {
         const int n_blocks = (s.n_ctx + s.block_tokens - 1) / s.block_tokens;
         const int64_t v_stride = static_cast<int64_t>(s.row_heads) * s.head_dim;
         std::vector<float> q(static_cast<size_t>(s.n_q * s.head_dim));

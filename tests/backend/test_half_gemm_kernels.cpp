@@ -71,11 +71,11 @@ std::vector<float> make_activations(GgmlType type, int64_t n, int64_t k, Dist di
     return x;
 }
 
-struct Shape {
+struct HalfGemmShape {
     int64_t k, rows, row_begin, row_end, n, ldc_extra;
 };
 
-int check_shape(GgmlType type, HalfGemmFn kernel, const Shape& s, Dist wdist, Dist xdist, uint32_t seed) {
+int check_shape(GgmlType type, HalfGemmFn kernel, const HalfGemmShape& s, Dist wdist, Dist xdist, uint32_t seed) {
     SCOPED_TRACE(std::string(ggml_type_name(type)) + ": k=" + std::to_string(s.k) + " rows [" +
                  std::to_string(s.row_begin) + "," + std::to_string(s.row_end) + ") n=" + std::to_string(s.n));
     const HalfMatrix w = make_weights(type, s.rows, s.k, wdist, seed);

@@ -107,7 +107,7 @@ Matrix make_matrix(GgmlType type, int64_t rows, int64_t k, Dist dist, uint32_t s
     return m;
 }
 
-struct Shape {
+struct TileGemmShape {
     int64_t k;
     int64_t rows;       // weight rows in the matrix
     int64_t row_begin, row_end;
@@ -116,7 +116,7 @@ struct Shape {
 };
 
 // Runs one shape and checks every output (and that nothing else in c was written).
-void check_shape(CpuIsa isa, GgmlType type, TileGemmFn kernel, const Shape& s, Dist wdist, Dist xdist, uint32_t seed) {
+void check_shape(CpuIsa isa, GgmlType type, TileGemmFn kernel, const TileGemmShape& s, Dist wdist, Dist xdist, uint32_t seed) {
     SCOPED_TRACE(name_of(type) + " on " + name_of(isa) + ": k=" + std::to_string(s.k) + " rows [" +
                  std::to_string(s.row_begin) + "," + std::to_string(s.row_end) + ") of " + std::to_string(s.rows) +
                  ", n=" + std::to_string(s.n) + ", ldc=rows+" + std::to_string(s.ldc_extra) + ", dists " +
@@ -200,7 +200,7 @@ TEST_P(TileGemmKernelsTest, MatchesRowDotProducts) {
     const bool is_float = block == 1;
     // One block (for F16/BF16: a few elements, odd counts and a 16-element tail too).
     const int64_t one_block = is_float ? 1 : block;
-    std::vector<Shape> shapes;
+    std::vector<TileGemmShape> shapes;
     uint32_t seed = 1;
     for (const int64_t n : {1, 2, 3, 7, 16, 33, 64}) {
         shapes.push_back({one_block, 40, 3, 40, n, 0});
@@ -223,7 +223,7 @@ TEST_P(TileGemmKernelsTest, MatchesRowDotProducts) {
 
     const Dist dists[] = {Dist::Gaussian, Dist::Outliers, Dist::ZeroBlocks, Dist::Uniform, Dist::Positive, Dist::Discrete};
     size_t d = 0;
-    for (const Shape& s : shapes) {
+    for (const TileGemmShape& s : shapes) {
         if (s.k % block != 0) continue;
         const Dist wdist = dists[d % std::size(dists)];
         const Dist xdist = dists[(d * 5 + 1) % std::size(dists)];
@@ -256,7 +256,7 @@ TEST(TileGemmDispatch, ActiveFamilyKernelsMatch) {
         const TileGemmFn kernel = tile_gemm_kernel(type, isa);
         if (kernel == nullptr) continue;
         const int64_t block = block_elements(type);
-        check_shape(isa, type, kernel, Shape{block == 1 ? 40 : 2 * block, 37, 3, 37, 9, 2}, Dist::Gaussian,
+        check_shape(isa, type, kernel, TileGemmShape{block == 1 ? 40 : 2 * block, 37, 3, 37, 9, 2}, Dist::Gaussian,
                     Dist::Outliers, 77);
         ++tested;
     }

@@ -171,7 +171,7 @@ TEST(IQ4Blocks, DotProductMatchesTheDefinitionBitForBit) {
 
 // ---- the encoder
 
-std::vector<uint8_t> encode(GgmlType type, const std::vector<float>& x) {
+std::vector<uint8_t> encode_row(GgmlType type, const std::vector<float>& x) {
     auto bytes = row_buffer(type, static_cast<int64_t>(x.size()));
     quantize_row(type, x.data(), bytes.data(), static_cast<int64_t>(x.size()));
     return bytes;
@@ -199,7 +199,7 @@ TEST(IQ4Encoder, EveryElementDecodesToTheNearestLevelOfItsGroupScale) {
     for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
         for (Dist dist : testing::kAllDists) {
             const auto x = make_row(dist, 4096, 500 + static_cast<uint32_t>(dist));
-            const auto bytes = encode(type, x);
+            const auto bytes = encode_row(type, x);
             const auto y = reference_decode(type, bytes, 4096);
             for (int64_t i = 0; i < 4096; ++i) {
                 const GroupStep g = group_step(type, bytes, i);
@@ -214,7 +214,7 @@ TEST(IQ4Encoder, EveryElementDecodesToTheNearestLevelOfItsGroupScale) {
 }
 
 double rms_error(GgmlType type, const std::vector<float>& x) {
-    const auto bytes = encode(type, x);
+    const auto bytes = encode_row(type, x);
     std::vector<float> y(x.size());
     dequantize_row(type, bytes.data(), y.data(), static_cast<int64_t>(x.size()));
     double sum = 0;
@@ -246,12 +246,12 @@ TEST(IQ4Encoder, ZeroGroupsEncodeAsGgmlWritesThem) {
     // IQ4_XS: an all-zero super-block has d = -0.0 (f16 0x8000: -max_scale/32 with
     // max_scale = 0) and every 6-bit group scale at 32 (i.e. 0): scales_h = 0b10 per group.
     const std::vector<float> zeros(256, 0.0f);
-    const auto nl = encode(GgmlType::IQ4_NL, zeros);
+    const auto nl = encode_row(GgmlType::IQ4_NL, zeros);
     for (size_t off = 0; off < nl.size(); off += kNlBytes) {
         EXPECT_EQ(get_u16(nl.data() + off), 0);
         for (size_t j = 2; j < kNlBytes; ++j) EXPECT_EQ(nl[off + j], 0x88);
     }
-    const auto xs = encode(GgmlType::IQ4_XS, zeros);
+    const auto xs = encode_row(GgmlType::IQ4_XS, zeros);
     EXPECT_EQ(get_u16(xs.data()), 0x8000);
     EXPECT_EQ(get_u16(xs.data() + 2), 0xAAAA);
     for (int j = 4; j < 8; ++j) EXPECT_EQ(xs[j], 0);
@@ -275,10 +275,10 @@ TEST(IQ4Encoder, IQ4_NLBlocksWhoseExtremeIsTheLowestLevelReencodeExactly) {
     int covered = 0;
     for (Dist dist : {Dist::Gaussian, Dist::Uniform, Dist::Positive, Dist::ZeroBlocks, Dist::Discrete, Dist::HalfTies}) {
         const auto x = make_row(dist, 8192, 900 + static_cast<uint32_t>(dist));
-        const auto bytes = encode(GgmlType::IQ4_NL, x);
+        const auto bytes = encode_row(GgmlType::IQ4_NL, x);
         std::vector<float> y(x.size());
         dequantize_row(GgmlType::IQ4_NL, bytes.data(), y.data(), 8192);
-        const auto again = encode(GgmlType::IQ4_NL, y);
+        const auto again = encode_row(GgmlType::IQ4_NL, y);
         for (int64_t b = 0; b < 8192 / 32; ++b) {
             const uint8_t* blk = bytes.data() + b * kNlBytes;
             if (nl_scale(blk) == 0.0f) continue;
@@ -301,10 +301,10 @@ TEST(IQ4Encoder, RowsAreEncodedBlockByBlock) {
     const auto x = make_row(Dist::Outliers, 2048, 77);
     for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
         const int64_t block = ggml_type_traits(type).block_elements;
-        const auto whole = encode(type, x);
+        const auto whole = encode_row(type, x);
         for (int64_t b = 0; b < 2048 / block; ++b) {
             const std::vector<float> part(x.begin() + b * block, x.begin() + (b + 1) * block);
-            const auto one = encode(type, part);
+            const auto one = encode_row(type, part);
             ASSERT_EQ(0, std::memcmp(one.data(), whole.data() + b * one.size(), one.size())) << ggml_type_name(type);
         }
     }

@@ -26,13 +26,13 @@ using testing::random_floats;
 
 // A batch of sequences of the given lengths and querying positions, their blocks a shuffled
 // permutation of one pool (so no table is contiguous), with random K, V and queries.
-struct Batch {
+struct SequenceBatch {
     std::vector<gpu::AttentionSequence> sequences;
     std::vector<float> q;
 };
 
-Batch random_batch(const gpu::AttentionShape& shape, const std::vector<int>& lengths, const std::vector<int>& n_query,
-                   std::mt19937& rng) {
+SequenceBatch random_sequence_batch(const gpu::AttentionShape& shape, const std::vector<int>& lengths,
+                                    const std::vector<int>& n_query, std::mt19937& rng) {
     const int kv_dim = shape.n_head_kv * shape.head_dim;
     const int q_dim = shape.n_head * shape.head_dim;
     int total_blocks = 0;
@@ -40,7 +40,7 @@ Batch random_batch(const gpu::AttentionShape& shape, const std::vector<int>& len
     std::vector<int32_t> pool(static_cast<size_t>(total_blocks));
     std::iota(pool.begin(), pool.end(), 0);
     std::shuffle(pool.begin(), pool.end(), rng);
-    Batch batch;
+    SequenceBatch batch;
     size_t next_block = 0;
     for (size_t s = 0; s < lengths.size(); ++s) {
         gpu::AttentionSequence seq;
@@ -58,7 +58,7 @@ Batch random_batch(const gpu::AttentionShape& shape, const std::vector<int>& len
     return batch;
 }
 
-std::vector<float> cpu_batch(const Batch& batch, const gpu::AttentionShape& shape) {
+std::vector<float> cpu_batch(const SequenceBatch& batch, const gpu::AttentionShape& shape) {
     const size_t q_dim = static_cast<size_t>(shape.n_head * shape.head_dim);
     std::vector<float> out;
     size_t row = 0;
@@ -93,7 +93,7 @@ protected:
     }
 
     // The split kernels with each split count, and record_attention, against the CPU.
-    void expect_matches(const Batch& batch, const gpu::AttentionShape& shape, const std::vector<uint32_t>& splits,
+    void expect_matches(const SequenceBatch& batch, const gpu::AttentionShape& shape, const std::vector<uint32_t>& splits,
                         const std::string& what) {
         const std::vector<float> expected = cpu_batch(batch, shape);
         const std::vector<float> single_pass = gpu_->attention_batch(batch.q, batch.sequences, shape, 0);
@@ -151,7 +151,7 @@ TEST_F(GpuAttention, DecodeOfSeveralSequencesMatchesCpuForEveryShapeAndSplitCoun
     // GQA 1, 2, 7 (Qwen 0.5B), 4 at head_dim 256 (Gemma 3), an odd head_dim, 16 per KV head.
     for (Heads h : {Heads{2, 2, 64}, Heads{4, 2, 64}, Heads{14, 2, 64}, Heads{4, 1, 256}, Heads{7, 1, 80}, Heads{16, 1, 32}}) {
         gpu::AttentionShape shape = attention_shape(h.n_head, h.n_head_kv, h.head_dim);
-        const Batch batch = random_batch(shape, lengths, n_query, rng_);
+        const SequenceBatch batch = random_sequence_batch(shape, lengths, n_query, rng_);
         for (bool kv_f16 : {false, true}) {
             for (int window : {0, 50}) {
                 shape.kv_f16 = kv_f16;
@@ -169,7 +169,7 @@ TEST_F(GpuAttention, LongContextDecodeMatchesCpu) {
     // 4096 positions, a window of 1000 starting mid-block and mid-chunk, the backend's split
     // count and forced ones.
     gpu::AttentionShape shape = attention_shape(2, 1, 64);
-    const Batch batch = random_batch(shape, {4096}, {1}, rng_);
+    const SequenceBatch batch = random_sequence_batch(shape, {4096}, {1}, rng_);
     const uint32_t chosen = gpu::attention_split_count(4096, 1, 1, 512);
     for (int window : {0, 1000}) {
         shape.kv_f16 = true;
@@ -187,7 +187,7 @@ TEST_F(GpuAttention, SharedMemoryBuildMatchesCpu) {
     };
     for (Heads h : {Heads{14, 2, 64}, Heads{4, 1, 256}, Heads{7, 1, 80}}) {
         gpu::AttentionShape shape = attention_shape(h.n_head, h.n_head_kv, h.head_dim);
-        const Batch batch = random_batch(shape, lengths, n_query, rng_);
+        const SequenceBatch batch = random_sequence_batch(shape, lengths, n_query, rng_);
         for (bool kv_f16 : {false, true}) {
             for (int window : {0, 50}) {
                 shape.kv_f16 = kv_f16;
@@ -209,7 +209,7 @@ TEST_F(GpuAttention, FifteenTokensFoldedIntoYMatchCpu) {
     INFERSCOPE_MAKE_OR_SKIP_GPU(narrow, std::make_unique<gpu::OpHarness>(true, 7));
     gpu::AttentionShape shape = attention_shape(8, 2, 48);
     shape.kv_f16 = true;
-    const Batch batch = random_batch(shape, {20, 200, 7, 140}, {5, 4, 3, 3}, rng_);
+    const SequenceBatch batch = random_sequence_batch(shape, {20, 200, 7, 140}, {5, 4, 3, 3}, rng_);
     const std::vector<float> expected = cpu_batch(batch, shape);
     for (uint32_t splits : {1u, 3u}) {
         EXPECT_LT(nmse(narrow->attention_batch(batch.q, batch.sequences, shape, splits), expected), 1e-10) << splits << " splits";

@@ -7,9 +7,12 @@
 
 #include "engine/core/error.h"
 #include "engine/kv/kv_block_pool.h"
+#include "support/engine_helpers.h"
 
 namespace inferscope {
 namespace {
+
+using testing::consecutive_tokens;
 
 KvLayout tiny_layout(int n_blocks, int block_tokens = 4) {
     KvLayout l;
@@ -25,12 +28,6 @@ KvLayout tiny_layout(int n_blocks, int block_tokens = 4) {
 std::vector<int32_t> table(const KvBlockPool& pool, SeqId seq) {
     const auto t = pool.block_table(seq);
     return {t.begin(), t.end()};
-}
-
-std::vector<TokenId> tokens(int count, TokenId first = 100) {
-    std::vector<TokenId> t(static_cast<size_t>(count));
-    std::iota(t.begin(), t.end(), first);
-    return t;
 }
 
 TEST(KvBlockPool, LayoutBytesFollowTheFormula) {
@@ -50,9 +47,9 @@ TEST(KvBlockPool, FreshPoolHandsOutBlocksInOrder) {
     KvBlockPool pool(tiny_layout(6));
     pool.add_sequence(0);
     pool.add_sequence(1);
-    EXPECT_TRUE(pool.append(0, tokens(5)).empty());  // 2 blocks
-    pool.append(1, tokens(4, 500));                   // 1 block
-    pool.append(0, tokens(4, 105));                   // a 3rd block
+    EXPECT_TRUE(pool.append(0, consecutive_tokens(5)).empty());  // 2 blocks
+    pool.append(1, consecutive_tokens(4, 500));                  // 1 block
+    pool.append(0, consecutive_tokens(4, 105));                  // a 3rd block
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 3}));
     EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{2}));
     EXPECT_EQ(pool.used_block_count(), 4);
@@ -67,13 +64,13 @@ TEST(KvBlockPool, FreshPoolHandsOutBlocksInOrder) {
 TEST(KvBlockPool, FreedBlocksGoToTheBackOfTheQueueTailFirst) {
     KvBlockPool pool(tiny_layout(5));
     pool.add_sequence(7);
-    pool.append(7, tokens(12));  // blocks 0 1 2
+    pool.append(7, consecutive_tokens(12));  // blocks 0 1 2
     pool.free_sequence(7);
     EXPECT_FALSE(pool.has_sequence(7));
     // never-used blocks first, then the freed ones with the sequence's last block first
     EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{3, 4, 2, 1, 0}));
     pool.add_sequence(8);
-    pool.append(8, tokens(10, 900));
+    pool.append(8, consecutive_tokens(10, 900));
     // the queue's first three (3, 4, 2), placed in ascending order: a sequence's blocks then
     // lie forwards in memory, the direction the attention kernels walk fastest
     EXPECT_EQ(table(pool, 8), (std::vector<int32_t>{2, 3, 4}));
@@ -83,7 +80,7 @@ TEST(KvBlockPool, FreedBlocksGoToTheBackOfTheQueueTailFirst) {
 TEST(KvBlockPool, CommittedFullBlocksFormAHashChain) {
     KvBlockPool pool(tiny_layout(8));
     pool.add_sequence(0);
-    pool.append(0, tokens(10));
+    pool.append(0, consecutive_tokens(10));
     EXPECT_FALSE(pool.block_hash(0).has_value());  // nothing registered before commit
     pool.commit(0);
     ASSERT_TRUE(pool.block_hash(0).has_value());
@@ -94,7 +91,7 @@ TEST(KvBlockPool, CommittedFullBlocksFormAHashChain) {
 
     // The same tokens in a different position do not hash alike: the parent is part of the hash.
     pool.add_sequence(1);
-    std::vector<TokenId> shifted = tokens(4, 104);  // = block 1's tokens, as a first block
+    std::vector<TokenId> shifted = consecutive_tokens(4, 104);  // = block 1's tokens, as a first block
     shifted.insert(shifted.end(), {1, 2, 3});
     pool.append(1, shifted);
     pool.commit(1);
@@ -104,7 +101,7 @@ TEST(KvBlockPool, CommittedFullBlocksFormAHashChain) {
 TEST(KvBlockPool, PrefixHitsShareBlocksAndLeaveOneTokenToCompute) {
     KvBlockPool pool(tiny_layout(8));
     pool.add_sequence(0);
-    const std::vector<TokenId> prompt = tokens(9);  // 2 full blocks + 1
+    const std::vector<TokenId> prompt = consecutive_tokens(9);  // 2 full blocks + 1
     pool.append(0, prompt);
     pool.commit(0);
 
@@ -117,20 +114,20 @@ TEST(KvBlockPool, PrefixHitsShareBlocksAndLeaveOneTokenToCompute) {
 
     // A prompt of exactly two blocks reuses only the first: its last token must be computed.
     pool.add_sequence(2);
-    EXPECT_EQ(pool.attach_cached_prefix(2, tokens(8)), 4);
+    EXPECT_EQ(pool.attach_cached_prefix(2, consecutive_tokens(8)), 4);
     EXPECT_EQ(table(pool, 2), (std::vector<int32_t>{0}));
     EXPECT_EQ(pool.ref_count(0), 3);
 
     // A different first block misses entirely.
     pool.add_sequence(3);
-    EXPECT_EQ(pool.attach_cached_prefix(3, tokens(9, 50)), 0);
+    EXPECT_EQ(pool.attach_cached_prefix(3, consecutive_tokens(9, 50)), 0);
     EXPECT_THROW(pool.attach_cached_prefix(1, prompt), InvalidArgument);  // not empty
 }
 
 TEST(KvBlockPool, FreedCachedBlocksStayFindableUntilEvicted) {
     KvBlockPool pool(tiny_layout(4));
     pool.add_sequence(0);
-    pool.append(0, tokens(8));  // blocks 0 1, both full
+    pool.append(0, consecutive_tokens(8));  // blocks 0 1, both full
     pool.commit(0);
     pool.free_sequence(0);
     EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{2, 3, 1, 0}));
@@ -138,7 +135,7 @@ TEST(KvBlockPool, FreedCachedBlocksStayFindableUntilEvicted) {
 
     // A hit on a free block takes it out of the queue.
     pool.add_sequence(1);
-    EXPECT_EQ(pool.attach_cached_prefix(1, tokens(9)), 8);
+    EXPECT_EQ(pool.attach_cached_prefix(1, consecutive_tokens(9)), 8);
     EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{0, 1}));
     EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{2, 3}));
     pool.free_sequence(1);
@@ -146,19 +143,19 @@ TEST(KvBlockPool, FreedCachedBlocksStayFindableUntilEvicted) {
 
     // Other work takes blocks from the front: 2 and 3 first, then block 1 is evicted.
     pool.add_sequence(2);
-    pool.append(2, tokens(12, 700));
+    pool.append(2, consecutive_tokens(12, 700));
     EXPECT_EQ(table(pool, 2), (std::vector<int32_t>{1, 2, 3}));  // 2, 3, 1 from the queue, ascending
     EXPECT_FALSE(pool.block_hash(1).has_value());
     EXPECT_TRUE(pool.block_hash(0).has_value());
     EXPECT_EQ(pool.cached_block_count(), 1);
     pool.add_sequence(3);
-    EXPECT_EQ(pool.attach_cached_prefix(3, tokens(9)), 4);  // block 0 survived, block 1 did not
+    EXPECT_EQ(pool.attach_cached_prefix(3, consecutive_tokens(9)), 4);  // block 0 survived, block 1 did not
 }
 
 TEST(KvBlockPool, WritingIntoASharedPartialBlockCopiesIt) {
     KvBlockPool pool(tiny_layout(6));
     pool.add_sequence(0);
-    pool.append(0, tokens(6));  // block 0 full, block 1 holds 2 tokens
+    pool.append(0, consecutive_tokens(6));  // block 0 full, block 1 holds 2 tokens
     pool.fork_sequence(0, 1);
     EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{0, 1}));
     EXPECT_EQ(pool.ref_count(1), 2);
@@ -181,7 +178,7 @@ TEST(KvBlockPool, WritingIntoASharedPartialBlockCopiesIt) {
 TEST(KvBlockPool, TruncateReleasesWholeBlocksAndUncachesAPartialOne) {
     KvBlockPool pool(tiny_layout(4));
     pool.add_sequence(0);
-    pool.append(0, tokens(10));  // 0 1 2
+    pool.append(0, consecutive_tokens(10));  // 0 1 2
     pool.commit(0);
     pool.truncate(0, 5);
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1}));
@@ -191,7 +188,7 @@ TEST(KvBlockPool, TruncateReleasesWholeBlocksAndUncachesAPartialOne) {
     EXPECT_EQ(pool.bytes_in_use(), 5 * pool.layout().bytes_per_token());
     pool.truncate(0, 8);  // longer than the sequence: no-op
     EXPECT_EQ(pool.sequence_length(0), 5);
-    pool.append(0, tokens(4, 300));
+    pool.append(0, consecutive_tokens(4, 300));
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 3}));
 }
 
@@ -202,8 +199,8 @@ TEST(KvBlockPool, TruncateReleasesWholeBlocksAndUncachesAPartialOne) {
 TEST(KvBlockPool, TruncatingRejectedDraftTokensForgetsTheirCachedBlock) {
     KvBlockPool pool(tiny_layout(6));
     pool.add_sequence(0);
-    pool.append(0, tokens(6));              // 100..105: blocks 0, 1
-    pool.append(0, tokens(5, 200));         // verify pass: 200..204 into blocks 1, 2
+    pool.append(0, consecutive_tokens(6));       // 100..105: blocks 0, 1
+    pool.append(0, consecutive_tokens(5, 200));  // verify pass: 200..204 into blocks 1, 2
     pool.commit(0);                         // blocks 0 and 1 are whole: cached
     ASSERT_TRUE(pool.block_hash(1).has_value());
     EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{3, 4, 5}));
@@ -217,15 +214,15 @@ TEST(KvBlockPool, TruncatingRejectedDraftTokensForgetsTheirCachedBlock) {
     EXPECT_EQ(pool.bytes_in_use(), 7 * pool.layout().bytes_per_token());
 
     // The next verify pass writes over the rejected slots of block 1 in place (no copy).
-    EXPECT_TRUE(pool.append(0, tokens(5, 300)).empty());
+    EXPECT_TRUE(pool.append(0, consecutive_tokens(5, 300)).empty());
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 3}));
     pool.commit(0);
 
-    std::vector<TokenId> rejected = tokens(6);
+    std::vector<TokenId> rejected = consecutive_tokens(6);
     for (TokenId t : {200, 201, 202}) rejected.push_back(t);
     pool.add_sequence(1);
     EXPECT_EQ(pool.attach_cached_prefix(1, rejected), 4);  // block 0 only
-    std::vector<TokenId> kept = tokens(6);
+    std::vector<TokenId> kept = consecutive_tokens(6);
     for (TokenId t : {200, 300, 301, 302, 303, 304, 999}) kept.push_back(t);
     pool.add_sequence(2);
     EXPECT_EQ(pool.attach_cached_prefix(2, kept), 12);
@@ -235,9 +232,9 @@ TEST(KvBlockPool, TruncatingRejectedDraftTokensForgetsTheirCachedBlock) {
 TEST(KvBlockPool, ExhaustionIsAllOrNothingWithAClearError) {
     KvBlockPool pool(tiny_layout(3));
     pool.add_sequence(0);
-    pool.append(0, tokens(8));
+    pool.append(0, consecutive_tokens(8));
     try {
-        pool.append(0, tokens(9, 200));  // needs 3 more blocks, 1 free
+        pool.append(0, consecutive_tokens(9, 200));  // needs 3 more blocks, 1 free
         FAIL();
     } catch (const CapacityError& e) {
         EXPECT_NE(std::string(e.what()).find("needs 3 more blocks"), std::string::npos) << e.what();
@@ -251,7 +248,7 @@ TEST(KvBlockPool, UnknownOrDuplicateSequencesAreErrors) {
     KvBlockPool pool(tiny_layout(2));
     pool.add_sequence(3);
     EXPECT_THROW(pool.add_sequence(3), InvalidArgument);
-    EXPECT_THROW(pool.append(4, tokens(1)), InvalidArgument);
+    EXPECT_THROW(pool.append(4, consecutive_tokens(1)), InvalidArgument);
     EXPECT_THROW((void)pool.block_table(4), InvalidArgument);
     EXPECT_THROW(pool.truncate(3, -1), InvalidArgument);
     EXPECT_THROW(pool.fork_sequence(3, 3), InvalidArgument);
@@ -269,7 +266,7 @@ constexpr int32_t kReleased = KvBlockPool::kReleasedBlock;
 
 // Appends `count` tokens of the sequence 100, 101, ... and commits them, as a forward pass would.
 void grow(KvBlockPool& pool, SeqId seq, int count) {
-    pool.append(seq, tokens(count, 100 + pool.sequence_length(seq)));
+    pool.append(seq, consecutive_tokens(count, 100 + pool.sequence_length(seq)));
     pool.commit(seq);
 }
 
@@ -278,7 +275,7 @@ TEST(KvBlockPoolWindow, CommitReleasesTheBlocksBehindTheWindowAndItsSlack) {
     pool.add_sequence(0);
     grow(pool, 0, 12);
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 2}));  // position 12 reads 7..12; the slack keeps 3..6
-    pool.append(0, tokens(4, 112));
+    pool.append(0, consecutive_tokens(4, 112));
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{0, 1, 2, 3}));  // nothing goes before the pass has run
     pool.commit(0);
     EXPECT_EQ(table(pool, 0), (std::vector<int32_t>{kReleased, 1, 2, 3}));
@@ -301,7 +298,7 @@ TEST(KvBlockPoolWindow, EveryPassFindsItsWindowAndTheBlockCountStaysBounded) {
     while (pool.sequence_length(0) < 300) {
         const int first = pool.sequence_length(0);
         const int n = chunk(rng);
-        pool.append(0, tokens(n, 100 + first));
+        pool.append(0, consecutive_tokens(n, 100 + first));
         const auto held = pool.block_table(0);
         for (int pos = std::max(0, first + 1 - 6); pos < first + n; ++pos) {
             ASSERT_NE(held[static_cast<size_t>(pos / 4)], kReleased) << "position " << pos << " in the pass from " << first;
@@ -329,7 +326,7 @@ TEST(KvBlockPoolWindow, CuttingBackIntoARecycledBlockIsRefusedAndChangesNothing)
     pool.add_sequence(0);
     pool.add_sequence(1);
     grow(pool, 0, 20);
-    pool.append(1, tokens(20, 900));  // takes 5, 6, 7, 0 and 1: the released blocks are reused
+    pool.append(1, consecutive_tokens(20, 900));  // takes 5, 6, 7, 0 and 1: the released blocks are reused
     try {
         pool.truncate(0, 9);
         FAIL();
@@ -350,7 +347,7 @@ TEST(KvBlockPoolWindow, APrefixHitNeedsOnlyItsWindowCached) {
     grow(pool, 0, 20);
     pool.free_sequence(0);  // queue: 5, 6, 7, 0, 1, 4, 3, 2, all five cached
     pool.add_sequence(1);
-    EXPECT_EQ(pool.attach_cached_prefix(1, tokens(21)), 20);  // position 20 reads 15..20: blocks 3 and 4
+    EXPECT_EQ(pool.attach_cached_prefix(1, consecutive_tokens(21)), 20);  // position 20 reads 15..20: blocks 3 and 4
     EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{kReleased, kReleased, kReleased, 3, 4}));
     EXPECT_EQ(pool.ref_count(3), 1);
     EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{5, 6, 7, 0, 1, 2}));
@@ -363,9 +360,9 @@ TEST(KvBlockPoolWindow, APrefixWhoseWindowWasEvictedFallsBackToAShorterOne) {
     grow(pool, 0, 20);
     pool.free_sequence(0);
     pool.add_sequence(2);
-    pool.append(2, tokens(24, 900));  // takes 5, 6, 7, 0, 1 and 4
+    pool.append(2, consecutive_tokens(24, 900));  // takes 5, 6, 7, 0, 1 and 4
     pool.add_sequence(1);
-    EXPECT_EQ(pool.attach_cached_prefix(1, tokens(21)), 16);  // position 16 reads 11..16: blocks 2 and 3
+    EXPECT_EQ(pool.attach_cached_prefix(1, consecutive_tokens(21)), 16);  // position 16 reads 11..16: blocks 2 and 3
     EXPECT_EQ(table(pool, 1), (std::vector<int32_t>{kReleased, kReleased, 2, 3}));
 }
 
@@ -376,7 +373,7 @@ TEST(KvBlockPoolWindow, ForksShareTheHeldBlocksOnly) {
     pool.fork_sequence(0, 1);
     EXPECT_EQ(pool.ref_count(2), 2);
     EXPECT_EQ(pool.ref_count(4), 2);
-    const std::vector<BlockCopy> copies = pool.append(1, tokens(1, 700));
+    const std::vector<BlockCopy> copies = pool.append(1, consecutive_tokens(1, 700));
     ASSERT_EQ(copies.size(), 1u);
     EXPECT_EQ(copies[0].src, 4);
     pool.free_sequence(0);

@@ -15,11 +15,7 @@
 namespace inferscope {
 namespace {
 
-std::vector<TokenId> tokens(int count, TokenId first = 100) {
-    std::vector<TokenId> t(static_cast<size_t>(count));
-    std::iota(t.begin(), t.end(), first);
-    return t;
-}
+using testing::consecutive_tokens;
 
 KvLayout all_layers(int n_layer, int n_blocks) {
     KvLayout l;
@@ -51,13 +47,13 @@ TEST(KvCache, SplitPutsEachLayerInItsGroup) {
 TEST(KvCache, APrefixIsAttachedOnlyAsFarAsBothPoolsHoldIt) {
     KvCache cache(split_kv_layout(all_layers(2, 16), {true, false}, 6, 8));
     cache.add_sequence(0);
-    cache.append(0, tokens(20));
+    cache.append(0, consecutive_tokens(20));
     cache.commit(0);
     cache.free_sequence(0);  // both pools: blocks 0..4 cached, free
     cache.add_sequence(2);
-    cache.append(2, tokens(24, 900));  // global: 5..10; local: 5, 6, 7, 0, 1, 4 (evicting the cached 0, 1, 4)
+    cache.append(2, consecutive_tokens(24, 900));  // global: 5..10; local: 5, 6, 7, 0, 1, 4 (evicting the cached 0, 1, 4)
     cache.add_sequence(1);
-    EXPECT_EQ(cache.attach_cached_prefix(1, tokens(21)), 16);
+    EXPECT_EQ(cache.attach_cached_prefix(1, consecutive_tokens(21)), 16);
     EXPECT_EQ(cache.global().block_table(1).size(), 4u);
     EXPECT_EQ(cache.local()->block_table(1).size(), 4u);
     EXPECT_EQ(cache.sequence_length(1), 16);
@@ -66,8 +62,8 @@ TEST(KvCache, APrefixIsAttachedOnlyAsFarAsBothPoolsHoldIt) {
 TEST(KvCache, AFailedAppendLeavesBothPoolsAsTheyWere) {
     KvCache cache(split_kv_layout(all_layers(2, 8), {true, false}, 6, 2));
     cache.add_sequence(0);
-    cache.append(0, tokens(8));
-    EXPECT_THROW(cache.append(0, tokens(4, 108)), CapacityError);  // the local pool has 2 blocks
+    cache.append(0, consecutive_tokens(8));
+    EXPECT_THROW(cache.append(0, consecutive_tokens(4, 108)), CapacityError);  // the local pool has 2 blocks
     EXPECT_EQ(cache.sequence_length(0), 8);
     EXPECT_EQ(cache.global().used_block_count(), 2);
     EXPECT_EQ(cache.used_block_count(), 4);
@@ -76,11 +72,11 @@ TEST(KvCache, AFailedAppendLeavesBothPoolsAsTheyWere) {
 TEST(KvCache, AnAppendTheLocalPoolCannotHoldTouchesNeitherPool) {
     KvCache cache(split_kv_layout(all_layers(2, 16), {true, false}, 6, 2));
     cache.add_sequence(0);
-    cache.append(0, tokens(6));  // both pools: blocks 0 and 1, the second half full
+    cache.append(0, consecutive_tokens(6));  // both pools: blocks 0 and 1, the second half full
     cache.fork_sequence(0, 1);
     const std::vector<int32_t> free_before = cache.global().free_queue();
     // Writing into the shared block 1 would copy it in both pools; the local one has no block left.
-    EXPECT_THROW(cache.append(1, tokens(1, 106)), CapacityError);
+    EXPECT_THROW(cache.append(1, consecutive_tokens(1, 106)), CapacityError);
     EXPECT_EQ(cache.global().ref_count(1), 2);
     EXPECT_EQ(cache.global().free_queue(), free_before);
     EXPECT_EQ(cache.sequence_length(1), 6);
@@ -118,7 +114,7 @@ std::vector<float> run_logits(InferenceSession& session, const std::vector<Token
 
 TEST(SlidingWindowCache, RecyclingLocalBlocksChangesNoLogit) {
     const auto model = tiny_gemma3();
-    const std::vector<TokenId> prompt = tokens(40, 20);
+    const std::vector<TokenId> prompt = consecutive_tokens(40, 20);
     InferenceSession recycling(model, window_session(true));
     InferenceSession keeping(model, window_session(false));
     ASSERT_NE(recycling.kv_cache().local(), nullptr);
@@ -162,7 +158,7 @@ TEST(SlidingWindowCache, APromptLongerThanTheMicroBatchRunsInPartsWithTheSameLog
 
 TEST(SlidingWindowCache, ACachedPrefixRestartsFromItsWindow) {
     const auto model = tiny_gemma3();
-    const std::vector<TokenId> prompt = tokens(41, 20);
+    const std::vector<TokenId> prompt = consecutive_tokens(41, 20);
     InferenceSession session(model, window_session(true));
     const auto first = testing::teacher_forced_logits(session, prompt);  // frees its sequence: blocks stay cached
     ScopedSequence seq(session);
@@ -183,7 +179,7 @@ TEST(SlidingWindowCache, ACachedPrefixRestartsFromItsWindow) {
 TEST(SlidingWindowCache, CuttingBackIntoARecycledWindowRecomputesIt) {
     const auto model = tiny_gemma3();
     InferenceSession session(model, window_session(true, 1024));
-    const std::vector<TokenId> prompt = tokens(40, 20);
+    const std::vector<TokenId> prompt = consecutive_tokens(40, 20);
     const auto grow = [&](SeqId seq, const std::vector<TokenId>& ids) {
         for (size_t begin = 0; begin < ids.size(); begin += 8) {
             Batch batch;
@@ -220,7 +216,7 @@ TEST(SlidingWindowCache, CuttingBackIntoARecycledWindowRecomputesIt) {
 TEST(SlidingWindowCache, ABatchTheGlobalPoolCannotHoldIsRefusedBeforeAnyPartRuns) {
     const auto model = tiny_gemma3();
     InferenceSession session(model, window_session(true, 1024));
-    const std::vector<TokenId> prompt = tokens(100, 20);
+    const std::vector<TokenId> prompt = consecutive_tokens(100, 20);
     ScopedSequence a(session);
     ScopedSequence b(session);
     Batch batch;

@@ -1,6 +1,7 @@
 #pragma once
 // Small drivers of the engine shared by test suites.
 #include <memory>
+#include <numeric>
 #include <span>
 #include <vector>
 
@@ -10,6 +11,13 @@
 #include "engine/runtime/session.h"
 
 namespace inferscope::testing {
+
+// `count` consecutive token ids from `first`: distinct prompts for the KV suites.
+inline std::vector<TokenId> consecutive_tokens(int count, TokenId first = 100) {
+    std::vector<TokenId> ids(static_cast<size_t>(count));
+    std::iota(ids.begin(), ids.end(), first);
+    return ids;
+}
 
 inline SessionOptions test_session_options(KvDtype kv = KvDtype::F32, int n_ctx = 0, int threads = 2) {
     SessionOptions o;

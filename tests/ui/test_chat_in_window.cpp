@@ -28,7 +28,7 @@ namespace {
 using inferscope::testing::shared_model;
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
+using inferscope::testing::kEngineWaitMs;
 
 // A tiny qwen3 with Qwen's vocabulary and Qwen2.5's chat template, written to `dir`.
 QString write_chat_model(const QTemporaryDir& dir) {
@@ -51,7 +51,7 @@ bool run_turn(MainWindow& window, const QString& message) {
     const auto connection =
         QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
     window.start_generation();
-    const bool done = wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs);
+    const bool done = wait_until([&] { return finished && !window.controller().busy(); }, kEngineWaitMs);
     QObject::disconnect(connection);
     return done;
 }
@@ -67,7 +67,7 @@ TEST(ChatInWindow, TurnsAreRenderedByTheTemplateAndKeepTheCache) {
     bool loaded = false;
     QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
     window.open_model(path);
-    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kEngineWaitMs));
     GenerationPanel& panel = window.generation_panel();
     ASSERT_TRUE(panel.chat_mode()) << "a model with a template opens in conversation mode";
     panel.set_n_predict(4);
@@ -102,7 +102,7 @@ TEST(ChatInWindow, AModelWithoutATemplateCompletesRawText) {
     bool loaded = false;
     QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
     window.open_model(QString());  // the built-in model has no template
-    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kEngineWaitMs));
     EXPECT_FALSE(window.generation_panel().chat_mode());
 }
 

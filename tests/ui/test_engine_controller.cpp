@@ -31,7 +31,7 @@ TEST(EngineWorker, CountsEntryPointsEnteredOnTheUiThread) {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
+using inferscope::testing::kEngineWaitMs;
 
 struct Recorder {
     explicit Recorder(EngineController& c) {
@@ -60,7 +60,7 @@ GenerationRequest request(const QString& prompt, int n) {
 
 void load_builtin(EngineController& c, Recorder& rec) {
     c.load_model(QString());
-    ASSERT_TRUE(wait_until([&] { return !rec.loaded.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.loaded.empty() && !c.busy(); }, kEngineWaitMs));
 }
 
 TEST(EngineController, StopEndsAGenerationWithinAStep) {
@@ -68,13 +68,13 @@ TEST(EngineController, StopEndsAGenerationWithinAStep) {
     Recorder rec(c);
     load_builtin(c, rec);
     c.generate(request(QStringLiteral("a long one"), 100000));
-    ASSERT_TRUE(wait_until([&] { return rec.steps >= 3; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.steps >= 3; }, kEngineWaitMs));
     c.cancel();
     EXPECT_FALSE(c.busy());  // idle at once from the UI's point of view
     const int steps_at_cancel = rec.steps;
     // the worker stops too: a new generation runs to completion right after
     c.generate(request(QStringLiteral("short"), 4));
-    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kEngineWaitMs));
     ASSERT_EQ(rec.reports.size(), 1u);
     EXPECT_EQ(rec.reports.front().n_generated, 4);
     EXPECT_LT(steps_at_cancel, 1000);
@@ -87,7 +87,7 @@ TEST(EngineController, ANewRequestReplacesTheRunningOne) {
     rec.started.clear();
     c.generate(request(QStringLiteral("first"), 100000));
     c.generate(request(QStringLiteral("second"), 6));
-    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kEngineWaitMs));
     // Only the second request's results reach the UI.
     EXPECT_EQ(rec.started, QStringList{QStringLiteral("second")});
     ASSERT_EQ(rec.reports.size(), 1u);
@@ -99,12 +99,12 @@ TEST(EngineController, FailedLoadKeepsTheModel) {
     Recorder rec(c);
     load_builtin(c, rec);
     c.load_model(QStringLiteral("/nonexistent/model.gguf"));
-    ASSERT_TRUE(wait_until([&] { return !rec.failures.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.failures.empty() && !c.busy(); }, kEngineWaitMs));
     EXPECT_TRUE(rec.failures.front().contains(QLatin1String("no such file")));
     EXPECT_TRUE(c.has_model());
     EXPECT_TRUE(c.model().builtin);
     c.generate(request(QStringLiteral("still works"), 3));
-    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kEngineWaitMs));
     EXPECT_EQ(rec.reports.front().n_generated, 3);
 }
 
@@ -118,7 +118,7 @@ TEST(EngineController, AFifoAndAnImpossibleTensorAreRefusedAndTheModelStays) {
     const QString fifo = dir.filePath(QStringLiteral("model.gguf"));
     ASSERT_EQ(mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
     c.load_model(fifo);
-    ASSERT_TRUE(wait_until([&] { return rec.failures.size() == 1 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.failures.size() == 1 && !c.busy(); }, kEngineWaitMs));
     EXPECT_TRUE(rec.failures.back().contains(QLatin1String("FIFO"))) << rec.failures.back().toStdString();
 
     const QString huge = dir.filePath(QStringLiteral("huge.gguf"));
@@ -129,12 +129,12 @@ TEST(EngineController, AFifoAndAnImpossibleTensorAreRefusedAndTheModelStays) {
         ASSERT_EQ(file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<qint64>(bytes.size())), static_cast<qint64>(bytes.size()));
     }
     c.load_model(huge);
-    ASSERT_TRUE(wait_until([&] { return rec.failures.size() == 2 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.failures.size() == 2 && !c.busy(); }, kEngineWaitMs));
     EXPECT_TRUE(rec.failures.back().contains(QLatin1String("huge.gguf"))) << rec.failures.back().toStdString();
     EXPECT_TRUE(c.has_model());
     EXPECT_TRUE(c.model().builtin);
     c.generate(request(QStringLiteral("still works"), 2));
-    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.reports.empty() && !c.busy(); }, kEngineWaitMs));
     EXPECT_EQ(rec.reports.front().n_generated, 2);
 }
 
@@ -145,7 +145,7 @@ TEST(EngineController, CompareRecomputeReportsBothRuns) {
     GenerationRequest r = request(QStringLiteral("compare"), 5);
     r.compare_recompute = true;
     c.generate(r);
-    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kEngineWaitMs));
     EXPECT_FALSE(rec.reports[0].recompute);
     EXPECT_TRUE(rec.reports[1].recompute);
     EXPECT_EQ(rec.reports[0].n_generated, 5);
@@ -157,7 +157,7 @@ TEST(EngineController, ThreadCountRebuildsTheSession) {
     Recorder rec(c);
     load_builtin(c, rec);
     c.set_threads(1);
-    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kEngineWaitMs));
     EXPECT_TRUE(c.model().backend.contains(QLatin1String("(1 thread,"))) << c.model().backend.toStdString();
 }
 
@@ -169,13 +169,13 @@ TEST(EngineController, VulkanBackendGeneratesTheCpuText) {
     EngineController c;
     Recorder rec(c);
     c.load_model(QString::fromStdString(inferscope::testing::shared_model("stories260K.gguf").string()));
-    ASSERT_TRUE(wait_until([&] { return !rec.loaded.empty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.loaded.empty() && !c.busy(); }, kEngineWaitMs));
     c.generate(request(QStringLiteral("Once upon a time"), 24));
-    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 1 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 1 && !c.busy(); }, kEngineWaitMs));
     const QString cpu_text = rec.text;
 
     c.set_vulkan(true);
-    ASSERT_TRUE(wait_until([&] { return (rec.loaded.size() == 2 || !rec.failures.isEmpty()) && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return (rec.loaded.size() == 2 || !rec.failures.isEmpty()) && !c.busy(); }, kEngineWaitMs));
     if (!rec.failures.isEmpty()) {
         EXPECT_FALSE(c.model().backend.startsWith(QLatin1String("Vulkan")));
         GTEST_SKIP() << "no usable Vulkan device: " << rec.failures.front().toStdString();
@@ -183,12 +183,12 @@ TEST(EngineController, VulkanBackendGeneratesTheCpuText) {
     EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("Vulkan"))) << c.model().backend.toStdString();
     rec.text.clear();
     c.generate(request(QStringLiteral("Once upon a time"), 24));
-    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kEngineWaitMs));
     EXPECT_FALSE(cpu_text.isEmpty());
     EXPECT_EQ(rec.text, cpu_text);
 
     c.set_vulkan(false);
-    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 3 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 3 && !c.busy(); }, kEngineWaitMs));
     EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("CPU"))) << c.model().backend.toStdString();
 }
 

@@ -34,13 +34,13 @@ namespace {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
+using inferscope::testing::kEngineWaitMs;
 
 void load_builtin(EngineController& c) {
     bool loaded = false;
     const auto connection = QObject::connect(&c, &EngineController::model_loaded, [&] { loaded = true; });
     c.load_model(QString());
-    ASSERT_TRUE(wait_until([&] { return loaded && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return loaded && !c.busy(); }, kEngineWaitMs));
     QObject::disconnect(connection);
 }
 
@@ -86,13 +86,13 @@ TEST(LabJobs, ANewerJobOfTheSameKindCancelsTheOlder) {
                                context.throw_if_cancelled();
                                return 1;
                            })->id();
-    ASSERT_TRUE(wait_until([&] { return first_running.load(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return first_running.load(); }, kEngineWaitMs));
     const quint64 other_kind = c.run_lab_job(QStringLiteral("other"), [](const LabContext&) { return 7; })->id();
     auto* second_job = c.run_lab_job(QStringLiteral("k"), [](const LabContext&) { return QStringLiteral("two"); });
     const quint64 second = second_job->id();
     QString second_result;  // read through the typed handle
     second_job->on_finished(&rec.scope, [&](const QString& result) { second_result = result; });
-    ASSERT_TRUE(wait_until([&] { return rec.finished.size() == 2; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.finished.size() == 2; }, kEngineWaitMs));
     EXPECT_TRUE(first_saw_cancel.load());
     EXPECT_TRUE(rec.cancelled.isEmpty());  // the replaced job's signals are dropped
     EXPECT_EQ(rec.finished[0].job, other_kind);
@@ -112,14 +112,14 @@ TEST(LabJobs, CancelStopsAJobAndFailuresNameTheProblem) {
                              context.throw_if_cancelled();
                              return 0;
                          })->id();
-    ASSERT_TRUE(wait_until([&] { return !rec.progress.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.progress.isEmpty(); }, kEngineWaitMs));
     EXPECT_EQ(rec.progress.front(), 0.5);
     c.cancel_lab_job(QStringLiteral("k"));
-    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kEngineWaitMs));
     EXPECT_EQ(rec.cancelled.front(), job);
     // No model is loaded: a job that needs one fails with a message saying so.
     c.run_lab_job(QStringLiteral("k"), [](const LabContext& context) { return measure_batch_sizes(context, BatchRunSettings{}); });
-    ASSERT_TRUE(wait_until([&] { return !rec.failures.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.failures.isEmpty(); }, kEngineWaitMs));
     EXPECT_TRUE(rec.failures.front().contains(QLatin1String("no model is loaded"))) << rec.failures.front().toStdString();
     EXPECT_TRUE(rec.finished.empty());
 }
@@ -155,7 +155,7 @@ TEST_F(LabPanelTest, BatchingLabMovingTheSliderMeasuresThatBatchSizeAndReplaysTh
     bool replayed = false;
     QObject::connect(&lab, &BatchingLab::replay_changed, [&] { replayed = true; });
     lab.batch_slider().setValue(3);
-    ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 1 && replayed; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 1 && replayed; }, kEngineWaitMs));
     ASSERT_TRUE(rec.failures.isEmpty()) << rec.failures.front().toStdString();
 
     ASSERT_NE(rec.result_of(BatchingLab::kPointJob), nullptr);
@@ -194,8 +194,8 @@ TEST_F(LabPanelTest, BatchingLabAStaleSliderRunIsCancelled) {
     lab.set_run_settings(8, 4, {1, 2});
     lab.batch_slider().setValue(2);
     lab.batch_slider().setValue(5);
-    ASSERT_TRUE(wait_until([&] { return !lab.rows().empty(); }, kTimeoutMs));
-    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(BatchingLab::kPointJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !lab.rows().empty(); }, kEngineWaitMs));
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(BatchingLab::kPointJob); }, kEngineWaitMs));
     ASSERT_EQ(lab.rows().size(), 1u);
     EXPECT_EQ(lab.rows().front().batch, 5);
     int point_results = 0;
@@ -209,7 +209,7 @@ TEST_F(LabPanelTest, BatchingLabSweepMeasuresTheCurveWithProgressAndMarksTheKnee
     LabRecorder rec(c);
     lab.set_run_settings(8, 4, {1, 2, 4, 8});
     lab.sweep_button().click();
-    ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 4; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 4; }, kEngineWaitMs));
     ASSERT_NE(rec.result_of(BatchingLab::kSweepJob), nullptr);
     const auto* sweep = &std::any_cast<const BatchBenchReport&>(*rec.result_of(BatchingLab::kSweepJob));
     EXPECT_EQ(rec.progress_kinds.count(BatchingLab::kSweepJob), 4);  // one report per batch size
@@ -240,7 +240,7 @@ TEST_F(LabPanelTest, BatchingLabSweepButtonCancelsARunningSweep) {
     lab.sweep_button().click();
     EXPECT_TRUE(lab.sweep_button().text().contains(QLatin1String("Cancel")));
     lab.sweep_button().click();
-    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kEngineWaitMs));
     EXPECT_EQ(rec.result_of(BatchingLab::kSweepJob), nullptr);
     EXPECT_TRUE(lab.rows().empty());
     EXPECT_FALSE(lab.sweep_button().text().contains(QLatin1String("Cancel")));
@@ -257,7 +257,7 @@ TEST_F(LabPanelTest, PhasesLabOneClickMeasuresBothTables) {
     options.repetitions = 1;
     lab.set_options(options);
     lab.measure_button().click();
-    ASSERT_TRUE(wait_until([&] { return !lab.report().prefill.empty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !lab.report().prefill.empty(); }, kEngineWaitMs));
     ASSERT_TRUE(rec.failures.isEmpty()) << rec.failures.front().toStdString();
     ASSERT_NE(rec.result_of(PhasesLab::kJob), nullptr);
     const auto& report = std::any_cast<const PhasesReport&>(*rec.result_of(PhasesLab::kJob));
@@ -314,7 +314,7 @@ TEST_F(LabPanelTest, OutliersLabAnalysesThePromptForTheChosenLayer) {
     const QString prompt = QStringLiteral("The quick brown fox jumps over the lazy dog");
     lab.layer_slider().setValue(1);
     lab.set_prompt(prompt);
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.report()->int8_layer == 1; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.report()->int8_layer == 1; }, kEngineWaitMs));
     ASSERT_TRUE(rec.failures.isEmpty()) << rec.failures.front().toStdString();
 
     // The engine, run directly on the same tokens with the same options.
@@ -345,22 +345,22 @@ TEST_F(LabPanelTest, OutliersLabAnalysesThePromptForTheChosenLayer) {
     // Another layer's charts come from the report at once (its INT8 table follows).
     lab.layer_slider().setValue(2);
     EXPECT_EQ(series_points(lab.histogram_panel(), 0), histogram_points(expected.layers[2]));
-    ASSERT_TRUE(wait_until([&] { return lab.report()->int8_layer == 2; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.report()->int8_layer == 2; }, kEngineWaitMs));
 }
 
 TEST_F(LabPanelTest, OutliersLabCancelsTheAnalysisOfAnOlderPrompt) {
     EngineController& c = controller();
     OutliersLab lab(c);
     lab.show();
-    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(OutliersLab::kJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(OutliersLab::kJob); }, kEngineWaitMs));
     LabRecorder rec(c);
     lab.set_prompt(QStringLiteral("an older prompt that the user kept typing after"));
     lab.run_now();
     const QString newer = QStringLiteral("a newer prompt");
     lab.set_prompt(newer);
     lab.run_now();
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kTimeoutMs));
-    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(OutliersLab::kJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kEngineWaitMs));
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(OutliersLab::kJob); }, kEngineWaitMs));
     int results = 0;
     for (const auto& f : rec.finished) results += f.kind == OutliersLab::kJob ? 1 : 0;
     EXPECT_EQ(results, 1);

@@ -27,7 +27,7 @@ namespace {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 120000;
+using inferscope::testing::kLabWaitMs;
 
 QList<QPointF> distribution_points(const ServingReport& report) {
     QList<QPointF> points;
@@ -44,11 +44,11 @@ TEST_F(LabRealRunTest, RunForRealServesTheTraceOnTheEngineBesideTheSimulation) {
     lab.set_trace(12, 6, 20, 4);
     lab.set_run_settings(8, 4, {1, 2, 4});
     lab.batch_slider().setValue(4);  // one measured point prices the simulation
-    ASSERT_TRUE(wait_until([&] { return rec.result_of(BatchingLab::kReplayJob) != nullptr; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.result_of(BatchingLab::kReplayJob) != nullptr; }, kLabWaitMs));
     lab.real_replay_button().click();
     EXPECT_TRUE(lab.cancel_button().isEnabled());
-    ASSERT_TRUE(wait_until([&] { return rec.result_of(BatchingLab::kRealReplayJob) != nullptr || !rec.failures.isEmpty(); },
-                           kTimeoutMs));
+    ASSERT_TRUE(
+        wait_until([&] { return rec.result_of(BatchingLab::kRealReplayJob) != nullptr || !rec.failures.isEmpty(); }, kLabWaitMs));
     ASSERT_TRUE(rec.failures.isEmpty()) << rec.failures.front().toStdString();
     EXPECT_TRUE(rec.progress_kinds.contains(BatchingLab::kRealReplayJob));
     EXPECT_FALSE(lab.cancel_button().isEnabled());
@@ -108,9 +108,9 @@ TEST_F(LabRealRunTest, CancelEndsTheRealReplayWithNoResultAndTheTabStaysUsable) 
     BatchingLab lab(c);
     LabRecorder rec(c);
     lab.real_replay_button().click();  // the reference 64-request trace
-    ASSERT_TRUE(wait_until([&] { return rec.progress_kinds.contains(BatchingLab::kRealReplayJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.progress_kinds.contains(BatchingLab::kRealReplayJob); }, kLabWaitMs));
     lab.cancel_button().click();
-    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kLabWaitMs));
     EXPECT_EQ(rec.cancelled_kinds, QStringList{BatchingLab::kRealReplayJob});
     EXPECT_EQ(rec.result_of(BatchingLab::kRealReplayJob), nullptr);
     EXPECT_TRUE(lab.status().text().contains(QLatin1String("Cancelled"))) << lab.status().text().toStdString();
@@ -120,8 +120,8 @@ TEST_F(LabRealRunTest, CancelEndsTheRealReplayWithNoResultAndTheTabStaysUsable) 
     // Still usable: a slider move measures its point.
     lab.set_run_settings(8, 4, {1, 2});
     lab.batch_slider().setValue(2);
-    ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 1; }, kTimeoutMs));
-    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(BatchingLab::kReplayJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 1; }, kLabWaitMs));
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(BatchingLab::kReplayJob); }, kLabWaitMs));
 }
 
 TEST_F(LabRealRunTest, CancelEndsASweepAndAPointMeasurement) {
@@ -133,7 +133,7 @@ TEST_F(LabRealRunTest, CancelEndsASweepAndAPointMeasurement) {
     lab.batch_slider().setValue(7);
     EXPECT_TRUE(lab.cancel_button().isEnabled());
     lab.cancel_button().click();  // cancels both running jobs
-    ASSERT_TRUE(wait_until([&] { return rec.cancelled.size() == 2; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.cancelled.size() == 2; }, kLabWaitMs));
     EXPECT_TRUE(rec.cancelled_kinds.contains(BatchingLab::kSweepJob));
     EXPECT_TRUE(rec.cancelled_kinds.contains(BatchingLab::kPointJob));
     EXPECT_EQ(rec.result_of(BatchingLab::kSweepJob), nullptr);
@@ -157,7 +157,7 @@ TEST_F(LabRealRunTest, CancelEndsThePrefillDecodeMeasurement) {
     lab.measure_button().click();
     EXPECT_TRUE(lab.cancel_button().isEnabled());
     lab.cancel_button().click();
-    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kLabWaitMs));
     EXPECT_EQ(rec.cancelled_kinds, QStringList{PhasesLab::kJob});
     EXPECT_EQ(rec.result_of(PhasesLab::kJob), nullptr);
     EXPECT_TRUE(lab.report().prefill.empty());
@@ -169,7 +169,7 @@ TEST_F(LabRealRunTest, CancelEndsThePrefillDecodeMeasurement) {
     options.repetitions = 1;
     lab.set_options(options);
     lab.measure_button().click();
-    ASSERT_TRUE(wait_until([&] { return !lab.report().prefill.empty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !lab.report().prefill.empty(); }, kLabWaitMs));
 }
 
 }  // namespace

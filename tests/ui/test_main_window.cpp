@@ -62,7 +62,7 @@ namespace {
 using inferscope::testing::shared_model_path;
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
+using inferscope::testing::kEngineWaitMs;
 
 // Opens a model and waits until it is loaded; returns false on failure or timeout.
 bool open_and_wait(MainWindow& window, const QString& path) {
@@ -70,7 +70,7 @@ bool open_and_wait(MainWindow& window, const QString& path) {
     const auto a = QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
     const auto b = QObject::connect(&window.controller(), &EngineController::load_failed, [&] { failed = true; });
     window.open_model(path);
-    wait_until([&] { return (loaded || failed) && !window.controller().busy(); }, kTimeoutMs);
+    wait_until([&] { return (loaded || failed) && !window.controller().busy(); }, kEngineWaitMs);
     QObject::disconnect(a);
     QObject::disconnect(b);
     return loaded;
@@ -83,7 +83,7 @@ bool generate_and_wait(MainWindow& window, int tokens) {
         QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
     window.generation_panel().set_n_predict(tokens);
     window.start_generation();
-    const bool done = wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs);
+    const bool done = wait_until([&] { return finished && !window.controller().busy(); }, kEngineWaitMs);
     QObject::disconnect(connection);
     return done;
 }
@@ -106,7 +106,7 @@ TEST(MainWindow, GeneratesAndPlotsEveryStep) {
     bool finished = false;
     QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
     QTest::keyClick(prompt, Qt::Key_Return, Qt::ControlModifier);  // Ctrl+Enter generates
-    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kEngineWaitMs));
 
     EXPECT_EQ(window.latency_panel().prefill_point_count(), 1);
     EXPECT_EQ(window.latency_panel().decode_point_count(), 16);
@@ -236,8 +236,9 @@ TEST(MainWindow, OpeningAnotherModelClearsTheResultsOfThePreviousOne) {
         for (const PlotSeries& s : panel.plot_data().series) n += s.points.size();
         return n;
     };
-    ASSERT_TRUE(wait_until([&] { return points(window.outliers_lab().heat_strip_panel()) > 0 && points(window.soft_labels_lab().panel()) > 0; },
-                           kTimeoutMs));
+    ASSERT_TRUE(wait_until(
+        [&] { return points(window.outliers_lab().heat_strip_panel()) > 0 && points(window.soft_labels_lab().panel()) > 0; },
+        kEngineWaitMs));
 
     ASSERT_TRUE(open_and_wait(window, QStringLiteral("builtin:synthetic")));
     EXPECT_TRUE(window.generation_panel().output_view()->toPlainText().isEmpty());
@@ -313,7 +314,7 @@ TEST(MainWindow, ExportWritesValidFilesWithThePlottedData) {
     QObject::connect(&window.batching_lab(), &BatchingLab::replay_changed, [&] { replayed = true; });
     window.batching_lab().set_run_settings(8, 4, {1, 2});
     window.batching_lab().batch_slider().setValue(2);
-    ASSERT_TRUE(wait_until([&] { return replayed; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return replayed; }, kEngineWaitMs));
     QStringList names;
     for (const ChartPanel* panel : window.chart_panels()) names << panel->export_name();
     for (const char* name : {"batch-throughput", "batch-step-latency", "batching-replay", "prefill-vs-decode", "outlier-histogram",
@@ -509,9 +510,9 @@ TEST(MainWindowSoak, OpenGenerateCancelExportCycles) {
         window.generation_panel().set_n_predict(8000);
         steps = 0;
         window.start_generation();
-        ASSERT_TRUE(wait_until([&] { return steps >= 3; }, kTimeoutMs));
+        ASSERT_TRUE(wait_until([&] { return steps >= 3; }, kEngineWaitMs));
         window.stop();
-        ASSERT_TRUE(wait_until([&] { return !window.controller().busy(); }, kTimeoutMs));
+        ASSERT_TRUE(wait_until([&] { return !window.controller().busy(); }, kEngineWaitMs));
         const QString stopped = window.statusBar()->currentMessage();
         EXPECT_TRUE(QRegularExpression(QStringLiteral("^Stopped at [1-9]\\d* of 8000 tokens$")).match(stopped).hasMatch())
             << stopped.toStdString();

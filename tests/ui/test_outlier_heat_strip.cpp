@@ -34,8 +34,8 @@ namespace {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
-const QString kPrompt = QStringLiteral("Once upon a time there was a little girl who loved the sea");
+using inferscope::testing::kEngineWaitMs;
+const QString kHeatStripPrompt = QStringLiteral("Once upon a time there was a little girl who loved the sea");
 
 // `path` empty: the built-in model.
 bool load(EngineController& c, const QString& path) {
@@ -43,7 +43,7 @@ bool load(EngineController& c, const QString& path) {
     const auto a = QObject::connect(&c, &EngineController::model_loaded, [&] { loaded = true; });
     const auto b = QObject::connect(&c, &EngineController::load_failed, [&] { failed = true; });
     c.load_model(path);
-    wait_until([&] { return (loaded || failed) && !c.busy(); }, kTimeoutMs);
+    wait_until([&] { return (loaded || failed) && !c.busy(); }, kEngineWaitMs);
     QObject::disconnect(a);
     QObject::disconnect(b);
     return loaded;
@@ -53,7 +53,7 @@ bool load(EngineController& c, const QString& path) {
 void analyse(OutliersLab& lab, const QString& prompt) {
     lab.show();
     lab.set_prompt(prompt);
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.report().has_value(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.report().has_value(); }, kEngineWaitMs));
 }
 
 // Each dimension's largest max |h| over the layers, ranked here (largest first, ties by lower
@@ -114,8 +114,8 @@ TEST(OutlierHeatStrip, IsTheProbeAnalysisOfTheBuiltInModels) {
     EngineController c;
     ASSERT_TRUE(load(c, QString()));
     OutliersLab lab(c);
-    analyse(lab, kPrompt);
-    expect_strip_is_the_analysis(lab, load_builtin_model(BuiltinModel::Stories260K), kPrompt);
+    analyse(lab, kHeatStripPrompt);
+    expect_strip_is_the_analysis(lab, load_builtin_model(BuiltinModel::Stories260K), kHeatStripPrompt);
     EXPECT_EQ(lab.heat_strip_panel().dimensions().size(), static_cast<size_t>(OutlierHeatStripPanel::kDimensions));
 
     ASSERT_TRUE(load(c, QStringLiteral("builtin:synthetic")));
@@ -131,8 +131,8 @@ TEST(OutlierHeatStrip, IsTheProbeAnalysisOfStories260K) {
     EngineController c;
     ASSERT_TRUE(load(c, path));
     OutliersLab lab(c);
-    analyse(lab, kPrompt);
-    expect_strip_is_the_analysis(lab, Model::load(path.toStdString()), kPrompt);
+    analyse(lab, kHeatStripPrompt);
+    expect_strip_is_the_analysis(lab, Model::load(path.toStdString()), kHeatStripPrompt);
 }
 
 TEST(OutlierHeatStrip, ExportsTheMatrixAndJoinsExportAll) {
@@ -145,9 +145,9 @@ TEST(OutlierHeatStrip, ExportsTheMatrixAndJoinsExportAll) {
     ASSERT_TRUE(load(window.controller(), QString()));
     OutliersLab& lab = window.outliers_lab();
     // The window is not shown (nor its tab): the analysis is started by hand, as --measure-labs does.
-    lab.set_prompt(kPrompt);
+    lab.set_prompt(kHeatStripPrompt);
     lab.run_now();
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == kPrompt; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == kHeatStripPrompt; }, kEngineWaitMs));
     const OutlierHeatStripPanel& strip = lab.heat_strip_panel();
     QTemporaryDir dir;
     const QString csv_path = dir.filePath(QStringLiteral("strip.csv"));
@@ -183,13 +183,13 @@ TEST(PromptFollowing, WaitsWhileTheTabIsHiddenAndCatchesUpWhenShown) {
     ASSERT_TRUE(load(c, QString()));
     LabRecorder rec(c);
     OutliersLab lab(c);
-    lab.set_prompt(kPrompt);
+    lab.set_prompt(kHeatStripPrompt);
     wait_until([] { return false; }, 3 * OutliersLab::kDebounceMs);
     EXPECT_EQ(rec.finished_count(OutliersLab::kJob), 0);
     EXPECT_FALSE(c.lab_job_running(OutliersLab::kJob));
     EXPECT_TRUE(lab.analysed_prompt().isEmpty());
     lab.show();
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == kPrompt; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == kHeatStripPrompt; }, kEngineWaitMs));
     EXPECT_EQ(rec.finished_count(OutliersLab::kJob), 1);
     // Shown again with nothing changed: the result is current, no new run.
     lab.hide();

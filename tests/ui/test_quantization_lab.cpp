@@ -36,13 +36,13 @@ namespace {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 120000;
+using inferscope::testing::kLabWaitMs;
 
 // One controller with the built-in synthetic model loaded (its rows fit every format), and one
 // copy of it for the engine run directly.
 class QuantizationLabTest : public inferscope::testing::SharedModelSuite {
 protected:
-    static void SetUpTestSuite() { load_model(QStringLiteral("builtin:synthetic"), kTimeoutMs); }
+    static void SetUpTestSuite() { load_model(QStringLiteral("builtin:synthetic"), kLabWaitMs); }
     void SetUp() override { ASSERT_TRUE(model_loaded()) << "the built-in model did not load in the controller"; }
 
     static QuantReport expected_report(const QString& scheme) {
@@ -56,7 +56,7 @@ protected:
                 return lab.report() && lab.report()->schemes.front().scheme.name() == scheme.toStdString() &&
                        !controller().lab_job_running(QuantizationLab::kAnalysisJob);
             },
-            kTimeoutMs))
+            kLabWaitMs))
             << "no analysis of " << scheme.toStdString();
     }
 };
@@ -192,7 +192,7 @@ TEST_F(QuantizationLabTest, MeasureQualityAddsTheEnginesNumbers) {
     lab.show();
     wait_for_report(lab, lab.scheme_text());
     lab.measure_button().click();
-    ASSERT_TRUE(wait_until([&] { return lab.quality_rows().size() == 1; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.quality_rows().size() == 1; }, kLabWaitMs));
     const QualityRow& row = lab.quality_rows().front();
 
     const QuantScheme scheme = parse_quant_scheme(lab.scheme_text().toStdString());
@@ -241,7 +241,7 @@ TEST_F(QuantizationLabTest, CancelStopsTheQualityMeasurementWithoutARow) {
         [&] {
             return rec.cancelled_kinds.contains(QuantizationLab::kQualityJob) && !c.lab_job_running(QuantizationLab::kQualityJob);
         },
-        kTimeoutMs));
+        kLabWaitMs));
     EXPECT_TRUE(lab.quality_rows().empty());
     EXPECT_EQ(lab.results_table().rowCount(), 0);
     EXPECT_FALSE(lab.cancel_button().isEnabled());
@@ -279,7 +279,7 @@ QString generate_in_app(EngineController& c, TextRecorder& rec, const QString& p
     request.n_predict = n;
     request.sampling.temperature = 0;
     c.generate(request);
-    EXPECT_TRUE(wait_until([&] { return rec.finished && !c.busy(); }, kTimeoutMs));
+    EXPECT_TRUE(wait_until([&] { return rec.finished && !c.busy(); }, kLabWaitMs));
     return rec.text;
 }
 
@@ -293,7 +293,7 @@ TEST_F(QuantizationLabTest, GenerateWithTheseWeightsRunsTheQuantizedModel) {
     TextRecorder rec(c);
     EXPECT_FALSE(lab.restore_button().isEnabled());
     lab.generate_button().click();
-    ASSERT_TRUE(wait_until([&] { return !rec.loaded.isEmpty() && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.loaded.isEmpty() && !c.busy(); }, kLabWaitMs));
     EXPECT_TRUE(rec.loaded.back().contains(QStringLiteral("quantized in memory with int2:tensor")))
         << rec.loaded.back().toStdString();
     EXPECT_EQ(c.model().weights, rec.loaded.back());
@@ -308,7 +308,7 @@ TEST_F(QuantizationLabTest, GenerateWithTheseWeightsRunsTheQuantizedModel) {
     EXPECT_NE(quantized_text, original_text) << "2-bit weights should change 24 greedy tokens of the built-in model";
 
     lab.restore_button().click();
-    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kLabWaitMs));
     EXPECT_TRUE(rec.loaded.back().isEmpty());
     EXPECT_FALSE(lab.restore_button().isEnabled());
     EXPECT_EQ(generate_in_app(c, rec, prompt, kTokens), original_text);
@@ -319,7 +319,7 @@ TEST_F(QuantizationLabTest, BothChartsExportThePlottedData) {
     lab.show();
     wait_for_report(lab, lab.scheme_text());
     lab.measure_quality();
-    ASSERT_TRUE(wait_until([&] { return lab.quality_rows().size() == 1; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.quality_rows().size() == 1; }, kLabWaitMs));
     QTemporaryDir dir;
     for (const ChartPanel* panel : lab.panels()) {
         for (const ExportFormat format : {ExportFormat::Png, ExportFormat::Svg, ExportFormat::Csv, ExportFormat::Json}) {
@@ -353,7 +353,7 @@ bool combo_item_enabled(const QComboBox& box, const QString& value) {
 // the lab offers only what it can run, says why, and switches back when a model fits.
 TEST(QuantizationLabChoices, FollowTheLoadedModelsRowLengths) {
     bool loaded = false;
-    std::unique_ptr<EngineController> c(inferscope::testing::new_controller_with_model(QString(), kTimeoutMs, loaded));
+    std::unique_ptr<EngineController> c(inferscope::testing::new_controller_with_model(QString(), kLabWaitMs, loaded));
     ASSERT_TRUE(loaded);
     QuantizationLab lab(*c);
     for (const char* format : {"q8_0", "q4_0", "q4_k", "nf4", "iq4_xs"}) {
@@ -379,7 +379,7 @@ TEST(QuantizationLabChoices, FollowTheLoadedModelsRowLengths) {
     bool synthetic_loaded = false;
     const auto connection = QObject::connect(c.get(), &EngineController::model_loaded, [&] { synthetic_loaded = true; });
     c->load_model(QStringLiteral("builtin:synthetic"));
-    ASSERT_TRUE(wait_until([&] { return synthetic_loaded && !c->busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return synthetic_loaded && !c->busy(); }, kLabWaitMs));
     QObject::disconnect(connection);
     for (const char* format : {"q8_0", "q4_k", "nf4"}) EXPECT_TRUE(combo_item_enabled(lab.format_box(), QString::fromLatin1(format))) << format;
     EXPECT_TRUE(combo_item_enabled(lab.granularity_box(), QStringLiteral("group")));

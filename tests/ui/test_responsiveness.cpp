@@ -34,7 +34,7 @@ namespace {
 using inferscope::testing::wait_until;
 
 constexpr int kTickMs = 5;
-constexpr int kTimeoutMs = 300000;
+constexpr int kResponsivenessWaitMs = 300000;
 
 // Watches the UI thread while engine work runs: the largest gap between ticks of a timer,
 // and the calls into the engine worker made meanwhile.
@@ -85,11 +85,11 @@ qint64 max_gap_while_loading_and_generating(const QString& path, int tokens) {
     QObject::connect(&window.controller(), &EngineController::generation_finished, [&] { finished = true; });
     GapMeter meter(window.controller());
     window.open_model(path);
-    EXPECT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
+    EXPECT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kResponsivenessWaitMs));
     std::printf("[ measured ] largest gap while loading: %lld ms\n", static_cast<long long>(meter.max_gap_ms()));
     window.generation_panel().set_n_predict(tokens);
     window.start_generation();
-    EXPECT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kTimeoutMs));
+    EXPECT_TRUE(wait_until([&] { return finished && !window.controller().busy(); }, kResponsivenessWaitMs));
     meter.expect_work_off_the_ui_thread();
     return meter.max_gap_ms();
 }
@@ -124,7 +124,7 @@ void show_with_builtin_model(MainWindow& window) {
     bool loaded = false;
     const auto connection = QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
     window.open_model(QString());
-    const bool ready = wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs);
+    const bool ready = wait_until([&] { return loaded && !window.controller().busy(); }, kResponsivenessWaitMs);
     QObject::disconnect(connection);  // `loaded` ends with this function
     ASSERT_TRUE(ready);
 }
@@ -145,16 +145,17 @@ TEST(Responsiveness, EventLoopStaysLiveWhileLabPanelsMeasure) {
         lab.batch_slider().setValue(batch);
         QTest::qWait(10);
     }
-    ASSERT_TRUE(wait_until([&] { return !lab.rows().empty() && lab.rows().back().batch == 16; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !lab.rows().empty() && lab.rows().back().batch == 16; }, kResponsivenessWaitMs));
     lab.sweep_button().click();
     ASSERT_TRUE(wait_until([&] { return lab.rows().size() == 5 && !window.controller().lab_job_running(BatchingLab::kSweepJob); },
-                           kTimeoutMs));
+                           kResponsivenessWaitMs));
     // Typing in the prompt re-analyses the activations (debounced, stale runs cancelled).
     OutliersLab& outliers = window.outliers_lab();
     window.show_tab(&outliers);
     window.generation_panel().prompt_edit()->clear();
     QTest::keyClicks(window.generation_panel().prompt_edit(), QStringLiteral("Outliers appear as you type"), Qt::NoModifier, 20);
-    ASSERT_TRUE(wait_until([&] { return outliers.analysed_prompt() == QStringLiteral("Outliers appear as you type"); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return outliers.analysed_prompt() == QStringLiteral("Outliers appear as you type"); },
+                           kResponsivenessWaitMs));
     std::printf("[ measured ] batch slider drag, sweep and typing: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
     meter.expect_work_off_the_ui_thread();
@@ -170,7 +171,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSpeculativeRunsAndRealReplaysMeasure
     bool loaded = false;
     QObject::connect(&window.controller(), &EngineController::model_loaded, [&] { loaded = true; });
     window.open_model(inferscope::testing::shared_model_path("stories260K.gguf"));
-    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return loaded && !window.controller().busy(); }, kResponsivenessWaitMs));
     SpeculativeLab& speculative = window.speculative_lab();
     window.show_tab(&speculative);
     speculative.prompt_edit().setText(QStringLiteral("Once upon a time"));
@@ -179,12 +180,13 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSpeculativeRunsAndRealReplaysMeasure
     QTest::qWait(200);
     GapMeter meter(window.controller());
     speculative.measure_button().click();
-    ASSERT_TRUE(wait_until([&] { return speculative.result().has_value(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return speculative.result().has_value(); }, kResponsivenessWaitMs));
     BatchingLab& batching = window.batching_lab();
     window.show_tab(&batching);
     batching.set_trace(24, 12, 48, 8);
     batching.real_replay_button().click();
-    ASSERT_TRUE(wait_until([&] { return !window.controller().lab_job_running(BatchingLab::kRealReplayJob); }, kTimeoutMs));
+    ASSERT_TRUE(
+        wait_until([&] { return !window.controller().lab_job_running(BatchingLab::kRealReplayJob); }, kResponsivenessWaitMs));
     EXPECT_FALSE(batching.replay_panel().plot_data().series[2].points.isEmpty());
     std::printf("[ measured ] speculative measurement and real replay: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
@@ -204,7 +206,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileSoftLabelsFollowThePromptAndTemperat
     const QString prompt = QStringLiteral("Soft labels follow the prompt");
     window.generation_panel().prompt_edit()->clear();
     QTest::keyClicks(window.generation_panel().prompt_edit(), prompt, Qt::NoModifier, 20);
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.labels().has_value(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.labels().has_value(); }, kResponsivenessWaitMs));
     for (int step = SoftLabelsLab::kMinTemperatureStep; step <= SoftLabelsLab::kMaxTemperatureStep; step += 25) {
         lab.temperature_slider().setValue(step);
         QTest::qWait(10);
@@ -223,7 +225,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileTheBitWidthSliderMoves) {
     if (::testing::Test::HasFatalFailure()) return;
     QuantizationLab& lab = window.quantization_lab();
     window.show_tab(&lab);
-    ASSERT_TRUE(wait_until([&] { return lab.report().has_value(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.report().has_value(); }, kResponsivenessWaitMs));
     QTest::qWait(200);
     GapMeter meter(window.controller());
     for (int bits = 2; bits <= 8; ++bits) {
@@ -231,7 +233,7 @@ TEST(Responsiveness, EventLoopStaysLiveWhileTheBitWidthSliderMoves) {
         QTest::qWait(100);
     }
     ASSERT_TRUE(wait_until([&] { return lab.report() && lab.report()->schemes.front().scheme.name() == "int8:row"; },
-                           kTimeoutMs));
+                           kResponsivenessWaitMs));
     std::printf("[ measured ] bit-width slider drag: largest event-loop gap %lld ms\n",
                 static_cast<long long>(meter.max_gap_ms()));
     meter.expect_work_off_the_ui_thread();

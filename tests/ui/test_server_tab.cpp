@@ -28,7 +28,7 @@ namespace {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
+using inferscope::testing::kEngineWaitMs;
 
 QString table_value(const ServerLab& lab, remote::ServerQuantity q) {
     return lab.metrics_table().item(static_cast<int>(q), 1)->text();
@@ -41,7 +41,7 @@ TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
     bool metrics_read = false;
     QObject::connect(&lab, &ServerLab::metrics_read, [&] { metrics_read = true; });
     lab.connect_to(QString::fromStdString(server.url()), QString());
-    ASSERT_TRUE(wait_until([&] { return metrics_read; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return metrics_read; }, kEngineWaitMs)) << lab.status().text().toStdString();
     EXPECT_EQ(lab.served_model(), QStringLiteral("stories260K"));
     EXPECT_TRUE(window.windowTitle().contains(QString::fromStdString(server.url()))) << window.windowTitle().toStdString();
     EXPECT_EQ(table_value(lab, remote::ServerQuantity::RequestsRunning), QStringLiteral("0"));
@@ -51,7 +51,7 @@ TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
     QObject::connect(&lab, &ServerLab::stream_finished, [&] { streamed = true; });
     lab.tokens_box().setValue(8);
     lab.stream_one();
-    ASSERT_TRUE(wait_until([&] { return streamed; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return streamed; }, kEngineWaitMs)) << lab.status().text().toStdString();
     EXPECT_EQ(lab.latency_panel().export_name(), QStringLiteral("server-step-latency"));
     EXPECT_EQ(lab.latency_panel().prefill_point_count(), 1);
     // One point per piece of text: the first as "prefill", a gap for each later one.
@@ -65,7 +65,7 @@ TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
     lab.levels_edit().setText(QStringLiteral("1,2"));
     lab.tokens_box().setValue(8);
     lab.run_sweep();
-    ASSERT_TRUE(wait_until([&] { return swept; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return swept; }, kEngineWaitMs)) << lab.status().text().toStdString();
     const PlotData throughput = lab.throughput_panel().plot_data();
     ASSERT_EQ(throughput.series.size(), 1);
     ASSERT_EQ(throughput.series[0].points.size(), 2);
@@ -76,7 +76,7 @@ TEST(ServerTab, ConnectsReadsMetricsAndSweepsAgainstServe) {
 
     metrics_read = false;
     lab.read_metrics();
-    ASSERT_TRUE(wait_until([&] { return metrics_read; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return metrics_read; }, kEngineWaitMs));
     EXPECT_EQ(table_value(lab, remote::ServerQuantity::GenerationTokens), QStringLiteral("32"));  // 8, then 8 + 2 x 8
 }
 
@@ -87,7 +87,7 @@ TEST(ServerTab, AServerThatIsNotThereIsAClearErrorAndTheTabStillWorks) {
     QObject::connect(&lab, &ServerLab::failed, [&](const QString& message) { error = message; });
     const QString url = QStringLiteral("http://127.0.0.1:%1").arg(port);
     lab.connect_to(url, QString());
-    ASSERT_TRUE(wait_until([&] { return !error.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !error.isEmpty(); }, kEngineWaitMs));
     EXPECT_TRUE(error.contains(url)) << error.toStdString();
     EXPECT_TRUE(lab.target_url().isEmpty());
     lab.run_sweep();  // no target: says so, sends nothing
@@ -97,7 +97,7 @@ TEST(ServerTab, AServerThatIsNotThereIsAClearErrorAndTheTabStillWorks) {
     bool connected = false;
     QObject::connect(&lab, &ServerLab::target_changed, [&] { connected = true; });
     lab.connect_to(QString::fromStdString(server.url()), QString());
-    ASSERT_TRUE(wait_until([&] { return connected; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return connected; }, kEngineWaitMs)) << lab.status().text().toStdString();
     EXPECT_EQ(lab.target_url(), QString::fromStdString(server.url()));
 }
 
@@ -110,10 +110,10 @@ TEST(ServerTab, SoftLabelsFromTheServersTopLogprobs) {
     QObject::connect(&lab, &ServerLab::target_changed, [&] { connected = true; });
     QObject::connect(&lab, &ServerLab::soft_labels_read, [&] { read = true; });
     lab.connect_to(QString::fromStdString(server.url()), QString());
-    ASSERT_TRUE(wait_until([&] { return connected; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return connected; }, kEngineWaitMs)) << lab.status().text().toStdString();
     lab.top_logprobs_box().setValue(6);
     lab.read_soft_labels();
-    ASSERT_TRUE(wait_until([&] { return read; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return read; }, kEngineWaitMs)) << lab.status().text().toStdString();
     const auto shares = [&] {
         const PlotData data = lab.soft_labels_panel().plot_data();
         return data.series.isEmpty() ? QVector<QPointF>()
@@ -148,11 +148,11 @@ TEST(ServerTab, ReplaysTheReferenceTraceAgainstServe) {
     QObject::connect(&lab, &ServerLab::target_changed, [&] { connected = true; });
     QObject::connect(&lab, &ServerLab::replay_finished, [&] { replayed = true; });
     lab.connect_to(QString::fromStdString(server.url()), QString());
-    ASSERT_TRUE(wait_until([&] { return connected; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return connected; }, kEngineWaitMs)) << lab.status().text().toStdString();
     lab.replay_requests_box().setValue(6);
     lab.replay_rate_box().setValue(50);
     lab.replay_trace();
-    ASSERT_TRUE(wait_until([&] { return replayed; }, kTimeoutMs)) << lab.status().text().toStdString();
+    ASSERT_TRUE(wait_until([&] { return replayed; }, kEngineWaitMs)) << lab.status().text().toStdString();
     EXPECT_TRUE(lab.status().text().startsWith(QStringLiteral("6 requests (0 failed)"))) << lab.status().text().toStdString();
     const PlotData data = lab.replay_panel().plot_data();
     ASSERT_EQ(data.series.size(), 2);

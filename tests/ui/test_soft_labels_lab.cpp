@@ -29,13 +29,13 @@ namespace {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
-const QString kPrompt = QStringLiteral("Once upon a time there was a");
+using inferscope::testing::kEngineWaitMs;
+const QString kSoftLabelsPrompt = QStringLiteral("Once upon a time there was a");
 
 // One controller with the built-in model loaded, and one copy of it for the engine run directly.
 class SoftLabelsLabTest : public inferscope::testing::SharedModelSuite {
 protected:
-    static void SetUpTestSuite() { load_model(QString(), kTimeoutMs); }
+    static void SetUpTestSuite() { load_model(QString(), kEngineWaitMs); }
     void SetUp() override { ASSERT_TRUE(model_loaded()) << "the built-in model did not load in the controller"; }
 
     // The engine's soft labels for `prompt`, computed here without the UI.
@@ -51,7 +51,7 @@ protected:
     static void analyse(SoftLabelsLab& lab, const QString& prompt) {
         lab.show();
         lab.set_prompt(prompt);
-        ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.labels().has_value(); }, kTimeoutMs));
+        ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == prompt && lab.labels().has_value(); }, kEngineWaitMs));
     }
 };
 
@@ -96,27 +96,27 @@ TEST(SoftLabelsPanel, PiecesThatLookLikeTagsStayVisible) {
 
 TEST_F(SoftLabelsLabTest, ThePromptsDistributionIsTheEnginesSoftLabels) {
     SoftLabelsLab lab(controller());
-    analyse(lab, kPrompt);
+    analyse(lab, kSoftLabelsPrompt);
     EXPECT_EQ(lab.temperature(), 1.0);
     EXPECT_EQ(lab.top_k_box().value(), SoftLabelsLab::kDefaultTopK);
-    expect_chart_shows(lab, expected_labels(kPrompt, 1.0, SoftLabelsLab::kDefaultTopK));
+    expect_chart_shows(lab, expected_labels(kSoftLabelsPrompt, 1.0, SoftLabelsLab::kDefaultTopK));
 }
 
 TEST_F(SoftLabelsLabTest, TheTemperatureSliderRecomputesWithoutANewPass) {
     SoftLabelsLab lab(controller());
-    analyse(lab, kPrompt);
+    analyse(lab, kSoftLabelsPrompt);
     const double ratio_at_one = lab.labels()->top_to_kth_ratio;
     JobCounter jobs(controller());
     lab.temperature_slider().setValue(2 * SoftLabelsLab::kTemperatureSteps);
     EXPECT_EQ(lab.temperature(), 2.0);
     EXPECT_FALSE(controller().lab_job_running(SoftLabelsLab::kJob));
-    expect_chart_shows(lab, expected_labels(kPrompt, 2.0, SoftLabelsLab::kDefaultTopK));
+    expect_chart_shows(lab, expected_labels(kSoftLabelsPrompt, 2.0, SoftLabelsLab::kDefaultTopK));
     // p_i / p_j = exp((z_i - z_j) / T): at T = 2 the ratio is the square root of T = 1's.
     EXPECT_NEAR(lab.labels()->top_to_kth_ratio, std::sqrt(ratio_at_one), 1e-9 * ratio_at_one);
     EXPECT_GT(ratio_at_one, lab.labels()->top_to_kth_ratio);
     lab.temperature_slider().setValue(SoftLabelsLab::kMinTemperatureStep);
     lab.top_k_box().setValue(3);
-    expect_chart_shows(lab, expected_labels(kPrompt, 0.25, 3));
+    expect_chart_shows(lab, expected_labels(kSoftLabelsPrompt, 0.25, 3));
     // Let a debounced run (there must be none) have its chance.
     wait_until([] { return false; }, 2 * SoftLabelsLab::kDebounceMs);
     EXPECT_EQ(jobs.finished(), 0);
@@ -127,15 +127,15 @@ TEST_F(SoftLabelsLabTest, ANewerPromptCancelsTheOlderPass) {
     EngineController& c = controller();
     SoftLabelsLab lab(c);
     lab.show();
-    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(SoftLabelsLab::kJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(SoftLabelsLab::kJob); }, kEngineWaitMs));
     JobCounter jobs(c);
     lab.set_prompt(QStringLiteral("an older prompt that the user kept typing after"));
     lab.run_now();
     const QString newer = QStringLiteral("a newer prompt");
     lab.set_prompt(newer);
     lab.run_now();
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kTimeoutMs));
-    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(SoftLabelsLab::kJob); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kEngineWaitMs));
+    ASSERT_TRUE(wait_until([&] { return !c.lab_job_running(SoftLabelsLab::kJob); }, kEngineWaitMs));
     EXPECT_EQ(jobs.finished(), 1);
     EXPECT_EQ(lab.logits()->prompt_ids, lab.logits()->model->tokenizer().encode(newer.toStdString(), true, true));
     expect_chart_shows(lab, expected_labels(newer, 1.0, SoftLabelsLab::kDefaultTopK));
@@ -143,7 +143,7 @@ TEST_F(SoftLabelsLabTest, ANewerPromptCancelsTheOlderPass) {
 
 TEST_F(SoftLabelsLabTest, TheChartExportsThePlottedData) {
     SoftLabelsLab lab(controller());
-    analyse(lab, kPrompt);
+    analyse(lab, kSoftLabelsPrompt);
     QTemporaryDir dir;
     const QString json_path = dir.filePath(QStringLiteral("soft.json"));
     ASSERT_TRUE(export_chart(lab.panel(), json_path, ExportFormat::Json).isEmpty());

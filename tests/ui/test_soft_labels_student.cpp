@@ -31,8 +31,8 @@ namespace {
 
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 60000;
-const QString kPrompt = QStringLiteral("Once upon a time there was a");
+using inferscope::testing::kEngineWaitMs;
+const QString kStudentPrompt = QStringLiteral("Once upon a time there was a");
 const QString kScheme = QStringLiteral("int4:row");
 
 std::vector<float> logits_after(const std::shared_ptr<const Model>& model, const QString& prompt) {
@@ -48,7 +48,7 @@ std::vector<float> logits_after(const std::shared_ptr<const Model>& model, const
 class SoftLabelsStudentTest : public inferscope::testing::SharedModelSuite {
 protected:
     static void SetUpTestSuite() {
-        load_model(QString(), kTimeoutMs);
+        load_model(QString(), kEngineWaitMs);
         student_ = quantize_model(direct_model(), parse_quant_scheme(kScheme.toStdString()), {}).model;
     }
     static void TearDownTestSuite() {
@@ -74,7 +74,7 @@ protected:
                 return lab.analysed_prompt() == prompt && lab.logits() && lab.logits()->student_scheme == kScheme.toStdString() &&
                        lab.student_labels().has_value();
             },
-            kTimeoutMs));
+            kEngineWaitMs));
     }
 
 private:
@@ -123,14 +123,14 @@ void expect_student_shown(const SoftLabelsLab& lab, const std::pair<SoftLabels, 
 
 TEST_F(SoftLabelsStudentTest, TheStudentsKlIsTheEnginesAtTheSlidersTemperature) {
     SoftLabelsLab lab(controller());
-    analyse_with_student(lab, kPrompt);
-    expect_student_shown(lab, expected(kPrompt, 1.0, SoftLabelsLab::kDefaultTopK));
+    analyse_with_student(lab, kStudentPrompt);
+    expect_student_shown(lab, expected(kStudentPrompt, 1.0, SoftLabelsLab::kDefaultTopK));
     const double kl_at_one = *lab.labels()->kl_teacher_student;
 
     StageRecorder jobs(controller());
     lab.temperature_slider().setValue(2 * SoftLabelsLab::kTemperatureSteps);
     EXPECT_FALSE(controller().lab_job_running(SoftLabelsLab::kJob));
-    expect_student_shown(lab, expected(kPrompt, 2.0, SoftLabelsLab::kDefaultTopK));
+    expect_student_shown(lab, expected(kStudentPrompt, 2.0, SoftLabelsLab::kDefaultTopK));
     EXPECT_NE(*lab.labels()->kl_teacher_student, kl_at_one);
     EXPECT_TRUE(lab.kl_line().text().contains(QStringLiteral("T = 2.00")));
     wait_until([] { return false; }, 2 * SoftLabelsLab::kDebounceMs);
@@ -141,24 +141,24 @@ TEST_F(SoftLabelsStudentTest, TheStudentIsQuantizedOncePerScheme) {
     SoftLabelsLab lab(controller());
     {
         StageRecorder first(controller());
-        analyse_with_student(lab, kPrompt);
+        analyse_with_student(lab, kStudentPrompt);
         EXPECT_TRUE(first.quantized()) << first.stages().join(QLatin1Char('\n')).toStdString();
     }
     StageRecorder later(controller());
     const QString newer = QStringLiteral("The little dog ran");
     lab.set_prompt(newer);
-    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.analysed_prompt() == newer; }, kEngineWaitMs));
     expect_student_shown(lab, expected(newer, 1.0, SoftLabelsLab::kDefaultTopK));
     // No student: the teacher alone, no KL.
     lab.student_box().setCurrentIndex(0);
-    ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme.empty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme.empty(); }, kEngineWaitMs));
     EXPECT_FALSE(lab.labels()->kl_teacher_student.has_value());
     EXPECT_FALSE(lab.student_labels().has_value());
     EXPECT_TRUE(lab.student_panel().plot_data().series[0].points.isEmpty());
     EXPECT_EQ(lab.panel().plot_data().series.size(), 1);  // the teacher's bars alone
     // Back to the same scheme: still built.
     lab.student_box().setCurrentIndex(lab.student_box().findData(kScheme));
-    ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme == kScheme.toStdString(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme == kScheme.toStdString(); }, kEngineWaitMs));
     expect_student_shown(lab, expected(newer, 1.0, SoftLabelsLab::kDefaultTopK));
     EXPECT_EQ(later.finished(), 3);
     EXPECT_FALSE(later.quantized()) << later.stages().join(QLatin1Char('\n')).toStdString();
@@ -166,7 +166,7 @@ TEST_F(SoftLabelsStudentTest, TheStudentIsQuantizedOncePerScheme) {
 
 TEST_F(SoftLabelsStudentTest, TheStudentsChartExports) {
     SoftLabelsLab lab(controller());
-    analyse_with_student(lab, kPrompt);
+    analyse_with_student(lab, kStudentPrompt);
     QTemporaryDir dir;
     const QString csv_path = dir.filePath(QStringLiteral("student.csv"));
     ASSERT_TRUE(export_chart(lab.student_panel(), csv_path, ExportFormat::Csv).isEmpty());
@@ -193,19 +193,19 @@ TEST(SoftLabelsStudent, ASchemeTheShapesRuleOutNamesTheProblem) {
             QObject::connect(job, &LabJobWatcher::failed, &scope, [&](const QString& message) { failure = message; });
     });
     c.load_model(inferscope::testing::shared_model_path("stories260K.gguf"));
-    ASSERT_TRUE(wait_until([&] { return loaded && !c.busy(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return loaded && !c.busy(); }, kEngineWaitMs));
     SoftLabelsLab lab(c);
     lab.student_box().setCurrentIndex(lab.student_box().findData(QStringLiteral("q4_k")));
     ASSERT_EQ(lab.student_scheme(), QStringLiteral("q4_k"));
     lab.show();
-    lab.set_prompt(kPrompt);
-    ASSERT_TRUE(wait_until([&] { return !failure.isEmpty(); }, kTimeoutMs));
+    lab.set_prompt(kStudentPrompt);
+    ASSERT_TRUE(wait_until([&] { return !failure.isEmpty(); }, kEngineWaitMs));
     EXPECT_TRUE(failure.contains(QStringLiteral("multiple of 256"))) << failure.toStdString();
     EXPECT_FALSE(lab.logits().has_value());
     EXPECT_FALSE(lab.student_labels().has_value());
     // Another student works on the same model.
     lab.student_box().setCurrentIndex(lab.student_box().findData(kScheme));
-    ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme == kScheme.toStdString(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return lab.logits() && lab.logits()->student_scheme == kScheme.toStdString(); }, kEngineWaitMs));
     EXPECT_TRUE(lab.labels()->kl_teacher_student.has_value());
 }
 

@@ -36,8 +36,8 @@ namespace {
 using inferscope::testing::shared_model_path;
 using inferscope::testing::wait_until;
 
-constexpr int kTimeoutMs = 120000;
-const QString kPrompt = QStringLiteral("Once upon a time");
+using inferscope::testing::kLabWaitMs;
+const QString kSpeculativePrompt = QStringLiteral("Once upon a time");
 
 class SpeculativeLabTest : public inferscope::testing::SharedStoriesSuite {
 protected:
@@ -45,7 +45,7 @@ protected:
     // Clicks Measure and waits for the job to end; returns whether a result arrived.
     static bool measure_and_wait(SpeculativeLab& lab, const LabRecorder& rec) {
         lab.measure_button().click();
-        return wait_until([&] { return lab.result().has_value() || !rec.failures.isEmpty(); }, kTimeoutMs) &&
+        return wait_until([&] { return lab.result().has_value() || !rec.failures.isEmpty(); }, kLabWaitMs) &&
                lab.result().has_value();
     }
 };
@@ -54,7 +54,7 @@ protected:
 // sized as the lab sizes them.
 SpeculativeMeasurement direct_measurement(const std::shared_ptr<const Model>& target, int n_predict, int gamma) {
     const auto draft = quantize_model(target, parse_quant_scheme("int4:row"), QuantRunOptions{}).model;
-    const std::vector<TokenId> prompt = target->tokenizer().encode(kPrompt.toStdString(), true, true);
+    const std::vector<TokenId> prompt = target->tokenizer().encode(kSpeculativePrompt.toStdString(), true, true);
     SessionOptions so;
     so.n_ctx = static_cast<int>(prompt.size()) + n_predict + gamma + 1;
     InferenceSession target_session(target, so), draft_session(draft, so);
@@ -68,7 +68,7 @@ TEST_F(SpeculativeLabTest, MeasureEqualsTheEngineAndMovesTheCurvesToTheMeasuredA
     SpeculativeLab lab(controller());
     LabRecorder rec(controller());
     EXPECT_EQ(lab.draft_box().currentText(), SpeculativeLab::kDefaultScheme);
-    lab.prompt_edit().setText(kPrompt);
+    lab.prompt_edit().setText(kSpeculativePrompt);
     lab.gamma_box().setValue(3);
     lab.tokens_box().setValue(40);
     ASSERT_TRUE(measure_and_wait(lab, rec)) << rec.failures.join(QLatin1Char('\n')).toStdString();
@@ -100,7 +100,8 @@ TEST_F(SpeculativeLabTest, MeasureEqualsTheEngineAndMovesTheCurvesToTheMeasuredA
     GenerationOptions g;
     g.n_predict = 40;
     g.sampling.temperature = 0.0f;
-    const GenerationResult plain = generate(plain_session, direct_model()->tokenizer().encode(kPrompt.toStdString(), true, true), g);
+    const GenerationResult plain =
+        generate(plain_session, direct_model()->tokenizer().encode(kSpeculativePrompt.toStdString(), true, true), g);
     EXPECT_EQ(shown.text, direct_model()->tokenizer().decode(plain.generated));
     EXPECT_TRUE(lab.results().text().endsWith(QString::fromStdString(shown.text)));
 
@@ -158,14 +159,14 @@ TEST(SpeculativeLabWarning, FlagsASpeedUpAboveTheTokensPerVerifyAndANoisyOne) {
 TEST_F(SpeculativeLabTest, CancelEndsARunningMeasurementWithNoResult) {
     SpeculativeLab lab(controller());
     LabRecorder rec(controller());
-    lab.prompt_edit().setText(kPrompt);
+    lab.prompt_edit().setText(kSpeculativePrompt);
     lab.tokens_box().setValue(400);
     lab.measure_button().click();
     EXPECT_TRUE(lab.cancel_button().isEnabled());
     EXPECT_FALSE(lab.measure_button().isEnabled());
-    ASSERT_TRUE(wait_until([&] { return rec.progress_stages.contains(QStringLiteral("plain decoding")); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return rec.progress_stages.contains(QStringLiteral("plain decoding")); }, kLabWaitMs));
     lab.cancel_button().click();
-    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.cancelled.isEmpty(); }, kLabWaitMs));
     EXPECT_EQ(rec.cancelled_kinds, QStringList{SpeculativeLab::kJob});
     EXPECT_EQ(rec.result_of(SpeculativeLab::kJob), nullptr);
     EXPECT_FALSE(lab.result().has_value());
@@ -182,7 +183,7 @@ TEST_F(SpeculativeLabTest, CancelEndsARunningMeasurementWithNoResult) {
 TEST_F(SpeculativeLabTest, ASecondFileIsADraftAndBadDraftsAreNamedErrors) {
     SpeculativeLab lab(controller());
     LabRecorder rec(controller());
-    lab.prompt_edit().setText(kPrompt);
+    lab.prompt_edit().setText(kSpeculativePrompt);
     lab.tokens_box().setValue(16);
     // The target as its own draft: every proposal accepted, gamma + 1 tokens per verify.
     lab.set_draft_file(shared_model_path("stories260K.gguf"));
@@ -196,7 +197,7 @@ TEST_F(SpeculativeLabTest, ASecondFileIsADraftAndBadDraftsAreNamedErrors) {
     if (std::filesystem::exists(inferscope::testing::shared_model("qwen2-tiny.gguf"))) {
         lab.set_draft_file(shared_model_path("qwen2-tiny.gguf"));
         lab.measure_button().click();
-        ASSERT_TRUE(wait_until([&] { return !rec.failures.isEmpty(); }, kTimeoutMs));
+        ASSERT_TRUE(wait_until([&] { return !rec.failures.isEmpty(); }, kLabWaitMs));
         EXPECT_TRUE(rec.failures.back().contains(QLatin1String("vocabular"))) << rec.failures.back().toStdString();
         EXPECT_TRUE(lab.status().text().contains(QLatin1String("failed")));
     } else {
@@ -207,7 +208,7 @@ TEST_F(SpeculativeLabTest, ASecondFileIsADraftAndBadDraftsAreNamedErrors) {
     lab.draft_box().setEditText(QStringLiteral("int9:row"));
     EXPECT_EQ(lab.settings().draft_scheme, "int9:row");
     lab.measure_button().click();
-    ASSERT_TRUE(wait_until([&] { return !rec.failures.isEmpty(); }, kTimeoutMs));
+    ASSERT_TRUE(wait_until([&] { return !rec.failures.isEmpty(); }, kLabWaitMs));
     EXPECT_TRUE(rec.failures.back().contains(QLatin1String("int9"))) << rec.failures.back().toStdString();
     EXPECT_TRUE(lab.measure_button().isEnabled());
 }

@@ -18,6 +18,11 @@
 
 namespace inferscope::testing {
 
+// How long a test waits on the engine before it fails: a model load or a generation, and a
+// lab's whole measurement. Generous: a busy 2-core machine under the sanitizers is slow.
+inline constexpr int kEngineWaitMs = 60000;
+inline constexpr int kLabWaitMs = 120000;
+
 // Processes events until `done` holds or `timeout_ms` passes; returns whether it held.
 inline bool wait_until(const std::function<bool()>& done, int timeout_ms) {
     QElapsedTimer timer;

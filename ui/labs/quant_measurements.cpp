@@ -12,7 +12,7 @@ namespace inferscope::ui {
 namespace {
 
 // The share of the quality job's progress bar taken by quantizing; scoring takes the rest.
-constexpr double kQuantizeShare = 0.3;
+constexpr double kQuantizeProgressShare = 0.3;
 
 // Quantization over [begin, end] of the job's progress bar.
 QuantRunOptions run_options(const LabContext& context, double begin, double end) {
@@ -68,7 +68,7 @@ QualityRow measure_quant_quality(const LabContext& context, const QuantScheme& s
     const Model& model = context.require_model();
     const std::vector<TokenId> tokens = quality_tokens(model, settings);
     context.throw_if_cancelled();
-    const QuantizedModel quantized = quantize_model(context.model(), scheme, run_options(context, 0.0, kQuantizeShare));
+    const QuantizedModel quantized = quantize_model(context.model(), scheme, run_options(context, 0.0, kQuantizeProgressShare));
     context.throw_if_cancelled();
     const SchemeSummary& summary = quantized.report.schemes.front();
     InferenceSession reference(context.model(), quality_session_options(context, settings));
@@ -81,7 +81,7 @@ QualityRow measure_quant_quality(const LabContext& context, const QuantScheme& s
                      .engine_progress([](const ProgressUpdate& update) {
                          return QCoreApplication::translate("QuantizationLab", "scored chunk %1 of %2").arg(update.done).arg(update.total);
                      })
-                     .share(kQuantizeShare, compare_end);
+                     .share(kQuantizeProgressShare, compare_end);
     const DistributionComparison comparison = compare_distributions(reference, candidate, tokens, d);
     context.throw_if_cancelled();
     QualityRow row{.scheme = scheme.name(),
