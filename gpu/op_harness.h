@@ -58,7 +58,7 @@ public:
     // `integer_dot` overrides its matvec_integer_dot.
     explicit OpHarness(bool validation, uint32_t max_workgroups_x = 0, const std::string& tuning = "",
                        std::optional<bool> integer_dot = std::nullopt);
-    // Whether Q8_0-input mat-vecs (Kernels::encodes_input) may run on integer dot products here, and whether the
+    // Whether encoded-input mat-vecs (Kernels::encodes_input) may run on integer dot products here, and whether the
     // product of `type` weights with rows of `cols` for n tokens does.
     bool integer_dot() const;
     bool matvec_uses_integer_dot(GgmlType type, int64_t cols, int64_t n) const;

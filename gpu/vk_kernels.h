@@ -96,15 +96,16 @@ public:
     // The most workgroups one dispatch may launch along X (larger counts fold into Y).
     uint32_t max_groups_x() const { return max_groups_x_; }
     const KernelTuning& tuning() const { return tuning_; }
-    // Whether products on Q8_0 inputs (encodes_input) may run on integer dot products (matvec_dot): the tuning
+    // Whether products on encoded inputs (encodes_input) may run on integer dot products (matvec_dot): the tuning
     // asks for it and the device has them and subgroup arithmetic.
     bool integer_dot() const { return integer_dot_; }
-    // Whether products with `type` weights multiply their input encoded as Q8_0, in every
-    // product kernel, so that decode and prefill agree: where integer_dot(), the weight types
-    // the CPU multiplies by Q8_0 inputs (Q8_0, Q4_0, Q5_0, IQ4_NL).
+    // Whether products with `type` weights multiply their input encoded as the CPU encodes it,
+    // in every product kernel, so that decode and prefill agree: where integer_dot(), the
+    // quantized types but Q4_1 and Q5_1 (Q8_0 inputs for Q8_0, Q4_0, Q5_0 and IQ4_NL; Q8_K
+    // for the K-quants and IQ4_XS). Q4_1 and Q5_1 meet Q8_1 inputs on the CPU, whose F16
+    // rounding of each block's sum the GPU does not mirror: they keep F32 inputs.
     bool encodes_input(ShaderWeightType type) const {
-        return integer_dot_ && (type == ShaderWeightType::Q8_0 || type == ShaderWeightType::Q4_0 ||
-                                type == ShaderWeightType::Q5_0 || type == ShaderWeightType::IQ4_NL);
+        return integer_dot_ && is_block_type(type) && type != ShaderWeightType::Q4_1 && type != ShaderWeightType::Q5_1;
     }
     // The most shared memory one workgroup may use (maxComputeSharedMemorySize).
     uint32_t max_shared_bytes() const { return max_shared_bytes_; }
@@ -112,7 +113,7 @@ public:
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
     // From this many tokens on, products use matmul_tiled.comp (64 x 64 output tiles); those
-    // encoding their input as Q8_0 from kMatvecMaxTokens + 1 on (matmul.comp has no encoding).
+    // encoding their input from kMatvecMaxTokens + 1 on (matmul.comp has no encoding).
     static constexpr uint32_t kTiledMinTokens = 16;
     static constexpr uint32_t kTileRows = 64;
     static constexpr uint32_t kTileTokens = 64;

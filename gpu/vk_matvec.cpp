@@ -12,10 +12,18 @@ constexpr uint32_t kMaxRowThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 // matvec.comp's shared memory: part[ACC][MAX_PARTS] floats, and in the integer-dot build per
-// token and 32-element group of the input 32 int8, a scale and a sum.
+// token and 32-element group of the input 32 int8, a scale and the sums of its two halves (and
+// for Q8_K the group's largest value).
 constexpr uint32_t kMatvecMaxParts = 256;  // matvec.comp's MAX_PARTS
 constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * kMatvecMaxParts * 4;
-constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 4;
+constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 8;
+
+// Whether the CPU encodes the input of `type` weights as Q8_K (per 256-element block) rather
+// than Q8_0: the formats of 256-element blocks.
+bool q8_k_input(ShaderWeightType type) {
+    return type == ShaderWeightType::Q4_K || type == ShaderWeightType::Q5_K || type == ShaderWeightType::Q6_K ||
+           type == ShaderWeightType::IQ4_XS || type == ShaderWeightType::Q2_K || type == ShaderWeightType::Q3_K;
+}
 
 // matvec.comp's push constants.
 struct MatvecPush {
@@ -66,6 +74,16 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
         config |= (cols / 32) << 16;
     } else if (k.encodes_input(type)) {
         config |= 0x4000u;  // the F32 build, encoding each group of the input as it reads it
+        // ... with each 256-element block's Q8_K factor in shared memory first.
+        if (q8_k_input(type)) {
+            const uint64_t factor_bytes = uint64_t{n} * (cols / 256) * 4;
+            if (cols / 32 >= (1u << 16) || kMatvecPartBytes + factor_bytes > k.max_shared_bytes()) {
+                throw Error("rows of " + std::to_string(cols) + " values are too long for the GPU's mat-vec: encoding " +
+                            std::to_string(n) + " of them needs " + std::to_string(kMatvecPartBytes + factor_bytes) +
+                            " bytes of workgroup shared memory, the device has " + std::to_string(k.max_shared_bytes()));
+            }
+            config |= (cols / 32) << 16;
+        }
     }
     return {shader, {group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads * team_rows};
 }
@@ -91,7 +109,8 @@ void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, 
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n) {
     if (!k.encodes_input(type)) return false;
     const uint64_t groups = cols / 32;
-    return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes <= k.max_shared_bytes();
+    const uint64_t group_bytes = kQuantizedGroupBytes + (q8_k_input(type) ? 4 : 0);
+    return groups < (1u << 16) && kMatvecPartBytes + n * groups * group_bytes <= k.max_shared_bytes();
 }
 
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {

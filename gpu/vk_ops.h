@@ -50,7 +50,7 @@ struct RopeShape {
 // Each records one operation into `cmd` (followed by a barrier); `n` is the token count.
 // y[n x y_stride] (+)= x[n x cols] * W^T, W's rows landing at columns y_offset...; up to
 // kMatvecMaxTokens tokens through matvec.comp, up to 15 through matmul.comp (tiled where the
-// input is encoded as Q8_0: Kernels::encodes_input), more tiled.
+// input is encoded: Kernels::encodes_input), more tiled.
 // `barrier` false: no barrier after it (the next product is independent: q/k/v, gate/up).
 void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
                    uint32_t y_stride, bool accumulate, bool barrier = true);

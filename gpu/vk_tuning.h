@@ -35,15 +35,16 @@ struct KernelTuning {
     uint32_t attention_workgroups;
     uint32_t attention_workgroups_per_unit;
     // Where the device has integer dot products: the weight types the CPU multiplies by Q8_0
-    // inputs (Q8_0, Q4_0, Q5_0, IQ4_NL) do so on the GPU too, decode on matvec.comp's
-    // integer-dot build (the input encoded once per workgroup, four products per instruction).
+    // inputs (Q8_0, Q4_0, Q5_0, IQ4_NL) or Q8_K inputs (the K-quants, IQ4_XS) do so on the GPU
+    // too, decode on matvec.comp's integer-dot build (the input encoded once per workgroup, four
+    // products per instruction).
     bool matvec_integer_dot;
 };
 
 // Whether the kernels reduce with subgroup arithmetic on this device: reported, and a subgroup
 // size dividing the matrix kernels' 64-thread workgroups.
 bool subgroup_reductions(const DeviceInfo& info);
-// Whether Q8_0-input products run on integer dot products (Kernels::integer_dot): the tuning
+// Whether encoded-input products run on integer dot products (Kernels::integer_dot): the tuning
 // asks for them, the device has them, and subgroup reductions (the integer-dot build uses them).
 bool integer_dot_in_use(const DeviceInfo& info, const KernelTuning& tuning);
 

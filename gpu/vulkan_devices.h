@@ -34,7 +34,7 @@ struct DeviceInfo {
     bool float16_arithmetic = false;  // reported; the kernels compute in F32
     bool storage_8bit = false;        // reported
     bool int8_arithmetic = false;     // reported
-    bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product: mat-vecs on Q8_0 inputs (gpu/README.md)
+    bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product: mat-vecs on encoded inputs (gpu/README.md)
     bool subgroup_arithmetic = false; // the matrix products reduce with subgroupAdd (shared memory without)
     bool timestamps = false;          // compute-queue timestamps: per-op GPU time
     bool usable = false;              // has what the backend requires

@@ -64,11 +64,11 @@ void print_device(const nlohmann::json& d) {
                 d["max_shared_memory_bytes"].get<unsigned>() / 1024);
     const unsigned units = d["compute_units"].get<unsigned>();
     const auto& tuning = d["kernel_tuning"];
-    std::printf("      vendor 0x%04x, %s, kernel tuning %s (attention fills %u workgroups; Q8_0-input products %s)\n",
+    std::printf("      vendor 0x%04x, %s, kernel tuning %s (attention fills %u workgroups; quantized products %s)\n",
                 d["vendor_id"].get<unsigned>(),
                 units > 0 ? (std::to_string(units) + " compute units").c_str() : "compute units not reported",
                 tuning["name"].get<std::string>().c_str(), tuning["attention_workgroups"].get<unsigned>(),
-                tuning["matvec_integer_dot"].get<bool>() ? "on integer dot products" : "on F32 inputs");
+                tuning["matvec_integer_dot"].get<bool>() ? "on encoded inputs, integer dot products" : "on F32 inputs");
     for (const auto& h : d["heaps"]) {
         std::printf("      heap %.0f MiB%s, budget %.0f MiB\n", h["size_bytes"].get<double>() / (1024.0 * 1024.0),
                     h["device_local"].get<bool>() ? " device-local" : "", h["budget_bytes"].get<double>() / (1024.0 * 1024.0));

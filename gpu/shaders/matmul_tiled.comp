@@ -9,8 +9,9 @@
 
 layout(local_size_x = 256) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
-// 1: each token's 32 values of a step are replaced by their Q8_0 encoding (scale x code, both
-// exact in F32), as the CPU encodes the input of Q8_0, Q4_0, Q5_0 and IQ4_NL weights.
+// 1: each token's 32 values of a step are replaced by scale x code (both exact in F32) of the
+// encoding the CPU gives the input of these weights: Q8_0 for the 32-element formats, Q8_K (one
+// scale per 256 values) for the K-quants and IQ4_XS.
 layout(constant_id = 3) const uint ENCODE_INPUT = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;
@@ -36,7 +37,9 @@ layout(push_constant) uniform Params {
 shared float w_tile[TILE_ROWS * PADDED_K];    // [row][k]
 shared float x_tile[TILE_TOKENS * PADDED_K];  // [token][k]
 
-shared float x_amax[ENCODE_INPUT != 0 ? 256 : 1];  // each loading thread's largest |x| of its 8 values
+const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
+shared float x_amax[ENCODE_INPUT != 0 ? 256 : 1];  // each loading thread's largest |x| of its values
+shared float x_max[ENCODE_INPUT != 0 && Q8_K_INPUT ? 256 : 1];  // ... and that value, sign kept
 
 // Replaces a loading thread's 8 values of a token row by scale x code of the row's 32-value
 // Q8_0 block, the block's largest magnitude gathered from its 4 loading threads.
@@ -50,6 +53,24 @@ void encode_q8_0(uint tid, inout float v[8]) {
     const float factor = q8_code_factor(amax);
     const float d = q8_scale(amax);
     for (uint i = 0; i < 8; ++i) v[i] = d * clamp(roundEven(v[i] * factor), -128.0, 127.0);
+}
+
+// The Q8_K factor (q8_k_factor) of the 256-value block of token row t from k0: each of the row's
+// 4 loading threads scans 64 values in order, and the first largest of the four wins.
+float q8_k_block_factor(uint tid, uint t, uint k0) {
+    float max_value = 0.0, max_magnitude = 0.0;
+    if (t < p.n) {
+        const uint first = k0 + (tid % 4) * 64;
+        for (uint e = first; e < first + 64 && e < p.cols; ++e) track_first_max(x[t * p.cols + e], max_value, max_magnitude);
+    }
+    x_amax[tid] = max_magnitude;
+    x_max[tid] = max_value;
+    barrier();
+    const uint row_first = tid & ~3u;
+    max_value = x_max[row_first];
+    max_magnitude = x_amax[row_first];
+    for (uint i = 1; i < 4; ++i) track_first_max(x_max[row_first + i], max_value, max_magnitude);
+    return q8_k_factor(max_value);
 }
 
 void main() {
@@ -67,7 +88,9 @@ void main() {
     for (uint i = 0; i < 4; ++i) {
         for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
     }
+    float block_factor = 0.0;  // Q8_K: the factor of the current 256-value block of this thread's token row
     for (uint k0 = 0; k0 < p.cols; k0 += TILE_K) {
+        if (ENCODE_INPUT != 0 && Q8_K_INPUT && k0 % 256 == 0) block_factor = q8_k_block_factor(tid, t0 + load_row, k0);
         float v[8];
         const uint r = r0 + load_row;
         if (r < p.rows) {
@@ -81,7 +104,12 @@ void main() {
             const uint e = k0 + load_chunk * 8 + i;
             v[i] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
         }
-        if (ENCODE_INPUT != 0) encode_q8_0(tid, v);
+        if (ENCODE_INPUT != 0 && Q8_K_INPUT) {
+            const float d = q8_k_scale(block_factor);
+            for (uint i = 0; i < 8; ++i) v[i] = d * min(roundEven(v[i] * block_factor), 127.0);
+        } else if (ENCODE_INPUT != 0) {
+            encode_q8_0(tid, v);
+        }
         for (uint i = 0; i < 8; ++i) x_tile[load_row * PADDED_K + load_chunk * 8 + i] = v[i];
         barrier();
         for (uint k = 0; k < TILE_K; ++k) {

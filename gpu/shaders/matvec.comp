@@ -9,8 +9,9 @@
 //
 // Built three times from this source: with USE_SUBGROUPS=1 partial sums meet through
 // subgroupAdd and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in
-// shared memory; with INTEGER_DOT=1 (and subgroups) Q8_0, Q4_0, Q5_0 and IQ4_NL weights are
-// multiplied by the input encoded as Q8_0, four bytes at a time (integer dot products).
+// shared memory; with INTEGER_DOT=1 (and subgroups) quantized weights other than Q4_1 and Q5_1
+// are multiplied by the input encoded as the CPU encodes it for them (Q8_0 for the 32-element
+// formats, Q8_K for the K-quants and IQ4_XS), four bytes at a time (integer dot products).
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 #if USE_SUBGROUPS
@@ -28,9 +29,10 @@ layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weight_layout.glsl's numbering
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
-// bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: Q8_0, Q4_0,
-// Q5_0 and IQ4_NL weights multiply the input encoded as Q8_0 (encode_q8_0), as in the INTEGER_DOT build;
-// bits 16-31 (the INTEGER_DOT build): the input row's 32-element groups, sizing its encoded copy.
+// bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: the weights
+// multiply the input encoded (Q8_0 or Q8_K) as they do in the INTEGER_DOT build;
+// bits 16-31: the input row's 32-element groups, sizing its encoded copy (the INTEGER_DOT build)
+// or its Q8_K block factors (the F32 build encoding Q8_K).
 layout(constant_id = 3) const uint CONFIG = 1;
 const uint TOKENS = CONFIG & 0xFFu;
 const bool ALIGNED = (CONFIG & 0x100u) != 0;
@@ -73,21 +75,29 @@ layout(push_constant) uniform Params {
 #include "q8_encoding.glsl"
 #include "weight_layout.glsl"
 
+// The CPU encodes the input of the 256-element formats as Q8_K (one F32 scale per block), of the
+// 32-element ones as Q8_0.
+const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
+
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
+const uint X_GROUPS = CONFIG >> 16;  // per token
 
 #if INTEGER_DOT
 // OpSDot of SPV_KHR_integer_dot_product on two words of four signed bytes (packed format 0):
 // glslang 11 has no GL_EXT_integer_dot_product, so the instruction is declared by its id.
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int dot_i8x4(uint a, uint b, spirv_literal int packed_vector_format);
-const uint X_GROUPS = CONFIG >> 16;  // per token
-// The input rows as the CPU encodes them for these weights (Q8_0): per 32-element group an F16
-// scale and 32 int8 (4 per word), with the group's integer sum for Q4_0's offset of 8.
+// The input rows as the CPU encodes them for these weights: per 32-element group its scale
+// (Q8_0's F16 one, or its Q8_K block's F32 one) and 32 int8 (4 per word), with the integer sums
+// of its two 16-element halves (Q4_0's offset of 8, the K-quants' minimums).
 shared uint xq[TOKENS * X_GROUPS * 8];
 shared float xq_scale[TOKENS * X_GROUPS];
-shared int xq_sum[TOKENS * X_GROUPS];
+shared int xq_half_sum[TOKENS * X_GROUPS * 2];
+shared float xq_group_max[Q8_K_INPUT ? TOKENS * X_GROUPS : 1];  // Q8_K: each group's first value of largest magnitude
 #endif
+// The F32 build encoding Q8_K: the factor (q8_k_factor) of each token's 256-element blocks.
+shared float block_factor[ENCODE_INPUT && Q8_K_INPUT ? TOKENS * X_GROUPS / 8 : 1];
 
 // Elements e..e+3 of token t's input row, normed when NORM; zero past the row's end.
 vec4 x_at(uint t, uint e) {
@@ -129,16 +139,63 @@ float encode_q8_0(inout vec4 v[8]) {
     return q8_scale(amax);
 }
 
-// acc[base + t] += (d * the input block's scale) * the 32 code products, token t's input block
-// u encoded as it is read: the F32 builds' way to the CPU's arithmetic (ENCODE_INPUT). The
-// codes are small integers, so the sum is exact.
-void add_encoded_products(uint t, uint u, float d, vec4 codes[8], uint base, inout float acc[ACC]) {
+// The first value of largest magnitude among the 32 in v.
+float group_first_max(vec4 v[8]) {
+    float max_value = 0.0, max_magnitude = 0.0;
+    for (uint q = 0; q < 8; ++q) {
+        for (uint i = 0; i < 4; ++i) track_first_max(v[q][i], max_value, max_magnitude);
+    }
+    return max_value;
+}
+
+// The Q8_K factor (q8_k_factor) of token t's 256-element input block `block`.
+float q8_k_block_factor(uint t, uint block) {
+    float max_value = 0.0, max_magnitude = 0.0;
+    for (uint g = 0; g < 8; ++g) {
+        vec4 v[8];
+        x_group(t, block * 256 + g * 32, v);
+        track_first_max(group_first_max(v), max_value, max_magnitude);
+    }
+    return q8_k_factor(max_value);
+}
+
+// Replaces 32 values of a Q8_K block by their codes.
+void encode_q8_k(inout vec4 v[8], float factor) {
+    for (uint q = 0; q < 8; ++q) v[q] = min(roundEven(v[q] * factor), 127.0);
+}
+
+// The products of one input group with a weight group of integer codes, the way the CPU's
+// vec_dot sums a block: for Q8_0 inputs (scale x code products) * dx; for Q8_K inputs
+// scales.x * (code products of the first 16) - scales.y * (input codes of the first 16), the
+// same for the second 16 with .zw, times dx.
+float group_code_products(vec4 scales, float dx, vec4 codes[8], vec4 x_codes[8]) {
+    float s_low = 0.0, s_high = 0.0, x_low = 0.0, x_high = 0.0;
+    for (uint q = 0; q < 4; ++q) {
+        s_low += dot(codes[q], x_codes[q]);
+        s_high += dot(codes[4 + q], x_codes[4 + q]);
+        x_low += dot(x_codes[q], vec4(1.0));
+        x_high += dot(x_codes[4 + q], vec4(1.0));
+    }
+    if (!Q8_K_INPUT) return (scales.x * dx) * (s_low + s_high);
+    return dx * ((scales.x * s_low - scales.y * x_low) + (scales.z * s_high - scales.w * x_high));
+}
+
+// acc[base + t] += the products of weight group u (its integer codes and its scales, as
+// group_code_products takes them) with token t's input group u encoded as it is read: the F32
+// builds' way to the CPU's arithmetic (ENCODE_INPUT). The codes are small integers, so the sums
+// are exact.
+void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base, inout float acc[ACC]) {
     vec4 x[8];
     x_group(t, u * 32, x);
-    const float dx = encode_q8_0(x);
-    float s = 0.0;
-    for (uint q = 0; q < 8; ++q) s += dot(codes[q], x[q]);
-    acc[base + t] += (d * dx) * s;
+    float dx;
+    if (Q8_K_INPUT) {
+        const float factor = block_factor[t * (X_GROUPS / 8) + u / 8];
+        encode_q8_k(x, factor);
+        dx = q8_k_scale(factor);
+    } else {
+        dx = encode_q8_0(x);
+    }
+    acc[base + t] += group_code_products(scales, dx, codes, x);
 }
 
 #if INTEGER_DOT
@@ -149,7 +206,21 @@ void add_code_products(uint u, float d, uint words[8], int offset, uint base, in
         const uint g = t * X_GROUPS + u;
         int s = 0;
         for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
-        acc[base + t] += (d * xq_scale[g]) * float(s + offset * xq_sum[g]);
+        acc[base + t] += (d * xq_scale[g]) * float(s + offset * (xq_half_sum[2 * g] + xq_half_sum[2 * g + 1]));
+    }
+}
+
+// acc[base + t] += group_code_products of weight group u with every token's encoded group u.
+void add_group_code_products(uint u, vec4 scales, uint words[8], uint base, inout float acc[ACC]) {
+    for (uint t = 0; t < TOKENS; ++t) {
+        const uint g = t * X_GROUPS + u;
+        int s_low = 0, s_high = 0;
+        for (uint q = 0; q < 4; ++q) {
+            s_low += dot_i8x4(words[q], xq[g * 8 + q], 0);
+            s_high += dot_i8x4(words[4 + q], xq[g * 8 + 4 + q], 0);
+        }
+        acc[base + t] += xq_scale[g] * ((scales.x * float(s_low) - scales.y * float(xq_half_sum[2 * g])) +
+                                        (scales.z * float(s_high) - scales.w * float(xq_half_sum[2 * g + 1])));
     }
 }
 #endif
@@ -236,23 +307,58 @@ void compute_inverse_rms() {
 }
 
 #if INTEGER_DOT
-// Fills xq from x (normed when NORM), one thread per group.
+// Stores group i's codes and their half sums.
+void store_codes(uint i, vec4 codes[8]) {
+    ivec2 sums = ivec2(0);
+    for (uint q = 0; q < 8; ++q) {
+        const ivec4 b = ivec4(codes[q]);
+        sums[q / 4] += b.x + b.y + b.z + b.w;
+        xq[i * 8 + q] = pack_i8x4(codes[q]);
+    }
+    xq_half_sum[2 * i] = sums.x;
+    xq_half_sum[2 * i + 1] = sums.y;
+}
+
+// Fills xq from x (normed when NORM), one thread per group. For Q8_K each group first finds
+// its largest value; then each takes its block's factor from the block's eight (rows are whole
+// 256-element blocks, so a block's groups are consecutive and of one token).
 void quantize_input() {
-    for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS; i += gl_WorkGroupSize.x) {
-        vec4 v[8];
-        x_group(i / X_GROUPS, (i % X_GROUPS) * 32, v);
-        xq_scale[i] = encode_q8_0(v);
-        int sum = 0;
-        for (uint q = 0; q < 8; ++q) {
-            const ivec4 b = ivec4(v[q]);
-            sum += b.x + b.y + b.z + b.w;
-            xq[i * 8 + q] = pack_i8x4(v[q]);
+    if (Q8_K_INPUT) {
+        for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS; i += gl_WorkGroupSize.x) {
+            vec4 v[8];
+            x_group(i / X_GROUPS, (i % X_GROUPS) * 32, v);
+            xq_group_max[i] = group_first_max(v);
         }
-        xq_sum[i] = sum;
+        barrier();
+        for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS; i += gl_WorkGroupSize.x) {
+            float max_value = 0.0, max_magnitude = 0.0;
+            for (uint g = i & ~7u; g < (i | 7u) + 1; ++g) track_first_max(xq_group_max[g], max_value, max_magnitude);
+            const float factor = q8_k_factor(max_value);
+            vec4 v[8];
+            x_group(i / X_GROUPS, (i % X_GROUPS) * 32, v);
+            encode_q8_k(v, factor);
+            xq_scale[i] = q8_k_scale(factor);
+            store_codes(i, v);
+        }
+    } else {
+        for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS; i += gl_WorkGroupSize.x) {
+            vec4 v[8];
+            x_group(i / X_GROUPS, (i % X_GROUPS) * 32, v);
+            xq_scale[i] = encode_q8_0(v);
+            store_codes(i, v);
+        }
     }
     barrier();
 }
 #endif
+
+// Fills block_factor (the F32 build encoding Q8_K), one thread per block.
+void compute_block_factors() {
+    for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS / 8; i += gl_WorkGroupSize.x) {
+        block_factor[i] = q8_k_block_factor(i / (X_GROUPS / 8), i % (X_GROUPS / 8));
+    }
+    barrier();
+}
 
 void store(uint r, uint t, float value) {
     const bool add = (p.flags & 1u) != 0;
@@ -295,6 +401,7 @@ void main() {
 #if INTEGER_DOT
     quantize_input();
 #endif
+    if (ENCODE_INPUT && Q8_K_INPUT) compute_block_factors();
 
     float acc[ACC];
     for (uint k = 0; k < ACC; ++k) acc[k] = 0.0;

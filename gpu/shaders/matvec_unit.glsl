@@ -7,7 +7,8 @@
 #include "weight_octets.glsl"
 #undef WORDS
 
-// The 32 codes of group u of a Q5_0 (q - 16) or IQ4_NL (the level) row, as integers in F32.
+// The 32 codes of group u of a row, as integers in F32: q - 16 for Q5_0, the level for IQ4_NL
+// and IQ4_XS, and for the K-quants the value before its sub-block's scale and minimum.
 void BLOCK_CODES(uint row_word, uint u, out vec4 codes[8]) {
     for (uint q = 0; q < 4; ++q) {
         float v[8];
@@ -41,6 +42,13 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = pack_i8x4(codes[q]);
         add_code_products(u, GROUP_SCALES(row_word, u).x, words, 0, base, acc);
+    } else if (Q8_K_INPUT) {
+        const uint row_word = row * row_words(p.cols);
+        vec4 codes[8];
+        BLOCK_CODES(row_word, u, codes);
+        uint words[8];
+        for (uint q = 0; q < 8; ++q) words[q] = pack_i8x4(codes[q]);
+        add_group_code_products(u, GROUP_SCALES(row_word, u), words, base, acc);
     }
     return;
 #endif
@@ -55,7 +63,8 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
         for (uint t = 0; t < TOKENS; ++t) {
             if (ENCODE_INPUT) {
-                add_encoded_products(t, u, d, vec4[8](low[0], low[1], low[2], low[3], high[0], high[1], high[2], high[3]), base, acc);
+                add_encoded_products(t, u, vec4(d, 0.0, d, 0.0),
+                                     vec4[8](low[0], low[1], low[2], low[3], high[0], high[1], high[2], high[3]), base, acc);
                 continue;
             }
             float s = 0.0;
@@ -73,19 +82,19 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
         for (uint t = 0; t < TOKENS; ++t) {
             if (ENCODE_INPUT) {
-                add_encoded_products(t, u, d, q8, base, acc);
+                add_encoded_products(t, u, vec4(d, 0.0, d, 0.0), q8, base, acc);
                 continue;
             }
             float s = 0.0;
             for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
             acc[base + t] += d * s;
         }
-    } else if (ENCODE_INPUT && (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL)) {  // integer codes: the CPU's block sum
+    } else if (ENCODE_INPUT && (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL || Q8_K_INPUT)) {  // integer codes: the CPU's block sums
         const uint row_word = row * row_words(p.cols);
-        const float d = GROUP_SCALES(row_word, u).x;
+        const vec4 scales = GROUP_SCALES(row_word, u);
         vec4 codes[8];
         BLOCK_CODES(row_word, u, codes);
-        for (uint t = 0; t < TOKENS; ++t) add_encoded_products(t, u, d, codes, base, acc);
+        for (uint t = 0; t < TOKENS; ++t) add_encoded_products(t, u, scales, codes, base, acc);
     } else if (BLOCK_TYPE) {
         const uint row_word = row * row_words(p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);

@@ -14,3 +14,19 @@ float refined_quotient(float numerator, float denominator) {
 float q8_code_factor(float amax) { return amax == 0.0 ? 0.0 : refined_quotient(127.0, amax); }
 
 float q8_scale(float amax) { return unpackHalf2x16(packHalf2x16(vec2(refined_quotient(amax, 127.0), 0.0))).x; }
+
+// The CPU's Q8_K encoding of a 256-value block (K-quant and IQ4_XS weights) whose first value
+// of largest magnitude is max_value, sign kept: code = min(round-to-nearest-even(v * factor),
+// 127) with factor = -127 / max_value, and scale = 1 / factor, kept in F32.
+float q8_k_factor(float max_value) { return max_value == 0.0 ? 0.0 : refined_quotient(-127.0, max_value); }
+
+float q8_k_scale(float factor) { return factor == 0.0 ? 0.0 : refined_quotient(1.0, factor); }
+
+// Folds value into (the first value of largest magnitude so far, its magnitude), scanning in
+// element order: only a strictly larger magnitude replaces it, as the CPU's scan does.
+void track_first_max(float value, inout float max_value, inout float max_magnitude) {
+    if (abs(value) > max_magnitude) {
+        max_magnitude = abs(value);
+        max_value = value;
+    }
+}

@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
     try {
         const BenchOptions options = parse_options(argc, argv);
         inferscope::gpu::OpHarness gpu(false);
-        std::printf("device: %s; Q8_0, Q4_0, Q5_0, IQ4_NL %s (INFERSCOPE_VK_INTEGER_DOT)\n", gpu.device_name().c_str(),
-                    gpu.integer_dot() ? "on integer dot products" : "on F32 inputs");
+        std::printf("device: %s; quantized types but Q4_1 and Q5_1 %s (INFERSCOPE_VK_INTEGER_DOT)\n", gpu.device_name().c_str(),
+                    gpu.integer_dot() ? "on encoded inputs, integer dot products" : "on F32 inputs");
         if (!gpu.has_timestamps()) {
             std::printf("no GPU timestamps on this device: nothing to time\n");
             return 0;

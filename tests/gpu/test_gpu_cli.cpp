@@ -60,7 +60,9 @@ TEST_F(GpuCli, DevicesListsTheChosenDevice) {
                             device["subgroup_size"].get<unsigned>() <= 64;
     const char* forced = std::getenv("INFERSCOPE_VK_INTEGER_DOT");
     const bool asked = forced != nullptr ? std::string(forced) == "1" : gpu::kernel_tuning_named(tuning).matvec_integer_dot;
-    if (device_can) EXPECT_EQ(integer_dot, asked) << tuning;
+    if (device_can) {
+        EXPECT_EQ(integer_dot, asked) << tuning;
+    }
 }
 
 TEST_F(GpuCli, AnUnknownKernelTuningIsRefusedByName) {

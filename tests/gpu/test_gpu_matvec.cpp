@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "engine/backend/cpu/matmul.h"
 #include "engine/backend/cpu/ops.h"
@@ -221,13 +222,13 @@ TEST(GpuMatvecTuning, EveryTuningEntrysShapesMatchCpu) {
 }
 
 TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
-    // The CPU multiplies Q8_0, Q4_0, Q5_0 and IQ4_NL weights by inputs encoded as Q8_0. With
-    // integer dot products the GPU does too, in every product kernel: the integer-dot mat-vec,
-    // the F32 mat-vec where the encoded rows do not fit shared memory (ffn_down's width at 5
-    // tokens on lavapipe's 32 KiB, a 7B ffn_down's at 8 tokens anywhere), and the tiled product
-    // from 9 tokens on. It should then agree
-    // with the CPU far more closely than the F32 path (the harness with integer dot products
-    // off) does.
+    // The CPU multiplies Q8_0, Q4_0, Q5_0 and IQ4_NL weights by inputs encoded as Q8_0, the
+    // K-quants and IQ4_XS by inputs encoded as Q8_K. With integer dot products the GPU does
+    // too, in every product kernel: the integer-dot mat-vec, the F32 mat-vec where the encoded
+    // rows do not fit shared memory (ffn_down's width at 5 tokens on lavapipe's 32 KiB, a 7B
+    // ffn_down's at 8 tokens anywhere), and the tiled product from 9 tokens on. It should then
+    // agree with the CPU far more closely than the F32 path (the harness with integer dot
+    // products off) does.
     std::unique_ptr<gpu::OpHarness> with_dot;
     INFERSCOPE_MAKE_OR_SKIP_GPU(with_dot, std::make_unique<gpu::OpHarness>(true, 0, "", true));
     if (!with_dot->integer_dot()) GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic";
@@ -237,14 +238,23 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
     int dot_products = 0, encoded_f32_products = 0;
     struct Case {
         int64_t rows, cols, n;
-        bool every_type;  // else Q8_0 and Q4_0 only: the others share the paths (each case compiles pipelines)
+        // Else only Q8_0, Q4_0 (Q8_0 inputs), Q4_K and Q6_K (Q8_K inputs): the others share
+        // their paths (each case compiles pipelines). The K-quants take the cases whose rows
+        // are whole 256-blocks.
+        bool every_type;
     };
     const std::vector<Case> cases = {{67, 32, 1, false},   {67, 32, 8, true},     {131, 896, 2, false},  {131, 896, 5, true},
-                                     {29, 4864, 1, true},  {29, 4864, 5, false},  {16411, 64, 3, false}, {45, 256, 12, true},
-                                     {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}, {29, 11008, 8, false}};
-    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL}) {
+                                     {29, 4864, 1, true},  {29, 4864, 5, true},   {16411, 64, 3, false}, {45, 256, 12, true},
+                                     {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}, {29, 11008, 8, false},
+                                     {19, 768, 3, false}};
+    const std::set<GgmlType> main_types = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q6_K,
+                          GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
+        const bool super_blocks = ggml_type_traits(type).block_elements == 256;
+        double worst_encoded = 0, worst_f32 = 0;
         for (const Case& c : cases) {
-            if (!c.every_type && type != GgmlType::Q8_0 && type != GgmlType::Q4_0) continue;
+            if (!c.every_type && main_types.count(type) == 0) continue;
+            if (super_blocks && c.cols % 256 != 0) continue;
             std::vector<uint8_t> bytes;
             const WeightMatrix w = random_weight(type, c.rows, c.cols, rng, bytes);
             const std::vector<float> x = random_floats(static_cast<size_t>(c.n * c.cols), rng, 3.0f);
@@ -264,7 +274,11 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
             // difference of a normed input can move one code by a step: about 1e-9.
             EXPECT_LT(e_encoded, 1e-8) << what << "; F32 path: " << e_f32;
             EXPECT_LT(e_f32, 5e-4) << what;
+            worst_encoded = std::max(worst_encoded, e_encoded);
+            worst_f32 = std::max(worst_f32, e_f32);
         }
+        std::printf("[ measured ] %s: worst NMSE against the CPU %.2g with encoded inputs, %.2g with F32 inputs\n",
+                    ggml_type_name(type).data(), worst_encoded, worst_f32);
     }
     EXPECT_GT(dot_products, 0) << "no product fitted the integer-dot build's shared memory";
     // 8 rows of 11,008 (a 7B ffn_down's) encoded take 110,080 bytes: more than any device's shared memory.
