@@ -11,9 +11,10 @@ namespace {
 constexpr uint32_t kMaxRowThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
-// matvec.comp's shared memory: part[ACC][MAX_PARTS] floats, and in the integer-dot build per
-// token and 32-element group of the input 32 int8, a scale and the sums of its two halves (and
-// for Q8_K the group's largest value).
+// matvec.comp's shared memory: part[ACC][MAX_PARTS] floats (which also hold the F32 build's Q8_K
+// block factors), and in the integer-dot build per token and 32-element group of the input 32
+// int8, a scale and the sums of its two halves, and for Q8_K the group's largest value (one
+// unused element for Q8_0).
 constexpr uint32_t kMatvecMaxParts = 256;  // matvec.comp's MAX_PARTS
 constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * kMatvecMaxParts * 4;
 constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 8;
@@ -74,13 +75,13 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
         config |= (cols / 32) << 16;
     } else if (k.encodes_input(type)) {
         config |= 0x4000u;  // the F32 build, encoding each group of the input as it reads it
-        // ... with each 256-element block's Q8_K factor in shared memory first.
+        // ... with each 256-element block's Q8_K factor computed first, into part[][].
         if (q8_k_input(type)) {
-            const uint64_t factor_bytes = uint64_t{n} * (cols / 256) * 4;
-            if (cols / 32 >= (1u << 16) || kMatvecPartBytes + factor_bytes > k.max_shared_bytes()) {
+            const uint64_t factors = uint64_t{n} * (cols / 256);
+            if (factors > uint64_t{kMatvecAccumulators} * kMatvecMaxParts) {
                 throw Error("rows of " + std::to_string(cols) + " values are too long for the GPU's mat-vec: encoding " +
-                            std::to_string(n) + " of them needs " + std::to_string(kMatvecPartBytes + factor_bytes) +
-                            " bytes of workgroup shared memory, the device has " + std::to_string(k.max_shared_bytes()));
+                            std::to_string(n) + " of them takes " + std::to_string(factors) + " block factors, at most " +
+                            std::to_string(kMatvecAccumulators * kMatvecMaxParts) + " fit");
             }
             config |= (cols / 32) << 16;
         }
@@ -109,8 +110,8 @@ void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, 
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n) {
     if (!k.encodes_input(type)) return false;
     const uint64_t groups = cols / 32;
-    const uint64_t group_bytes = kQuantizedGroupBytes + (q8_k_input(type) ? 4 : 0);
-    return groups < (1u << 16) && kMatvecPartBytes + n * groups * group_bytes <= k.max_shared_bytes();
+    const uint64_t max_bytes = q8_k_input(type) ? 4 * n * groups : 4;
+    return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes + max_bytes <= k.max_shared_bytes();
 }
 
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {

@@ -28,7 +28,7 @@ struct VulkanBackendOptions {
     // An entry of the kernel tuning table (gpu/vk_tuning.h) instead of the device's, as
     // INFERSCOPE_VK_TUNING sets it; empty: the device's (or the variable's).
     std::string kernel_tuning;
-    // Q8_0-encoded inputs and integer dot products (where the device has them) or F32 inputs, instead
+    // Inputs encoded as the CPU encodes them and integer dot products (where the device has them) or F32 inputs, instead
     // of the tuning's choice, as INFERSCOPE_VK_INTEGER_DOT sets it.
     std::optional<bool> integer_dot;
 };

@@ -9,9 +9,9 @@
 
 layout(local_size_x = 256) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
-// 1: each token's 32 values of a step are replaced by scale x code (both exact in F32) of the
-// encoding the CPU gives the input of these weights: Q8_0 for the 32-element formats, Q8_K (one
-// scale per 256 values) for the K-quants and IQ4_XS.
+// 1: each token's 32 values of a step are replaced by scale x code of the encoding the CPU gives
+// the input of these weights: Q8_0 for the 32-element formats (the product exact in F32), Q8_K
+// (one F32 scale per 256 values) for the K-quants and IQ4_XS.
 layout(constant_id = 3) const uint ENCODE_INPUT = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;

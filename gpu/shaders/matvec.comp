@@ -96,8 +96,6 @@ shared float xq_scale[TOKENS * X_GROUPS];
 shared int xq_half_sum[TOKENS * X_GROUPS * 2];
 shared float xq_group_max[Q8_K_INPUT ? TOKENS * X_GROUPS : 1];  // Q8_K: each group's first value of largest magnitude
 #endif
-// The F32 build encoding Q8_K: the factor (q8_k_factor) of each token's 256-element blocks.
-shared float block_factor[ENCODE_INPUT && Q8_K_INPUT ? TOKENS * X_GROUPS / 8 : 1];
 
 // Elements e..e+3 of token t's input row, normed when NORM; zero past the row's end.
 vec4 x_at(uint t, uint e) {
@@ -189,7 +187,8 @@ void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base,
     x_group(t, u * 32, x);
     float dx;
     if (Q8_K_INPUT) {
-        const float factor = block_factor[t * (X_GROUPS / 8) + u / 8];
+        const uint block = t * (X_GROUPS / 8) + u / 8;
+        const float factor = part[block / MAX_PARTS][block % MAX_PARTS];
         encode_q8_k(x, factor);
         dx = q8_k_scale(factor);
     } else {
@@ -352,10 +351,11 @@ void quantize_input() {
 }
 #endif
 
-// Fills block_factor (the F32 build encoding Q8_K), one thread per block.
+// The F32 build encoding Q8_K: the factor (q8_k_factor) of each token's 256-element blocks,
+// one thread per block, kept in part[][] (flat) until the products' reduction needs it back.
 void compute_block_factors() {
     for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS / 8; i += gl_WorkGroupSize.x) {
-        block_factor[i] = q8_k_block_factor(i / (X_GROUPS / 8), i % (X_GROUPS / 8));
+        part[i / MAX_PARTS][i % MAX_PARTS] = q8_k_block_factor(i / (X_GROUPS / 8), i % (X_GROUPS / 8));
     }
     barrier();
 }
@@ -408,6 +408,7 @@ void main() {
     const uint units = BLOCK_TYPE ? p.cols / 32 : (p.cols + 7) / 8;
     const uint r0 = first_row + team * TEAM_ROWS;
     for (uint u = lane; u < units; u += ROW_THREADS) team_units(r0, u, acc);
+    if (ENCODE_INPUT && Q8_K_INPUT) barrier();  // every thread has read its block factors from part[][]
     reduce_partials(acc, TEAM_ROWS * PER_ROW, ROW_THREADS);
     // Output k of the team (token k % TOKENS of row k / TOKENS) is stored by lane k % ROW_THREADS.
     for (uint k = lane; k < TEAM_ROWS * TOKENS; k += ROW_THREADS) {

@@ -18,7 +18,12 @@ float q8_scale(float amax) { return unpackHalf2x16(packHalf2x16(vec2(refined_quo
 // The CPU's Q8_K encoding of a 256-value block (K-quant and IQ4_XS weights) whose first value
 // of largest magnitude is max_value, sign kept: code = min(round-to-nearest-even(v * factor),
 // 127) with factor = -127 / max_value, and scale = 1 / factor, kept in F32.
-float q8_k_factor(float max_value) { return max_value == 0.0 ? 0.0 : refined_quotient(-127.0, max_value); }
+// A magnitude below about 3.7e-37 makes the factor overflow; the CPU's codes and scale are then
+// 0, as a factor of 0 gives.
+float q8_k_factor(float max_value) {
+    const float factor = max_value == 0.0 ? 0.0 : refined_quotient(-127.0, max_value);
+    return isinf(factor) ? 0.0 : factor;
+}
 
 float q8_k_scale(float factor) { return factor == 0.0 ? 0.0 : refined_quotient(1.0, factor); }
 

@@ -4,8 +4,10 @@
 // activations, row-split matrices and launches folded into Y. Validation layer on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "engine/backend/cpu/matmul.h"
 #include "engine/backend/cpu/ops.h"
@@ -279,6 +281,22 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
         }
         std::printf("[ measured ] %s: worst NMSE against the CPU %.2g with encoded inputs, %.2g with F32 inputs\n",
                     ggml_type_name(type).data(), worst_encoded, worst_f32);
+    }
+    // A block whose largest magnitude is so small that its Q8_K factor overflows contributes 0
+    // on the CPU (codes and scale 0); on every path of the GPU too, not NaN.
+    {
+        // The integer-dot build, the tiles, and the F32 build (8 rows of 11,008 never fit).
+        for (const auto& [cols, n] : std::vector<std::pair<int64_t, int64_t>>{{512, 1}, {512, 12}, {11008, 8}}) {
+            std::vector<uint8_t> bytes;
+            const WeightMatrix w = random_weight(GgmlType::Q4_K, 29, cols, rng, bytes);
+            std::vector<float> x = random_floats(static_cast<size_t>(n * cols), rng, 3.0f);
+            for (int64_t t = 0; t < n; ++t) std::fill_n(x.begin() + t * cols + 256, 256, 1e-37f);
+            const std::vector<float> cpu = cpu_product(w, x, n);
+            const std::vector<float> gpu = n <= 8 ? with_dot->matvec(w, x, n, {}) : with_dot->matmul(w, x, n);
+            const std::string what = "a block of 1e-37, " + std::to_string(cols) + " columns, n=" + std::to_string(n);
+            ASSERT_TRUE(std::all_of(gpu.begin(), gpu.end(), [](float v) { return std::isfinite(v); })) << what;
+            EXPECT_LT(nmse(gpu, cpu), 1e-8) << what;
+        }
     }
     EXPECT_GT(dot_products, 0) << "no product fitted the integer-dot build's shared memory";
     // 8 rows of 11,008 (a 7B ffn_down's) encoded take 110,080 bytes: more than any device's shared memory.

@@ -93,8 +93,8 @@ TEST_F(GpuModel, Qwen2TinyTeacherForcedLogitsMatchCpu) {
     std::printf("[ measured ] qwen2-tiny F32: max |logit GPU - CPU| = %.3g\n", worst);
 }
 
-// The CPU encodes the input of each product with a Q8_0 weight as Q8_0 (as llama.cpp's CPU
-// backend does). So does the GPU where it has integer dot products (vulkan_encodes_quantized_inputs);
+// The CPU encodes the input of each product with a quantized weight to 8 bits (as llama.cpp's CPU
+// backend does; Q8_0 for Q8_0 weights). So does the GPU where it has integer dot products (vulkan_encodes_quantized_inputs);
 // otherwise it multiplies the dequantized weights with F32 inputs, and such a GPU's arithmetic is
 // checked against the CPU running the same weights dequantized to F32.
 std::shared_ptr<const Model> dequantized_to_f32(const std::shared_ptr<const Model>& model) {

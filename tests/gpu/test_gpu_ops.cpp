@@ -60,7 +60,7 @@ TEST_P(GpuMatmul, MatchesCpuForDecodeAndPrefillShapes) {
     const MatmulCase c = GetParam();
     std::vector<uint8_t> bytes;
     // 67 rows: not a multiple of the rows per workgroup; 11 tokens: not a multiple of 8
-    // (matmul.comp, or the tiles where the input is encoded as Q8_0); 70: the tiled kernel with
+    // (matmul.comp, or the tiles where the input is encoded); 70: the tiled kernel with
     // partial tiles in both directions.
     const WeightMatrix w = random_weight(c.type, 67, 512, rng_, bytes);
     for (int64_t n : {1, 11, 70}) {
