@@ -37,9 +37,10 @@ layout(push_constant) uniform Params {
 shared float w_tile[TILE_ROWS * PADDED_K];    // [row][k]
 shared float x_tile[TILE_TOKENS * PADDED_K];  // [token][k]
 
-const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
-shared float x_amax[ENCODE_INPUT != 0 ? 256 : 1];  // each loading thread's largest |x| of its values
-shared float x_max[ENCODE_INPUT != 0 && Q8_K_INPUT ? 256 : 1];  // ... and that value, sign kept
+const bool ENCODE_Q8_K = ENCODE_INPUT != 0 && Q8_K_INPUT;
+// Each loading thread's largest |x| of its 8 values (Q8_0), or its first value of largest
+// magnitude, sign kept, of its 64 (Q8_K).
+shared float x_amax[ENCODE_INPUT != 0 ? 256 : 1];
 
 // Replaces a loading thread's 8 values of a token row by scale x code of the row's 32-value
 // Q8_0 block, the block's largest magnitude gathered from its 4 loading threads.
@@ -63,13 +64,11 @@ float q8_k_block_factor(uint tid, uint t, uint k0) {
         const uint first = k0 + (tid % 4) * 64;
         for (uint e = first; e < first + 64 && e < p.cols; ++e) track_first_max(x[t * p.cols + e], max_value, max_magnitude);
     }
-    x_amax[tid] = max_magnitude;
-    x_max[tid] = max_value;
+    x_amax[tid] = max_value;
     barrier();
-    const uint row_first = tid & ~3u;
-    max_value = x_max[row_first];
-    max_magnitude = x_amax[row_first];
-    for (uint i = 1; i < 4; ++i) track_first_max(x_max[row_first + i], max_value, max_magnitude);
+    max_value = 0.0;
+    max_magnitude = 0.0;
+    for (uint i = tid & ~3u; i < (tid | 3u) + 1; ++i) track_first_max(x_amax[i], max_value, max_magnitude);
     return q8_k_factor(max_value);
 }
 
@@ -88,9 +87,13 @@ void main() {
     for (uint i = 0; i < 4; ++i) {
         for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
     }
-    float block_factor = 0.0;  // Q8_K: the factor of the current 256-value block of this thread's token row
+    // Q8_K: the factor and scale of the current 256-value block of this thread's token row.
+    float block_factor = 0.0, block_scale = 0.0;
     for (uint k0 = 0; k0 < p.cols; k0 += TILE_K) {
-        if (ENCODE_INPUT != 0 && Q8_K_INPUT && k0 % 256 == 0) block_factor = q8_k_block_factor(tid, t0 + load_row, k0);
+        if (ENCODE_Q8_K && k0 % 256 == 0) {
+            block_factor = q8_k_block_factor(tid, t0 + load_row, k0);
+            block_scale = q8_k_scale(block_factor);
+        }
         float v[8];
         const uint r = r0 + load_row;
         if (r < p.rows) {
@@ -104,9 +107,8 @@ void main() {
             const uint e = k0 + load_chunk * 8 + i;
             v[i] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
         }
-        if (ENCODE_INPUT != 0 && Q8_K_INPUT) {
-            const float d = q8_k_scale(block_factor);
-            for (uint i = 0; i < 8; ++i) v[i] = d * min(roundEven(v[i] * block_factor), 127.0);
+        if (ENCODE_Q8_K) {
+            for (uint i = 0; i < 8; ++i) v[i] = block_scale * min(roundEven(v[i] * block_factor), 127.0);
         } else if (ENCODE_INPUT != 0) {
             encode_q8_0(tid, v);
         }

@@ -75,10 +75,6 @@ layout(push_constant) uniform Params {
 #include "q8_encoding.glsl"
 #include "weight_layout.glsl"
 
-// The CPU encodes the input of the 256-element formats as Q8_K (one F32 scale per block), of the
-// 32-element ones as Q8_0.
-const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
-
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
 const uint X_GROUPS = CONFIG >> 16;  // per token

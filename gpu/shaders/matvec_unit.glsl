@@ -35,20 +35,18 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
         add_code_products(u, unpackHalf2x16(uint(W16[b])).x, words, 0, base, acc);
-    } else if (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL) {  // q - 16, or the level
+    } else if (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL || Q8_K_INPUT) {  // codes unpacked to bytes (BLOCK_CODES)
         const uint row_word = row * row_words(p.cols);
+        const vec4 scales = GROUP_SCALES(row_word, u);
         vec4 codes[8];
         BLOCK_CODES(row_word, u, codes);
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = pack_i8x4(codes[q]);
-        add_code_products(u, GROUP_SCALES(row_word, u).x, words, 0, base, acc);
-    } else if (Q8_K_INPUT) {
-        const uint row_word = row * row_words(p.cols);
-        vec4 codes[8];
-        BLOCK_CODES(row_word, u, codes);
-        uint words[8];
-        for (uint q = 0; q < 8; ++q) words[q] = pack_i8x4(codes[q]);
-        add_group_code_products(u, GROUP_SCALES(row_word, u), words, base, acc);
+        if (Q8_K_INPUT) {
+            add_group_code_products(u, scales, words, base, acc);
+        } else {
+            add_code_products(u, scales.x, words, 0, base, acc);
+        }
     }
     return;
 #endif

@@ -19,6 +19,8 @@ const uint WT_Q3_K = 14;   // 256: high bits, 2-bit values, 6-bit sub-scales, F1
 
 // F32, F16 and BF16 hold one value per element; every other format, blocks of 32 or 256.
 const bool BLOCK_TYPE = WEIGHT_TYPE != WT_F32 && WEIGHT_TYPE != WT_F16 && WEIGHT_TYPE != WT_BF16;
+// The formats of 256-element blocks, whose input the CPU encodes as Q8_K (the others as Q8_0).
+const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
 
 uint row_words(uint cols) {
     switch (WEIGHT_TYPE) {

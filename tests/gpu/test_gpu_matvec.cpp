@@ -305,6 +305,27 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
     EXPECT_EQ(without_dot.validation_errors(), 0) << "Vulkan validation errors (printed above)";
 }
 
+TEST(GpuMatvecIntegerDot, RowsTooLongForTheirQ8KBlockFactorsAreAClearError) {
+    // The F32 build keeps each token's Q8_K block factors in its 4,096 partial sums: a row of
+    // 513 blocks fits for one token, not for eight.
+    std::unique_ptr<gpu::OpHarness> gpu;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(true, 0, "", true));
+    if (!gpu->integer_dot()) GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic";
+    std::mt19937 rng(5);
+    std::vector<uint8_t> bytes;
+    const int64_t cols = 513 * 256;
+    const WeightMatrix w = random_weight(GgmlType::Q4_K, 3, cols, rng, bytes);
+    const std::vector<float> x1 = random_floats(static_cast<size_t>(cols), rng, 3.0f);
+    EXPECT_LT(nmse(gpu->matvec(w, x1, 1, {}), cpu_product(w, x1, 1)), 1e-8);
+    const std::vector<float> x8 = random_floats(static_cast<size_t>(8 * cols), rng, 3.0f);
+    try {
+        gpu->matvec(w, x8, 8, {});
+        ADD_FAILURE() << "8 rows of " << cols << " values were accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("too long"), std::string::npos) << e.what();
+    }
+}
+
 TEST(GpuMatvecFolded, LaunchesAboveTheXLimitFoldIntoY) {
     // At most 7 workgroups along X: a tall output matrix (the 896 x 151,936 output scaled
     // down), the fused q/k/v and the gated FFN all fold their launches into Y.
