@@ -101,12 +101,9 @@ public:
     bool integer_dot() const { return integer_dot_; }
     // Whether products with `type` weights multiply their input encoded as the CPU encodes it,
     // in every product kernel, so that decode and prefill agree: where integer_dot(), the
-    // quantized types but Q4_1 and Q5_1 (Q8_0 inputs for Q8_0, Q4_0, Q5_0 and IQ4_NL; Q8_K
-    // for the K-quants and IQ4_XS). Q4_1 and Q5_1 meet Q8_1 inputs on the CPU, whose F16
-    // rounding of each block's sum the GPU does not mirror: they keep F32 inputs.
-    bool encodes_input(ShaderWeightType type) const {
-        return integer_dot_ && is_block_type(type) && type != ShaderWeightType::Q4_1 && type != ShaderWeightType::Q5_1;
-    }
+    // quantized types (Q8_0 inputs for Q8_0, Q4_0, Q5_0 and IQ4_NL; Q8_1 for Q4_1 and Q5_1;
+    // Q8_K for the K-quants and IQ4_XS).
+    bool encodes_input(ShaderWeightType type) const { return integer_dot_ && is_block_type(type); }
     // The most shared memory one workgroup may use (maxComputeSharedMemorySize).
     uint32_t max_shared_bytes() const { return max_shared_bytes_; }
 

@@ -13,8 +13,9 @@ constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 // matvec.comp's shared memory: part[ACC][MAX_PARTS] floats (which also hold the F32 build's Q8_K
 // block factors), and in the integer-dot build per token and 32-element group of the input 32
-// int8, a scale and the sums of its two halves, and for Q8_K the group's largest value (one
-// unused element for Q8_0).
+// int8, a scale and the sums of its two halves, and one more float for Q8_K (the group's largest
+// value) or for Q8_1 (its code-sum scale); each of these two arrays has one unused element where
+// it is not needed.
 constexpr uint32_t kMatvecMaxParts = 256;  // matvec.comp's MAX_PARTS
 constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * kMatvecMaxParts * 4;
 constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 8;
@@ -25,6 +26,10 @@ bool q8_k_input(ShaderWeightType type) {
     return type == ShaderWeightType::Q4_K || type == ShaderWeightType::Q5_K || type == ShaderWeightType::Q6_K ||
            type == ShaderWeightType::IQ4_XS || type == ShaderWeightType::Q2_K || type == ShaderWeightType::Q3_K;
 }
+
+// Whether the CPU encodes it as Q8_1 (Q8_0 and the scaled sum of each block's codes): the formats
+// with a minimum.
+bool q8_1_input(ShaderWeightType type) { return type == ShaderWeightType::Q4_1 || type == ShaderWeightType::Q5_1; }
 
 // matvec.comp's push constants.
 struct MatvecPush {
@@ -110,8 +115,9 @@ void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, 
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n) {
     if (!k.encodes_input(type)) return false;
     const uint64_t groups = cols / 32;
-    const uint64_t max_bytes = q8_k_input(type) ? 4 * n * groups : 4;
-    return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes + max_bytes <= k.max_shared_bytes();
+    const uint64_t per_group_float_bytes = 4 * n * groups;
+    const uint64_t extra_bytes = (q8_k_input(type) ? per_group_float_bytes : 4) + (q8_1_input(type) ? per_group_float_bytes : 4);
+    return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes + extra_bytes <= k.max_shared_bytes();
 }
 
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {

@@ -44,7 +44,7 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
 // Whether a product of `type` weights with rows of `cols` for n tokens runs on integer dot
 // products (matvec.comp's INTEGER_DOT build): where Kernels::encodes_input(type) and the n
 // encoded input rows fit the workgroup's shared memory. Else in F32, the input still encoded
-// (Q8_0 or Q8_K) where Kernels::encodes_input(type).
+// (Q8_0, Q8_1 or Q8_K) where Kernels::encodes_input(type).
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n);
 
 // Whether these matrices can share one dispatch: 1..3 of them, same shader type and cols, one

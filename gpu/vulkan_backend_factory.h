@@ -41,8 +41,8 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
 // layer); -1 when `backend` is not a Vulkan backend.
 int vulkan_validation_errors(const Backend& backend);
 
-// Whether a backend made by make_vulkan_backend multiplies quantized weights (but Q4_1 and Q5_1)
-// by their input encoded as the CPU backend (and llama.cpp's) encodes it, Q8_0 or Q8_K, so that
+// Whether a backend made by make_vulkan_backend multiplies quantized weights by their input
+// encoded as the CPU backend (and llama.cpp's) encodes it, Q8_0, Q8_1 or Q8_K, so that
 // its logits match the CPU's own: where it uses integer dot products. Otherwise by the F32
 // input, matching the CPU on those weights dequantized to F32. Error when `backend` is not a
 // Vulkan backend.

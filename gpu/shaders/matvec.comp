@@ -9,9 +9,9 @@
 //
 // Built three times from this source: with USE_SUBGROUPS=1 partial sums meet through
 // subgroupAdd and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in
-// shared memory; with INTEGER_DOT=1 (and subgroups) quantized weights other than Q4_1 and Q5_1
-// are multiplied by the input encoded as the CPU encodes it for them (Q8_0 for the 32-element
-// formats, Q8_K for the K-quants and IQ4_XS), four bytes at a time (integer dot products).
+// shared memory; with INTEGER_DOT=1 (and subgroups) quantized weights are multiplied by the
+// input encoded as the CPU encodes it for them (Q8_0 for the 32-element formats, Q8_1 for those
+// with a minimum, Q8_K for the K-quants and IQ4_XS), four bytes at a time (integer dot products).
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 #if USE_SUBGROUPS
@@ -30,7 +30,7 @@ layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weight_layout.glsl's num
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
 // bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: the weights
-// multiply the input encoded (Q8_0 or Q8_K) as they do in the INTEGER_DOT build;
+// multiply the input encoded (Q8_0, Q8_1 or Q8_K) as they do in the INTEGER_DOT build;
 // bits 16-31: the input row's 32-element groups, sizing its encoded copy (the INTEGER_DOT build)
 // or its Q8_K block factors (the F32 build encoding Q8_K).
 layout(constant_id = 3) const uint CONFIG = 1;
@@ -85,12 +85,13 @@ const uint X_GROUPS = CONFIG >> 16;  // per token
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
 int dot_i8x4(uint a, uint b, spirv_literal int packed_vector_format);
 // The input rows as the CPU encodes them for these weights: per 32-element group its scale
-// (Q8_0's F16 one, or its Q8_K block's F32 one) and 32 int8 (4 per word), with the integer sums
-// of its two 16-element halves (Q4_0's offset of 8, the K-quants' minimums).
+// (Q8_0's and Q8_1's F16 one, or its Q8_K block's F32 one) and 32 int8 (4 per word), with the
+// integer sums of its two 16-element halves (Q4_0's offset of 8, the K-quants' minimums).
 shared uint xq[TOKENS * X_GROUPS * 8];
 shared float xq_scale[TOKENS * X_GROUPS];
 shared int xq_half_sum[TOKENS * X_GROUPS * 2];
 shared float xq_group_max[Q8_K_INPUT ? TOKENS * X_GROUPS : 1];  // Q8_K: each group's first value of largest magnitude
+shared float xq_code_sum_scale[Q8_1_INPUT ? TOKENS * X_GROUPS : 1];  // Q8_1: q8_1_code_sum_scale, for the weights' minimums
 #endif
 
 // Elements e..e+3 of token t's input row, normed when NORM; zero past the row's end.
@@ -121,16 +122,21 @@ void x_group(uint t, uint e, out vec4 v[8]) {
     for (uint q = 0; q < 8; ++q) v[q] = x_at(t, e + 4 * q);
 }
 
-// Replaces 32 values by their Q8_0 codes (q8_encoding.glsl) and returns the block's scale.
-float encode_q8_0(inout vec4 v[8]) {
+// Replaces 32 values by their Q8_0 codes (q8_encoding.glsl) and returns the block's scale and,
+// for Q8_1 inputs, its code-sum scale (0 otherwise).
+vec2 encode_q8_0(inout vec4 v[8]) {
     float amax = 0.0;
     for (uint q = 0; q < 8; ++q) {
         const vec4 a = abs(v[q]);
         amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
     }
     const float factor = q8_code_factor(amax);
-    for (uint q = 0; q < 8; ++q) v[q] = clamp(roundEven(v[q] * factor), -128.0, 127.0);
-    return q8_scale(amax);
+    float code_sum = 0.0;
+    for (uint q = 0; q < 8; ++q) {
+        v[q] = clamp(roundEven(v[q] * factor), -128.0, 127.0);
+        code_sum += dot(v[q], vec4(1.0));
+    }
+    return vec2(q8_scale(amax), Q8_1_INPUT ? q8_1_code_sum_scale(amax, code_sum) : 0.0);
 }
 
 // The first value of largest magnitude among the 32 in v.
@@ -159,10 +165,11 @@ void encode_q8_k(inout vec4 v[8], float factor) {
 }
 
 // The products of one input group with a weight group of integer codes, the way the CPU's
-// vec_dot sums a block: for Q8_0 inputs (scale x code products) * dx; for Q8_K inputs
+// vec_dot sums a block: for Q8_0 inputs (scale x dx) * (code products); for Q8_1 inputs the
+// same plus the minimum (scales.y) x the input's code-sum scale dx_sum; for Q8_K inputs
 // scales.x * (code products of the first 16) - scales.y * (input codes of the first 16), the
 // same for the second 16 with .zw, times dx.
-float group_code_products(vec4 scales, float dx, vec4 codes[8], vec4 x_codes[8]) {
+float group_code_products(vec4 scales, float dx, float dx_sum, vec4 codes[8], vec4 x_codes[8]) {
     float s_low = 0.0, s_high = 0.0, x_low = 0.0, x_high = 0.0;
     for (uint q = 0; q < 4; ++q) {
         s_low += dot(codes[q], x_codes[q]);
@@ -170,6 +177,7 @@ float group_code_products(vec4 scales, float dx, vec4 codes[8], vec4 x_codes[8])
         x_low += dot(x_codes[q], vec4(1.0));
         x_high += dot(x_codes[4 + q], vec4(1.0));
     }
+    if (Q8_1_INPUT) return (scales.x * dx) * (s_low + s_high) + scales.y * dx_sum;
     if (!Q8_K_INPUT) return (scales.x * dx) * (s_low + s_high);
     return dx * ((scales.x * s_low - scales.y * x_low) + (scales.z * s_high - scales.w * x_high));
 }
@@ -181,27 +189,30 @@ float group_code_products(vec4 scales, float dx, vec4 codes[8], vec4 x_codes[8])
 void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base, inout float acc[ACC]) {
     vec4 x[8];
     x_group(t, u * 32, x);
-    float dx;
+    vec2 dx;  // the scale and code-sum scale
     if (Q8_K_INPUT) {
         const uint block = t * (X_GROUPS / 8) + u / 8;
         const float factor = part[block / MAX_PARTS][block % MAX_PARTS];
         encode_q8_k(x, factor);
-        dx = q8_k_scale(factor);
+        dx = vec2(q8_k_scale(factor), 0.0);
     } else {
         dx = encode_q8_0(x);
     }
-    acc[base + t] += group_code_products(scales, dx, codes, x);
+    acc[base + t] += group_code_products(scales, dx.x, dx.y, codes, x);
 }
 
 #if INTEGER_DOT
 // acc[base + t] += (d * the input block's scale) * (the 32 code products + offset * the input
-// codes' sum) for every token t of input block u: a block the way the CPU's vec_dot computes it.
-void add_code_products(uint u, float d, uint words[8], int offset, uint base, inout float acc[ACC]) {
+// codes' sum), plus for Q8_1 inputs min * the block's code-sum scale, for every token t of input
+// block u: a block the way the CPU's vec_dot computes it.
+void add_code_products(uint u, float d, float min, uint words[8], int offset, uint base, inout float acc[ACC]) {
     for (uint t = 0; t < TOKENS; ++t) {
         const uint g = t * X_GROUPS + u;
         int s = 0;
         for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
-        acc[base + t] += (d * xq_scale[g]) * float(s + offset * (xq_half_sum[2 * g] + xq_half_sum[2 * g + 1]));
+        float block = (d * xq_scale[g]) * float(s + offset * (xq_half_sum[2 * g] + xq_half_sum[2 * g + 1]));
+        if (Q8_1_INPUT) block += min * xq_code_sum_scale[g];
+        acc[base + t] += block;
     }
 }
 
@@ -339,7 +350,9 @@ void quantize_input() {
         for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS; i += gl_WorkGroupSize.x) {
             vec4 v[8];
             x_group(i / X_GROUPS, (i % X_GROUPS) * 32, v);
-            xq_scale[i] = encode_q8_0(v);
+            const vec2 scales = encode_q8_0(v);
+            xq_scale[i] = scales.x;
+            if (Q8_1_INPUT) xq_code_sum_scale[i] = scales.y;
             store_codes(i, v);
         }
     }

@@ -7,8 +7,9 @@
 #include "weight_octets.glsl"
 #undef WORDS
 
-// The 32 codes of group u of a row, as integers in F32: q - 16 for Q5_0, the level for IQ4_NL
-// and IQ4_XS, and for the K-quants the value before its sub-block's scale and minimum.
+// The 32 codes of group u of a row, as integers in F32: q - 16 for Q5_0, q for Q4_1 and Q5_1,
+// the level for IQ4_NL and IQ4_XS, and for the K-quants the value before its sub-block's scale
+// and minimum.
 void BLOCK_CODES(uint row_word, uint u, out vec4 codes[8]) {
     for (uint q = 0; q < 4; ++q) {
         float v[8];
@@ -29,13 +30,13 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             words[q] = bytes & 0x0F0F0F0Fu;  // elements 4q .. 4q + 3
             words[4 + q] = (bytes >> 4) & 0x0F0F0F0Fu;  // elements 16 + 4q ..
         }
-        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, words, -8, base, acc);
+        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, 0.0, words, -8, base, acc);
     } else if (WEIGHT_TYPE == WT_Q8_0) {
         const uint b = (row * (p.cols / 32) + u) * 17;
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
-        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, words, 0, base, acc);
-    } else if (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL || Q8_K_INPUT) {  // codes unpacked to bytes (BLOCK_CODES)
+        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, 0.0, words, 0, base, acc);
+    } else if (BLOCK_TYPE) {  // codes unpacked to bytes (BLOCK_CODES)
         const uint row_word = row * row_words(p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);
         vec4 codes[8];
@@ -45,7 +46,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         if (Q8_K_INPUT) {
             add_group_code_products(u, scales, words, base, acc);
         } else {
-            add_code_products(u, scales.x, words, 0, base, acc);
+            add_code_products(u, scales.x, scales.y, words, 0, base, acc);
         }
     }
     return;
@@ -87,7 +88,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
             acc[base + t] += d * s;
         }
-    } else if (ENCODE_INPUT && (WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_IQ4_NL || Q8_K_INPUT)) {  // integer codes: the CPU's block sums
+    } else if (ENCODE_INPUT && BLOCK_TYPE) {  // integer codes: the CPU's block sums
         const uint row_word = row * row_words(p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);
         vec4 codes[8];

@@ -1,4 +1,4 @@
-// The CPU's Q8_0 encoding of a block of 32 input values whose largest magnitude is amax:
+// The CPU's Q8_0 (and Q8_1) encoding of a block of 32 input values whose largest magnitude is amax:
 // code = round-to-nearest-even(v * (127 / amax)), scale = amax / 127 stored as F16. A code one
 // step off costs a whole scale, large in a block holding an outlier, so both quotients are
 // refined by a Newton step on their fused residual towards the CPU's correctly rounded ones
@@ -14,6 +14,13 @@ float refined_quotient(float numerator, float denominator) {
 float q8_code_factor(float amax) { return amax == 0.0 ? 0.0 : refined_quotient(127.0, amax); }
 
 float q8_scale(float amax) { return unpackHalf2x16(packHalf2x16(vec2(refined_quotient(amax, 127.0), 0.0))).x; }
+
+// Q8_1's second scale (the input of Q4_1 and Q5_1 weights, whose minimums multiply it): the F32
+// scale amax / 127, before its F16 rounding, times the sum of the block's 32 codes, rounded to F16.
+float q8_1_code_sum_scale(float amax, float code_sum) {
+    precise float scaled_sum = refined_quotient(amax, 127.0) * code_sum;
+    return unpackHalf2x16(packHalf2x16(vec2(scaled_sum, 0.0))).x;
+}
 
 // The CPU's Q8_K encoding of a 256-value block (K-quant and IQ4_XS weights) whose first value
 // of largest magnitude is max_value, sign kept: code = min(round-to-nearest-even(v * factor),

@@ -19,8 +19,10 @@ const uint WT_Q3_K = 14;   // 256: high bits, 2-bit values, 6-bit sub-scales, F1
 
 // F32, F16 and BF16 hold one value per element; every other format, blocks of 32 or 256.
 const bool BLOCK_TYPE = WEIGHT_TYPE != WT_F32 && WEIGHT_TYPE != WT_F16 && WEIGHT_TYPE != WT_BF16;
-// The formats of 256-element blocks, whose input the CPU encodes as Q8_K (the others as Q8_0).
+// How the CPU encodes the input of each block format: Q8_K for the formats of 256-element
+// blocks, Q8_1 (Q8_0 with the scaled sum of its codes) for those with a minimum, Q8_0 otherwise.
 const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
+const bool Q8_1_INPUT = WEIGHT_TYPE == WT_Q4_1 || WEIGHT_TYPE == WT_Q5_1;
 
 uint row_words(uint cols) {
     switch (WEIGHT_TYPE) {

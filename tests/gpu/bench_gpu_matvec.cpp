@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
     try {
         const BenchOptions options = parse_options(argc, argv);
         inferscope::gpu::OpHarness gpu(false);
-        std::printf("device: %s; quantized types but Q4_1 and Q5_1 %s (INFERSCOPE_VK_INTEGER_DOT)\n", gpu.device_name().c_str(),
+        std::printf("device: %s; quantized types %s (INFERSCOPE_VK_INTEGER_DOT)\n", gpu.device_name().c_str(),
                     gpu.integer_dot() ? "on encoded inputs, integer dot products" : "on F32 inputs");
         if (!gpu.has_timestamps()) {
             std::printf("no GPU timestamps on this device: nothing to time\n");

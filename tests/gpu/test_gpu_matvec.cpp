@@ -224,8 +224,9 @@ TEST(GpuMatvecTuning, EveryTuningEntrysShapesMatchCpu) {
 }
 
 TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
-    // The CPU multiplies Q8_0, Q4_0, Q5_0 and IQ4_NL weights by inputs encoded as Q8_0, the
-    // K-quants and IQ4_XS by inputs encoded as Q8_K. With integer dot products the GPU does
+    // The CPU multiplies Q8_0, Q4_0, Q5_0 and IQ4_NL weights by inputs encoded as Q8_0, Q4_1 and
+    // Q5_1 by Q8_1 (their minimums by each block's scaled code sum, rounded to F16), the K-quants
+    // and IQ4_XS by inputs encoded as Q8_K. With integer dot products the GPU does
     // too, in every product kernel: the integer-dot mat-vec, the F32 mat-vec where the encoded
     // rows do not fit shared memory (ffn_down's width at 5 tokens on lavapipe's 32 KiB, a 7B
     // ffn_down's at 8 tokens anywhere), and the tiled product from 9 tokens on. It should then
@@ -250,8 +251,8 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
                                      {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}, {29, 11008, 8, false},
                                      {19, 768, 3, false}};
     const std::set<GgmlType> main_types = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
-    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q6_K,
-                          GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::Q5_1,
+                          GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
         const bool super_blocks = ggml_type_traits(type).block_elements == 256;
         double worst_encoded = 0, worst_f32 = 0;
         for (const Case& c : cases) {
