@@ -29,6 +29,7 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"matvec", 8},
     {"matvec_shared", 8},
     {"matvec_dot", 8},
+    {"matmul_dot_tiled", 3},
     {"attention_split", 8},
     {"attention_split_shared", 8},
     {"attention_reduce", 2},

@@ -52,6 +52,7 @@ enum class Shader {
     Matvec,
     MatvecShared,
     MatvecDot,
+    MatmulDotTiled,
     AttentionSplit,
     AttentionSplitShared,
     AttentionReduce,
@@ -109,15 +110,16 @@ public:
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
-    // From this many tokens on, products use matmul_tiled.comp (64 x 64 output tiles); those
-    // encoding their input from kMatvecMaxTokens + 1 on (matmul.comp has no encoding).
+    // From this many tokens on, products use matmul_tiled.comp (64 x 64 output tiles in F32);
+    // those encoding their input (encodes_input) use matmul_dot_tiled.comp (the same tiles on
+    // integer dot products) from kMatvecMaxTokens + 1 on.
     static constexpr uint32_t kTiledMinTokens = 16;
     static constexpr uint32_t kTileRows = 64;
     static constexpr uint32_t kTileTokens = 64;
     // The matmul variant for this device and how many weight rows one workgroup computes.
     Shader matmul_shader() const { return subgroups_ ? Shader::Matmul : Shader::MatmulShared; }
     uint32_t matmul_rows_per_group() const { return subgroups_ ? kMatmulThreads / subgroup_size_ : 1; }
-    // The specialization of matmul.comp / matmul_tiled.comp / embed.comp for weights of `type`.
+    // The specialization of matmul.comp / the tiles / embed.comp for weights of `type`.
     SpecConstants matmul_spec(ShaderWeightType type) const {
         return {kMatmulThreads, static_cast<uint32_t>(type), matmul_rows_per_group(), 0};
     }

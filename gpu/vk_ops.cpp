@@ -71,9 +71,8 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
                                   static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u};
         // matmul.comp has no encoding of the input: such products take the tiles from 9 tokens on.
         if (n >= Kernels::kTiledMinTokens || k.encodes_input(w.type)) {
-            SpecConstants spec = k.matmul_spec(w.type);
-            spec[3] = k.encodes_input(w.type) ? 1 : 0;
-            k.dispatch(cmd, Shader::MatmulTiled, spec, {part.buffer.handle(), x, y}, push, sizeof push,
+            const Shader tiles = k.encodes_input(w.type) ? Shader::MatmulDotTiled : Shader::MatmulTiled;
+            k.dispatch(cmd, tiles, k.matmul_spec(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
                        groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens),
                        barrier && last);
         } else {

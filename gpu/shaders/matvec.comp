@@ -72,18 +72,15 @@ layout(push_constant) uniform Params {
 } p;
 
 #include "activation.glsl"
-#include "q8_encoding.glsl"
 #include "weight_layout.glsl"
+#include "q8_encoding.glsl"
 
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
 const uint X_GROUPS = CONFIG >> 16;  // per token
 
 #if INTEGER_DOT
-// OpSDot of SPV_KHR_integer_dot_product on two words of four signed bytes (packed format 0):
-// glslang 11 has no GL_EXT_integer_dot_product, so the instruction is declared by its id.
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
-int dot_i8x4(uint a, uint b, spirv_literal int packed_vector_format);
+#include "integer_dot.glsl"
 // The input rows as the CPU encodes them for these weights: per 32-element group its scale
 // (Q8_0's and Q8_1's F16 one, or its Q8_K block's F32 one) and 32 int8 (4 per word), with the
 // integer sums of its two 16-element halves (Q4_0's offset of 8, the K-quants' minimums).
@@ -109,12 +106,6 @@ vec4 x_at(uint t, uint e) {
         }
     }
     return NORM ? (v * inv_rms[t]) * scale : v;
-}
-
-// Four integer values of -128..127 as the bytes of a word, the first lowest.
-uint pack_i8x4(vec4 v) {
-    const ivec4 b = ivec4(v) & 0xFF;
-    return uint(b.x) | (uint(b.y) << 8) | (uint(b.z) << 16) | (uint(b.w) << 24);
 }
 
 // Elements e..e+31 of token t's input row (normed when NORM).
@@ -164,22 +155,14 @@ void encode_q8_k(inout vec4 v[8], float factor) {
     for (uint q = 0; q < 8; ++q) v[q] = min(roundEven(v[q] * factor), 127.0);
 }
 
-// The products of one input group with a weight group of integer codes, the way the CPU's
-// vec_dot sums a block: for Q8_0 inputs (scale x dx) * (code products); for Q8_1 inputs the
-// same plus the minimum (scales.y) x the input's code-sum scale dx_sum; for Q8_K inputs
-// scales.x * (code products of the first 16) - scales.y * (input codes of the first 16), the
-// same for the second 16 with .zw, times dx.
+// group_product (q8_encoding.glsl) of a weight group of integer codes with an encoded input group.
 float group_code_products(vec4 scales, float dx, float dx_sum, vec4 codes[8], vec4 x_codes[8]) {
-    float s_low = 0.0, s_high = 0.0, x_low = 0.0, x_high = 0.0;
+    vec2 s = vec2(0.0), x_sums = vec2(0.0);
     for (uint q = 0; q < 4; ++q) {
-        s_low += dot(codes[q], x_codes[q]);
-        s_high += dot(codes[4 + q], x_codes[4 + q]);
-        x_low += dot(x_codes[q], vec4(1.0));
-        x_high += dot(x_codes[4 + q], vec4(1.0));
+        s += vec2(dot(codes[q], x_codes[q]), dot(codes[4 + q], x_codes[4 + q]));
+        x_sums += vec2(dot(x_codes[q], vec4(1.0)), dot(x_codes[4 + q], vec4(1.0)));
     }
-    if (Q8_1_INPUT) return (scales.x * dx) * (s_low + s_high) + scales.y * dx_sum;
-    if (!Q8_K_INPUT) return (scales.x * dx) * (s_low + s_high);
-    return dx * ((scales.x * s_low - scales.y * x_low) + (scales.z * s_high - scales.w * x_high));
+    return group_product(scales, dx, dx_sum, s, x_sums);
 }
 
 // acc[base + t] += the products of weight group u (its integer codes and its scales, as
@@ -202,31 +185,16 @@ void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base,
 }
 
 #if INTEGER_DOT
-// acc[base + t] += (d * the input block's scale) * (the 32 code products + offset * the input
-// codes' sum), plus for Q8_1 inputs min * the block's code-sum scale, for every token t of input
-// block u: a block the way the CPU's vec_dot computes it.
-void add_code_products(uint u, float d, float min, uint words[8], int offset, uint base, inout float acc[ACC]) {
+// acc[base + t] += group_product of weight group u (its scales and its 32 codes as bytes, each
+// `offset` below the byte: Q4_0's nibbles are 8 above its codes) with every token's encoded group u.
+void add_code_products(uint u, vec4 scales, uint words[8], int offset, uint base, inout float acc[ACC]) {
     for (uint t = 0; t < TOKENS; ++t) {
         const uint g = t * X_GROUPS + u;
-        int s = 0;
-        for (uint q = 0; q < 8; ++q) s += dot_i8x4(words[q], xq[g * 8 + q], 0);
-        float block = (d * xq_scale[g]) * float(s + offset * (xq_half_sum[2 * g] + xq_half_sum[2 * g + 1]));
-        if (Q8_1_INPUT) block += min * xq_code_sum_scale[g];
-        acc[base + t] += block;
-    }
-}
-
-// acc[base + t] += group_code_products of weight group u with every token's encoded group u.
-void add_group_code_products(uint u, vec4 scales, uint words[8], uint base, inout float acc[ACC]) {
-    for (uint t = 0; t < TOKENS; ++t) {
-        const uint g = t * X_GROUPS + u;
-        int s_low = 0, s_high = 0;
-        for (uint q = 0; q < 4; ++q) {
-            s_low += dot_i8x4(words[q], xq[g * 8 + q], 0);
-            s_high += dot_i8x4(words[4 + q], xq[g * 8 + 4 + q], 0);
-        }
-        acc[base + t] += xq_scale[g] * ((scales.x * float(s_low) - scales.y * float(xq_half_sum[2 * g])) +
-                                        (scales.z * float(s_high) - scales.w * float(xq_half_sum[2 * g + 1])));
+        ivec2 s = ivec2(0);
+        for (uint q = 0; q < 4; ++q) s += ivec2(dot_i8x4(words[q], xq[g * 8 + q], 0), dot_i8x4(words[4 + q], xq[g * 8 + 4 + q], 0));
+        const ivec2 x_sums = ivec2(xq_half_sum[2 * g], xq_half_sum[2 * g + 1]);
+        const float dx_sum = Q8_1_INPUT ? xq_code_sum_scale[g] : 0.0;
+        acc[base + t] += group_product(scales, xq_scale[g], dx_sum, vec2(s + offset * x_sums), vec2(x_sums));
     }
 }
 #endif

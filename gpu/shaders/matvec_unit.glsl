@@ -30,12 +30,14 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             words[q] = bytes & 0x0F0F0F0Fu;  // elements 4q .. 4q + 3
             words[4 + q] = (bytes >> 4) & 0x0F0F0F0Fu;  // elements 16 + 4q ..
         }
-        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, 0.0, words, -8, base, acc);
+        const float d = unpackHalf2x16(uint(W16[b])).x;
+        add_code_products(u, vec4(d, 0.0, d, 0.0), words, -8, base, acc);
     } else if (WEIGHT_TYPE == WT_Q8_0) {
         const uint b = (row * (p.cols / 32) + u) * 17;
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
-        add_code_products(u, unpackHalf2x16(uint(W16[b])).x, 0.0, words, 0, base, acc);
+        const float d = unpackHalf2x16(uint(W16[b])).x;
+        add_code_products(u, vec4(d, 0.0, d, 0.0), words, 0, base, acc);
     } else if (BLOCK_TYPE) {  // codes unpacked to bytes (BLOCK_CODES)
         const uint row_word = row * row_words(p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);
@@ -43,11 +45,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         BLOCK_CODES(row_word, u, codes);
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = pack_i8x4(codes[q]);
-        if (Q8_K_INPUT) {
-            add_group_code_products(u, scales, words, base, acc);
-        } else {
-            add_code_products(u, scales.x, scales.y, words, 0, base, acc);
-        }
+        add_code_products(u, scales, words, 0, base, acc);
     }
     return;
 #endif

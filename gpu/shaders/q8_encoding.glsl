@@ -42,3 +42,23 @@ void track_first_max(float value, inout float max_value, inout float max_magnitu
         max_value = value;
     }
 }
+
+// Four integer values of -128..127 as the bytes of a word, the first lowest.
+uint pack_i8x4(vec4 v) {
+    const ivec4 b = ivec4(v) & 0xFF;
+    return uint(b.x) | (uint(b.y) << 8) | (uint(b.z) << 16) | (uint(b.w) << 24);
+}
+
+// One 32-value group's part of a product with the input encoded as the CPU encodes it for these
+// weights (needs weight_layout.glsl), summed the way the CPU's vec_dot sums a block, from the
+// exact integer sums of the code products (s.x: elements 0-15, s.y: 16-31) and of the input
+// codes (x_sums, the same halves). dx is the input's scale; dx_sum its Q8_1 code-sum scale.
+// scales: the weights' (scale, minimum) of each half, as GROUP_SCALES gives them.
+// - Q8_0 inputs: (scale x dx) x (code products);
+// - Q8_1 inputs: the same plus minimum x dx_sum;
+// - Q8_K inputs: dx x (scale x code products - minimum x input codes), half by half.
+float group_product(vec4 scales, float dx, float dx_sum, vec2 s, vec2 x_sums) {
+    if (Q8_K_INPUT) return dx * ((scales.x * s.x - scales.y * x_sums.x) + (scales.z * s.y - scales.w * x_sums.y));
+    const float codes = (scales.x * dx) * (s.x + s.y);
+    return Q8_1_INPUT ? codes + scales.y * dx_sum : codes;
+}

@@ -1,0 +1,170 @@
+#version 450
+// y[t][y_offset + r] (+)= dot(W[r], x[t]) for prompts and batches of quantized weights, with the
+// input encoded as the CPU encodes it for them (Q8_0, Q8_1 or Q8_K: q8_encoding.glsl) and the
+// CPU's block arithmetic: exact integer sums of code products, four bytes per instruction
+// (integer dot products), then each 32-value group's scales (group_product), added group by
+// group in the CPU's order. Each workgroup computes a tile of 64 weight rows x 64 tokens, walking
+// the shared dimension one group at a time: both operands' codes are staged in shared memory,
+// and each thread computes 4 rows x 4 tokens from them.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_spirv_intrinsics : require
+
+layout(local_size_x = 256) in;
+layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
+const uint TILE_ROWS = 64;
+const uint TILE_TOKENS = 64;
+const uint GROUP = 32;
+const uint PADDED_WORDS = 9;  // a group's 32 codes are 8 words; the ninth spreads the rows over the banks
+
+layout(set = 0, binding = 0) readonly buffer Weights { uint16_t w[]; };
+layout(set = 0, binding = 1) readonly buffer Input { float x[]; };   // [n x cols]
+layout(set = 0, binding = 2) buffer Output { float y[]; };          // [n x y_stride]
+
+layout(push_constant) uniform Params {
+    uint rows;
+    uint cols;
+    uint n;           // tokens
+    uint y_stride;    // elements between output rows
+    uint y_offset;    // column of this buffer's first weight row
+    uint accumulate;  // 1: add to y (residual connection)
+} p;
+
+#include "weights.glsl"
+#include "q8_encoding.glsl"
+#include "integer_dot.glsl"
+
+// The step's group: per weight row its codes and scales (weight_group_scales); per token its
+// codes, scale, the sums of its two halves' codes (Q8_K's minimums) and its Q8_1 code-sum scale.
+shared uint w_codes[TILE_ROWS * PADDED_WORDS];
+shared vec4 w_scales[TILE_ROWS];
+shared uint x_codes[TILE_TOKENS * PADDED_WORDS];
+shared float x_scale[TILE_TOKENS];
+shared vec2 x_half_sums[Q8_K_INPUT ? TILE_TOKENS : 1];
+shared float x_code_sum_scale[Q8_1_INPUT ? TILE_TOKENS : 1];
+// Per loading thread: the largest |x| of its 8 values (Q8_0, Q8_1), or its first value of
+// largest magnitude, sign kept, of its 64 (Q8_K); then the sum of its 8 codes.
+shared float x_max[256];
+shared float x_code_sum[256];
+
+// The Q8_K factor (q8_k_factor) of the 256-value block of token row t from k0: each of the row's
+// 4 loading threads scans 64 values in order, and the first largest of the four wins.
+float q8_k_block_factor(uint tid, uint t, uint k0) {
+    float max_value = 0.0, max_magnitude = 0.0;
+    if (t < p.n) {
+        const uint first = k0 + (tid % 4) * 64;
+        for (uint e = first; e < first + 64 && e < p.cols; ++e) track_first_max(x[t * p.cols + e], max_value, max_magnitude);
+    }
+    x_max[tid] = max_value;
+    barrier();
+    max_value = 0.0;
+    max_magnitude = 0.0;
+    for (uint i = tid & ~3u; i < (tid | 3u) + 1; ++i) track_first_max(x_max[i], max_value, max_magnitude);
+    return q8_k_factor(max_value);
+}
+
+// Stages a loading thread's 8 weight codes of row r (zeros past the last row), and the group's
+// scales from the row's first loading thread.
+void load_weights(uint tid, uint r, uint k0) {
+    float v[8];
+    const uint row = r * row_words(p.cols);
+    if (r < p.rows) {
+        weight_chunk_codes(row, k0 / 8 + tid % 4, v);
+    } else {
+        for (uint i = 0; i < 8; ++i) v[i] = 0.0;
+    }
+    const uint at = (tid / 4) * PADDED_WORDS + (tid % 4) * 2;
+    w_codes[at] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
+    w_codes[at + 1] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
+    if (tid % 4 == 0) w_scales[tid / 4] = r < p.rows ? weight_group_scales(row, k0 / GROUP) : vec4(0.0);
+}
+
+// Stages a loading thread's 8 input codes of token row t (zeros past the last token), encoded
+// with the Q8_K block's factor or, for Q8_0 and Q8_1, the group's largest magnitude gathered from
+// its 4 loading threads; the row's first loading thread stores the group's scale and sums.
+void load_input(uint tid, uint t, uint k0, float block_factor) {
+    float v[8];
+    for (uint i = 0; i < 8; ++i) {
+        const uint e = k0 + (tid % 4) * 8 + i;
+        v[i] = t < p.n && e < p.cols ? x[t * p.cols + e] : 0.0;
+    }
+    const uint first = tid & ~3u;
+    float amax = 0.0, scale;
+    if (!Q8_K_INPUT) {
+        for (uint i = 0; i < 8; ++i) amax = max(amax, abs(v[i]));
+        x_max[tid] = amax;
+        barrier();
+        amax = max(max(x_max[first], x_max[first + 1]), max(x_max[first + 2], x_max[first + 3]));
+        const float factor = q8_code_factor(amax);
+        for (uint i = 0; i < 8; ++i) v[i] = clamp(roundEven(v[i] * factor), -128.0, 127.0);
+        scale = q8_scale(amax);
+    } else {
+        for (uint i = 0; i < 8; ++i) v[i] = min(roundEven(v[i] * block_factor), 127.0);
+        scale = q8_k_scale(block_factor);
+    }
+    const uint at = (tid / 4) * PADDED_WORDS + (tid % 4) * 2;
+    x_codes[at] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
+    x_codes[at + 1] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
+    if (tid == first) x_scale[tid / 4] = scale;
+    if (Q8_K_INPUT || Q8_1_INPUT) {
+        float code_sum = 0.0;
+        for (uint i = 0; i < 8; ++i) code_sum += v[i];
+        x_code_sum[tid] = code_sum;
+        barrier();
+        if (tid == first) {
+            const vec2 halves = vec2(x_code_sum[first] + x_code_sum[first + 1], x_code_sum[first + 2] + x_code_sum[first + 3]);
+            if (Q8_K_INPUT) x_half_sums[tid / 4] = halves;
+            if (Q8_1_INPUT) x_code_sum_scale[tid / 4] = q8_1_code_sum_scale(amax, halves.x + halves.y);
+        }
+    }
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint r0 = gl_WorkGroupID.x * TILE_ROWS;
+    const uint t0 = gl_WorkGroupID.y * TILE_TOKENS;
+    // Computing: rows ty + 16 i and tokens tx + 16 j (i, j < 4), so that the 16 tokens a
+    // half-subgroup reads lie in 16 different banks.
+    const uint ty = tid / 16;
+    const uint tx = tid % 16;
+    float acc[4][4];
+    for (uint i = 0; i < 4; ++i) {
+        for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
+    }
+    float block_factor = 0.0;  // Q8_K: the factor of the current 256-value block of this thread's token row
+    for (uint k0 = 0; k0 < p.cols; k0 += GROUP) {
+        if (Q8_K_INPUT && k0 % 256 == 0) block_factor = q8_k_block_factor(tid, t0 + tid / 4, k0);
+        load_weights(tid, r0 + tid / 4, k0);
+        load_input(tid, t0 + tid / 4, k0, block_factor);
+        barrier();
+        ivec2 s[4][4];  // [row][token]: the code products of each half of the group
+        for (uint i = 0; i < 4; ++i) {
+            for (uint j = 0; j < 4; ++j) s[i][j] = ivec2(0);
+        }
+        for (uint q = 0; q < 8; ++q) {
+            uint a[4], b[4];
+            for (uint i = 0; i < 4; ++i) a[i] = w_codes[(ty + 16 * i) * PADDED_WORDS + q];
+            for (uint j = 0; j < 4; ++j) b[j] = x_codes[(tx + 16 * j) * PADDED_WORDS + q];
+            for (uint i = 0; i < 4; ++i) {
+                for (uint j = 0; j < 4; ++j) s[i][j][q / 4] += dot_i8x4(a[i], b[j], 0);
+            }
+        }
+        for (uint j = 0; j < 4; ++j) {
+            const uint t = tx + 16 * j;
+            const float dx = x_scale[t];
+            const vec2 x_sums = Q8_K_INPUT ? x_half_sums[t] : vec2(0.0);
+            const float dx_sum = Q8_1_INPUT ? x_code_sum_scale[t] : 0.0;
+            for (uint i = 0; i < 4; ++i) acc[i][j] += group_product(w_scales[ty + 16 * i], dx, dx_sum, vec2(s[i][j]), x_sums);
+        }
+        barrier();
+    }
+    for (uint i = 0; i < 4; ++i) {
+        const uint r = r0 + ty + 16 * i;
+        for (uint j = 0; j < 4; ++j) {
+            const uint t = t0 + tx + 16 * j;
+            if (r >= p.rows || t >= p.n) continue;
+            const uint dst = t * p.y_stride + p.y_offset + r;
+            y[dst] = acc[i][j] + (p.accumulate != 0 ? y[dst] : 0.0);
+        }
+    }
+}
