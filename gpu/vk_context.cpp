@@ -386,7 +386,7 @@ void VkContext::create_device() {
     features.pNext = &v11;
     features.features.shaderInt16 = VK_TRUE;  // narrowing stores into 16-bit words (the KV cache stores)
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-    dot.shaderIntegerDotProduct = VK_TRUE;  // matvec_dot.comp
+    dot.shaderIntegerDotProduct = VK_TRUE;  // matvec.comp's integer-dot build, matmul_dot_tiled.comp
     std::vector<const char*> extensions;
     if (info_.integer_dot_product) {
         extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);

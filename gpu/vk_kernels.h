@@ -97,8 +97,8 @@ public:
     // The most workgroups one dispatch may launch along X (larger counts fold into Y).
     uint32_t max_groups_x() const { return max_groups_x_; }
     const KernelTuning& tuning() const { return tuning_; }
-    // Whether products on encoded inputs (encodes_input) may run on integer dot products (matvec_dot): the tuning
-    // asks for it and the device has them and subgroup arithmetic.
+    // Whether products on encoded inputs (encodes_input) may run on integer dot products (matvec_dot,
+    // matmul_dot_tiled): the tuning asks for it and the device has them and subgroup arithmetic.
     bool integer_dot() const { return integer_dot_; }
     // Whether products with `type` weights multiply their input encoded as the CPU encodes it,
     // in every product kernel, so that decode and prefill agree: where integer_dot(), the

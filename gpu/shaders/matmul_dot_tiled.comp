@@ -45,7 +45,7 @@ shared float x_code_sum_scale[Q8_1_INPUT ? TILE_TOKENS : 1];
 // Per loading thread: the largest |x| of its 8 values (Q8_0, Q8_1), or its first value of
 // largest magnitude, sign kept, of its 64 (Q8_K); then the sum of its 8 codes.
 shared float x_max[256];
-shared float x_code_sum[256];
+shared float x_code_sum[Q8_K_INPUT || Q8_1_INPUT ? 256 : 1];
 
 // The Q8_K factor (q8_k_factor) of the 256-value block of token row t from k0: each of the row's
 // 4 loading threads scans 64 values in order, and the first largest of the four wins.
@@ -96,10 +96,10 @@ void load_input(uint tid, uint t, uint k0, float block_factor) {
         barrier();
         amax = max(max(x_max[first], x_max[first + 1]), max(x_max[first + 2], x_max[first + 3]));
         const float factor = q8_code_factor(amax);
-        for (uint i = 0; i < 8; ++i) v[i] = clamp(roundEven(v[i] * factor), -128.0, 127.0);
+        for (uint i = 0; i < 8; ++i) v[i] = q8_0_code(v[i], factor);
         scale = q8_scale(amax);
     } else {
-        for (uint i = 0; i < 8; ++i) v[i] = min(roundEven(v[i] * block_factor), 127.0);
+        for (uint i = 0; i < 8; ++i) v[i] = q8_k_code(v[i], block_factor);
         scale = q8_k_scale(block_factor);
     }
     const uint at = (tid / 4) * PADDED_WORDS + (tid % 4) * 2;
@@ -154,7 +154,10 @@ void main() {
             const float dx = x_scale[t];
             const vec2 x_sums = Q8_K_INPUT ? x_half_sums[t] : vec2(0.0);
             const float dx_sum = Q8_1_INPUT ? x_code_sum_scale[t] : 0.0;
-            for (uint i = 0; i < 4; ++i) acc[i][j] += group_product(w_scales[ty + 16 * i], dx, dx_sum, vec2(s[i][j]), x_sums);
+            for (uint i = 0; i < 4; ++i) {
+                precise float sum = acc[i][j] + group_product(w_scales[ty + 16 * i], dx, dx_sum, vec2(s[i][j]), x_sums);
+                acc[i][j] = sum;
+            }
         }
         barrier();
     }

@@ -124,7 +124,7 @@ vec2 encode_q8_0(inout vec4 v[8]) {
     const float factor = q8_code_factor(amax);
     float code_sum = 0.0;
     for (uint q = 0; q < 8; ++q) {
-        v[q] = clamp(roundEven(v[q] * factor), -128.0, 127.0);
+        for (uint i = 0; i < 4; ++i) v[q][i] = q8_0_code(v[q][i], factor);
         code_sum += dot(v[q], vec4(1.0));
     }
     return vec2(q8_scale(amax), Q8_1_INPUT ? q8_1_code_sum_scale(amax, code_sum) : 0.0);
@@ -152,7 +152,9 @@ float q8_k_block_factor(uint t, uint block) {
 
 // Replaces 32 values of a Q8_K block by their codes.
 void encode_q8_k(inout vec4 v[8], float factor) {
-    for (uint q = 0; q < 8; ++q) v[q] = min(roundEven(v[q] * factor), 127.0);
+    for (uint q = 0; q < 8; ++q) {
+        for (uint i = 0; i < 4; ++i) v[q][i] = q8_k_code(v[q][i], factor);
+    }
 }
 
 // group_product (q8_encoding.glsl) of a weight group of integer codes with an encoded input group.
@@ -181,7 +183,8 @@ void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base,
     } else {
         dx = encode_q8_0(x);
     }
-    acc[base + t] += group_code_products(scales, dx.x, dx.y, codes, x);
+    precise float sum = acc[base + t] + group_code_products(scales, dx.x, dx.y, codes, x);
+    acc[base + t] = sum;
 }
 
 #if INTEGER_DOT
@@ -194,7 +197,8 @@ void add_code_products(uint u, vec4 scales, uint words[8], int offset, uint base
         for (uint q = 0; q < 4; ++q) s += ivec2(dot_i8x4(words[q], xq[g * 8 + q], 0), dot_i8x4(words[4 + q], xq[g * 8 + 4 + q], 0));
         const ivec2 x_sums = ivec2(xq_half_sum[2 * g], xq_half_sum[2 * g + 1]);
         const float dx_sum = Q8_1_INPUT ? xq_code_sum_scale[g] : 0.0;
-        acc[base + t] += group_product(scales, xq_scale[g], dx_sum, vec2(s + offset * x_sums), vec2(x_sums));
+        precise float sum = acc[base + t] + group_product(scales, xq_scale[g], dx_sum, vec2(s + offset * x_sums), vec2(x_sums));
+        acc[base + t] = sum;
     }
 }
 #endif

@@ -13,6 +13,9 @@ float refined_quotient(float numerator, float denominator) {
 
 float q8_code_factor(float amax) { return amax == 0.0 ? 0.0 : refined_quotient(127.0, amax); }
 
+// The Q8_0 (and Q8_1) code of v given q8_code_factor.
+float q8_0_code(float v, float factor) { return clamp(roundEven(v * factor), -128.0, 127.0); }
+
 float q8_scale(float amax) { return unpackHalf2x16(packHalf2x16(vec2(refined_quotient(amax, 127.0), 0.0))).x; }
 
 // Q8_1's second scale (the input of Q4_1 and Q5_1 weights, whose minimums multiply it): the F32
@@ -33,6 +36,9 @@ float q8_k_factor(float max_value) {
 }
 
 float q8_k_scale(float factor) { return factor == 0.0 ? 0.0 : refined_quotient(1.0, factor); }
+
+// The Q8_K code of v given q8_k_factor.
+float q8_k_code(float v, float factor) { return min(roundEven(v * factor), 127.0); }
 
 // Folds value into (the first value of largest magnitude so far, its magnitude), scanning in
 // element order: only a strictly larger magnitude replaces it, as the CPU's scan does.
@@ -57,8 +63,16 @@ uint pack_i8x4(vec4 v) {
 // - Q8_0 inputs: (scale x dx) x (code products);
 // - Q8_1 inputs: the same plus minimum x dx_sum;
 // - Q8_K inputs: dx x (scale x code products - minimum x input codes), half by half.
+// `precise`: each operation rounds on its own, as on the CPU (built without contraction); the
+// callers add the result to their sums the same way.
 float group_product(vec4 scales, float dx, float dx_sum, vec2 s, vec2 x_sums) {
-    if (Q8_K_INPUT) return dx * ((scales.x * s.x - scales.y * x_sums.x) + (scales.z * s.y - scales.w * x_sums.y));
-    const float codes = (scales.x * dx) * (s.x + s.y);
-    return Q8_1_INPUT ? codes + scales.y * dx_sum : codes;
+    precise float product;
+    if (Q8_K_INPUT) {
+        product = dx * ((scales.x * s.x - scales.y * x_sums.x) + (scales.z * s.y - scales.w * x_sums.y));
+    } else if (Q8_1_INPUT) {
+        product = (scales.x * dx) * (s.x + s.y) + scales.y * dx_sum;
+    } else {
+        product = (scales.x * dx) * (s.x + s.y);
+    }
+    return product;
 }

@@ -38,42 +38,6 @@ float weight_at(uint row, uint e) {
     return half_at(base) * float(int(nibble) - 8);
 }
 
-// Elements 8c .. 8c+7 of the row (c: chunk index); elements at or past `cols` read as 0.
-// Quantized rows always hold whole blocks, so a chunk never straddles a block.
-void weight_chunk(uint row, uint c, uint cols, out float v[8]) {
-    if (WEIGHT_TYPE == WT_Q8_0) {
-        const uint base = row + (c / 4) * 17;
-        const float d = half_at(base);
-        const uint q = base + 1 + (c % 4) * 4;
-        for (uint i = 0; i < 4; ++i) {
-            v[2 * i] = d * float(int8_at(q + i, 0));
-            v[2 * i + 1] = d * float(int8_at(q + i, 1));
-        }
-        return;
-    }
-    if (WEIGHT_TYPE == WT_Q4_0) {
-        const uint base = row + (c / 4) * 9;
-        const float d = half_at(base);
-        const uint sub = c % 4;                 // which 8 of the block's 32 elements
-        const uint shift = sub < 2 ? 0 : 4;     // low nibbles hold elements 0..15
-        const uint q = base + 1 + (sub % 2) * 4;
-        for (uint i = 0; i < 4; ++i) {
-            const uint word = uint(w[q + i]);
-            v[2 * i] = d * float(int((word >> shift) & 0xFu) - 8);
-            v[2 * i + 1] = d * float(int((word >> (8 + shift)) & 0xFu) - 8);
-        }
-        return;
-    }
-    if (BLOCK_TYPE) {
-        weight_octet(row, c, v);
-        return;
-    }
-    for (uint i = 0; i < 8; ++i) {
-        const uint e = c * 8 + i;
-        v[i] = e < cols ? weight_at(row, e) : 0.0;
-    }
-}
-
 // The (scale, minimum) of each 16-element half of 32-element group g of a block-format row, as
 // weight_octets.glsl's GROUP_SCALES gives them (Q8_0 and Q4_0: (d, 0) twice).
 vec4 weight_group_scales(uint row, uint g) {
@@ -106,5 +70,24 @@ void weight_chunk_codes(uint row, uint c, out float v[8]) {
         }
     } else {
         weight_octet_scaled(row, c, vec2(1.0, 0.0), v);
+    }
+}
+
+// Elements 8c .. 8c+7 of the row (c: chunk index); elements at or past `cols` read as 0.
+// Quantized rows always hold whole blocks, so a chunk never straddles a block.
+void weight_chunk(uint row, uint c, uint cols, out float v[8]) {
+    if (WEIGHT_TYPE == WT_Q8_0 || WEIGHT_TYPE == WT_Q4_0) {
+        weight_chunk_codes(row, c, v);
+        const float d = weight_group_scales(row, c / 4).x;
+        for (uint i = 0; i < 8; ++i) v[i] *= d;
+        return;
+    }
+    if (BLOCK_TYPE) {
+        weight_octet(row, c, v);
+        return;
+    }
+    for (uint i = 0; i < 8; ++i) {
+        const uint e = c * 8 + i;
+        v[i] = e < cols ? weight_at(row, e) : 0.0;
     }
 }

@@ -246,15 +246,16 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
         // are whole 256-blocks.
         bool every_type;
     };
+    // The tiles: more than one tile of tokens (70, 130) and, for Q8_K, rows of several blocks.
     const std::vector<Case> cases = {{67, 32, 1, false},   {67, 32, 8, true},     {131, 896, 2, false},  {131, 896, 5, true},
                                      {29, 4864, 1, true},  {29, 4864, 5, true},   {16411, 64, 3, false}, {45, 256, 12, true},
-                                     {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}, {29, 11008, 8, false},
-                                     {19, 768, 3, false}};
+                                     {45, 256, 20, false}, {512, 256, 15, false}, {256, 640, 15, false}, {29, 11008, 8, true},
+                                     {19, 768, 3, false},  {45, 512, 70, true},   {70, 768, 130, false}};
     const std::set<GgmlType> main_types = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
     for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::Q5_1,
                           GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
         const bool super_blocks = ggml_type_traits(type).block_elements == 256;
-        double worst_encoded = 0, worst_f32 = 0;
+        double worst_encoded = 0, worst_normed = 0, worst_f32 = 0;
         for (const Case& c : cases) {
             if (!c.every_type && main_types.count(type) == 0) continue;
             if (super_blocks && c.cols % 256 != 0) continue;
@@ -270,18 +271,22 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
             encoded_f32_products += product && !dot ? 1 : 0;
             const double e_encoded = nmse(product ? with_dot->matvec(w, x, c.n, o) : with_dot->matmul(w, x, c.n), cpu);
             const double e_f32 = nmse(product ? without_dot.matvec(w, x, c.n, o) : without_dot.matmul(w, x, c.n), cpu);
+            const bool normed = !o.norm_weight.empty();
             const std::string what = std::string(ggml_type_name(type)) + " " + std::to_string(c.rows) + "x" +
                                      std::to_string(c.cols) + " n=" + std::to_string(c.n) +
-                                     (dot ? " (integer dot products)" : " (F32 arithmetic)");
-            // Measured on lavapipe: 1e-15 to 1e-13 encoded (the summation order), 1e-5 in F32. A last-bit
-            // difference of a normed input can move one code by a step: about 1e-9.
-            EXPECT_LT(e_encoded, 1e-8) << what << "; F32 path: " << e_f32;
+                                     (dot ? " (integer dot products)" : " (F32 arithmetic)") + (normed ? ", normed" : "");
+            // Measured on lavapipe: 1e-15 to 1e-13 encoded (the summation order), 1e-5 in F32. A
+            // code moved by a step costs about 1e-9 to 3e-8: the GPU's inverse RMS may differ from
+            // the CPU's in its last bit (normed inputs), and three of the largest inputs (8 x 11,008
+            // and 130 x 768 values) move one without a norm (up to 3.2e-9).
+            EXPECT_LT(e_encoded, normed ? 1e-7 : 1e-8) << what << "; F32 path: " << e_f32;
             EXPECT_LT(e_f32, 5e-4) << what;
-            worst_encoded = std::max(worst_encoded, e_encoded);
+            double& worst = normed ? worst_normed : worst_encoded;
+            worst = std::max(worst, e_encoded);
             worst_f32 = std::max(worst_f32, e_f32);
         }
-        std::printf("[ measured ] %s: worst NMSE against the CPU %.2g with encoded inputs, %.2g with F32 inputs\n",
-                    ggml_type_name(type).data(), worst_encoded, worst_f32);
+        std::printf("[ measured ] %s: worst NMSE against the CPU %.2g with encoded inputs (%.2g normed), %.2g with F32 inputs\n",
+                    ggml_type_name(type).data(), worst_encoded, worst_normed, worst_f32);
     }
     // A block whose largest magnitude is so small that its Q8_K factor overflows contributes 0
     // on the CPU (codes and scale 0); on every path of the GPU too, not NaN.

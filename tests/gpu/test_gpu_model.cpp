@@ -213,12 +213,18 @@ TEST_F(GpuModel, LongPromptInOneOrSeveralPassesMatchesCpu) {
 }
 
 // The largest |GPU - CPU| over the teacher-forced logits of `prompt`.
-float teacher_forced_difference(InferenceSession& gpu, InferenceSession& cpu, const std::vector<TokenId>& prompt) {
+// max |GPU - CPU| of the teacher-forced logits at each position of `prompt`.
+std::vector<float> teacher_forced_differences(InferenceSession& gpu, InferenceSession& cpu, const std::vector<TokenId>& prompt) {
     const auto ours = testing::teacher_forced_logits(gpu, prompt);
     const auto expected = testing::teacher_forced_logits(cpu, prompt);
-    float worst = 0;
-    for (size_t i = 0; i < prompt.size(); ++i) worst = std::max(worst, max_abs_diff(ours[i], expected[i]));
-    return worst;
+    std::vector<float> differences;
+    for (size_t i = 0; i < prompt.size(); ++i) differences.push_back(max_abs_diff(ours[i], expected[i]));
+    return differences;
+}
+
+float teacher_forced_difference(InferenceSession& gpu, InferenceSession& cpu, const std::vector<TokenId>& prompt) {
+    const std::vector<float> differences = teacher_forced_differences(gpu, cpu, prompt);
+    return *std::max_element(differences.begin(), differences.end());
 }
 
 // Greedy decoding after `prompt` gives the CPU's tokens, each from logits within `tolerance`.
@@ -404,24 +410,31 @@ TEST_P(GpuEncodedModel, MatchesTheCpusArithmetic) {
     // (GpuModernModel).
     const float bound = 0.15f;
     // Passes of up to 8 tokens run the mat-vecs, one pass of 24 the tiles: both sum the CPU's
-    // integer block products, far closer to it than with F32 inputs.
+    // integer block products, so that far fewer positions differ by more than summation order
+    // (1e-3: a moved code, or F32 inputs) than with F32 inputs. Counted rather than the worst
+    // position: a device may move a code where lavapipe moves none.
+    constexpr float kSummationOrder = 1e-3f;
     for (int pass_tokens : {8, 0}) {
         float worst[2] = {0, 0};  // the device's choice, then F32 inputs
+        std::ptrdiff_t off[2] = {0, 0};  // positions beyond summation order
         for (int run = 0; run < 2; ++run) {
             open(model, KvDtype::F32, pass_tokens, run == 0 ? std::optional<bool>() : std::optional<bool>(false));
             if (!gpu_) return;
             if (run == 0 && !gpu::vulkan_encodes_quantized_inputs(gpu_->backend())) {
                 GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic: its inputs stay F32";
             }
-            worst[run] = teacher_forced_difference(*gpu_, *cpu_, prompt);
+            const std::vector<float> differences = teacher_forced_differences(*gpu_, *cpu_, prompt);
+            worst[run] = *std::max_element(differences.begin(), differences.end());
+            off[run] = std::count_if(differences.begin(), differences.end(), [&](float d) { return d > kSummationOrder; });
             gpu_.reset();
         }
         std::printf(
             "[ measured ] %s model, passes of %d tokens (0: one): max |teacher-forced logit GPU - CPU| = %.3g with "
-            "encoded inputs, %.3g with F32 inputs\n",
-            c.name, pass_tokens, worst[0], worst[1]);
+            "encoded inputs, %.3g with F32 inputs; positions beyond %.0e: %td and %td of %zu\n",
+            c.name, pass_tokens, worst[0], worst[1], kSummationOrder, off[0], off[1], prompt.size());
         EXPECT_LE(worst[0], bound) << "passes of " << pass_tokens;
-        EXPECT_LT(worst[0], worst[1] / 10) << "passes of " << pass_tokens;
+        EXPECT_LE(off[0] * 4, off[1]) << "passes of " << pass_tokens;
+        EXPECT_GT(off[1], 0) << "F32 inputs should differ from the CPU's encoding";
     }
     open(model, KvDtype::F32);
     expect_greedy_equal(*gpu_, *cpu_, prompt, 8, bound, std::string(c.name) + " model, encoded inputs");
