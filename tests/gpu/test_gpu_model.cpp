@@ -405,9 +405,8 @@ TEST_P(GpuEncodedModel, MatchesTheCpusArithmetic) {
     const auto model = quantized_copy(tiny_llama_of_256_blocks(), {types, types}, c.embedding, c.output);
     const std::vector<TokenId> prompt = synthetic_prompt(24, model->config().n_vocab);
     // Where no code moved the GPU and the CPU differ in summation order only (lavapipe: about
-    // 4e-6); a code moved by a last-bit difference of its input costs hundredths (on lavapipe in
-    // three of the Q4_1/Q5_1 model's eight greedy steps), so the bound is the modern Q8_0 files'
-    // (GpuModernModel).
+    // 4e-6); a code moved by a last-bit difference of its input (the GPU's summation order, its
+    // inverse RMS) costs hundredths, so the bound is the modern Q8_0 files' (GpuModernModel).
     const float bound = 0.15f;
     // Passes of up to 8 tokens run the mat-vecs, one pass of 24 the tiles: both sum the CPU's
     // integer block products, so that far fewer positions differ by more than summation order
