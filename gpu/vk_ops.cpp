@@ -70,8 +70,9 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
         const uint32_t push[6] = {static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.cols), n, y_stride,
                                   static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u};
         // matmul.comp has no encoding of the input: such products take the tiles from 9 tokens on.
-        if (n >= Kernels::kTiledMinTokens || k.encodes_input(w.type)) {
-            const Shader tiles = k.encodes_input(w.type) ? Shader::MatmulDotTiled : Shader::MatmulTiled;
+        const bool encoded = k.encodes_input(w.type);
+        if (n >= Kernels::kTiledMinTokens || encoded) {
+            const Shader tiles = encoded ? Shader::MatmulDotTiled : Shader::MatmulTiled;
             k.dispatch(cmd, tiles, k.matmul_spec(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
                        groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens),
                        barrier && last);

@@ -80,9 +80,10 @@ void load_weights(uint tid, uint r, uint k0) {
 }
 
 // Stages a loading thread's 8 input codes of token row t (zeros past the last token), encoded
-// with the Q8_K block's factor or, for Q8_0 and Q8_1, the group's largest magnitude gathered from
-// its 4 loading threads; the row's first loading thread stores the group's scale and sums.
-void load_input(uint tid, uint t, uint k0, float block_factor) {
+// with the Q8_K block's factor and scale or, for Q8_0 and Q8_1, the group's largest magnitude
+// gathered from its 4 loading threads; the row's first loading thread stores the group's scale
+// and sums.
+void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale) {
     float v[8];
     for (uint i = 0; i < 8; ++i) {
         const uint e = k0 + (tid % 4) * 8 + i;
@@ -100,7 +101,7 @@ void load_input(uint tid, uint t, uint k0, float block_factor) {
         scale = q8_scale(amax);
     } else {
         for (uint i = 0; i < 8; ++i) v[i] = q8_k_code(v[i], block_factor);
-        scale = q8_k_scale(block_factor);
+        scale = block_scale;
     }
     const uint at = (tid / 4) * PADDED_WORDS + (tid % 4) * 2;
     x_codes[at] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
@@ -131,11 +132,15 @@ void main() {
     for (uint i = 0; i < 4; ++i) {
         for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
     }
-    float block_factor = 0.0;  // Q8_K: the factor of the current 256-value block of this thread's token row
+    // Q8_K: the factor and scale of the current 256-value block of this thread's token row.
+    float block_factor = 0.0, block_scale = 0.0;
     for (uint k0 = 0; k0 < p.cols; k0 += GROUP) {
-        if (Q8_K_INPUT && k0 % 256 == 0) block_factor = q8_k_block_factor(tid, t0 + tid / 4, k0);
+        if (Q8_K_INPUT && k0 % 256 == 0) {
+            block_factor = q8_k_block_factor(tid, t0 + tid / 4, k0);
+            block_scale = q8_k_scale(block_factor);
+        }
         load_weights(tid, r0 + tid / 4, k0);
-        load_input(tid, t0 + tid / 4, k0, block_factor);
+        load_input(tid, t0 + tid / 4, k0, block_factor, block_scale);
         barrier();
         ivec2 s[4][4];  // [row][token]: the code products of each half of the group
         for (uint i = 0; i < 4; ++i) {

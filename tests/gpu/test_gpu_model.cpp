@@ -212,7 +212,6 @@ TEST_F(GpuModel, LongPromptInOneOrSeveralPassesMatchesCpu) {
     }
 }
 
-// The largest |GPU - CPU| over the teacher-forced logits of `prompt`.
 // max |GPU - CPU| of the teacher-forced logits at each position of `prompt`.
 std::vector<float> teacher_forced_differences(InferenceSession& gpu, InferenceSession& cpu, const std::vector<TokenId>& prompt) {
     const auto ours = testing::teacher_forced_logits(gpu, prompt);
@@ -222,6 +221,7 @@ std::vector<float> teacher_forced_differences(InferenceSession& gpu, InferenceSe
     return differences;
 }
 
+// The largest |GPU - CPU| over the teacher-forced logits of `prompt`.
 float teacher_forced_difference(InferenceSession& gpu, InferenceSession& cpu, const std::vector<TokenId>& prompt) {
     const std::vector<float> differences = teacher_forced_differences(gpu, cpu, prompt);
     return *std::max_element(differences.begin(), differences.end());
@@ -401,8 +401,7 @@ class GpuEncodedModel : public GpuModel, public ::testing::WithParamInterface<En
 
 TEST_P(GpuEncodedModel, MatchesTheCpusArithmetic) {
     const EncodedCase& c = GetParam();
-    const std::array<GgmlType, 7>& types = c.layer;
-    const auto model = quantized_copy(tiny_llama_of_256_blocks(), {types, types}, c.embedding, c.output);
+    const auto model = quantized_copy(tiny_llama_of_256_blocks(), {c.layer, c.layer}, c.embedding, c.output);
     const std::vector<TokenId> prompt = synthetic_prompt(24, model->config().n_vocab);
     // Where no code moved the GPU and the CPU differ in summation order only (lavapipe: about
     // 4e-6); a code moved by a last-bit difference of its input (the GPU's summation order, its
