@@ -1,32 +1,10 @@
 // The gated FFN activations, shared by swiglu.comp and matvec.comp:
 //   SiLU: g / (1 + exp(-g))                                             SwiGLU
 //   GELU: f16(gelu_tanh(f16(g))) for |g| < 10, g from 10 on, 0 from -10 down   GeGLU
-// GeGLU reproduces the CPU backend's F16 table (as llama.cpp's), both roundings to nearest
-// even done on the bits, so the result does not depend on the device's rounding of
-// packHalf2x16.
+// GeGLU reproduces the CPU backend's F16 table (as llama.cpp's), both roundings done on the
+// bits (f16.glsl).
 
-// f to the nearest F16 (ties to even) and back to F32; |f| < 65520, not NaN.
-float round_to_f16(float f) {
-    const uint bits = floatBitsToUint(f);
-    const uint sign = (bits >> 16) & 0x8000u;
-    const uint magnitude = bits & 0x7FFFFFFFu;
-    uint half_bits;
-    if (magnitude < 0x33000000u) {  // below half the smallest subnormal: zero
-        half_bits = 0u;
-    } else if (magnitude < 0x38800000u) {  // F16 subnormal
-        const uint exponent = magnitude >> 23;
-        const uint mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
-        const uint shift = 126u - exponent;
-        uint kept = mantissa >> shift;
-        const uint rest = mantissa & ((1u << shift) - 1u);
-        const uint halfway = 1u << (shift - 1u);
-        if (rest > halfway || (rest == halfway && (kept & 1u) != 0u)) ++kept;
-        half_bits = kept;
-    } else {
-        half_bits = (magnitude + 0xFFFu + ((magnitude >> 13) & 1u) - (112u << 23)) >> 13;
-    }
-    return unpackHalf2x16(sign | half_bits).x;
-}
+#include "f16.glsl"
 
 // 0.5 x (1 + tanh(y)) as the CPU evaluates it in F32: t = tanh(y) rounded to a float, then
 // 1 + t. Near t = -1 (x below about -3) 1 + t keeps only the few bits of t's rounding, so t

@@ -90,15 +90,17 @@ void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale
         v[i] = t < p.n && e < p.cols ? x[t * p.cols + e] : 0.0;
     }
     const uint first = tid & ~3u;
-    float amax = 0.0, scale;
+    float scale, f32_scale = 0.0;  // Q8_0 and Q8_1: the scale as stored, and before its F16 rounding
     if (!Q8_K_INPUT) {
+        float amax = 0.0;
         for (uint i = 0; i < 8; ++i) amax = max(amax, abs(v[i]));
         x_max[tid] = amax;
         barrier();
         amax = max(max(x_max[first], x_max[first + 1]), max(x_max[first + 2], x_max[first + 3]));
         const float factor = q8_code_factor(amax);
         for (uint i = 0; i < 8; ++i) v[i] = q8_0_code(v[i], factor);
-        scale = q8_scale(amax);
+        f32_scale = q8_f32_scale(amax);
+        scale = q8_scale(f32_scale);
     } else {
         for (uint i = 0; i < 8; ++i) v[i] = q8_k_code(v[i], block_factor);
         scale = block_scale;
@@ -115,7 +117,7 @@ void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale
         if (tid == first) {
             const vec2 halves = vec2(x_code_sum[first] + x_code_sum[first + 1], x_code_sum[first + 2] + x_code_sum[first + 3]);
             if (Q8_K_INPUT) x_half_sums[tid / 4] = halves;
-            if (Q8_1_INPUT) x_code_sum_scale[tid / 4] = q8_1_code_sum_scale(amax, halves.x + halves.y);
+            if (Q8_1_INPUT) x_code_sum_scale[tid / 4] = q8_1_code_sum_scale(f32_scale, halves.x + halves.y);
         }
     }
 }

@@ -127,7 +127,8 @@ vec2 encode_q8_0(inout vec4 v[8]) {
         for (uint i = 0; i < 4; ++i) v[q][i] = q8_0_code(v[q][i], factor);
         code_sum += dot(v[q], vec4(1.0));
     }
-    return vec2(q8_scale(amax), Q8_1_INPUT ? q8_1_code_sum_scale(amax, code_sum) : 0.0);
+    const float f32_scale = q8_f32_scale(amax);
+    return vec2(q8_scale(f32_scale), Q8_1_INPUT ? q8_1_code_sum_scale(f32_scale, code_sum) : 0.0);
 }
 
 // The first value of largest magnitude among the 32 in v.

@@ -5,6 +5,9 @@
 // of k (rotated, then stored) and n_head_kv of v (stored). The order of operations and the
 // per-element arithmetic are the CPU backend's: bias add, rms_norm_row, apply_rope, store.
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_GOOGLE_include_directive : require
+
+#include "f16.glsl"
 
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint KV_F16 = 1;
@@ -49,7 +52,7 @@ float sum_over_workgroup(float value) {
 
 void store_cache(uint element, float value, bool to_k) {
     if (KV_F16 != 0) {
-        const uint bits = packHalf2x16(vec2(value, 0.0)) & 0xFFFFu;
+        const uint bits = f16_bits(value);
         if (to_k) kc[element] = uint16_t(bits); else vc[element] = uint16_t(bits);
         return;
     }

@@ -276,10 +276,9 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
                                      std::to_string(c.cols) + " n=" + std::to_string(c.n) +
                                      (dot ? " (integer dot products)" : " (F32 arithmetic)") + (normed ? ", normed" : "");
             // Measured on lavapipe: 1e-15 to 1e-13 encoded (the summation order), 1e-5 in F32. A
-            // code moved by a step costs about 1e-9 to 3e-8: the GPU's inverse RMS may differ from
-            // the CPU's in its last bit (normed inputs), and three of the largest inputs (8 x 11,008
-            // and 130 x 768 values) move one without a norm (up to 3.2e-9).
-            EXPECT_LT(e_encoded, normed ? 1e-7 : 1e-8) << what << "; F32 path: " << e_f32;
+            // code moved by a step costs 1e-9 or more: normed inputs may move one, as the GPU's
+            // inverse RMS may differ from the CPU's in its last bit.
+            EXPECT_LT(e_encoded, normed ? 1e-7 : 1e-11) << what << "; F32 path: " << e_f32;
             EXPECT_LT(e_f32, 5e-4) << what;
             double& worst = normed ? worst_normed : worst_encoded;
             worst = std::max(worst, e_encoded);
@@ -301,7 +300,7 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
             const std::vector<float> gpu = n <= 8 ? with_dot->matvec(w, x, n, {}) : with_dot->matmul(w, x, n);
             const std::string what = "a block of 1e-37, " + std::to_string(cols) + " columns, n=" + std::to_string(n);
             ASSERT_TRUE(std::all_of(gpu.begin(), gpu.end(), [](float v) { return std::isfinite(v); })) << what;
-            EXPECT_LT(nmse(gpu, cpu), 1e-8) << what;
+            EXPECT_LT(nmse(gpu, cpu), 1e-11) << what;
         }
     }
     EXPECT_GT(dot_products, 0) << "no product fitted the integer-dot build's shared memory";
@@ -309,6 +308,95 @@ TEST(GpuMatvecIntegerDot, ProductsEncodeTheirInputAsTheCpuDoes) {
     EXPECT_GT(encoded_f32_products, 0) << "the F32 build's encoding was not exercised";
     EXPECT_EQ(with_dot->validation_errors(), 0) << "Vulkan validation errors (printed above)";
     EXPECT_EQ(without_dot.validation_errors(), 0) << "Vulkan validation errors (printed above)";
+}
+
+// numerator / denominator from a Newton step on the residual whose fma rounds twice, as Vulkan
+// allows (lavapipe's does): one ULP off for about one denominator in seven.
+float twice_rounded_newton_quotient(float numerator, float denominator) {
+    const float inverse = 1.0f / denominator;
+    const float q = numerator * inverse;
+    const float residual = -q * denominator + numerator;  // built with -ffp-contract=off: two roundings
+    return residual * inverse + q;
+}
+
+// A float v with v * factor == k + 1/2 exactly, for some k of the given parity, |k| < 127.
+float exact_tie(float factor, bool odd, std::mt19937& rng) {
+    std::uniform_int_distribution<int> half_k(5, 60);
+    for (;;) {
+        const float tie = static_cast<float>(2 * half_k(rng) + (odd ? 1 : 0)) + 0.5f;
+        float v = tie / factor;
+        for (int step = 0; step < 64; ++step, v = std::nextafter(v, 2 * v)) {
+            if (v * factor == tie) return v;
+        }
+    }
+}
+
+// One token's `cols` input values in blocks of `block` (32 for Q8_0/Q8_1, 256 for Q8_K). Each
+// block's largest magnitude has a factor (127 / amax; Q8_K: -127 / the signed maximum) that the
+// twice-rounded Newton step misses (the first two blocks: factors at and just below 64), and two
+// of its values are exact ties under the correctly rounded factor: one at k + 1/2 for an odd k,
+// which rounds away from k, one for an even k, which stays. A factor one ULP off either way moves
+// one of their codes.
+std::vector<float> input_with_ties(int64_t cols, int block, bool q8_k, std::mt19937& rng) {
+    std::uniform_real_distribution<float> magnitude(1.0f, 4.0f), unit(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> position(0, block - 1);
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (int64_t b = 0; b < cols / block; ++b) {
+        const float numerator = q8_k ? -127.0f : 127.0f;
+        float largest, factor;
+        if (b < 2) {
+            // A factor of 64, whose float below is twice as close as the one above, and the float below it.
+            largest = (b == 0 ? 127.0f / 64 : std::nextafter(127.0f / 64, 2.0f)) * (unit(rng) < 0 ? -1.0f : 1.0f);
+            factor = numerator / (q8_k ? largest : std::fabs(largest));
+        } else {
+            do {
+                largest = magnitude(rng) * (unit(rng) < 0 ? -1.0f : 1.0f);
+                factor = numerator / (q8_k ? largest : std::fabs(largest));
+            } while (twice_rounded_newton_quotient(numerator, q8_k ? largest : std::fabs(largest)) == factor);
+        }
+        float* values = x.data() + b * block;
+        for (int i = 0; i < block; ++i) values[i] = 0.9f * largest * unit(rng);
+        const int largest_at = position(rng);
+        int odd_at = position(rng), even_at = position(rng);
+        while (odd_at == largest_at) odd_at = position(rng);
+        while (even_at == largest_at || even_at == odd_at) even_at = position(rng);
+        values[largest_at] = largest;
+        values[odd_at] = exact_tie(factor, true, rng);
+        values[even_at] = exact_tie(factor, false, rng);
+    }
+    return x;
+}
+
+TEST(GpuMatvecIntegerDot, CodesAtExactTiesAreTheCpus) {
+    // Random inputs rarely hold a value whose product with the factor is an exact tie, the only
+    // place where a factor one ULP off changes a code; these hold two in every block, under
+    // factors that a refinement relying on a fused fma gets wrong on a device that does not fuse.
+    std::unique_ptr<gpu::OpHarness> gpu;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(true, 0, "", true));
+    if (!gpu->integer_dot()) GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic";
+    std::mt19937 rng(23);
+    double worst = 0;
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q4_K}) {
+        const bool q8_k = type == GgmlType::Q4_K;
+        // The integer-dot mat-vec (1 and 5 tokens), the F32 mat-vec (8 x 11,008) and the tiles (12).
+        for (const auto& [cols, n] : std::vector<std::pair<int64_t, int64_t>>{{1024, 1}, {1024, 5}, {11008, 8}, {1024, 12}}) {
+            std::vector<uint8_t> bytes;
+            const WeightMatrix w = random_weight(type, 29, cols, rng, bytes);
+            std::vector<float> x;
+            for (int64_t t = 0; t < n; ++t) {
+                const std::vector<float> row = input_with_ties(cols, q8_k ? 256 : 32, q8_k, rng);
+                x.insert(x.end(), row.begin(), row.end());
+            }
+            const std::vector<float> cpu = cpu_product(w, x, n);
+            const std::vector<float> gpu_y = n <= 8 ? gpu->matvec(w, x, n, {}) : gpu->matmul(w, x, n);
+            // A moved code costs about 1e-7 here; the summation order 1e-13.
+            const double e = nmse(gpu_y, cpu);
+            EXPECT_LT(e, 1e-11) << ggml_type_name(type) << " " << cols << " columns, n=" << n;
+            worst = std::max(worst, e);
+        }
+    }
+    std::printf("[ measured ] worst NMSE against the CPU: %.2g\n", worst);
+    EXPECT_EQ(gpu->validation_errors(), 0) << "Vulkan validation errors (printed above)";
 }
 
 TEST(GpuMatvecIntegerDot, RowsTooLongForTheirQ8KBlockFactorsAreAClearError) {
