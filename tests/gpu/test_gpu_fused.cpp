@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <numeric>
 
 #include "engine/backend/cpu/ops.h"
@@ -114,6 +116,45 @@ TEST_P(GpuFused, QkvPrepareEqualsBiasNormRopeAndStore) {
     // Nothing else was written: the cache holds exactly n tokens' worth of nonzero rows.
     const auto nonzero = std::count_if(got.v_cache.begin(), got.v_cache.end(), [](float x) { return x != 0.0f; });
     EXPECT_EQ(static_cast<size_t>(nonzero), n * kv_dim);
+}
+
+TEST(GpuFusedCache, F16StoreRoundsAsTheCpu) {
+    // The F16 cache store rounds on the bits as fp32_to_fp16 does: ties to even, F16 subnormals
+    // kept, infinity from 65520 on (Vulkan leaves packHalf2x16's rounding to the device).
+    std::unique_ptr<gpu::OpHarness> gpu;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(true));
+    const float ulp_at_one = std::ldexp(1.0f, -10), smallest_subnormal = std::ldexp(1.0f, -24);
+    const std::vector<float> edges = {1.0f + ulp_at_one / 2,           // tie: down to the even 1
+                                      1.0f + 3 * ulp_at_one / 2,       // tie: up to the even 1 + 2 ulp
+                                      -(2.0f + ulp_at_one),            // tie below -2
+                                      smallest_subnormal / 2,          // tie: down to 0
+                                      3 * smallest_subnormal / 2,      // tie: up to 2 subnormal steps
+                                      std::ldexp(1.3f, -20),           // a subnormal F16
+                                      std::ldexp(1.0f, -14) * 0.999f,  // just below the smallest normal F16
+                                      65519.0f,
+                                      65520.0f,
+                                      -1e6f,
+                                      std::ldexp(1.0f, -30),
+                                      -0.0f,
+                                      1e-3f,
+                                      0.3333333f};
+    gpu::QkvPrepareShape shape;
+    shape.n_head = 1;
+    shape.n_head_kv = 1;
+    shape.head_dim = 32;
+    shape.n_blocks = 1;
+    shape.kv_f16 = true;
+    std::vector<float> v(32);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = edges[i % edges.size()];
+    ModelConfig config;
+    config.head_dim = 32;
+    config.rope_dim = 32;
+    const gpu::QkvPrepared got = gpu->qkv_prepare(v, v, v, {}, {}, {}, {0}, {0}, rope_params(config, {}), shape);
+    for (size_t i = 0; i < v.size(); ++i) {
+        const float want = round_to_fp16(v[i]);
+        EXPECT_EQ(std::bit_cast<uint32_t>(got.v_cache[i]), std::bit_cast<uint32_t>(want)) << "v = " << v[i];
+    }
+    EXPECT_EQ(gpu->validation_errors(), 0) << "Vulkan validation errors (printed above)";
 }
 
 INSTANTIATE_TEST_SUITE_P(
