@@ -12,7 +12,7 @@ constexpr uint32_t kMaxRowThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 // matvec.comp's shared memory: part[ACC][MAX_PARTS] floats (which also hold the F32 build's Q8_K
-// block factors), and in the integer-dot build per token and 32-element group of the input 32
+// block factors and scales), and in the integer-dot build per token and 32-element group of the input 32
 // int8, a scale and the sums of its two halves, and one more float for Q8_K (the group's largest
 // value) or for Q8_1 (its code-sum scale); each of these two arrays has one unused element where
 // it is not needed.
@@ -80,12 +80,13 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
         config |= (cols / 32) << 16;
     } else if (k.encodes_input(type)) {
         config |= 0x4000u;  // the F32 build, encoding each group of the input as it reads it
-        // ... with each 256-element block's Q8_K factor computed first, into part[][].
+        // ... with each 256-element block's Q8_K factor and scale computed first, into part[][].
         if (q8_k_input(type)) {
-            const uint64_t factors = uint64_t{n} * (cols / 256);
-            if (factors > uint64_t{kMatvecAccumulators} * kMatvecMaxParts) {
+            const uint64_t floats = 2 * uint64_t{n} * (cols / 256);
+            if (floats > uint64_t{kMatvecAccumulators} * kMatvecMaxParts) {
                 throw Error("rows of " + std::to_string(cols) + " values are too long for the GPU's mat-vec: encoding " +
-                            std::to_string(n) + " of them takes " + std::to_string(factors) + " block factors, at most " +
+                            std::to_string(n) + " of them takes " + std::to_string(floats) +
+                            " floats of block factors and scales, at most " +
                             std::to_string(kMatvecAccumulators * kMatvecMaxParts) + " fit");
             }
             config |= (cols / 32) << 16;

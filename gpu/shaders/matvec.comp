@@ -178,9 +178,8 @@ void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base,
     vec2 dx;  // the scale and code-sum scale
     if (Q8_K_INPUT) {
         const uint block = t * (X_GROUPS / 8) + u / 8;
-        const float factor = part[block / MAX_PARTS][block % MAX_PARTS];
-        encode_q8_k(x, factor);
-        dx = vec2(q8_k_scale(factor), 0.0);
+        encode_q8_k(x, part[(2 * block) / MAX_PARTS][(2 * block) % MAX_PARTS]);
+        dx = vec2(part[(2 * block + 1) / MAX_PARTS][(2 * block + 1) % MAX_PARTS], 0.0);
     } else {
         dx = encode_q8_0(x);
     }
@@ -333,11 +332,14 @@ void quantize_input() {
 }
 #endif
 
-// The F32 build encoding Q8_K: the factor (q8_k_factor) of each token's 256-element blocks,
-// one thread per block, kept in part[][] (flat) until the products' reduction needs it back.
+// The F32 build encoding Q8_K: the factor (q8_k_factor) and scale (q8_k_scale) of each token's
+// 256-element blocks, one thread per block, kept in part[][] (flat: block i's at 2i and 2i + 1)
+// until the products' reduction needs it back, so that its groups' products divide no more.
 void compute_block_factors() {
     for (uint i = gl_LocalInvocationID.x; i < TOKENS * X_GROUPS / 8; i += gl_WorkGroupSize.x) {
-        part[i / MAX_PARTS][i % MAX_PARTS] = q8_k_block_factor(i / (X_GROUPS / 8), i % (X_GROUPS / 8));
+        const float factor = q8_k_block_factor(i / (X_GROUPS / 8), i % (X_GROUPS / 8));
+        part[(2 * i) / MAX_PARTS][(2 * i) % MAX_PARTS] = factor;
+        part[(2 * i + 1) / MAX_PARTS][(2 * i + 1) % MAX_PARTS] = q8_k_scale(factor);
     }
     barrier();
 }

@@ -400,21 +400,21 @@ TEST(GpuMatvecIntegerDot, CodesAtExactTiesAreTheCpus) {
 }
 
 TEST(GpuMatvecIntegerDot, RowsTooLongForTheirQ8KBlockFactorsAreAClearError) {
-    // The F32 build keeps each token's Q8_K block factors in its 4,096 partial sums: a row of
-    // 513 blocks fits for one token, not for eight.
+    // The F32 build keeps each token's Q8_K block factors and scales in its 4,096 partial sums,
+    // two floats per block: a row of 512 blocks fits exactly for four tokens, not for five.
     std::unique_ptr<gpu::OpHarness> gpu;
     INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(true, 0, "", true));
     if (!gpu->integer_dot()) GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic";
     std::mt19937 rng(5);
     std::vector<uint8_t> bytes;
-    const int64_t cols = 513 * 256;
+    const int64_t cols = 512 * 256;
     const WeightMatrix w = random_weight(GgmlType::Q4_K, 3, cols, rng, bytes);
-    const std::vector<float> x1 = random_floats(static_cast<size_t>(cols), rng, 3.0f);
-    EXPECT_LT(nmse(gpu->matvec(w, x1, 1, {}), cpu_product(w, x1, 1)), 1e-8);
-    const std::vector<float> x8 = random_floats(static_cast<size_t>(8 * cols), rng, 3.0f);
+    const std::vector<float> x4 = random_floats(static_cast<size_t>(4 * cols), rng, 3.0f);
+    EXPECT_LT(nmse(gpu->matvec(w, x4, 4, {}), cpu_product(w, x4, 4)), 1e-11);
+    const std::vector<float> x5 = random_floats(static_cast<size_t>(5 * cols), rng, 3.0f);
     try {
-        gpu->matvec(w, x8, 8, {});
-        ADD_FAILURE() << "8 rows of " << cols << " values were accepted";
+        gpu->matvec(w, x5, 5, {});
+        ADD_FAILURE() << "5 rows of " << cols << " values were accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("too long"), std::string::npos) << e.what();
     }
