@@ -1,11 +1,14 @@
 #include "engine/serve/completion_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -40,6 +43,18 @@ private:
     explicit ActiveRequest(std::atomic<int>& active) : active_(active) {}
     std::atomic<int>& active_;
 };
+
+// Connections the kernel holds for the listener to accept. A burst beyond the queue (a
+// concurrency sweep opening 64 streams at once) has connections dropped or reset.
+constexpr int kListenBacklog = 1024;
+
+// Address reuse lets a restarted server bind while old connections linger in TIME_WAIT;
+// unlike httplib's default (port reuse), a second server on a bound port is refused.
+socket_t prepare_listening_socket(socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    return sock;
+}
 
 void reply_error(httplib::Response& res, int status, const std::string& message) {
     res.status = status;
@@ -120,6 +135,7 @@ public:
             return new httplib::ThreadPool(static_cast<size_t>(n));
         };
         server_.set_payload_max_length(options_.max_body_bytes);
+        server_.set_socket_options([this](socket_t sock) { listening_socket_ = prepare_listening_socket(sock); });
         install_routes();
     }
 
@@ -156,6 +172,7 @@ private:
     std::condition_variable stop_changed_;
     bool stop_requested_ = false;
     bool listener_returned_ = false;
+    socket_t listening_socket_ = -1;
     httplib::Server server_;
 };
 
@@ -165,6 +182,10 @@ int CompletionServer::Impl::bind() {
     if (port_ <= 0) {
         throw Error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                     " (in use, or not an address of this machine)");
+    }
+    // httplib listens with a backlog of 5; listening again on the bound socket raises it.
+    if (::listen(listening_socket_, kListenBacklog) != 0) {
+        throw Error("cannot queue connections on " + options_.host + ":" + std::to_string(port_) + ": " + std::strerror(errno));
     }
     return port_;
 }

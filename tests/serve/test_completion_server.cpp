@@ -149,6 +149,24 @@ TEST(CompletionServer, SixtyFourStreamsLoseNothingAndTheCountersMatch) {
                 levels[0].tokens_per_s, levels[0].server_running_max.value_or(-1));
 }
 
+// A second server on a port already served is refused by name instead of sharing the port.
+TEST(CompletionServer, ASecondServerOnABoundPortIsRefused) {
+    RunningServer first;
+    InferenceSession session(load_builtin_model(), testing::test_session_options(KvDtype::F16, kContextTokens, 1));
+    server::ServeOptions options;
+    options.host = "127.0.0.1";
+    options.port = first.port();
+    server::CompletionServer second(session, options);
+    try {
+        second.bind();
+        FAIL() << "a second server bound port " << first.port();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(":" + std::to_string(first.port()) + " (in use"), std::string::npos) << e.what();
+    }
+    remote::HttpClient http(first.target());
+    EXPECT_EQ(remote::stream_completion(http, ask(2)).completion_tokens, 2);  // the first still serves
+}
+
 TEST(CompletionServer, RefusesBadRequestsWithClearErrors) {
     server::ServeOptions options;
     options.max_body_bytes = 4096;

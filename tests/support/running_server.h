@@ -37,6 +37,7 @@ public:
         server_->stop();
         thread_.join();
     }
+    int port() const { return port_; }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
     remote::RemoteTarget target() const {
         remote::RemoteTarget t;
