@@ -351,7 +351,8 @@ std::vector<std::vector<double>> OpHarness::time_products(const std::vector<cons
 }
 
 std::vector<float> OpHarness::attention_batch(const std::vector<float>& q, const std::vector<AttentionSequence>& sequences,
-                                              const AttentionShape& shape, uint32_t splits, bool shared_memory_build) {
+                                              const AttentionShape& shape, uint32_t splits, bool shared_memory_build,
+                                              uint32_t tile_tokens) {
     Impl& m = *impl_;
     const auto kv_dim = static_cast<uint32_t>(shape.n_head_kv * shape.head_dim);
     const auto block_tokens = static_cast<uint32_t>(shape.block_tokens);
@@ -401,10 +402,14 @@ std::vector<float> OpHarness::attention_batch(const std::vector<float>& q, const
         } else {
             record_attention_split(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(),
                                    pos.handle(), starts.handle(), partials.handle(), output.handle(), n, params, splits, true,
-                                   shared_memory_build ? AttentionBuild::SharedMemory : AttentionBuild::Auto);
+                                   shared_memory_build ? AttentionBuild::SharedMemory : AttentionBuild::Auto, tile_tokens);
         }
     });
     return m.read(output, q.size());
+}
+
+uint32_t OpHarness::attention_tile_tokens(uint32_t group_heads, uint32_t head_dim) const {
+    return gpu::attention_tile_tokens(impl_->kernels, group_heads, head_dim);
 }
 
 }  // namespace inferscope::gpu

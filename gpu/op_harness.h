@@ -92,10 +92,13 @@ public:
     // The context [queries x n_head x head_dim] of q (the querying positions of every sequence
     // in order, n_head x head_dim each) with shape's heads, scale, window and cache type (its
     // block_table is unused), in one dispatch over all sequences: record_attention_split with
-    // `splits` (0: record_attention); `shared_memory_build`: the split kernel's build without
-    // subgroup operations even where the device has them.
+    // `splits` (0: record_attention) in tiles of `tile_tokens`; `shared_memory_build`: the split
+    // kernel's build without subgroup operations even where the device has them.
     std::vector<float> attention_batch(const std::vector<float>& q, const std::vector<AttentionSequence>& sequences,
-                                       const AttentionShape& shape, uint32_t splits, bool shared_memory_build = false);
+                                       const AttentionShape& shape, uint32_t splits, bool shared_memory_build = false,
+                                       uint32_t tile_tokens = 1);
+    // attention_tile_tokens on this device.
+    uint32_t attention_tile_tokens(uint32_t group_heads, uint32_t head_dim) const;
 
     // The decode products of gpu/vk_matvec.h (n <= 8 tokens), weights uploaded in parts of at
     // most max_part_bytes (0: the device's limit). norm_weight empty: no RMSNorm prologue.

@@ -8,7 +8,6 @@
 namespace inferscope::gpu {
 namespace {
 
-constexpr uint32_t kMaxGroupHeads = 16;
 constexpr uint32_t kMaxHeadDim = 256;
 
 // Launches `count` workgroups as X x Y, X within the device's limit (the shaders linearise
@@ -18,14 +17,40 @@ std::pair<uint32_t, uint32_t> fold_groups(const Kernels& k, uint64_t count) {
     return {x, static_cast<uint32_t>((count + x - 1) / x)};
 }
 
-void check_shape(const AttentionParams& params, uint32_t splits) {
+// Whether attention_split.comp runs its subgroup build: subgroup arithmetic with subgroups of 4
+// threads or more (it keeps one partial maximum per subgroup); matmul_rows_per_group() is
+// kMatmulThreads / the subgroup size.
+bool subgroup_build(const Kernels& k, AttentionBuild build) {
+    return build == AttentionBuild::Auto && k.matmul_shader() == Shader::Matmul &&
+           k.matmul_rows_per_group() <= Kernels::kMatmulThreads / 4;
+}
+
+// attention_split.comp's shared memory for `rows` query rows: their queries (later the V sums),
+// a chunk's probabilities per row, the chunk's V row offsets, each part's maximum and sum per
+// row (a part is a subgroup of 4 or more threads, or 32 positions), and without subgroups a
+// chunk's scores per row.
+uint64_t attention_shared_bytes(uint32_t rows, uint32_t head_dim, bool subgroups) {
+    const uint64_t quads = (head_dim + 3) / 4;
+    const uint64_t parts = subgroups ? kAttentionChunkPositions / 4 : kAttentionChunkPositions / 32;
+    return 16 * rows * quads + 4 * rows * kAttentionChunkPositions + 4 * kAttentionChunkPositions + 8 * rows * parts +
+           (subgroups ? 0 : 4 * rows * kAttentionChunkPositions);
+}
+
+void check_shape(const Kernels& k, const AttentionParams& params, uint32_t splits, uint32_t tile_tokens, bool subgroups) {
     const bool grouped = params.n_head_kv > 0 && params.n_head % params.n_head_kv == 0;
     const uint32_t group = grouped ? params.n_head / params.n_head_kv : 0;
-    if (!grouped || group > kMaxGroupHeads || params.head_dim == 0 || params.head_dim > kMaxHeadDim || params.head_dim < group ||
-        params.block_tokens == 0 || splits == 0 || splits > kAttentionMaxSplits) {
+    const uint64_t rows = uint64_t{group} * tile_tokens;
+    if (!grouped || group > kAttentionMaxGroupHeads || params.head_dim == 0 || params.head_dim > kMaxHeadDim ||
+        params.head_dim < group || params.block_tokens == 0 || splits == 0 || splits > kAttentionMaxSplits || tile_tokens == 0 ||
+        (tile_tokens > 1 && rows > kAttentionMaxTileRows)) {
         throw Error("internal: split attention of " + std::to_string(params.n_head) + " heads over " +
                     std::to_string(params.n_head_kv) + " KV heads of " + std::to_string(params.head_dim) + " dims in " +
-                    std::to_string(splits) + " splits is out of range");
+                    std::to_string(splits) + " splits, tiles of " + std::to_string(tile_tokens) + " tokens is out of range");
+    }
+    const uint64_t shared = attention_shared_bytes(static_cast<uint32_t>(rows), params.head_dim, subgroups);
+    if (tile_tokens > 1 && shared > k.max_shared_bytes()) {
+        throw Error("internal: split attention in tiles of " + std::to_string(tile_tokens) + " tokens needs " +
+                    std::to_string(shared) + " bytes of shared memory, the device has " + std::to_string(k.max_shared_bytes()));
     }
 }
 
@@ -38,6 +63,13 @@ uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_
     return static_cast<uint32_t>(std::clamp<uint64_t>(std::min(for_occupancy, by_length), 1, kAttentionMaxSplits));
 }
 
+uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t head_dim) {
+    const bool subgroups = subgroup_build(k, AttentionBuild::Auto);
+    uint32_t tile = std::max<uint32_t>(1, kAttentionMaxTileRows / std::max<uint32_t>(group_heads, 1));
+    while (tile > 1 && attention_shared_bytes(tile * group_heads, head_dim, subgroups) > k.max_shared_bytes()) --tile;
+    return tile;
+}
+
 uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits) {
     const uint64_t floats = static_cast<uint64_t>(n_tokens) * n_head * splits * (head_dim + 2);
     return std::max<uint64_t>(floats * sizeof(float), 4);
@@ -45,20 +77,19 @@ uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t h
 
 void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
                             VkBuffer positions, VkBuffer table_start, VkBuffer partials, VkBuffer context, uint32_t n,
-                            const AttentionParams& params, uint32_t splits, bool barrier, AttentionBuild build) {
-    check_shape(params, splits);
+                            const AttentionParams& params, uint32_t splits, bool barrier, AttentionBuild build,
+                            uint32_t tile_tokens) {
+    const bool subgroups = subgroup_build(k, build);
+    check_shape(k, params, splits, tile_tokens, subgroups);
     if (n == 0) return;
     struct {
         uint32_t n_head, n_head_kv, block_tokens;
         float scale;
         uint32_t window, n_tokens, splits;
     } push{params.n_head, params.n_head_kv, params.block_tokens, params.scale, params.window, n, splits};
-    // The subgroup build keeps one partial maximum per subgroup, room for subgroups of 4 threads
-    // or more; matmul_rows_per_group() is kMatmulThreads / the subgroup size.
-    const bool subgroups = build == AttentionBuild::Auto && k.matmul_shader() == Shader::Matmul &&
-                           k.matmul_rows_per_group() <= Kernels::kMatmulThreads / 4;
-    const SpecConstants spec{params.kv_f16 ? 1u : 0u, params.n_head / params.n_head_kv, params.head_dim, 0};
-    const auto [x, y] = fold_groups(k, static_cast<uint64_t>(params.n_head_kv) * n * splits);
+    const SpecConstants spec{params.kv_f16 ? 1u : 0u, params.n_head / params.n_head_kv, params.head_dim, tile_tokens};
+    const uint64_t tiles = (n + tile_tokens - 1) / tile_tokens;
+    const auto [x, y] = fold_groups(k, static_cast<uint64_t>(params.n_head_kv) * tiles * splits);
     k.dispatch(cmd, subgroups ? Shader::AttentionSplit : Shader::AttentionSplitShared, spec,
                {q, k_cache, v_cache, tables, positions, table_start, partials, context}, &push, sizeof push, x, y,
                barrier || splits > 1);

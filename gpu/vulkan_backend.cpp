@@ -201,11 +201,14 @@ void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
     kv_layout_ = layout;
     // A sequence's context is bounded by the global pool; the split count is fixed per recording.
     attention_max_context_ = static_cast<uint32_t>(layout.global.n_blocks * layout.global.block_tokens);
-    uint64_t partials_bytes = 0;
-    for (uint32_t n = 1; n <= kMatvecMaxTokens; ++n) {
-        partials_bytes = std::max(partials_bytes, attention_partials_bytes(n, static_cast<uint32_t>(model_->config().n_head),
-                                                                           static_cast<uint32_t>(model_->config().head_dim),
-                                                                           attention_splits(n)));
+    // Steps attending in one split leave the partials unused.
+    uint64_t partials_bytes = 4;
+    for (uint32_t n = 1; n <= static_cast<uint32_t>(max_tokens_); ++n) {
+        const uint32_t splits = attention_splits(n);
+        if (splits == 1) continue;
+        partials_bytes =
+            std::max(partials_bytes, attention_partials_bytes(n, static_cast<uint32_t>(model_->config().n_head),
+                                                              static_cast<uint32_t>(model_->config().head_dim), splits));
     }
     attention_partials_ = Buffer(*ctx_, partials_bytes, Buffer::Kind::Device);
     for (Layer& l : layers_) {
@@ -524,15 +527,25 @@ void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
     record_residual_product(cmd, l.w_down, s.gate.handle(), l.post_ffw_norm, n, "ffn_down", "ffn_post_norm");
 }
 
-// Decode steps attend with the split kernel (every query head of a KV head in one workgroup,
-// the context in parts); prompts with one workgroup per query head and token.
-bool VulkanBackend::split_attention(uint32_t n) const {
+// Every step attends with the split kernel (every query head of a KV head in one workgroup, the
+// context in parts) where a KV head has at most kAttentionMaxGroupHeads query heads; otherwise
+// with one workgroup per query head and token.
+bool VulkanBackend::split_attention() const {
     const ModelConfig& c = model_->config();
-    return n <= kMatvecMaxTokens && static_cast<uint32_t>(c.n_head / c.n_head_kv) <= kAttentionMaxGroupHeads;
+    return static_cast<uint32_t>(c.n_head / c.n_head_kv) <= kAttentionMaxGroupHeads;
+}
+
+// Decode steps (the mat-vec's token counts) are a token per sequence: tiles of one. Longer
+// steps are mostly prompts, whose tokens share a sequence's cache.
+uint32_t VulkanBackend::attention_tile(uint32_t n) const {
+    const ModelConfig& c = model_->config();
+    if (n <= kMatvecMaxTokens) return 1;
+    return attention_tile_tokens(*kernels_, static_cast<uint32_t>(c.n_head / c.n_head_kv), static_cast<uint32_t>(c.head_dim));
 }
 
 uint32_t VulkanBackend::attention_splits(uint32_t n) const {
-    return attention_split_count(attention_max_context_, static_cast<uint32_t>(model_->config().n_head_kv), n,
+    const uint32_t tiles = (n + attention_tile(n) - 1) / attention_tile(n);
+    return attention_split_count(attention_max_context_, static_cast<uint32_t>(model_->config().n_head_kv), tiles,
                                  kernels_->tuning().attention_workgroups);
 }
 
@@ -566,10 +579,10 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
     mark(cmd, l.local ? "qkv_prepare_local" : "qkv_prepare");
     const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
                                  c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
-    if (split_attention(n)) {
+    if (split_attention()) {
         record_attention_split(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
                                s.positions.device.handle(), kv.table_start.device.handle(), attention_partials_.handle(),
-                               s.context.handle(), n, params, attention_splits(n));
+                               s.context.handle(), n, params, attention_splits(n), true, AttentionBuild::Auto, attention_tile(n));
     } else {
         record_attention(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
                          s.positions.device.handle(), kv.table_start.device.handle(), s.context.handle(), n, params);

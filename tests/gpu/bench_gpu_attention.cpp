@@ -1,7 +1,8 @@
-// GPU time per call of decode attention, record_attention against record_attention_split
-// (the split count attention_split_count chooses and forced ones), for a Qwen2.5-0.5B shape
-// and a 7B shape over an F16 cache at several contexts, one query token. Prints only; the
-// effective GB/s count the K and V bytes of the visible positions.
+// GPU time per call of attention, record_attention against record_attention_split, for a
+// Qwen2.5-0.5B shape and a 7B shape over an F16 cache: decode (one query token) at several
+// contexts with the split count attention_split_count chooses and forced ones, and a prompt's
+// tokens at the end of a context with one token per tile and with attention_tile_tokens'
+// tiles. Prints only; the effective GB/s count the K and V bytes of the visible positions.
 //   bench_gpu_attention [--quick]   (--quick: short contexts and few repetitions, for lavapipe)
 #include <algorithm>
 #include <cstdio>
@@ -40,14 +41,16 @@ Buffer device_copy(VkContext& ctx, const std::vector<T>& values) {
     return b;
 }
 
-// A cache of `context` positions in shuffled blocks, random F16 K/V and query, one token at the end.
-Buffers make_buffers(VkContext& ctx, const Model& m, uint32_t context, uint32_t max_splits, std::mt19937& rng) {
+// A cache of `context` positions in shuffled blocks, random F16 K/V and queries, the last n_tokens
+// positions querying.
+Buffers make_buffers(VkContext& ctx, const Model& m, uint32_t context, uint32_t n_tokens, uint32_t max_splits,
+                     std::mt19937& rng) {
     const uint32_t blocks = (context + kBlockTokens - 1) / kBlockTokens;
     const size_t cache_values = static_cast<size_t>(blocks) * kBlockTokens * m.n_head_kv * m.head_dim;
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::vector<uint16_t> cache(cache_values);
     for (uint16_t& x : cache) x = fp32_to_fp16(dist(rng));
-    std::vector<float> q(static_cast<size_t>(m.n_head) * m.head_dim);
+    std::vector<float> q(static_cast<size_t>(n_tokens) * m.n_head * m.head_dim);
     for (float& x : q) x = dist(rng);
     std::vector<int32_t> table(blocks);
     std::iota(table.begin(), table.end(), 0);
@@ -57,9 +60,11 @@ Buffers make_buffers(VkContext& ctx, const Model& m, uint32_t context, uint32_t 
     b.k_cache = device_copy(ctx, cache);
     b.v_cache = device_copy(ctx, cache);
     b.tables = device_copy(ctx, table);
-    b.positions = device_copy(ctx, std::vector<int32_t>{static_cast<int32_t>(context - 1)});
-    b.table_start = device_copy(ctx, std::vector<int32_t>{0});
-    b.partials = Buffer(ctx, attention_partials_bytes(1, m.n_head, m.head_dim, max_splits), Buffer::Kind::Device);
+    std::vector<int32_t> positions(n_tokens);
+    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(context - n_tokens));
+    b.positions = device_copy(ctx, positions);
+    b.table_start = device_copy(ctx, std::vector<int32_t>(n_tokens, 0));
+    b.partials = Buffer(ctx, attention_partials_bytes(n_tokens, m.n_head, m.head_dim, max_splits), Buffer::Kind::Device);
     b.context = Buffer(ctx, q.size() * sizeof(float), Buffer::Kind::Device);
     return b;
 }
@@ -103,7 +108,7 @@ void bench_model(VkContext& ctx, Kernels& kernels, const Model& m, const std::ve
         std::vector<uint32_t> splits = {recorded_for_4096, fitted, 1, 4, 16, 32};
         std::sort(splits.begin(), splits.end());
         splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
-        Buffers b = make_buffers(ctx, m, context, splits.back(), rng);
+        Buffers b = make_buffers(ctx, m, context, 1, splits.back(), rng);
         const double kv_bytes = 2.0 * context * m.n_head_kv * m.head_dim * sizeof(uint16_t);
         const double base_us = gpu_us_per_call(
             ctx,
@@ -131,6 +136,40 @@ void bench_model(VkContext& ctx, Kernels& kernels, const Model& m, const std::ve
     }
 }
 
+// A prompt of `prompt` tokens after `depth` positions: record_attention, then the split kernel
+// in one split with tiles of one token and of attention_tile_tokens' count.
+void bench_prompt(VkContext& ctx, Kernels& kernels, const Model& m, uint32_t prompt, const std::vector<uint32_t>& depths,
+                  int calls, int rounds, std::mt19937& rng) {
+    const AttentionParams params{m.n_head, m.n_head_kv, m.head_dim, kBlockTokens, 0.125f, 0, true};
+    const uint32_t tile = attention_tile_tokens(kernels, m.n_head / m.n_head_kv, m.head_dim);
+    std::printf("\n%s: a prompt of %u tokens, tiles of up to %u tokens\n", m.name, prompt, tile);
+    std::printf("%8s  %-22s %10s %10s %9s\n", "depth", "kernel", "us/call", "GB/s K+V", "speed-up");
+    for (uint32_t depth : depths) {
+        Buffers b = make_buffers(ctx, m, depth + prompt, prompt, 1, rng);
+        // Each token reads the K and V of the positions it sees once.
+        const double kv_bytes = 2.0 * m.n_head_kv * m.head_dim * sizeof(uint16_t) *
+                                (static_cast<double>(depth) * prompt + prompt * (prompt + 1) / 2.0);
+        const auto time = [&](const std::function<void(VkCommandBuffer)>& record) {
+            return gpu_us_per_call(ctx, record, calls, rounds);
+        };
+        const double base_us = time([&](VkCommandBuffer cmd) {
+            record_attention(kernels, cmd, b.q.handle(), b.k_cache.handle(), b.v_cache.handle(), b.tables.handle(),
+                             b.positions.handle(), b.table_start.handle(), b.context.handle(), prompt, params);
+        });
+        std::printf("%8u  %-22s %10.2f %10.1f %9s\n", depth, "record_attention", base_us, kv_bytes / base_us / 1e3, "1.00");
+        for (uint32_t t : {1u, tile}) {
+            const double us = time([&](VkCommandBuffer cmd) {
+                record_attention_split(kernels, cmd, b.q.handle(), b.k_cache.handle(), b.v_cache.handle(), b.tables.handle(),
+                                       b.positions.handle(), b.table_start.handle(), b.partials.handle(), b.context.handle(),
+                                       prompt, params, 1, true, AttentionBuild::Auto, t);
+            });
+            const std::string label = "tiles of " + std::to_string(t);
+            std::printf("%8u  %-22s %10.2f %10.1f %9.2f\n", depth, label.c_str(), us, kv_bytes / us / 1e3, base_us / us);
+        }
+        kernels.forget_descriptor_sets();
+    }
+}
+
 int run(bool quick) {
     VkContext ctx;
     Kernels kernels(ctx);
@@ -145,6 +184,8 @@ int run(bool quick) {
     std::mt19937 rng(1);
     for (const Model& m : {Model{"Qwen2.5-0.5B", 14, 2, 64}, Model{"7B", 32, 8, 128}}) {
         bench_model(ctx, kernels, m, contexts, calls, rounds, rng);
+        bench_prompt(ctx, kernels, m, quick ? 64 : 512, quick ? std::vector<uint32_t>{0, 256} : std::vector<uint32_t>{0, 2048},
+                     quick ? 1 : 20, rounds, rng);
     }
     return 0;
 }

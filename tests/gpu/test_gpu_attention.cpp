@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <set>
 #include <string>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/kernels/attention_kernels.h"
 #include "engine/backend/cpu/kv_storage.h"
+#include "engine/core/error.h"
 #include "gpu/op_harness.h"
 #include "gpu/vk_attention.h"
 #include "gpu_cpu_reference.h"
@@ -83,6 +86,21 @@ gpu::AttentionShape attention_shape(int n_head, int n_head_kv, int head_dim) {
     return shape;
 }
 
+// Runs check(kv_f16, window) with shape's cache F32 and F16, without a window and with one of 50.
+void for_each_cache_and_window(gpu::AttentionShape& shape, const std::function<void(bool, int)>& check) {
+    for (bool kv_f16 : {false, true}) {
+        for (int window : {0, 50}) {
+            shape.kv_f16 = kv_f16;
+            shape.window = window;
+            check(kv_f16, window);
+        }
+    }
+}
+
+struct Heads {
+    int n_head, n_head_kv, head_dim;
+};
+
 class GpuAttention : public ::testing::Test {
 protected:
     void SetUp() override { INFERSCOPE_MAKE_OR_SKIP_GPU(gpu_, std::make_unique<gpu::OpHarness>(true)); }
@@ -145,23 +163,16 @@ TEST_F(GpuAttention, DecodeOfSeveralSequencesMatchesCpuForEveryShapeAndSplitCoun
     // 1..3 positions: 8 query tokens from 6 sequences in one dispatch.
     const std::vector<int> lengths = {1, 63, 64, 65, 129, 300};
     const std::vector<int> n_query = {1, 1, 2, 1, 1, 2};
-    struct Heads {
-        int n_head, n_head_kv, head_dim;
-    };
     // GQA 1, 2, 7 (Qwen 0.5B), 4 at head_dim 256 (Gemma 3), an odd head_dim, 16 per KV head.
     for (Heads h : {Heads{2, 2, 64}, Heads{4, 2, 64}, Heads{14, 2, 64}, Heads{4, 1, 256}, Heads{7, 1, 80}, Heads{16, 1, 32}}) {
         gpu::AttentionShape shape = attention_shape(h.n_head, h.n_head_kv, h.head_dim);
         const SequenceBatch batch = random_sequence_batch(shape, lengths, n_query, rng_);
-        for (bool kv_f16 : {false, true}) {
-            for (int window : {0, 50}) {
-                shape.kv_f16 = kv_f16;
-                shape.window = window;
-                const std::string what = std::to_string(h.n_head) + "/" + std::to_string(h.n_head_kv) + " heads x " +
-                                         std::to_string(h.head_dim) + (kv_f16 ? ", F16" : ", F32") + " cache, window " +
-                                         std::to_string(window);
-                expect_matches(batch, shape, {1, 2, 3, 7, 16}, what);
-            }
-        }
+        for_each_cache_and_window(shape, [&](bool kv_f16, int window) {
+            const std::string what = std::to_string(h.n_head) + "/" + std::to_string(h.n_head_kv) + " heads x " +
+                                     std::to_string(h.head_dim) + (kv_f16 ? ", F16" : ", F32") + " cache, window " +
+                                     std::to_string(window);
+            expect_matches(batch, shape, {1, 2, 3, 7, 16}, what);
+        });
     }
 }
 
@@ -182,24 +193,67 @@ TEST_F(GpuAttention, SharedMemoryBuildMatchesCpu) {
     // The build for devices without subgroup arithmetic, forced on this one.
     const std::vector<int> lengths = {1, 65, 300};
     const std::vector<int> n_query = {1, 2, 1};
-    struct Heads {
-        int n_head, n_head_kv, head_dim;
-    };
     for (Heads h : {Heads{14, 2, 64}, Heads{4, 1, 256}, Heads{7, 1, 80}}) {
         gpu::AttentionShape shape = attention_shape(h.n_head, h.n_head_kv, h.head_dim);
         const SequenceBatch batch = random_sequence_batch(shape, lengths, n_query, rng_);
-        for (bool kv_f16 : {false, true}) {
-            for (int window : {0, 50}) {
-                shape.kv_f16 = kv_f16;
-                shape.window = window;
-                const std::vector<float> expected = cpu_batch(batch, shape);
-                for (uint32_t splits : {1u, 3u, 16u}) {
-                    EXPECT_LT(nmse(gpu_->attention_batch(batch.q, batch.sequences, shape, splits, true), expected), 1e-10)
-                        << h.n_head << "/" << h.n_head_kv << " heads x " << h.head_dim << ", " << splits << " splits"
-                        << (kv_f16 ? ", F16" : ", F32") << " cache, window " << window;
+        for_each_cache_and_window(shape, [&](bool kv_f16, int window) {
+            const std::vector<float> expected = cpu_batch(batch, shape);
+            for (uint32_t splits : {1u, 3u, 16u}) {
+                EXPECT_LT(nmse(gpu_->attention_batch(batch.q, batch.sequences, shape, splits, true), expected), 1e-10)
+                    << h.n_head << "/" << h.n_head_kv << " heads x " << h.head_dim << ", " << splits << " splits"
+                    << (kv_f16 ? ", F16" : ", F32") << " cache, window " << window;
+            }
+        });
+    }
+}
+
+TEST_F(GpuAttention, PromptTilesMatchCpuAcrossSequencesWindowsAndSplits) {
+    // Prompts of six sequences in one dispatch (254 tokens), so that tiles of 2, 3 and the
+    // device's most tokens start mid-sequence and hold the end of one and the start of the next.
+    const std::vector<int> lengths = {1, 63, 64, 65, 129, 300};
+    const std::vector<int> n_query = {1, 20, 64, 3, 129, 37};
+    for (Heads h : {Heads{8, 4, 8}, Heads{2, 2, 64}, Heads{14, 2, 64}, Heads{4, 1, 256}, Heads{7, 1, 80}, Heads{16, 1, 32}}) {
+        gpu::AttentionShape shape = attention_shape(h.n_head, h.n_head_kv, h.head_dim);
+        const SequenceBatch batch = random_sequence_batch(shape, lengths, n_query, rng_);
+        const auto group = static_cast<uint32_t>(h.n_head / h.n_head_kv);
+        const uint32_t most = gpu_->attention_tile_tokens(group, static_cast<uint32_t>(h.head_dim));
+        EXPECT_TRUE(most * group <= gpu::kAttentionMaxTileRows || most == 1) << most << " tokens of " << group << " heads";
+        std::set<uint32_t> tiles = {most};
+        for (uint32_t t : {2u, 3u}) {
+            if (t < most) tiles.insert(t);
+        }
+        double worst = 0;
+        for_each_cache_and_window(shape, [&](bool kv_f16, int window) {
+            const std::vector<float> expected = cpu_batch(batch, shape);
+            for (uint32_t tile : tiles) {
+                for (uint32_t splits : {1u, 3u}) {
+                    const double e = nmse(gpu_->attention_batch(batch.q, batch.sequences, shape, splits, false, tile), expected);
+                    EXPECT_LT(e, 1e-10) << h.n_head << "/" << h.n_head_kv << " heads x " << h.head_dim << ", tiles of " << tile
+                                        << ", " << splits << " splits" << (kv_f16 ? ", F16" : ", F32") << " cache, window "
+                                        << window;
+                    worst = std::max(worst, e);
                 }
             }
+        });
+        // The build without subgroup operations, in tiles of the most tokens it fits (its scores
+        // take shared memory of their own).
+        shape.kv_f16 = true;
+        shape.window = 0;
+        uint32_t shared_tile = most;
+        for (; shared_tile > 1; --shared_tile) {
+            try {
+                const double e =
+                    nmse(gpu_->attention_batch(batch.q, batch.sequences, shape, 1, true, shared_tile), cpu_batch(batch, shape));
+                EXPECT_LT(e, 1e-10) << "shared-memory build, " << h.n_head << "/" << h.n_head_kv << " heads x " << h.head_dim
+                                    << ", tiles of " << shared_tile;
+                break;
+            } catch (const Error& e) {
+                EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+            }
         }
+        std::printf(
+            "[ measured ] prompt tiles, %d/%d heads x %d: up to %u tokens per tile (%u without subgroups), worst NMSE %.3g\n",
+            h.n_head, h.n_head_kv, h.head_dim, most, shared_tile, worst);
     }
 }
 
