@@ -202,8 +202,11 @@ std::vector<float> OpHarness::attention(const std::vector<float>& q, const std::
                                  static_cast<uint32_t>(shape.window), shape.kv_f16};
     m.run([&](VkCommandBuffer cmd) {
         record_cache_store(m.kernels, cmd, keys, values, slot, k_cache, v_cache, n, params);
-        record_attention(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), tables.handle(), pos.handle(),
-                         table_start.handle(), output.handle(), n, params);
+        // One split: the partials are not read, any buffer serves.
+        record_attention_split(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), tables.handle(),
+                               pos.handle(), table_start.handle(), output.handle(), output.handle(), n, params, 1, true,
+                               AttentionBuild::Auto,
+                               gpu::attention_tile_tokens(m.kernels, params.n_head / params.n_head_kv, params.head_dim));
     });
     return m.read(output, q.size());
 }
@@ -391,19 +394,13 @@ std::vector<float> OpHarness::attention_batch(const std::vector<float>& q, const
                                  shape.scale,
                                  static_cast<uint32_t>(shape.window),
                                  shape.kv_f16};
-    const Buffer partials(m.ctx, attention_partials_bytes(n, params.n_head, params.head_dim, std::max<uint32_t>(splits, 1)),
-                          Buffer::Kind::Device);
+    const Buffer partials(m.ctx, attention_partials_bytes(n, params.n_head, params.head_dim, splits), Buffer::Kind::Device);
     const Buffer output(m.ctx, q.size() * sizeof(float), Buffer::Kind::Device);
     m.run([&](VkCommandBuffer cmd) {
         record_cache_store(m.kernels, cmd, key_rows, value_rows, slot, k_cache, v_cache, n_rows, params);
-        if (splits == 0) {
-            record_attention(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(), pos.handle(),
-                             starts.handle(), output.handle(), n, params);
-        } else {
-            record_attention_split(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(),
-                                   pos.handle(), starts.handle(), partials.handle(), output.handle(), n, params, splits, true,
-                                   shared_memory_build ? AttentionBuild::SharedMemory : AttentionBuild::Auto, tile_tokens);
-        }
+        record_attention_split(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(), pos.handle(),
+                               starts.handle(), partials.handle(), output.handle(), n, params, splits, true,
+                               shared_memory_build ? AttentionBuild::SharedMemory : AttentionBuild::Auto, tile_tokens);
     });
     return m.read(output, q.size());
 }

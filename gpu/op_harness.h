@@ -92,8 +92,8 @@ public:
     // The context [queries x n_head x head_dim] of q (the querying positions of every sequence
     // in order, n_head x head_dim each) with shape's heads, scale, window and cache type (its
     // block_table is unused), in one dispatch over all sequences: record_attention_split with
-    // `splits` (0: record_attention) in tiles of `tile_tokens`; `shared_memory_build`: the split
-    // kernel's build without subgroup operations even where the device has them.
+    // `splits` in tiles of `tile_tokens`; `shared_memory_build`: the split kernel's build without
+    // subgroup operations even where the device has them.
     std::vector<float> attention_batch(const std::vector<float>& q, const std::vector<AttentionSequence>& sequences,
                                        const AttentionShape& shape, uint32_t splits, bool shared_memory_build = false,
                                        uint32_t tile_tokens = 1);

@@ -36,12 +36,18 @@ uint64_t attention_shared_bytes(uint32_t rows, uint32_t head_dim, bool subgroups
            (subgroups ? 0 : 4 * rows * kAttentionChunkPositions);
 }
 
+// Query heads per workgroup: a KV head's, in equal parts of at most kAttentionMaxGroupHeads.
+uint32_t workgroup_heads(uint32_t heads_per_kv) {
+    const uint32_t parts = (heads_per_kv + kAttentionMaxGroupHeads - 1) / kAttentionMaxGroupHeads;
+    return parts == 0 ? 0 : (heads_per_kv + parts - 1) / parts;
+}
+
 void check_shape(const Kernels& k, const AttentionParams& params, uint32_t splits, uint32_t tile_tokens, bool subgroups) {
     const bool grouped = params.n_head_kv > 0 && params.n_head % params.n_head_kv == 0;
-    const uint32_t group = grouped ? params.n_head / params.n_head_kv : 0;
+    const uint32_t group = grouped ? workgroup_heads(params.n_head / params.n_head_kv) : 0;
     const uint64_t rows = uint64_t{group} * tile_tokens;
-    if (!grouped || group > kAttentionMaxGroupHeads || params.head_dim == 0 || params.head_dim > kMaxHeadDim ||
-        params.head_dim < group || params.block_tokens == 0 || splits == 0 || splits > kAttentionMaxSplits || tile_tokens == 0 ||
+    if (!grouped || params.head_dim == 0 || params.head_dim > kMaxHeadDim || params.head_dim < group ||
+        params.block_tokens == 0 || splits == 0 || splits > kAttentionMaxSplits || tile_tokens == 0 ||
         (tile_tokens > 1 && rows > kAttentionMaxTileRows)) {
         throw Error("internal: split attention of " + std::to_string(params.n_head) + " heads over " +
                     std::to_string(params.n_head_kv) + " KV heads of " + std::to_string(params.head_dim) + " dims in " +
@@ -65,8 +71,9 @@ uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_
 
 uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t head_dim) {
     const bool subgroups = subgroup_build(k, AttentionBuild::Auto);
-    uint32_t tile = std::max<uint32_t>(1, kAttentionMaxTileRows / std::max<uint32_t>(group_heads, 1));
-    while (tile > 1 && attention_shared_bytes(tile * group_heads, head_dim, subgroups) > k.max_shared_bytes()) --tile;
+    const uint32_t heads = std::max<uint32_t>(workgroup_heads(group_heads), 1);
+    uint32_t tile = std::max<uint32_t>(1, kAttentionMaxTileRows / heads);
+    while (tile > 1 && attention_shared_bytes(tile * heads, head_dim, subgroups) > k.max_shared_bytes()) --tile;
     return tile;
 }
 
@@ -87,9 +94,12 @@ void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffe
         float scale;
         uint32_t window, n_tokens, splits;
     } push{params.n_head, params.n_head_kv, params.block_tokens, params.scale, params.window, n, splits};
-    const SpecConstants spec{params.kv_f16 ? 1u : 0u, params.n_head / params.n_head_kv, params.head_dim, tile_tokens};
+    const uint32_t heads_per_kv = params.n_head / params.n_head_kv;
+    const uint32_t heads = workgroup_heads(heads_per_kv);
+    const SpecConstants spec{params.kv_f16 ? 1u : 0u, heads, params.head_dim, tile_tokens};
+    const uint64_t head_parts = (heads_per_kv + heads - 1) / heads;
     const uint64_t tiles = (n + tile_tokens - 1) / tile_tokens;
-    const auto [x, y] = fold_groups(k, static_cast<uint64_t>(params.n_head_kv) * tiles * splits);
+    const auto [x, y] = fold_groups(k, static_cast<uint64_t>(params.n_head_kv) * head_parts * tiles * splits);
     k.dispatch(cmd, subgroups ? Shader::AttentionSplit : Shader::AttentionSplitShared, spec,
                {q, k_cache, v_cache, tables, positions, table_start, partials, context}, &push, sizeof push, x, y,
                barrier || splits > 1);

@@ -26,8 +26,8 @@ inline constexpr uint32_t kAttentionMinSplitPositions = 256;
 // Bytes of the scratch the split partials need for n tokens (at least 4: a buffer is never empty).
 uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits);
 
-// The most query heads per KV head one workgroup of attention_split.comp computes, and the most
-// query rows (tokens of a tile x query heads of a KV head).
+// The most query heads one workgroup of attention_split.comp computes (a KV head with more has
+// them split among several), and the most query rows (tokens of a tile x its query heads).
 inline constexpr uint32_t kAttentionMaxGroupHeads = 16;
 inline constexpr uint32_t kAttentionMaxTileRows = 16;
 
@@ -36,20 +36,24 @@ inline constexpr uint32_t kAttentionMaxTileRows = 16;
 // (for tests on devices that have subgroups).
 enum class AttentionBuild { Auto, SharedMemory };
 
-// Tokens per tile for a prompt's attention (record_attention_split's tile_tokens): as many as
-// keep the rows (tokens x the group's query heads) within kAttentionMaxTileRows and the
-// kernel's shared memory within the device's, at least 1.
+// Tokens per tile for a prompt's attention (record_attention_split's tile_tokens) with
+// group_heads query heads per KV head: as many as keep the rows (tokens x a workgroup's query
+// heads) within kAttentionMaxTileRows and the kernel's shared memory within the device's, at
+// least 1.
 uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t head_dim);
 
-// context[n x n_head x head_dim] as record_attention computes it: one workgroup per (KV head,
-// tile of tile_tokens consecutive tokens, split) computes every query head of its KV head, for
-// each token of the tile, over its share of the positions the tokens see (the share computed in
+// context[n x n_head x head_dim]: each token's attention over its sequence's cache, through the
+// block table that starts at tables[table_start[i]], up to positions[i] (on a sliding-window
+// layer from positions[i] - window + 1). One workgroup per (KV head, part of its query heads,
+// tile of tile_tokens consecutive tokens, split) computes the part's query heads (every one of
+// the KV head's where it has at most kAttentionMaxGroupHeads), for each token of the tile, over
+// its share of the positions the tokens see (the share computed in
 // the shader from positions[t], so one recording serves every later length); with splits > 1 a
 // second dispatch combines the partial (max, sum, weighted V) of each split from `partials`
 // (attention_partials_bytes; unused with one split, when any buffer may be bound). Tokens of a
 // tile from different sequences are taken one sequence after the other. Error when the shape is
-// out of range (head_dim above 256, n_head not a multiple of n_head_kv, more than 16 query heads
-// per KV head, splits outside 1..kAttentionMaxSplits, more than kAttentionMaxTileRows rows or
+// out of range (head_dim above 256 or below a workgroup's query heads, n_head not a multiple of
+// n_head_kv, splits outside 1..kAttentionMaxSplits, more than kAttentionMaxTileRows rows or
 // more shared memory than the device has). `barrier` false: no barrier after the last dispatch.
 void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
                             VkBuffer positions, VkBuffer table_start, VkBuffer partials, VkBuffer context, uint32_t n,

@@ -24,7 +24,6 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"embed", 3},
     {"rms_norm", 4},
     {"swiglu", 2},
-    {"attention", 7},
     {"qkv_prepare", 10},
     {"matvec", 8},
     {"matvec_shared", 8},

@@ -47,7 +47,6 @@ enum class Shader {
     Embed,
     RmsNorm,
     Swiglu,
-    Attention,
     QkvPrepare,
     Matvec,
     MatvecShared,

@@ -108,17 +108,6 @@ void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weigh
     k.dispatch(cmd, Shader::RmsNorm, {}, {x, weight, y, row_map}, &push, sizeof push, n, 1, barrier);
 }
 
-void record_attention(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
-                      VkBuffer positions, VkBuffer table_start, VkBuffer context, uint32_t n, const AttentionParams& params) {
-    struct {
-        uint32_t n_head, n_head_kv, head_dim, block_tokens;
-        float scale;
-        uint32_t window;
-    } push{params.n_head, params.n_head_kv, params.head_dim, params.block_tokens, params.scale, params.window};
-    k.dispatch(cmd, Shader::Attention, {params.kv_f16 ? 1u : 0u}, {q, k_cache, v_cache, tables, positions, table_start, context},
-               &push, sizeof push, params.n_head, n);
-}
-
 void record_qkv_prepare(Kernels& k, VkCommandBuffer cmd, const QkvPrepare& op, uint32_t n, bool barrier) {
     const uint32_t flags = (op.bias != VK_NULL_HANDLE ? 1u : 0u) | (op.q_norm ? 2u : 0u) | (op.k_norm ? 4u : 0u);
     struct {

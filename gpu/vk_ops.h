@@ -89,10 +89,6 @@ struct AttentionParams {
     uint32_t window = 0;   // > 0: a sliding-window layer, positions pos - window < j <= pos
     bool kv_f16 = false;
 };
-// context[n x n_head x head_dim]: each token's attention over its sequence's cache, through
-// the block table that starts at tables[table_start[i]], up to positions[i].
-void record_attention(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
-                      VkBuffer positions, VkBuffer table_start, VkBuffer context, uint32_t n, const AttentionParams& params);
 // gate[i] = act(gate[i]) * up[i] for i < count: SwiGLU (Silu) or GeGLU (GeluTanh, through
 // F16 as the CPU's geglu_inplace).
 void record_gated_activation(Kernels& k, VkCommandBuffer cmd, VkBuffer gate, VkBuffer up, uint32_t count,

@@ -527,14 +527,6 @@ void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
     record_residual_product(cmd, l.w_down, s.gate.handle(), l.post_ffw_norm, n, "ffn_down", "ffn_post_norm");
 }
 
-// Every step attends with the split kernel (every query head of a KV head in one workgroup, the
-// context in parts) where a KV head has at most kAttentionMaxGroupHeads query heads; otherwise
-// with one workgroup per query head and token.
-bool VulkanBackend::split_attention() const {
-    const ModelConfig& c = model_->config();
-    return static_cast<uint32_t>(c.n_head / c.n_head_kv) <= kAttentionMaxGroupHeads;
-}
-
 // Decode steps (the mat-vec's token counts) are a token per sequence: tiles of one. Longer
 // steps are mostly prompts, whose tokens share a sequence's cache.
 uint32_t VulkanBackend::attention_tile(uint32_t n) const {
@@ -579,14 +571,9 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
     mark(cmd, l.local ? "qkv_prepare_local" : "qkv_prepare");
     const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
                                  c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
-    if (split_attention()) {
-        record_attention_split(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
-                               s.positions.device.handle(), kv.table_start.device.handle(), attention_partials_.handle(),
-                               s.context.handle(), n, params, attention_splits(n), true, AttentionBuild::Auto, attention_tile(n));
-    } else {
-        record_attention(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
-                         s.positions.device.handle(), kv.table_start.device.handle(), s.context.handle(), n, params);
-    }
+    record_attention_split(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
+                           s.positions.device.handle(), kv.table_start.device.handle(), attention_partials_.handle(),
+                           s.context.handle(), n, params, attention_splits(n), true, AttentionBuild::Auto, attention_tile(n));
     mark(cmd, l.local ? "attention_local" : "attention");
 }
 

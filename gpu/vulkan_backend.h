@@ -97,7 +97,6 @@ private:
     void record_norm(VkCommandBuffer cmd, const Buffer& weight, uint32_t n, const char* op);
     void record_qkv(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     void record_attention_block(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
-    bool split_attention() const;
     uint32_t attention_tile(uint32_t n) const;
     uint32_t attention_splits(uint32_t n) const;
     void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);

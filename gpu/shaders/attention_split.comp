@@ -1,7 +1,7 @@
 #version 450
-// Flash-decoding attention over the paged KV cache: one workgroup per (KV head, tile of TILE
-// consecutive tokens, split) computes every query head of its KV head (GROUP of them) for each
-// token of the tile, over the split's share of the positions the tokens see (whole chunks,
+// Flash-decoding attention over the paged KV cache: one workgroup per (KV head, part of its
+// query heads, tile of TILE consecutive tokens, split) computes the part's query heads (GROUP,
+// the last part's fewer; one part unless a KV head has more than 16) for each token of the tile, over the split's share of the positions the tokens see (whole chunks,
 // from positions[t], so a recorded step serves every later length). Each K and V element is
 // read once for all of the tile's query rows: decode has tiles of one token; a prompt's tokens
 // share their sequence's cache, which tiles of several read once per tile instead of once per
@@ -13,8 +13,8 @@
 // neighbouring dims) weighted by the probabilities. With one split the context is written
 // directly; otherwise the split's (max, sum, unnormalised V sum) go to `partials` for
 // attention_reduce.comp, a split a row sees nothing of writing a neutral one (max -inf).
-// Semantics as attention.comp: causal, the token's own block table, window > 0 -> only
-// pos - window < j <= pos.
+// Causal: token t sees positions j <= positions[t] of its own sequence (block table), and on a
+// sliding-window layer (window > 0) only positions[t] - window < j.
 #extension GL_EXT_shader_16bit_storage : require
 #if USE_SUBGROUPS
 #extension GL_KHR_shader_subgroup_basic : require
@@ -24,7 +24,7 @@
 const uint CHUNK = 128;  // positions per step, one per thread
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint KV_F16 = 1;
-layout(constant_id = 1) const uint GROUP = 1;      // query heads per KV head
+layout(constant_id = 1) const uint GROUP = 1;      // query heads per workgroup
 layout(constant_id = 2) const uint HEAD_DIM = 64;  // up to 256
 layout(constant_id = 3) const uint TILE = 1;       // query tokens per workgroup
 const uint ROWS = GROUP * TILE;  // query rows: token i of the tile and head g at row i * GROUP + g
@@ -71,14 +71,19 @@ shared float score_sh[ROWS * CHUNK];
 
 const float NO_SCORE = -1.0 / 0.0;  // a position the row does not see
 
+// The workgroup's query heads first_head.. (heads_here of them, at most GROUP) of KV head kv_head.
+uint kv_head, first_head, heads_here;
 // The tokens of the current run: tile tokens run_begin.. (run_tokens of them) of one sequence,
 // token i seeing positions [visible_begin[i], visible_end[i]).
 uint run_begin, run_tokens;
 uint visible_begin[TILE], visible_end[TILE];
 
+// Whether the row is one of the run's tokens and one of the workgroup's heads.
+bool row_active(uint row) { return row / GROUP < run_tokens && row % GROUP < heads_here; }
+
 bool row_sees(uint row, uint j) {
     const uint i = row / GROUP;
-    return i < run_tokens && j >= visible_begin[i] && j < visible_end[i];
+    return row_active(row) && j >= visible_begin[i] && j < visible_end[i];
 }
 
 float cache_at(uint element, bool from_k) {
@@ -112,13 +117,13 @@ uint partial_stats(uint t, uint h, uint s) {
 
 // The run's queries (every head of the group for each token) into q_sh, in groups of 4 dims
 // (0 past head_dim and past the run).
-void load_queries(uint first_head) {
+void load_queries() {
     for (uint i = gl_LocalInvocationID.x; i < ROWS * QUADS; i += CHUNK) {
         const uint row = i / QUADS, d = (i % QUADS) * 4;
         const uint q_base = ((run_begin + row / GROUP) * p.n_head + first_head + row % GROUP) * HEAD_DIM;
         vec4 quad = vec4(0.0);
         for (uint k = 0; k < 4; ++k) {
-            if (d + k < HEAD_DIM && row / GROUP < run_tokens) quad[k] = q[q_base + d + k];
+            if (d + k < HEAD_DIM && row_active(row)) quad[k] = q[q_base + d + k];
         }
         q_sh[i] = quad;
     }
@@ -188,7 +193,7 @@ void accumulate_values(uint row_begin, uint row_end, uint quad, inout vec4 acc[R
 
 // Adds up the V sums of the row lanes (one after the other, in q_sh, no longer needed), then
 // writes each of the run's rows: its context (one split) or the split's partial.
-void write_result(uint first_head, uint split, uint row_lane, uint quad, vec4 acc[ROWS], float running_max[ROWS],
+void write_result(uint split, uint row_lane, uint quad, vec4 acc[ROWS], float running_max[ROWS],
                   float running_sum[ROWS]) {
     const uint tid = gl_LocalInvocationID.x;
     for (uint lane = 0; lane < ROW_LANES; ++lane) {
@@ -199,6 +204,7 @@ void write_result(uint first_head, uint split, uint row_lane, uint quad, vec4 ac
     }
     barrier();
     for (uint r = 0; r < run_tokens * GROUP; ++r) {
+        if (!row_active(r)) continue;
         const uint t = run_begin + r / GROUP, head = first_head + r % GROUP;
         for (uint d = tid; d < HEAD_DIM; d += CHUNK) {
             const float sum = q_sh[r * QUADS + d / 4][d % 4];
@@ -219,9 +225,8 @@ void write_result(uint first_head, uint split, uint row_lane, uint quad, vec4 ac
 }
 
 // The run's attention over the split's share of the positions its tokens see.
-void attend_run(uint kv_head, uint split) {
+void attend_run(uint split) {
     const uint tid = gl_LocalInvocationID.x;
-    const uint first_head = kv_head * GROUP;
     uint run_lo = 0xFFFFFFFFu, run_hi = 0;
     for (uint i = 0; i < run_tokens; ++i) {
         run_lo = min(run_lo, visible_begin[i]);
@@ -234,7 +239,7 @@ void attend_run(uint kv_head, uint split) {
     const uint kv_dim = p.n_head_kv * HEAD_DIM;
     const uint block_elements = p.block_tokens * kv_dim;
     const uint table = uint(table_start[run_begin]);
-    load_queries(first_head);
+    load_queries();
 
     // Dimension role: dims 4 * quad.. of the chunk's rows row_begin..row_begin + ROWS_PER_LANE.
     const uint row_lane = tid / QUADS;
@@ -289,16 +294,21 @@ void attend_run(uint kv_head, uint split) {
         if (dim_active) accumulate_values(row_begin, row_end, quad, acc);
     }
 
-    write_result(first_head, split, row_lane, quad, acc, running_max, running_sum);
+    write_result(split, row_lane, quad, acc, running_max, running_sum);
 }
 
 void main() {
     const uint group_id = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     const uint tiles = (p.n_tokens + TILE - 1) / TILE;
-    if (group_id >= p.n_head_kv * tiles * p.splits) return;
+    const uint heads_per_kv = p.n_head / p.n_head_kv;
+    const uint head_parts = (heads_per_kv + GROUP - 1) / GROUP;
+    if (group_id >= p.n_head_kv * head_parts * tiles * p.splits) return;
     const uint split = group_id % p.splits;
-    const uint kv_head = (group_id / p.splits) % p.n_head_kv;
-    const uint tile_begin = group_id / (p.splits * p.n_head_kv) * TILE;
+    const uint head_part = (group_id / p.splits) % head_parts;
+    kv_head = (group_id / (p.splits * head_parts)) % p.n_head_kv;
+    first_head = kv_head * heads_per_kv + head_part * GROUP;
+    heads_here = min(GROUP, heads_per_kv - head_part * GROUP);
+    const uint tile_begin = group_id / (p.splits * head_parts * p.n_head_kv) * TILE;
     const uint tile_end = min(tile_begin + TILE, p.n_tokens);
 
     // Runs of consecutive tokens with one block table (usually the whole tile).
@@ -311,6 +321,6 @@ void main() {
             visible_end[run_tokens] = n_ctx;
             ++run_tokens;
         }
-        attend_run(kv_head, split);
+        attend_run(split);
     }
 }
