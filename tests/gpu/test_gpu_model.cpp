@@ -291,6 +291,27 @@ INSTANTIATE_TEST_SUITE_P(Architectures, GpuTinyModel,
                              return std::string(info.param.architecture) + "_" + std::string(kv_dtype_name(info.param.kv));
                          });
 
+// A multi-query model with 20 query heads on its one KV head: attention splits them between two
+// workgroups of 10. Teacher-forced in one pass (prompt tiles) and in passes of 7, then greedy.
+TEST_F(GpuModel, MultiQueryModelOfTwentyHeadsMatchesCpu) {
+    SyntheticModelSpec spec = testing::tiny_spec("llama");
+    spec.n_head = 20;
+    spec.n_head_kv = 1;
+    spec.head_dim = 16;
+    const auto model = testing::tiny_model(spec);
+    const std::vector<TokenId> prompt = synthetic_prompt(40, model->config().n_vocab);
+    const float bound = logit_tolerance(model->config(), KvDtype::F16);
+    for (int pass_tokens : {0, 7}) {
+        open(model, KvDtype::F16, pass_tokens);
+        if (!gpu_) return;
+        const float worst = teacher_forced_difference(*gpu_, *cpu_, prompt);
+        EXPECT_LE(worst, bound) << "passes of " << pass_tokens << " tokens (0: one pass)";
+        std::printf("[ measured ] multi-query, 20 heads, passes of %d: max |teacher-forced logit GPU - CPU| = %.3g\n",
+                    pass_tokens, worst);
+    }
+    expect_greedy_equal(*gpu_, *cpu_, prompt, 12, bound, "multi-query, 20 heads");
+}
+
 // The shared random-weight models of current architectures (../shared/models/modern): the
 // prompt of their llama.cpp reference, teacher-forced, then greedy decoding. A Q8_0 file runs
 // twice. With F32 inputs forced it is compared with the CPU on the same weights dequantized to
