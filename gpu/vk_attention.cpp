@@ -38,7 +38,7 @@ uint64_t attention_shared_bytes(uint32_t rows, uint32_t head_dim, bool subgroups
 
 // Query heads per workgroup: a KV head's, in equal parts of at most kAttentionMaxGroupHeads.
 uint32_t workgroup_heads(uint32_t heads_per_kv) {
-    const uint32_t parts = (heads_per_kv + kAttentionMaxGroupHeads - 1) / kAttentionMaxGroupHeads;
+    const uint32_t parts = attention_head_parts(heads_per_kv);
     return parts == 0 ? 0 : (heads_per_kv + parts - 1) / parts;
 }
 
@@ -62,11 +62,15 @@ void check_shape(const Kernels& k, const AttentionParams& params, uint32_t split
 
 }  // namespace
 
-uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_t n_tokens, uint32_t target_workgroups) {
-    const uint64_t rows = std::max<uint64_t>(1, static_cast<uint64_t>(n_head_kv) * n_tokens);
+uint32_t attention_split_count(uint32_t max_context, uint32_t kv_workgroups, uint32_t n_tiles, uint32_t target_workgroups) {
+    const uint64_t rows = std::max<uint64_t>(1, static_cast<uint64_t>(kv_workgroups) * n_tiles);
     const uint64_t for_occupancy = (std::max<uint64_t>(target_workgroups, 1) + rows - 1) / rows;
     const uint64_t by_length = std::max<uint32_t>(1, max_context / kAttentionMinSplitPositions);
     return static_cast<uint32_t>(std::clamp<uint64_t>(std::min(for_occupancy, by_length), 1, kAttentionMaxSplits));
+}
+
+uint32_t attention_head_parts(uint32_t heads_per_kv) {
+    return (heads_per_kv + kAttentionMaxGroupHeads - 1) / kAttentionMaxGroupHeads;
 }
 
 uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t head_dim) {
@@ -97,7 +101,7 @@ void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffe
     const uint32_t heads_per_kv = params.n_head / params.n_head_kv;
     const uint32_t heads = workgroup_heads(heads_per_kv);
     const SpecConstants spec{params.kv_f16 ? 1u : 0u, heads, params.head_dim, tile_tokens};
-    const uint64_t head_parts = (heads_per_kv + heads - 1) / heads;
+    const uint64_t head_parts = attention_head_parts(heads_per_kv);
     const uint64_t tiles = (n + tile_tokens - 1) / tile_tokens;
     const auto [x, y] = fold_groups(k, static_cast<uint64_t>(params.n_head_kv) * head_parts * tiles * splits);
     k.dispatch(cmd, subgroups ? Shader::AttentionSplit : Shader::AttentionSplitShared, spec,

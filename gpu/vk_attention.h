@@ -17,11 +17,15 @@ inline constexpr uint32_t kAttentionChunkPositions = 128;
 // The most splits record_attention_split accepts (attention_reduce.comp's MAX_SPLITS).
 inline constexpr uint32_t kAttentionMaxSplits = 256;
 
-// How many splits of the context a decode step's attention uses, fixed when the step is
-// recorded (a recorded step is replayed at every later context, so it cannot depend on the
-// current length): about `target_workgroups` workgroups (KernelTuning::attention_workgroups)
-// at `max_context`, and at least kAttentionMinSplitPositions positions per split.
-uint32_t attention_split_count(uint32_t max_context, uint32_t n_head_kv, uint32_t n_tokens, uint32_t target_workgroups);
+// How many splits of the context a step's attention uses, fixed when the step is recorded (a
+// recorded step is replayed at every later context, so it cannot depend on the current
+// length): about `target_workgroups` workgroups (KernelTuning::attention_workgroups) at
+// `max_context`, and at least kAttentionMinSplitPositions positions per split. A split has
+// `kv_workgroups` workgroups (KV heads x attention_head_parts) per tile of tokens, `n_tiles` tiles.
+uint32_t attention_split_count(uint32_t max_context, uint32_t kv_workgroups, uint32_t n_tiles, uint32_t target_workgroups);
+
+// The workgroups among which a KV head's query heads are shared (1 up to kAttentionMaxGroupHeads).
+uint32_t attention_head_parts(uint32_t heads_per_kv);
 inline constexpr uint32_t kAttentionMinSplitPositions = 256;
 // Bytes of the scratch the split partials need for n tokens (at least 4: a buffer is never empty).
 uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits);

@@ -537,8 +537,10 @@ uint32_t VulkanBackend::attention_tile(uint32_t n) const {
 
 uint32_t VulkanBackend::attention_splits(uint32_t n) const {
     const uint32_t tiles = (n + attention_tile(n) - 1) / attention_tile(n);
-    return attention_split_count(attention_max_context_, static_cast<uint32_t>(model_->config().n_head_kv), tiles,
-                                 kernels_->tuning().attention_workgroups);
+    const ModelConfig& c = model_->config();
+    const auto kv_workgroups =
+        static_cast<uint32_t>(c.n_head_kv) * attention_head_parts(static_cast<uint32_t>(c.n_head / c.n_head_kv));
+    return attention_split_count(attention_max_context_, kv_workgroups, tiles, kernels_->tuning().attention_workgroups);
 }
 
 // Biases, Q/K norms, RoPE and the cache store in one dispatch, then attention.

@@ -131,6 +131,15 @@ protected:
     std::mt19937 rng_{7};
 };
 
+TEST(AttentionHeadParts, AKvHeadOfMoreThanSixteenQueryHeadsSharesThemAmongWorkgroups) {
+    EXPECT_EQ(gpu::attention_head_parts(1), 1u);
+    EXPECT_EQ(gpu::attention_head_parts(7), 1u);
+    EXPECT_EQ(gpu::attention_head_parts(16), 1u);
+    EXPECT_EQ(gpu::attention_head_parts(17), 2u);
+    EXPECT_EQ(gpu::attention_head_parts(35), 3u);
+    EXPECT_EQ(gpu::attention_head_parts(71), 5u);  // Falcon-7B's 71 heads on one KV head
+}
+
 TEST(AttentionSplitCount, FillsTheTargetWithoutSplitsShorterThanTheMinimum) {
     // Qwen2.5-0.5B (2 KV heads), one decode token, a large GPU's target of 512 workgroups.
     EXPECT_EQ(gpu::attention_split_count(36, 2, 1, 512), 1u);
