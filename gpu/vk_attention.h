@@ -1,7 +1,7 @@
 #pragma once
 // Flash-decoding attention: the context of each token split into parts that workgroups of
-// their own walk (one per KV head, tile of tokens and split, every query head of the KV head at
-// once), then a second dispatch that combines the splits' partial softmax sums.
+// their own walk (one per KV head, tile of tokens and split, up to 16 of the KV head's query
+// heads at once), then a second dispatch that combines the splits' partial softmax sums.
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -23,9 +23,6 @@ inline constexpr uint32_t kAttentionMaxSplits = 256;
 // `max_context`, and at least kAttentionMinSplitPositions positions per split. A split has
 // `kv_workgroups` workgroups (KV heads x attention_head_parts) per tile of tokens, `n_tiles` tiles.
 uint32_t attention_split_count(uint32_t max_context, uint32_t kv_workgroups, uint32_t n_tiles, uint32_t target_workgroups);
-
-// The workgroups among which a KV head's query heads are shared (1 up to kAttentionMaxGroupHeads).
-uint32_t attention_head_parts(uint32_t heads_per_kv);
 inline constexpr uint32_t kAttentionMinSplitPositions = 256;
 // Bytes of the scratch the split partials need for n tokens (at least 4: a buffer is never empty).
 uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits);
@@ -34,6 +31,10 @@ uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t h
 // them split among several), and the most query rows (tokens of a tile x its query heads).
 inline constexpr uint32_t kAttentionMaxGroupHeads = 16;
 inline constexpr uint32_t kAttentionMaxTileRows = 16;
+
+// The workgroups a KV head's heads_per_kv query heads are shared among, equal parts of at most
+// kAttentionMaxGroupHeads: 1 for up to 16 heads.
+uint32_t attention_head_parts(uint32_t heads_per_kv);
 
 // Which build of attention_split.comp runs: the subgroup one where the device has subgroup
 // arithmetic with subgroups of 4 threads or more (Auto), or the shared-memory one regardless
@@ -51,8 +52,8 @@ uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t 
 // layer from positions[i] - window + 1). One workgroup per (KV head, part of its query heads,
 // tile of tile_tokens consecutive tokens, split) computes the part's query heads (every one of
 // the KV head's where it has at most kAttentionMaxGroupHeads), for each token of the tile, over
-// its share of the positions the tokens see (the share computed in
-// the shader from positions[t], so one recording serves every later length); with splits > 1 a
+// its share of the positions the tokens see (the share computed in the shader from
+// positions[t], so one recording serves every later length); with splits > 1 a
 // second dispatch combines the partial (max, sum, weighted V) of each split from `partials`
 // (attention_partials_bytes; unused with one split, when any buffer may be bound). Tokens of a
 // tile from different sequences are taken one sequence after the other. Error when the shape is

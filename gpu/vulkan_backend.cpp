@@ -536,7 +536,8 @@ uint32_t VulkanBackend::attention_tile(uint32_t n) const {
 }
 
 uint32_t VulkanBackend::attention_splits(uint32_t n) const {
-    const uint32_t tiles = (n + attention_tile(n) - 1) / attention_tile(n);
+    const uint32_t tile = attention_tile(n);
+    const uint32_t tiles = (n + tile - 1) / tile;
     const ModelConfig& c = model_->config();
     const auto kv_workgroups =
         static_cast<uint32_t>(c.n_head_kv) * attention_head_parts(static_cast<uint32_t>(c.n_head / c.n_head_kv));

@@ -1,8 +1,9 @@
 #version 450
 // Flash-decoding attention over the paged KV cache: one workgroup per (KV head, part of its
 // query heads, tile of TILE consecutive tokens, split) computes the part's query heads (GROUP,
-// the last part's fewer; one part unless a KV head has more than 16) for each token of the tile, over the split's share of the positions the tokens see (whole chunks,
-// from positions[t], so a recorded step serves every later length). Each K and V element is
+// the last part's fewer; one part unless a KV head has more than 16) for each token of the
+// tile, over the split's share of the positions the tokens see (whole chunks, from
+// positions[t], so a recorded step serves every later length). Each K and V element is
 // read once for all of the tile's query rows: decode has tiles of one token; a prompt's tokens
 // share their sequence's cache, which tiles of several read once per tile instead of once per
 // token and query head. A tile's tokens are taken in runs of one sequence (one block table).
