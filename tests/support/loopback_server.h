@@ -153,10 +153,11 @@ private:
                     "\n\n";
                 sink.write(usage.data(), usage.size());
             }
+            // Out of flight before the client can read the end and start its next request.
+            --in_flight;
             const std::string done = "data: [DONE]\n\n";
             sink.write(done.data(), done.size());
             sink.done();
-            --in_flight;
             return true;
         });
     }
