@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "engine/core/fp16.h"
 #include "gpu/vk_attention.h"
@@ -202,10 +203,10 @@ std::vector<float> OpHarness::attention(const std::vector<float>& q, const std::
                                  static_cast<uint32_t>(shape.window), shape.kv_f16};
     m.run([&](VkCommandBuffer cmd) {
         record_cache_store(m.kernels, cmd, keys, values, slot, k_cache, v_cache, n, params);
-        // One split: the partials are not read, any buffer serves.
-        record_attention_split(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), tables.handle(),
-                               pos.handle(), table_start.handle(), output.handle(), output.handle(), n, params, 1, true,
-                               AttentionBuild::Auto,
+        // One split: the partials and counters are not read, any buffer serves.
+        const AttentionBuffers buffers{queries.handle(),     k_cache.handle(), v_cache.handle(), tables.handle(), pos.handle(),
+                                       table_start.handle(), output.handle(),  output.handle(),  output.handle()};
+        record_attention_split(m.kernels, cmd, buffers, n, params, 1, true, AttentionBuild::Auto,
                                gpu::attention_tile_tokens(m.kernels, params.n_head / params.n_head_kv, params.head_dim));
     });
     return m.read(output, q.size());
@@ -238,6 +239,26 @@ std::vector<float> OpHarness::matvec(const WeightMatrix& w, const std::vector<fl
                       static_cast<uint32_t>(w.rows), options.accumulate, fused);
     });
     return m.read(output, count);
+}
+
+std::vector<float> OpHarness::matvec_post_normed(const WeightMatrix& w, const std::vector<float>& x, int64_t n,
+                                                 const std::vector<float>& residual, const std::vector<float>& post_weight,
+                                                 float eps, int calls) {
+    Impl& m = *impl_;
+    BufferArena arena(m.ctx, 0);
+    const DeviceMatrix weights = upload_matrix(m.ctx, arena, w);
+    const Buffer input = m.device_copy(x), weight = m.device_copy(post_weight);
+    const auto count = static_cast<size_t>(n * w.rows);
+    const Buffer projected = output_buffer(m.ctx, {}, count), sum = output_buffer(m.ctx, residual, count);
+    const Buffer counter = finish_counters(m.ctx, 1);
+    const MatvecPostNorm post{weight.handle(), eps, sum.handle(), counter.handle()};
+    m.run([&](VkCommandBuffer cmd) {
+        for (int i = 0; i < calls; ++i) {
+            record_matvec_post_normed(m.kernels, cmd, weights, input.handle(), projected.handle(), static_cast<uint32_t>(n),
+                                      post);
+        }
+    });
+    return m.read(sum, count);
 }
 
 std::vector<std::vector<float>> OpHarness::matvec_multi(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
@@ -394,12 +415,17 @@ std::vector<float> OpHarness::attention_batch(const std::vector<float>& q, const
                                  shape.scale,
                                  static_cast<uint32_t>(shape.window),
                                  shape.kv_f16};
-    const Buffer partials(m.ctx, attention_partials_bytes(n, params.n_head, params.head_dim, splits), Buffer::Kind::Device);
+    // NaN where no split has written yet: a combine that reads a split before it is written fails.
+    const Buffer partials =
+        m.device_copy(std::vector<float>(attention_partials_bytes(n, params.n_head, params.head_dim, splits) / sizeof(float),
+                                         std::numeric_limits<float>::quiet_NaN()));
+    const Buffer counters = finish_counters(m.ctx, attention_split_counter_count(n, params.n_head));
     const Buffer output(m.ctx, q.size() * sizeof(float), Buffer::Kind::Device);
+    const AttentionBuffers buffers{queries.handle(), k_cache.handle(),  v_cache.handle(),  table.handle(), pos.handle(),
+                                   starts.handle(),  partials.handle(), counters.handle(), output.handle()};
     m.run([&](VkCommandBuffer cmd) {
         record_cache_store(m.kernels, cmd, key_rows, value_rows, slot, k_cache, v_cache, n_rows, params);
-        record_attention_split(m.kernels, cmd, queries.handle(), k_cache.handle(), v_cache.handle(), table.handle(), pos.handle(),
-                               starts.handle(), partials.handle(), output.handle(), n, params, splits, true,
+        record_attention_split(m.kernels, cmd, buffers, n, params, splits, true,
                                shared_memory_build ? AttentionBuild::SharedMemory : AttentionBuild::Auto, tile_tokens);
     });
     return m.read(output, q.size());

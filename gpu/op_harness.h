@@ -114,6 +114,11 @@ public:
     // One output [n x rows_i] per matrix, all in one record_matvec_multi dispatch.
     std::vector<std::vector<float>> matvec_multi(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
                                                  int64_t n, const MatvecOptions& options);
+    // residual[t] + calls x rms_norm(x[t] * W^T) * post_weight: record_matvec_post_normed
+    // recorded `calls` times over one counter, each adding to the residual.
+    std::vector<float> matvec_post_normed(const WeightMatrix& w, const std::vector<float>& x, int64_t n,
+                                          const std::vector<float>& residual, const std::vector<float>& post_weight, float eps,
+                                          int calls);
     // act(norm(x) * gate^T) * (norm(x) * up^T) through record_matvec_gated.
     std::vector<float> matvec_gated(const WeightMatrix& gate, const WeightMatrix& up, const std::vector<float>& x, int64_t n,
                                     FfnActivation activation, const MatvecOptions& options);

@@ -86,10 +86,10 @@ uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t h
     return std::max<uint64_t>(floats * sizeof(float), 4);
 }
 
-void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
-                            VkBuffer positions, VkBuffer table_start, VkBuffer partials, VkBuffer context, uint32_t n,
-                            const AttentionParams& params, uint32_t splits, bool barrier, AttentionBuild build,
-                            uint32_t tile_tokens) {
+uint64_t attention_split_counter_count(uint32_t n_tokens, uint32_t n_head) { return uint64_t{n_tokens} * n_head; }
+
+void record_attention_split(Kernels& k, VkCommandBuffer cmd, const AttentionBuffers& b, uint32_t n, const AttentionParams& params,
+                            uint32_t splits, bool barrier, AttentionBuild build, uint32_t tile_tokens) {
     const bool subgroups = subgroup_build(k, build);
     check_shape(k, params, splits, tile_tokens, subgroups);
     if (n == 0) return;
@@ -105,12 +105,8 @@ void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffe
     const uint64_t tiles = (n + tile_tokens - 1) / tile_tokens;
     const auto [x, y] = fold_groups(k, static_cast<uint64_t>(params.n_head_kv) * head_parts * tiles * splits);
     k.dispatch(cmd, subgroups ? Shader::AttentionSplit : Shader::AttentionSplitShared, spec,
-               {q, k_cache, v_cache, tables, positions, table_start, partials, context}, &push, sizeof push, x, y,
-               barrier || splits > 1);
-    if (splits == 1) return;
-    const uint32_t reduce_push[4] = {params.n_head, params.head_dim, n, splits};
-    const auto [rx, ry] = fold_groups(k, static_cast<uint64_t>(params.n_head) * n);
-    k.dispatch(cmd, Shader::AttentionReduce, {}, {partials, context}, reduce_push, sizeof reduce_push, rx, ry, barrier);
+               {b.q, b.k_cache, b.v_cache, b.tables, b.positions, b.table_start, b.partials, b.context, b.split_counters}, &push,
+               sizeof push, x, y, barrier);
 }
 
 }  // namespace inferscope::gpu

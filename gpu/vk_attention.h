@@ -1,7 +1,7 @@
 #pragma once
 // Flash-decoding attention: the context of each token split into parts that workgroups of
 // their own walk (one per KV head, tile of tokens and split, up to 16 of the KV head's query
-// heads at once), then a second dispatch that combines the splits' partial softmax sums.
+// heads at once); the last of a tile's splits to finish combines their partial softmax sums.
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace inferscope::gpu {
 // Positions one split walks per step (attention_split.comp's CHUNK); a split's share of the
 // context is a whole number of them.
 inline constexpr uint32_t kAttentionChunkPositions = 128;
-// The most splits record_attention_split accepts (attention_reduce.comp's MAX_SPLITS).
+// The most splits record_attention_split accepts.
 inline constexpr uint32_t kAttentionMaxSplits = 256;
 
 // How many splits of the context a step's attention uses, fixed when the step is recorded (a
@@ -26,6 +26,9 @@ uint32_t attention_split_count(uint32_t max_context, uint32_t kv_workgroups, uin
 inline constexpr uint32_t kAttentionMinSplitPositions = 256;
 // Bytes of the scratch the split partials need for n tokens (at least 4: a buffer is never empty).
 uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits);
+// How many counters (finish_counters) split attention needs for up to n_tokens tokens of n_head
+// query heads: one per (tile, KV head, head part), at most one per token and query head.
+uint64_t attention_split_counter_count(uint32_t n_tokens, uint32_t n_head);
 
 // The most query heads one workgroup of attention_split.comp computes (a KV head with more has
 // them split among several), and the most query rows (tokens of a tile x its query heads).
@@ -47,21 +50,33 @@ enum class AttentionBuild { Auto, SharedMemory };
 // least 1.
 uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t head_dim);
 
+// What one attention dispatch reads and writes.
+struct AttentionBuffers {
+    VkBuffer q = VK_NULL_HANDLE;  // [n x n_head x head_dim]
+    VkBuffer k_cache = VK_NULL_HANDLE, v_cache = VK_NULL_HANDLE;
+    VkBuffer tables = VK_NULL_HANDLE;       // block tables, concatenated
+    VkBuffer positions = VK_NULL_HANDLE;    // [n]
+    VkBuffer table_start = VK_NULL_HANDLE;  // [n] where each token's block table starts in `tables`
+    // With splits > 1: attention_partials_bytes of scratch and attention_split_counter_count
+    // finish_counters (with one split they are not read, and any buffer may be bound).
+    VkBuffer partials = VK_NULL_HANDLE, split_counters = VK_NULL_HANDLE;
+    VkBuffer context = VK_NULL_HANDLE;  // [n x n_head x head_dim], written
+};
+
 // context[n x n_head x head_dim]: each token's attention over its sequence's cache, through the
 // block table that starts at tables[table_start[i]], up to positions[i] (on a sliding-window
 // layer from positions[i] - window + 1). One workgroup per (KV head, part of its query heads,
 // tile of tile_tokens consecutive tokens, split) computes the part's query heads (every one of
 // the KV head's where it has at most kAttentionMaxGroupHeads), for each token of the tile, over
 // its share of the positions the tokens see (the share computed in the shader from
-// positions[t], so one recording serves every later length); with splits > 1 a
-// second dispatch combines the partial (max, sum, weighted V) of each split from `partials`
-// (attention_partials_bytes; unused with one split, when any buffer may be bound). Tokens of a
-// tile from different sequences are taken one sequence after the other. Error when the shape is
-// out of range (head_dim above 256 or below a workgroup's query heads, n_head not a multiple of
-// n_head_kv, splits outside 1..kAttentionMaxSplits, more than kAttentionMaxTileRows rows or
-// more shared memory than the device has). `barrier` false: no barrier after the last dispatch.
-void record_attention_split(Kernels& k, VkCommandBuffer cmd, VkBuffer q, VkBuffer k_cache, VkBuffer v_cache, VkBuffer tables,
-                            VkBuffer positions, VkBuffer table_start, VkBuffer partials, VkBuffer context, uint32_t n,
+// positions[t], so one recording serves every later length); with splits > 1 each writes its
+// partial (max, sum, weighted V) and the last of a tile's splits to finish combines them, in
+// the same dispatch. Tokens of a tile from different sequences are taken one sequence after
+// the other. Error when the shape is out of range (head_dim above 256 or below a workgroup's
+// query heads, n_head not a multiple of n_head_kv, splits outside 1..kAttentionMaxSplits, more
+// than kAttentionMaxTileRows rows or more shared memory than the device has). `barrier` false:
+// no barrier after the dispatch.
+void record_attention_split(Kernels& k, VkCommandBuffer cmd, const AttentionBuffers& buffers, uint32_t n,
                             const AttentionParams& params, uint32_t splits, bool barrier = true,
                             AttentionBuild build = AttentionBuild::Auto, uint32_t tile_tokens = 1);
 

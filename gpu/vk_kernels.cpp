@@ -29,9 +29,8 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"matvec_shared", 8},
     {"matvec_dot", 8},
     {"matmul_dot_tiled", 3},
-    {"attention_split", 8},
-    {"attention_split_shared", 8},
-    {"attention_reduce", 2},
+    {"attention_split", 9},
+    {"attention_split_shared", 9},
     {"read_bandwidth", 2},
 }};
 constexpr uint32_t kPushBytes = 32;

@@ -54,7 +54,6 @@ enum class Shader {
     MatmulDotTiled,
     AttentionSplit,
     AttentionSplitShared,
-    AttentionReduce,
     ReadBandwidth,
     Count
 };

@@ -58,8 +58,13 @@ uint32_t next_power_of_two(uint32_t v) {
 // row each, fill the GPU for the layers' matrices. A tall matrix (an output projection: as
 // many rows as the vocabulary) has so many rows that one-row teams make launching workgroups
 // the bound: there a team of a quarter as many threads computes up to four rows at once.
-MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows, uint32_t cols, uint32_t n, bool norm,
-                         bool gated) {
+// What a dispatch adds to the product: the input's RMSNorm, the gated activation, a post-norm.
+struct MatvecExtras {
+    bool norm = false, gated = false, post_norm = false;
+};
+
+MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows, uint32_t cols, uint32_t n, MatvecExtras extras) {
+    const bool norm = extras.norm, gated = extras.gated;
     const KernelTuning& tuning = k.tuning();
     // A unit is what one thread reads at a time: a block of 32 or 8 elements (16 bytes of F16).
     const uint32_t units = is_block_type(type) ? cols / 32 : (cols + 7) / 8;
@@ -73,7 +78,8 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
     // With the norm prologue every workgroup reads the x rows once more: more rows share that read.
     const uint32_t group_threads =
         std::max(row_threads, tall || norm ? tuning.matvec_wide_group_threads : tuning.matvec_group_threads);
-    uint32_t config = n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11);
+    uint32_t config = n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11) |
+                      (extras.post_norm ? 0x8000u : 0u);
     Shader shader = k.matmul_shader() == Shader::Matmul ? Shader::Matvec : Shader::MatvecShared;
     if (matvec_uses_integer_dot(k, type, cols, n)) {
         shader = Shader::MatvecDot;
@@ -134,7 +140,7 @@ void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
     if (n == 0) return;
     const bool normed = norm.weight != VK_NULL_HANDLE;
     const auto cols = static_cast<uint32_t>(w.cols);
-    const MatvecShape shape = matvec_shape(k, w.type, static_cast<uint32_t>(w.rows), cols, n, normed, false);
+    const MatvecShape shape = matvec_shape(k, w.type, static_cast<uint32_t>(w.rows), cols, n, {.norm = normed});
     for (const DeviceMatrix::Part& part : w.parts) {
         // The parts write disjoint rows: only the last needs the barrier.
         const bool last = &part == &w.parts.back();
@@ -144,6 +150,21 @@ void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
         const VkBuffer weights = part.buffer.handle();
         dispatch_matvec(k, cmd, shape, {weights, weights, weights, x, y, y, y, normed ? norm.weight : x}, push, barrier && last);
     }
+}
+
+void record_matvec_post_normed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer projected, uint32_t n,
+                               const MatvecPostNorm& post, bool barrier) {
+    check_tokens(n);
+    if (w.parts.size() != 1) throw Error("internal: record_matvec_post_normed needs a single-part matrix");
+    if (n == 0) return;
+    const auto rows = static_cast<uint32_t>(w.rows);
+    const auto cols = static_cast<uint32_t>(w.cols);
+    const MatvecShape shape = matvec_shape(k, w.type, rows, cols, n, {.post_norm = true});
+    const MatvecPush push{cols, rows, rows, rows, rows, 0, 0, post.eps};
+    const VkBuffer weights = w.parts[0].buffer.handle();
+    // matvec.comp's POST_NORM bindings: the scratch, the residual, the counter and the norm's weight.
+    dispatch_matvec(k, cmd, shape, {weights, weights, weights, x, projected, post.residual, post.finished_groups, post.weight},
+                    push, barrier);
 }
 
 void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
@@ -165,7 +186,7 @@ void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const Device
     buffers[3] = x;
     buffers[7] = normed ? norm.weight : x;
     const auto cols = static_cast<uint32_t>(ws[0]->cols);
-    const MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, normed, false);
+    const MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, {.norm = normed});
     const MatvecPush push{cols, ends[0], ends[1], ends[2], static_cast<uint32_t>(ws[0]->rows), 0, 0, norm.eps};
     dispatch_matvec(k, cmd, shape, buffers, push, barrier);
 }
@@ -182,7 +203,8 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
     if (n == 0) return;
     const bool normed = norm.weight != VK_NULL_HANDLE;
     const auto cols = static_cast<uint32_t>(gate.cols);
-    const MatvecShape shape = matvec_shape(k, gate.type, static_cast<uint32_t>(gate.rows), cols, n, normed, true);
+    const MatvecShape shape =
+        matvec_shape(k, gate.type, static_cast<uint32_t>(gate.rows), cols, n, {.norm = normed, .gated = true});
     const uint32_t flags = activation == FfnActivation::GeluTanh ? 2u : 0u;
     for (size_t i = 0; i < gate.parts.size(); ++i) {
         const DeviceMatrix::Part& part = gate.parts[i];

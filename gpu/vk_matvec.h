@@ -30,6 +30,21 @@ struct MatvecNorm {
 void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n, uint32_t y_stride,
                    bool accumulate, const MatvecNorm& norm = {}, bool barrier = true);
 
+// A post-norm added to the residual inside the product's dispatch (Gemma's post-attention and
+// post-FFN norms): residual[t] += rms_norm(W x[t]) * weight, as rms_norm.comp adds it.
+struct MatvecPostNorm {
+    VkBuffer weight = VK_NULL_HANDLE;  // [rows]
+    float eps = 0.0f;
+    VkBuffer residual = VK_NULL_HANDLE;         // [n x rows]
+    VkBuffer finished_groups = VK_NULL_HANDLE;  // one finish_counters counter
+};
+
+// projected[n x rows] = W x[t] for t < n <= kMatvecMaxTokens, then the post-norm of each row added
+// to post.residual by the workgroup that stores its rows last, in one dispatch. Requires a
+// single-part w.
+void record_matvec_post_normed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer projected, uint32_t n,
+                               const MatvecPostNorm& post, bool barrier = true);
+
 // Up to 3 matrices of one shader type and column count (q, k, v) in one dispatch: matrix i's
 // rows land in ys[i] ([n x rows_i]). Requires matvec_fusable(ws).
 void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,

@@ -46,6 +46,13 @@ DeviceMatrix upload_matrix(VkContext& ctx, BufferArena& arena, const WeightMatri
     return m;
 }
 
+Buffer finish_counters(VkContext& ctx, uint64_t count) {
+    const std::vector<uint32_t> zeros(std::max<uint64_t>(count, 1), 0);
+    Buffer counters(ctx, zeros.size() * sizeof(uint32_t), Buffer::Kind::Device);
+    ctx.upload(counters, 0, zeros.data(), zeros.size() * sizeof(uint32_t));
+    return counters;
+}
+
 Buffer upload_floats(VkContext& ctx, BufferArena& arena, const std::vector<float>& values) {
     Buffer b = arena.place(values.size() * sizeof(float));
     ctx.upload(b, 0, values.data(), values.size() * sizeof(float));

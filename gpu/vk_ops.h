@@ -35,6 +35,11 @@ struct DeviceMatrix {
 DeviceMatrix upload_matrix(VkContext& ctx, BufferArena& arena, const WeightMatrix& w, uint64_t max_part_bytes = 0);
 // The device bytes upload_matrix would take for `w`.
 uint64_t device_matrix_bytes(const WeightMatrix& w);
+// `count` zeroed uint32 counters of their own, for kernels whose last workgroup to finish
+// does the dispatch's final step (shaders/finish_counter.glsl: split attention's combine, the
+// mat-vec's post-norm): each dispatch leaves its counters zero, so the buffer serves every
+// later dispatch.
+Buffer finish_counters(VkContext& ctx, uint64_t count);
 // A device buffer holding `values` (F32): placed in `arena` (a weight), or an allocation of its
 // own (a table that is reallocated as it grows).
 Buffer upload_floats(VkContext& ctx, BufferArena& arena, const std::vector<float>& values);

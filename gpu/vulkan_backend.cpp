@@ -166,7 +166,10 @@ void VulkanBackend::allocate_step_buffers() {
     }
     s.x = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
     s.normed = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
-    if (c.has_post_norms) s.projected = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
+    if (c.has_post_norms) {
+        s.projected = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
+        s.post_norm_counter = finish_counters(*ctx_, 1);
+    }
     s.q = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
     s.context = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
     s.k = float_buffer(*ctx_, n * static_cast<size_t>(c.kv_dim()));
@@ -211,6 +214,8 @@ void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
                                                               static_cast<uint32_t>(model_->config().head_dim), splits));
     }
     attention_partials_ = Buffer(*ctx_, partials_bytes, Buffer::Kind::Device);
+    attention_split_counters_ = finish_counters(
+        *ctx_, attention_split_counter_count(static_cast<uint32_t>(max_tokens_), static_cast<uint32_t>(model_->config().n_head)));
     for (Layer& l : layers_) {
         l.k_cache = Buffer();
         l.v_cache = Buffer();
@@ -496,6 +501,12 @@ void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMat
         mark(cmd, product_op);
         return;
     }
+    if (n <= kMatvecMaxTokens && w.parts.size() == 1) {
+        const MatvecPostNorm post{post_norm.handle(), c.rms_norm_eps, s.x.handle(), s.post_norm_counter.handle()};
+        record_matvec_post_normed(*kernels_, cmd, w, input, s.projected.handle(), n, post);
+        mark(cmd, product_op);
+        return;
+    }
     record_matmul(*kernels_, cmd, w, input, s.projected.handle(), n, n_embd, false);
     mark(cmd, product_op);
     record_rms_norm(*kernels_, cmd, s.projected.handle(), post_norm.handle(), s.x.handle(), s.output_rows.device.handle(),
@@ -574,9 +585,18 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
     mark(cmd, l.local ? "qkv_prepare_local" : "qkv_prepare");
     const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
                                  c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
-    record_attention_split(*kernels_, cmd, s.q.handle(), l.k_cache.handle(), l.v_cache.handle(), kv.tables.device.handle(),
-                           s.positions.device.handle(), kv.table_start.device.handle(), attention_partials_.handle(),
-                           s.context.handle(), n, params, attention_splits(n), true, AttentionBuild::Auto, attention_tile(n));
+    AttentionBuffers buffers;
+    buffers.q = s.q.handle();
+    buffers.k_cache = l.k_cache.handle();
+    buffers.v_cache = l.v_cache.handle();
+    buffers.tables = kv.tables.device.handle();
+    buffers.positions = s.positions.device.handle();
+    buffers.table_start = kv.table_start.device.handle();
+    buffers.partials = attention_partials_.handle();
+    buffers.split_counters = attention_split_counters_.handle();
+    buffers.context = s.context.handle();
+    record_attention_split(*kernels_, cmd, buffers, n, params, attention_splits(n), true, AttentionBuild::Auto,
+                           attention_tile(n));
     mark(cmd, l.local ? "attention_local" : "attention");
 }
 

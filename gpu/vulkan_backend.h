@@ -66,6 +66,7 @@ private:
         StagedInts tokens, positions, output_rows;                   // [max_tokens]
         KvTables global_kv, local_kv;                                // local_kv: with a local group only
         Buffer x, normed, projected;                                 // [max_tokens x n_embd]
+        Buffer post_norm_counter;                                    // with post-norms: record_matvec_post_normed's
         Buffer q, context;                                           // [max_tokens x q_dim]
         Buffer k, v;                                                 // [max_tokens x kv_dim]
         Buffer gate, up;                                             // [max_tokens x n_ff]
@@ -100,7 +101,8 @@ private:
     uint32_t attention_tile(uint32_t n) const;
     uint32_t attention_splits(uint32_t n) const;
     void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
-    // x += w * input, or with a post-norm x += rms_norm(w * input) * post_norm.
+    // x += w * input, or with a post-norm x += rms_norm(w * input) * post_norm (for a few tokens
+    // in the product's own dispatch).
     void record_residual_product(VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer input, const Buffer& post_norm,
                                  uint32_t n, const char* product_op, const char* norm_op);
     void run_pass(std::span<const BatchToken> tokens, const KvCache& cache, float* logits);
@@ -120,7 +122,8 @@ private:
     int rope_positions_ = 0;
     KvCacheLayout kv_layout_;
     uint32_t attention_max_context_ = 0;  // positions a sequence can reach: the global pool's
-    Buffer attention_partials_;           // the split attention's partial sums, for up to 8 tokens
+    Buffer attention_partials_;           // split attention's partial sums, for the pass lengths that split
+    Buffer attention_split_counters_;     // and its counters (gpu/vk_attention.h)
     int max_tokens_ = 0;         // what the buffers hold
     int pass_token_limit_ = 0;   // what a pass takes: max_tokens_, or fewer where passes ran too long
     StepBuffers step_;

@@ -12,11 +12,15 @@
 // neighbouring positions), each part of the chunk (a subgroup) reduces its maximum and sum,
 // then threads act as 4-dim slices of V rows (contiguous, so neighbouring threads read
 // neighbouring dims) weighted by the probabilities. With one split the context is written
-// directly; otherwise the split's (max, sum, unnormalised V sum) go to `partials` for
-// attention_reduce.comp, a split a row sees nothing of writing a neutral one (max -inf).
+// directly; otherwise the split's (max, sum, unnormalised V sum) go to `partials` (a split a
+// row sees nothing of writes a neutral one, max -inf) and the workgroup that finishes its
+// tile's and heads' last split combines them all into the context, found by a counter per
+// (tile, KV head, head part) that each split's workgroup adds itself to once its partials are
+// visible: a split count above one costs no second dispatch and barrier.
 // Causal: token t sees positions j <= positions[t] of its own sequence (block table), and on a
 // sliding-window layer (window > 0) only positions[t] - window < j.
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_GOOGLE_include_directive : require
 #if USE_SUBGROUPS
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -48,8 +52,12 @@ layout(set = 0, binding = 2) readonly buffer VCacheF32Quads { uvec4 vc_f32_quads
 layout(set = 0, binding = 3) readonly buffer Tables { int tables[]; };           // block tables, concatenated
 layout(set = 0, binding = 4) readonly buffer Positions { int pos[]; };           // [n]
 layout(set = 0, binding = 5) readonly buffer TableStart { int table_start[]; };  // [n]
-layout(set = 0, binding = 6) writeonly buffer Partials { float partials[]; };    // see partial_* below
-layout(set = 0, binding = 7) writeonly buffer Output { float out_ctx[]; };       // [n x n_head x head_dim]
+// Coherent: the splits' workgroups write them and the last one reads them in the same dispatch.
+layout(set = 0, binding = 6) coherent buffer Partials { float partials[]; };  // see partial_* below
+layout(set = 0, binding = 7) writeonly buffer Output { float out_ctx[]; };    // [n x n_head x head_dim]
+// Per (tile, KV head, head part): how many of its splits have written their partials; zero
+// before and after every dispatch (the last split resets it).
+layout(set = 0, binding = 8) coherent buffer SplitCounters { uint finish_counters[]; };
 
 layout(push_constant) uniform Params {
     uint n_head;
@@ -71,6 +79,8 @@ shared float score_sh[ROWS * CHUNK];
 #endif
 
 const float NO_SCORE = -1.0 / 0.0;  // a position the row does not see
+
+#include "finish_counter.glsl"
 
 // The workgroup's query heads first_head.. (heads_here of them, at most GROUP) of KV head kv_head.
 uint kv_head, first_head, heads_here;
@@ -298,6 +308,38 @@ void attend_run(uint split) {
     write_result(split, row_lane, quad, acc, running_max, running_sum);
 }
 
+// The context of the workgroup's heads for tile tokens tile_begin..tile_end from every split's
+// partial: each split's V sum and softmax sum rescaled from its own maximum to the overall one
+// (a split a row saw nothing of has maximum -inf: weight 0). Each row's overall maximum and
+// sum first (into max_parts_sh / sum_parts_sh, free now), then one (row, dim) per thread.
+void combine_splits(uint tile_begin, uint tile_end) {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint rows = (tile_end - tile_begin) * GROUP;
+    for (uint r = tid; r < rows; r += CHUNK) {
+        if (r % GROUP >= heads_here) continue;
+        const uint stats = partial_stats(tile_begin + r / GROUP, first_head + r % GROUP, 0);
+        float overall_max = NO_SCORE;
+        for (uint s = 0; s < p.splits; ++s) overall_max = max(overall_max, partials[stats + 2 * s]);
+        float total = 0.0;
+        for (uint s = 0; s < p.splits; ++s) total += exp(partials[stats + 2 * s] - overall_max) * partials[stats + 2 * s + 1];
+        max_parts_sh[r] = overall_max;
+        sum_parts_sh[r] = total;
+    }
+    barrier();
+    for (uint i = tid; i < rows * HEAD_DIM; i += CHUNK) {
+        const uint r = i / HEAD_DIM, d = i % HEAD_DIM;
+        if (r % GROUP >= heads_here) continue;
+        const uint t = tile_begin + r / GROUP, head = first_head + r % GROUP;
+        const uint stats = partial_stats(t, head, 0);
+        float sum = 0.0;
+        for (uint s = 0; s < p.splits; ++s) {
+            const float weight = exp(partials[stats + 2 * s] - max_parts_sh[r]) / sum_parts_sh[r];
+            if (weight != 0.0) sum += weight * partials[partial_acc(t, head, s) + d];
+        }
+        out_ctx[(t * p.n_head + head) * HEAD_DIM + d] = sum;
+    }
+}
+
 void main() {
     const uint group_id = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     const uint tiles = (p.n_tokens + TILE - 1) / TILE;
@@ -324,4 +366,5 @@ void main() {
         }
         attend_run(split);
     }
+    if (p.splits > 1 && finished_last(group_id / p.splits, p.splits)) combine_splits(tile_begin, tile_end);
 }

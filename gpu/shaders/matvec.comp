@@ -5,7 +5,10 @@
 // workgroup holds several teams when rows are short. Up to three matrices of one type and
 // column count share a dispatch (their rows concatenated: q, k, v); in gated mode each team
 // computes the gate and the up row of its output, then act(gate) * up. An optional RMSNorm of
-// the input rows runs as a prologue (each token's inverse RMS once per workgroup).
+// the input rows runs as a prologue (each token's inverse RMS once per workgroup); a post-norm
+// added to the residual (Gemma's) runs as an epilogue of one matrix's product: the workgroup
+// that stores its rows last (a counter each workgroup adds itself to once its rows are
+// visible) norms each token's whole product row and adds it to the residual.
 //
 // Built three times from this source: with USE_SUBGROUPS=1 partial sums meet through
 // subgroupAdd and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in
@@ -31,6 +34,7 @@ layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
 // bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: the weights
 // multiply the input encoded (Q8_0, Q8_1 or Q8_K) as they do in the INTEGER_DOT build;
+// bit 15: post-norm epilogue (one matrix, no prologue);
 // bits 16-31: the input row's 32-element groups, sizing its encoded copy (the INTEGER_DOT build)
 // or its Q8_K block factors (the F32 build encoding Q8_K).
 layout(constant_id = 3) const uint CONFIG = 1;
@@ -39,6 +43,7 @@ const bool ALIGNED = (CONFIG & 0x100u) != 0;
 const bool NORM = (CONFIG & 0x200u) != 0;
 const bool GATED = (CONFIG & 0x400u) != 0;
 const bool ENCODE_INPUT = (CONFIG & 0x4000u) != 0;
+const bool POST_NORM = (CONFIG & 0x8000u) != 0;
 // A team computes this many consecutive rows at once: their weight loads are independent (more
 // bytes in flight per thread) and they share each load of x.
 const uint TEAM_ROWS = (CONFIG >> 11) & 7u;  // the host sets 1..4
@@ -57,8 +62,13 @@ layout(set = 0, binding = 3) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 4) buffer Y0 { float y0[]; };
 layout(set = 0, binding = 5) buffer Y1 { float y1[]; };
 layout(set = 0, binding = 6) buffer Y2 { float y2[]; };
-layout(set = 0, binding = 7) readonly buffer N1 { float norm1[]; };  // [cols]
+layout(set = 0, binding = 7) readonly buffer N1 { float norm1[]; };  // [cols]; POST_NORM: the post-norm's [rows]
 layout(set = 0, binding = 7) readonly buffer N4 { vec4 norm4[]; };
+// POST_NORM: y0 is the product's scratch [n x rows], written and read back in this dispatch
+// (coherent), and bindings 5 and 6 hold the residual and the count of workgroups done.
+layout(set = 0, binding = 4) coherent buffer Projected { float projected[]; };
+layout(set = 0, binding = 5) buffer Residual { float residual[]; };  // [n x rows], added to
+layout(set = 0, binding = 6) coherent buffer FinishedGroups { uint finish_counters[]; };  // [1]
 
 layout(push_constant) uniform Params {
     uint cols;
@@ -68,12 +78,13 @@ layout(push_constant) uniform Params {
     uint y_stride;  // matrix 0's output: y0[t * y_stride + y_offset + r]; matrix i > 0: [n x rows_i]
     uint y_offset;
     uint flags;  // bit 0: add to y; bit 1: GeGLU (else SwiGLU)
-    float eps;
+    float eps;   // the prologue's or the post-norm's
 } p;
 
 #include "activation.glsl"
 #include "weight_layout.glsl"
 #include "q8_encoding.glsl"
+#include "finish_counter.glsl"
 
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
@@ -346,7 +357,9 @@ void compute_block_factors() {
 
 void store(uint r, uint t, float value) {
     const bool add = (p.flags & 1u) != 0;
-    if (r < p.end0) {
+    if (POST_NORM) {
+        projected[t * p.end0 + r] = value;
+    } else if (r < p.end0) {
         const uint at = t * p.y_stride + p.y_offset + r;
         y0[at] = value + (add ? y0[at] : 0.0);
     } else if (r < p.end1) {
@@ -374,12 +387,42 @@ void team_units(uint r0, uint u, inout float acc[ACC]) {
     }
 }
 
+// residual[t] += rms_norm(projected[t]) * norm1 for every token, in rms_norm.comp's arithmetic
+// and order (64 strided sums of squares, then halving), so that it equals the unfused post-norm.
+void add_post_normed_rows() {
+    const uint NORM_LANES = 64;
+    const uint threads = gl_WorkGroupSize.x;
+    const uint tid = gl_LocalInvocationID.x;
+    for (uint t = 0; t < TOKENS; ++t) {
+        for (uint lane = tid; lane < NORM_LANES; lane += threads) {
+            float s = 0.0;
+            for (uint e = lane; e < p.end0; e += NORM_LANES) s += projected[t * p.end0 + e] * projected[t * p.end0 + e];
+            part[t][lane] = s;
+        }
+    }
+    barrier();
+    for (uint stride = NORM_LANES / 2; stride > 0; stride /= 2) {
+        for (uint t = 0; t < TOKENS; ++t) {
+            for (uint lane = tid; lane < stride; lane += threads) part[t][lane] += part[t][lane + stride];
+        }
+        barrier();
+    }
+    for (uint t = 0; t < TOKENS; ++t) {
+        const float scale = 1.0 / sqrt(part[t][0] / float(p.end0) + p.eps);
+        for (uint e = tid; e < p.end0; e += threads) {
+            const float normed = (projected[t * p.end0 + e] * scale) * norm1[e];
+            residual[t * p.end0 + e] = residual[t * p.end0 + e] + normed;
+        }
+    }
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint team = tid / ROW_THREADS;
     const uint lane = tid % ROW_THREADS;
     const uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    const uint first_row = group * (gl_WorkGroupSize.x / ROW_THREADS) * TEAM_ROWS;
+    const uint group_rows = (gl_WorkGroupSize.x / ROW_THREADS) * TEAM_ROWS;
+    const uint first_row = group * group_rows;
     if (first_row >= p.end2) return;  // past the end of a launch folded into Y
     if (NORM) compute_inverse_rms();
 #if INTEGER_DOT
@@ -404,4 +447,5 @@ void main() {
         if (GATED) value = gated_activation(value, team_total(i * PER_ROW + TOKENS + t, team, ROW_THREADS), (p.flags & 2u) != 0);
         store(r, t, value);
     }
+    if (POST_NORM && finished_last(0, (p.end2 + group_rows - 1) / group_rows)) add_post_normed_rows();
 }

@@ -31,7 +31,11 @@ struct Model {
 constexpr uint32_t kBlockTokens = 16;  // the backend's KV block size
 
 struct Buffers {
-    Buffer q, k_cache, v_cache, tables, positions, table_start, partials, context;
+    Buffer q, k_cache, v_cache, tables, positions, table_start, partials, split_counters, context;
+    AttentionBuffers handles() const {
+        return {q.handle(),           k_cache.handle(),  v_cache.handle(),        tables.handle(), positions.handle(),
+                table_start.handle(), partials.handle(), split_counters.handle(), context.handle()};
+    }
 };
 
 template <typename T>
@@ -65,6 +69,7 @@ Buffers make_buffers(VkContext& ctx, const Model& m, uint32_t context, uint32_t 
     b.positions = device_copy(ctx, positions);
     b.table_start = device_copy(ctx, std::vector<int32_t>(n_tokens, 0));
     b.partials = Buffer(ctx, attention_partials_bytes(n_tokens, m.n_head, m.head_dim, max_splits), Buffer::Kind::Device);
+    b.split_counters = finish_counters(ctx, attention_split_counter_count(n_tokens, m.n_head));
     b.context = Buffer(ctx, q.size() * sizeof(float), Buffer::Kind::Device);
     return b;
 }
@@ -113,13 +118,8 @@ void bench_model(VkContext& ctx, Kernels& kernels, const Model& m, const std::ve
         double base_us = 0;  // one split's, the first
         for (uint32_t s : splits) {
             const double us = gpu_us_per_call(
-                ctx,
-                [&](VkCommandBuffer cmd) {
-                    record_attention_split(kernels, cmd, b.q.handle(), b.k_cache.handle(), b.v_cache.handle(), b.tables.handle(),
-                                           b.positions.handle(), b.table_start.handle(), b.partials.handle(), b.context.handle(),
-                                           1, params, s);
-                },
-                calls, rounds);
+                ctx, [&](VkCommandBuffer cmd) { record_attention_split(kernels, cmd, b.handles(), 1, params, s); }, calls,
+                rounds);
             std::string label = "split x" + std::to_string(s);
             if (s == recorded_for_4096) label += " (count@4096)";
             if (s == fitted) label += " (count@ctx)";
@@ -148,9 +148,7 @@ void bench_prompt(VkContext& ctx, Kernels& kernels, const Model& m, uint32_t pro
             const double us = gpu_us_per_call(
                 ctx,
                 [&](VkCommandBuffer cmd) {
-                    record_attention_split(kernels, cmd, b.q.handle(), b.k_cache.handle(), b.v_cache.handle(), b.tables.handle(),
-                                           b.positions.handle(), b.table_start.handle(), b.partials.handle(), b.context.handle(),
-                                           prompt, params, 1, true, AttentionBuild::Auto, t);
+                    record_attention_split(kernels, cmd, b.handles(), prompt, params, 1, true, AttentionBuild::Auto, t);
                 },
                 calls, rounds);
             if (t == 1) base_us = us;

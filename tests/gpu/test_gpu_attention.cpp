@@ -271,7 +271,7 @@ TEST_F(GpuAttention, PromptTilesMatchCpuAcrossSequencesWindowsAndSplits) {
 }
 
 TEST_F(GpuAttention, FifteenTokensFoldedIntoYMatchCpu) {
-    // A launch limit of 7 workgroups along X: both dispatches fold their groups into Y.
+    // A launch limit of 7 workgroups along X: the launch folds its groups into Y, and the split counters follow.
     std::unique_ptr<gpu::OpHarness> narrow;
     INFERSCOPE_MAKE_OR_SKIP_GPU(narrow, std::make_unique<gpu::OpHarness>(true, 7));
     gpu::AttentionShape shape = attention_shape(8, 2, 48);

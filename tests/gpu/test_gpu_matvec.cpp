@@ -1,12 +1,15 @@
 // The decode products of gpu/vk_matvec.h (matvec.comp) against the CPU backend's matmul on
 // random inputs: every weight type, 1..8 tokens, odd shapes, the
 // fused RMSNorm prologue, accumulation, several matrices in one dispatch, the gated FFN
-// activations, row-split matrices and launches folded into Y. Validation layer on.
+// activations, the post-norm epilogue, row-split matrices and launches folded into Y.
+// Validation layer on.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "engine/backend/cpu/matmul.h"
@@ -175,6 +178,48 @@ TEST_F(GpuMatvecTest, GatedSiluAndGeluEqualCpuProductsThenActivation) {
                 EXPECT_LT(e, bound) << ggml_type_name(type) << (activation == FfnActivation::Silu ? " SiLU" : " GELU")
                                     << " n=" << n;
             }
+        }
+    }
+}
+
+// The CPU reference of `calls` post-normed products over one residual: each adds rms_norm(x * W^T) * weight.
+std::vector<float> cpu_post_normed(const WeightMatrix& w, const std::vector<float>& x, int64_t n, std::vector<float> residual,
+                                   const std::vector<float>& weight, float eps, int calls) {
+    const std::vector<float> product = cpu_product(w, x, n);
+    std::vector<float> normed(product.size());
+    for (int64_t t = 0; t < n; ++t) {
+        rms_norm_row(product.data() + t * w.rows, weight.data(), w.rows, eps, normed.data() + t * w.rows);
+    }
+    for (int i = 0; i < calls; ++i) {
+        for (size_t e = 0; e < residual.size(); ++e) residual[e] += normed[e];
+    }
+    return residual;
+}
+
+// Gemma's post-norms in the product's dispatch: three dispatches in a row over one counter each
+// add the normed rows once (the last workgroup of each, and only it, adds them, and leaves the
+// counter at zero for the next), bit for bit as the product and rms_norm.comp apart do.
+TEST_F(GpuMatvecTest, PostNormedProductsAddTheirNormedRowsToTheResidual) {
+    const float eps = 1e-6f;
+    const int calls = 3;
+    for (const auto& [type, rows, cols] : std::vector<std::tuple<GgmlType, int64_t, int64_t>>{
+             {GgmlType::F16, 1001, 200}, {GgmlType::F16, 1152, 256}, {GgmlType::Q8_0, 1152, 256}, {GgmlType::Q4_K, 640, 512}}) {
+        std::vector<uint8_t> bytes;
+        const WeightMatrix w = random_weight(type, rows, cols, rng_, bytes);
+        const std::vector<float> weight = random_floats(static_cast<size_t>(rows), rng_, 2.0f);
+        for (int64_t n : {1, 3, 8}) {
+            const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), rng_);
+            const std::vector<float> residual = random_floats(static_cast<size_t>(n * rows), rng_, 4.0f);
+            const std::vector<float> fused = gpu_->matvec_post_normed(w, x, n, residual, weight, eps, calls);
+            const std::vector<float> normed_apart = gpu_->rms_norm(gpu_->matvec(w, x, n, {}), weight, eps);
+            std::vector<float> apart = residual;
+            for (int i = 0; i < calls; ++i) {
+                for (size_t e = 0; e < apart.size(); ++e) apart[e] += normed_apart[e];
+            }
+            const std::string what = std::string(ggml_type_name(type)) + " " + std::to_string(rows) + " x " +
+                                     std::to_string(cols) + " n=" + std::to_string(n);
+            EXPECT_EQ(fused, apart) << what;
+            EXPECT_LT(nmse(fused, cpu_post_normed(w, x, n, residual, weight, eps, calls)), 5e-4) << what;
         }
     }
 }
@@ -439,6 +484,12 @@ TEST(GpuMatvecFolded, LaunchesAboveTheXLimitFoldIntoY) {
         EXPECT_LT(
             nmse(gpu->matvec_gated(out, out, x, n, FfnActivation::Silu, {}), cpu_gated(out, out, x, n, FfnActivation::Silu, {})),
             5e-4);
+        // The workgroups past the last row return before they count: the last of those that do still adds.
+        const std::vector<float> residual = random_floats(static_cast<size_t>(n * 3001), rng);
+        const std::vector<float> weight = random_floats(3001, rng);
+        EXPECT_LT(nmse(gpu->matvec_post_normed(out, x, n, residual, weight, 1e-6f, 2),
+                       cpu_post_normed(out, x, n, residual, weight, 1e-6f, 2)),
+                  5e-4);
     }
     EXPECT_EQ(gpu->validation_errors(), 0) << "Vulkan validation errors (printed above)";
 }

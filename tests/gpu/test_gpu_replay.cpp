@@ -13,9 +13,11 @@
 namespace inferscope {
 namespace {
 
-// The fused decode step's budget (issue target): q/k/v with the norm, the cache step,
-// attention and its reduce, the output projection, gate/up with the norm, down.
-constexpr int kMaxDecodeDispatchesPerLayer = 7;
+// A fused decode step's dispatches: per layer q/k/v with the norm, the cache step, attention
+// (its splits combined in the same dispatch), the output projection, gate/up with the norm,
+// down; outside the layers the embedding, the output norm and the output product.
+constexpr int kDecodeDispatchesPerLayer = 6;
+constexpr int kDecodeDispatchesOutsideLayers = 3;
 
 struct Trace {
     std::vector<std::vector<float>> logits;  // every logits row of every step, in order
@@ -39,7 +41,7 @@ Trace run_trace(const std::shared_ptr<const Model>& model, bool replay) {
     options.validation = true;
     options.op_timestamps = false;
     options.replay = replay;
-    options.kernel_tuning = "default";  // split attention with its reduce pass, also on a CPU driver
+    options.kernel_tuning = "default";  // split attention, also on a CPU driver
     InferenceSession session(model, testing::test_session_options(KvDtype::F16, 512), gpu::make_vulkan_backend(model, options));
     const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
     Trace trace;
@@ -103,30 +105,39 @@ TEST_P(GpuReplay, ReplayedStepsEqualFreshlyRecordedOnesBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuReplay, ::testing::Values("qwen2", "gemma3"));
 
-// A decode step of one token: at most 7 dispatches per layer plus the embedding, the
-// output norm and product, and the input copies' barrier.
-TEST(GpuDecodeStep, DispatchesAndBarriersPerLayer) {
-    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+// A decode step of one token with split attention (a 4096-token context, the default tuning's
+// workgroup target): 6 dispatches per layer plus the embedding, the output norm and product,
+// each followed by a barrier, and the input copies' barrier; gemma3's post-norms and
+// sliding-window layers included.
+class GpuDecodeStep : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GpuDecodeStep, DispatchesAndBarriersPerLayer) {
+    auto spec = testing::tiny_spec(GetParam());
+    spec.context_length = 4096;
+    const auto model = testing::tiny_model(spec);
     gpu::VulkanBackendOptions options;
     options.op_timestamps = false;
+    options.kernel_tuning = "default";
     std::unique_ptr<Backend> backend;
     INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
-    InferenceSession session(model, testing::test_session_options(KvDtype::F16), std::move(backend));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, 4096), std::move(backend));
     const testing::GreedyRun run = testing::greedy_with_cache(session, std::vector<TokenId>{1, 2, 3}, 2);
     ASSERT_EQ(run.ids.size(), 2u);
     const DeviceSubmission step = session.backend().last_forward_submission().value();
     const int n_layer = model->config().n_layer;
-    std::printf("[ measured ] qwen2 decode step: %d dispatches, %d barriers for %d layers\n", step.dispatches, step.barriers,
-                n_layer);
+    std::printf("[ measured ] %s decode step: %d dispatches, %d barriers for %d layers\n", GetParam(), step.dispatches,
+                step.barriers, n_layer);
     EXPECT_EQ(step.passes, 1);
-    EXPECT_LE(step.dispatches, kMaxDecodeDispatchesPerLayer * n_layer + 4);
-    EXPECT_LE(step.barriers, step.dispatches + 1);
+    EXPECT_EQ(step.dispatches, kDecodeDispatchesPerLayer * n_layer + kDecodeDispatchesOutsideLayers);
+    EXPECT_EQ(step.barriers, step.dispatches + 1);
 }
 
+INSTANTIATE_TEST_SUITE_P(Architectures, GpuDecodeStep, ::testing::Values("qwen2", "gemma3"));
+
 // With a 4096-token context a decode step's attention runs in several splits (most of them
-// empty at these lengths) and a reduce: greedy decoding still gives the CPU's tokens and logits.
+// empty at these lengths), combined by the last to finish: greedy decoding still gives the CPU's tokens and logits.
 // The default tuning's workgroup target splits it on a CPU driver too.
-TEST(GpuDecodeStep, SplitAttentionMatchesCpu) {
+TEST(GpuSplitAttention, DecodingMatchesCpu) {
     const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
     gpu::VulkanBackendOptions options;
     options.validation = true;
