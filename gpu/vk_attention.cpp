@@ -81,6 +81,11 @@ uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t 
     return tile;
 }
 
+uint32_t attention_pass_tile(std::span<const BatchToken> tokens, uint32_t most_tile) {
+    const auto same_sequence = [](const BatchToken& a, const BatchToken& b) { return a.seq == b.seq; };
+    return std::adjacent_find(tokens.begin(), tokens.end(), same_sequence) == tokens.end() ? 1 : most_tile;
+}
+
 uint64_t attention_partials_bytes(uint32_t n_tokens, uint32_t n_head, uint32_t head_dim, uint32_t splits) {
     const uint64_t floats = static_cast<uint64_t>(n_tokens) * n_head * splits * (head_dim + 2);
     return std::max<uint64_t>(floats * sizeof(float), 4);

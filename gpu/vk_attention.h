@@ -5,7 +5,9 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <span>
 
+#include "engine/backend/batch.h"
 #include "gpu/vk_kernels.h"
 #include "gpu/vk_ops.h"
 
@@ -43,6 +45,12 @@ uint32_t attention_head_parts(uint32_t heads_per_kv);
 // arithmetic with subgroups of 4 threads or more (Auto), or the shared-memory one regardless
 // (for tests on devices that have subgroups).
 enum class AttentionBuild { Auto, SharedMemory };
+
+// Tokens per tile for a pass of these tokens: most_tile (attention_tile_tokens) where two
+// consecutive tokens share a sequence's cache (a prompt, a step verifying drafted tokens),
+// else 1 (a decode step of a token per sequence), since a tile takes tokens of different
+// sequences one after the other.
+uint32_t attention_pass_tile(std::span<const BatchToken> tokens, uint32_t most_tile);
 
 // Tokens per tile for a prompt's attention (record_attention_split's tile_tokens) with
 // group_heads query heads per KV head: as many as keep the rows (tokens x a workgroup's query

@@ -108,7 +108,9 @@ void check_tokens(uint32_t n) {
 }
 
 // One dispatch over `rows` rows (push.end2), folding workgroup counts above the device's X
-// limit into Y.
+// limit into Y. The parts of a split matrix write disjoint rows, yet each is followed by a
+// barrier: every build of matvec.comp holds the post-norm's atomic counter on binding 6, which
+// the parts bind to the output, so without one the next part would read it unsynchronised.
 void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, const std::vector<VkBuffer>& buffers,
                      const MatvecPush& push, bool barrier) {
     const uint64_t groups = (static_cast<uint64_t>(push.end2) + shape.rows_per_group - 1) / shape.rows_per_group;
@@ -142,13 +144,12 @@ void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
     const auto cols = static_cast<uint32_t>(w.cols);
     const MatvecShape shape = matvec_shape(k, w.type, static_cast<uint32_t>(w.rows), cols, n, {.norm = normed});
     for (const DeviceMatrix::Part& part : w.parts) {
-        // The parts write disjoint rows: only the last needs the barrier.
         const bool last = &part == &w.parts.back();
         const auto rows = static_cast<uint32_t>(part.rows);
         const MatvecPush push{cols,    rows, rows, rows, y_stride, static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u,
                               norm.eps};
         const VkBuffer weights = part.buffer.handle();
-        dispatch_matvec(k, cmd, shape, {weights, weights, weights, x, y, y, y, normed ? norm.weight : x}, push, barrier && last);
+        dispatch_matvec(k, cmd, shape, {weights, weights, weights, x, y, y, y, normed ? norm.weight : x}, push, barrier || !last);
     }
 }
 
@@ -213,7 +214,7 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
                               flags, norm.eps};
         const VkBuffer g = part.buffer.handle(), u = up.parts[i].buffer.handle();
         dispatch_matvec(k, cmd, shape, {g, u, u, x, out, out, out, normed ? norm.weight : x}, push,
-                        barrier && i + 1 == gate.parts.size());
+                        barrier || i + 1 < gate.parts.size());
     }
 }
 

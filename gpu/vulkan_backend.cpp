@@ -206,16 +206,20 @@ void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
     attention_max_context_ = static_cast<uint32_t>(layout.global.n_blocks * layout.global.block_tokens);
     // Steps attending in one split leave the partials unused.
     uint64_t partials_bytes = 4;
+    const ModelConfig& c = model_->config();
+    const uint32_t most_tile =
+        attention_tile_tokens(*kernels_, static_cast<uint32_t>(c.n_head / c.n_head_kv), static_cast<uint32_t>(c.head_dim));
     for (uint32_t n = 1; n <= static_cast<uint32_t>(max_tokens_); ++n) {
-        const uint32_t splits = attention_splits(n);
-        if (splits == 1) continue;
-        partials_bytes =
-            std::max(partials_bytes, attention_partials_bytes(n, static_cast<uint32_t>(model_->config().n_head),
-                                                              static_cast<uint32_t>(model_->config().head_dim), splits));
+        for (const uint32_t tile : {1u, most_tile}) {
+            const uint32_t splits = attention_splits(n, tile);
+            if (splits == 1) continue;
+            partials_bytes = std::max(partials_bytes, attention_partials_bytes(n, static_cast<uint32_t>(c.n_head),
+                                                                               static_cast<uint32_t>(c.head_dim), splits));
+        }
     }
     attention_partials_ = Buffer(*ctx_, partials_bytes, Buffer::Kind::Device);
     attention_split_counters_ = finish_counters(
-        *ctx_, attention_split_counter_count(static_cast<uint32_t>(max_tokens_), static_cast<uint32_t>(model_->config().n_head)));
+        *ctx_, attention_split_counter_count(static_cast<uint32_t>(max_tokens_), static_cast<uint32_t>(c.n_head)));
     for (Layer& l : layers_) {
         l.k_cache = Buffer();
         l.v_cache = Buffer();
@@ -333,7 +337,7 @@ void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& 
     const auto n = static_cast<uint32_t>(tokens.size());
     // Filling the inputs may grow a buffer, which starts a new generation of recordings.
     const auto n_out = static_cast<uint32_t>(fill_inputs(tokens, cache));
-    const Recording& recording = recording_for(n, n_out);
+    const Recording& recording = recording_for({n, n_out, attention_tile(tokens)});
     // Only the device's part counts for the watchdog: not recording, not pipeline creation.
     const auto start = std::chrono::steady_clock::now();
     ctx_->submit_and_wait(recording.cmd);
@@ -346,13 +350,12 @@ void VulkanBackend::run_pass(std::span<const BatchToken> tokens, const KvCache& 
     submission_.barriers += static_cast<int>(recording.counts.barriers);
 }
 
-// The recorded pass for n tokens of which n_out want logits, recorded now unless a pass of
-// that shape was recorded since the buffers it names were last reallocated.
-VulkanBackend::Recording& VulkanBackend::recording_for(uint32_t n, uint32_t n_out) {
+// The recorded pass of this shape, recorded now unless a pass of that shape was recorded since
+// the buffers it names were last reallocated.
+VulkanBackend::Recording& VulkanBackend::recording_for(const PassShape& shape) {
     const uint64_t generation = kernels_->generation();
     if (!replay_ || (!recordings_.empty() && recordings_.front().generation != generation)) forget_recordings();
-    const auto found =
-        std::find_if(recordings_.begin(), recordings_.end(), [&](const Recording& r) { return r.n == n && r.n_out == n_out; });
+    const auto found = std::find_if(recordings_.begin(), recordings_.end(), [&](const Recording& r) { return r.shape == shape; });
     if (found != recordings_.end()) {
         std::rotate(found, found + 1, recordings_.end());  // most recently used last
         ++submission_.replayed;
@@ -363,12 +366,12 @@ VulkanBackend::Recording& VulkanBackend::recording_for(uint32_t n, uint32_t n_ou
         recordings_.erase(recordings_.begin());
     }
     const auto start = std::chrono::steady_clock::now();
-    Recording r{ctx_->allocate_command_buffer(), n, n_out, generation, {}, {}};
+    Recording r{ctx_->allocate_command_buffer(), shape, generation, {}, {}};
     try {
         const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         vk_check(vkBeginCommandBuffer(r.cmd, &begin), "vkBeginCommandBuffer");
         kernels_->reset_counts();
-        record_pass(r.cmd, n, n_out);
+        record_pass(r.cmd, shape);
         vk_check(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer");
     } catch (...) {
         ctx_->free_command_buffer(r.cmd);
@@ -423,8 +426,9 @@ void VulkanBackend::collect_times(const std::vector<const char*>& query_ops) {
     }
 }
 
-void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out) {
+void VulkanBackend::record_pass(VkCommandBuffer cmd, const PassShape& shape) {
     const ModelConfig& c = model_->config();
+    const uint32_t n = shape.n, n_out = shape.n_out;
     query_ops_.clear();
     if (queries_ != VK_NULL_HANDLE) {
         vkCmdResetQueryPool(cmd, queries_, 0, query_capacity_);
@@ -433,7 +437,7 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out)
     mark(cmd, nullptr);
     record_embed(*kernels_, cmd, token_embd_, step_.tokens.device.handle(), step_.x.handle(), n, c.embedding_scale);
     mark(cmd, "embed");
-    for (const Layer& layer : layers_) record_layer(cmd, layer, n);
+    for (const Layer& layer : layers_) record_layer(cmd, layer, shape);
     if (n_out > 0) {
         record_rms_norm(*kernels_, cmd, step_.x.handle(), output_norm_.handle(), step_.normed.handle(),
                         step_.output_rows.device.handle(), true, n_out, static_cast<uint32_t>(c.n_embd), c.rms_norm_eps);
@@ -452,10 +456,11 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out)
     }
 }
 
-void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, const PassShape& shape) {
     const StepBuffers& s = step_;
+    const uint32_t n = shape.n;
     record_qkv(cmd, l, n);
-    record_attention_block(cmd, l, n);
+    record_attention_block(cmd, l, shape);
     record_residual_product(cmd, l.wo, s.context.handle(), l.post_attention_norm, n, "attn_out", "attn_post_norm");
     record_ffn(cmd, l, n);
 }
@@ -538,16 +543,13 @@ void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
     record_residual_product(cmd, l.w_down, s.gate.handle(), l.post_ffw_norm, n, "ffn_down", "ffn_post_norm");
 }
 
-// Decode steps (the mat-vec's token counts) are a token per sequence: tiles of one. Longer
-// steps are mostly prompts, whose tokens share a sequence's cache.
-uint32_t VulkanBackend::attention_tile(uint32_t n) const {
+uint32_t VulkanBackend::attention_tile(std::span<const BatchToken> tokens) const {
     const ModelConfig& c = model_->config();
-    if (n <= kMatvecMaxTokens) return 1;
-    return attention_tile_tokens(*kernels_, static_cast<uint32_t>(c.n_head / c.n_head_kv), static_cast<uint32_t>(c.head_dim));
+    return attention_pass_tile(tokens, attention_tile_tokens(*kernels_, static_cast<uint32_t>(c.n_head / c.n_head_kv),
+                                                             static_cast<uint32_t>(c.head_dim)));
 }
 
-uint32_t VulkanBackend::attention_splits(uint32_t n) const {
-    const uint32_t tile = attention_tile(n);
+uint32_t VulkanBackend::attention_splits(uint32_t n, uint32_t tile) const {
     const uint32_t tiles = (n + tile - 1) / tile;
     const ModelConfig& c = model_->config();
     const auto kv_workgroups =
@@ -556,8 +558,9 @@ uint32_t VulkanBackend::attention_splits(uint32_t n) const {
 }
 
 // Biases, Q/K norms, RoPE and the cache store in one dispatch, then attention.
-void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, const PassShape& shape) {
     const ModelConfig& c = model_->config();
+    const uint32_t n = shape.n;
     const StepBuffers& s = step_;
     const KvTables& kv = l.kv_local ? s.local_kv : s.global_kv;
     const bool kv_f16 = kv_layout_.dtype() == KvDtype::F16;
@@ -595,8 +598,8 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
     buffers.partials = attention_partials_.handle();
     buffers.split_counters = attention_split_counters_.handle();
     buffers.context = s.context.handle();
-    record_attention_split(*kernels_, cmd, buffers, n, params, attention_splits(n), true, AttentionBuild::Auto,
-                           attention_tile(n));
+    record_attention_split(*kernels_, cmd, buffers, n, params, attention_splits(n, shape.attention_tile), true,
+                           AttentionBuild::Auto, shape.attention_tile);
     mark(cmd, l.local ? "attention_local" : "attention");
 }
 

@@ -73,10 +73,16 @@ private:
         Buffer logits, logits_host;                                  // [logit_rows x n_vocab]
         int logit_rows = 0;                                          // grown to the most a pass has wanted
     };
+    // What a pass's commands depend on besides the buffers they name.
+    struct PassShape {
+        uint32_t n = 0, n_out = 0;    // tokens, and those that want logits
+        uint32_t attention_tile = 1;  // tokens per attention tile (attention_pass_tile)
+        bool operator==(const PassShape&) const = default;
+    };
     // A recorded pass: valid while the buffers it names live (the kernels' generation).
     struct Recording {
         VkCommandBuffer cmd = VK_NULL_HANDLE;
-        uint32_t n = 0, n_out = 0;
+        PassShape shape;
         uint64_t generation = 0;
         std::vector<const char*> query_ops;  // the op each timestamp closes
         RecordCounts counts;
@@ -88,18 +94,18 @@ private:
     StagedInts staged_ints(size_t count) const;
     void ensure_rope_positions(int n_positions);
     void ensure_logit_rows(int rows);
-    Recording& recording_for(uint32_t n, uint32_t n_out);
+    Recording& recording_for(const PassShape& shape);
     void forget_recordings();
     void record_input_copies(VkCommandBuffer cmd);
     int fill_inputs(std::span<const BatchToken> tokens, const KvCache& cache);
     void fill_kv_tables(std::span<const BatchToken> tokens, const KvBlockPool& pool, KvTables& out);
-    void record_pass(VkCommandBuffer cmd, uint32_t n, uint32_t n_out);
-    void record_layer(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
+    void record_pass(VkCommandBuffer cmd, const PassShape& shape);
+    void record_layer(VkCommandBuffer cmd, const Layer& layer, const PassShape& shape);
     void record_norm(VkCommandBuffer cmd, const Buffer& weight, uint32_t n, const char* op);
     void record_qkv(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
-    void record_attention_block(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
-    uint32_t attention_tile(uint32_t n) const;
-    uint32_t attention_splits(uint32_t n) const;
+    void record_attention_block(VkCommandBuffer cmd, const Layer& layer, const PassShape& shape);
+    uint32_t attention_tile(std::span<const BatchToken> tokens) const;
+    uint32_t attention_splits(uint32_t n, uint32_t tile) const;
     void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
     // x += w * input, or with a post-norm x += rms_norm(w * input) * post_norm (for a few tokens
     // in the product's own dispatch).

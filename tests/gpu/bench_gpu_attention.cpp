@@ -1,7 +1,8 @@
 // GPU time per call of record_attention_split for a Qwen2.5-0.5B shape and a 7B shape over an
 // F16 cache: decode (one query token) at several contexts with the split count
-// attention_split_count chooses and forced ones against one split, and a prompt's tokens at the
-// end of a context in attention_tile_tokens' tiles against tiles of one token. Prints only; the
+// attention_split_count chooses and forced ones against one split, and a prompt's tokens (and a
+// step verifying 7 drafted tokens) at the end of a context in attention_tile_tokens' tiles
+// against tiles of one token. Prints only; the
 // effective GB/s count the K and V bytes each token's visible positions hold.
 //   bench_gpu_attention [--quick]   (--quick: short contexts and few repetitions, for lavapipe)
 #include <algorithm>
@@ -130,16 +131,22 @@ void bench_model(VkContext& ctx, Kernels& kernels, const Model& m, const std::ve
     }
 }
 
-// A prompt of `prompt` tokens after `depth` positions in one split, in tiles of one token and
-// of attention_tile_tokens' count.
+// A prompt of `prompt` tokens of one sequence (or a step verifying that many drafted tokens)
+// after `depth` positions, in tiles of one token and of attention_tile_tokens' count, each in
+// the split count attention_split_count gives its tiles at that context.
 void bench_prompt(VkContext& ctx, Kernels& kernels, const Model& m, uint32_t prompt, const std::vector<uint32_t>& depths,
                   int calls, int rounds, std::mt19937& rng) {
     const AttentionParams params{m.n_head, m.n_head_kv, m.head_dim, kBlockTokens, 0.125f, 0, true};
     const uint32_t tile = attention_tile_tokens(kernels, m.n_head / m.n_head_kv, m.head_dim);
-    std::printf("\n%s: a prompt of %u tokens, tiles of up to %u tokens\n", m.name, prompt, tile);
+    std::printf("\n%s: %u tokens of one sequence, tiles of up to %u tokens\n", m.name, prompt, tile);
     std::printf("%8s  %-22s %10s %10s %9s\n", "depth", "kernel", "us/call", "GB/s K+V", "speed-up");
+    const uint32_t kv_workgroups = m.n_head_kv * attention_head_parts(m.n_head / m.n_head_kv);
     for (uint32_t depth : depths) {
-        Buffers b = make_buffers(ctx, m, depth + prompt, prompt, 1, rng);
+        const auto splits_for = [&](uint32_t t) {
+            return attention_split_count(depth + prompt, kv_workgroups, (prompt + t - 1) / t,
+                                         kernels.tuning().attention_workgroups);
+        };
+        Buffers b = make_buffers(ctx, m, depth + prompt, prompt, std::max(splits_for(1), splits_for(tile)), rng);
         // Each token reads the K and V of the positions it sees once.
         const double kv_bytes = 2.0 * m.n_head_kv * m.head_dim * sizeof(uint16_t) *
                                 (static_cast<double>(depth) * prompt + prompt * (prompt + 1) / 2.0);
@@ -148,11 +155,12 @@ void bench_prompt(VkContext& ctx, Kernels& kernels, const Model& m, uint32_t pro
             const double us = gpu_us_per_call(
                 ctx,
                 [&](VkCommandBuffer cmd) {
-                    record_attention_split(kernels, cmd, b.handles(), prompt, params, 1, true, AttentionBuild::Auto, t);
+                    record_attention_split(kernels, cmd, b.handles(), prompt, params, splits_for(t), true, AttentionBuild::Auto,
+                                           t);
                 },
                 calls, rounds);
             if (t == 1) base_us = us;
-            const std::string label = "tiles of " + std::to_string(t);
+            const std::string label = "tiles of " + std::to_string(t) + ", split x" + std::to_string(splits_for(t));
             std::printf("%8u  %-22s %10.2f %10.1f %9.2f\n", depth, label.c_str(), us, kv_bytes / us / 1e3, base_us / us);
         }
         kernels.forget_descriptor_sets();
@@ -175,6 +183,9 @@ int run(bool quick) {
         bench_model(ctx, kernels, m, contexts, calls, rounds, rng);
         bench_prompt(ctx, kernels, m, quick ? 64 : 512, quick ? std::vector<uint32_t>{0, 256} : std::vector<uint32_t>{0, 2048},
                      quick ? 1 : 20, rounds, rng);
+        // A speculative step verifying 7 drafted tokens after the last accepted one.
+        bench_prompt(ctx, kernels, m, 8, quick ? std::vector<uint32_t>{512} : std::vector<uint32_t>{2048, 4096}, calls, rounds,
+                     rng);
     }
     return 0;
 }

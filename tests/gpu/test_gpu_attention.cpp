@@ -140,6 +140,23 @@ TEST(AttentionHeadParts, AKvHeadOfMoreThanSixteenQueryHeadsSharesThemAmongWorkgr
     EXPECT_EQ(gpu::attention_head_parts(71), 5u);  // Falcon-7B's 71 heads on one KV head
 }
 
+TEST(AttentionPassTile, TilesWhereConsecutiveTokensShareASequence) {
+    const auto tokens = [](std::vector<SeqId> seqs) {
+        Batch batch;
+        for (size_t i = 0; i < seqs.size(); ++i) batch.push_back({1, seqs[i], static_cast<int32_t>(i), true});
+        return batch;
+    };
+    EXPECT_EQ(gpu::attention_pass_tile(tokens({0}), 8), 1u);
+    EXPECT_EQ(gpu::attention_pass_tile(tokens({0, 1, 2, 3}), 8), 1u);        // decode: a token per sequence
+    EXPECT_EQ(gpu::attention_pass_tile(tokens({0, 1, 0, 1}), 8), 1u);        // no two neighbours share a cache
+    EXPECT_EQ(gpu::attention_pass_tile(tokens({3, 3, 3, 3, 3}), 8), 8u);     // verifying drafted tokens
+    EXPECT_EQ(gpu::attention_pass_tile(tokens({0, 1, 2, 2, 2, 2}), 2), 2u);  // drafts beside decode tokens
+    std::vector<SeqId> many(40);
+    std::iota(many.begin(), many.end(), 0);
+    EXPECT_EQ(gpu::attention_pass_tile(tokens(many), 8), 1u);                       // a wide decode batch
+    EXPECT_EQ(gpu::attention_pass_tile(tokens(std::vector<SeqId>(40, 5)), 8), 8u);  // a prompt
+}
+
 TEST(AttentionSplitCount, FillsTheTargetWithoutSplitsShorterThanTheMinimum) {
     // Qwen2.5-0.5B (2 KV heads), one decode token, a large GPU's target of 512 workgroups.
     EXPECT_EQ(gpu::attention_split_count(36, 2, 1, 512), 1u);
