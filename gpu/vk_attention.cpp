@@ -27,12 +27,12 @@ bool subgroup_build(const Kernels& k, AttentionBuild build) {
 
 // attention_split.comp's shared memory for `rows` query rows: their queries (later the V sums),
 // a chunk's probabilities per row, the chunk's V row offsets, each part's maximum and sum per
-// row (a part is a subgroup of 4 or more threads, or 32 positions), and without subgroups a
-// chunk's scores per row.
+// row (a part is a subgroup of 4 or more threads, or 32 positions), finish_counter.glsl's flag,
+// and without subgroups a chunk's scores per row.
 uint64_t attention_shared_bytes(uint32_t rows, uint32_t head_dim, bool subgroups) {
     const uint64_t quads = (head_dim + 3) / 4;
     const uint64_t parts = subgroups ? kAttentionChunkPositions / 4 : kAttentionChunkPositions / 32;
-    return 16 * rows * quads + 4 * rows * kAttentionChunkPositions + 4 * kAttentionChunkPositions + 8 * rows * parts +
+    return 16 * rows * quads + 4 * rows * kAttentionChunkPositions + 4 * kAttentionChunkPositions + 8 * rows * parts + 4 +
            (subgroups ? 0 : 4 * rows * kAttentionChunkPositions);
 }
 

@@ -12,12 +12,11 @@ constexpr uint32_t kMaxRowThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 // matvec.comp's shared memory: part[ACC][MAX_PARTS] floats (which also hold the F32 build's Q8_K
-// block factors and scales), and in the integer-dot build per token and 32-element group of the input 32
-// int8, a scale and the sums of its two halves, and one more float for Q8_K (the group's largest
-// value) or for Q8_1 (its code-sum scale); each of these two arrays has one unused element where
-// it is not needed.
+// block factors and scales) and finish_counter.glsl's flag, and in the integer-dot build per token and 32-element group of the
+// input 32 int8, a scale and the sums of its two halves, and one more float for Q8_K (the group's largest value) or for Q8_1 (its
+// code-sum scale); each of these two arrays has one unused element where it is not needed.
 constexpr uint32_t kMatvecMaxParts = 256;  // matvec.comp's MAX_PARTS
-constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * kMatvecMaxParts * 4;
+constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * kMatvecMaxParts * 4 + 4;
 constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 8;
 
 // Whether the CPU encodes the input of `type` weights as Q8_K (per 256-element block) rather

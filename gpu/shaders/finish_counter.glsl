@@ -4,7 +4,7 @@
 //   layout(...) coherent buffer ... { uint finish_counters[]; };  // zero between dispatches
 // and writes the results the last one reads to coherent buffers.
 
-shared bool finished_last_sh;
+shared uint finished_last_sh;  // 4 bytes of shared memory the host's budgets count (1: last)
 
 // Whether this workgroup is the last of the `expected` counted on finish_counters[counter] to
 // finish (every invocation's writes are made visible before it counts itself in): then every
@@ -14,10 +14,10 @@ bool finished_last(uint counter, uint expected) {
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationID.x == 0) {
-        finished_last_sh = atomicAdd(finish_counters[counter], 1u) == expected - 1;
-        if (finished_last_sh) atomicExchange(finish_counters[counter], 0u);
+        finished_last_sh = atomicAdd(finish_counters[counter], 1u) == expected - 1 ? 1u : 0u;
+        if (finished_last_sh != 0) atomicExchange(finish_counters[counter], 0u);
     }
     barrier();
     memoryBarrierBuffer();
-    return finished_last_sh;
+    return finished_last_sh != 0;
 }
