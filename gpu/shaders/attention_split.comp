@@ -311,7 +311,8 @@ void attend_run(uint split) {
 // The context of the workgroup's heads for tile tokens tile_begin..tile_end from every split's
 // partial: each split's V sum and softmax sum rescaled from its own maximum to the overall one
 // (a split a row saw nothing of has maximum -inf: weight 0). Each row's overall maximum and
-// sum first (into max_parts_sh / sum_parts_sh, free now), then one (row, dim) per thread.
+// sum first (into max_parts_sh / sum_parts_sh, free now); then, CHUNK splits at a time, each
+// (row, split)'s weight once (into prob_sh) and each (row, dim)'s weighted sum (in q_sh).
 void combine_splits(uint tile_begin, uint tile_end) {
     const uint tid = gl_LocalInvocationID.x;
     const uint rows = (tile_end - tile_begin) * GROUP;
@@ -325,18 +326,34 @@ void combine_splits(uint tile_begin, uint tile_end) {
         max_parts_sh[r] = overall_max;
         sum_parts_sh[r] = total;
     }
+    for (uint i = tid; i < rows * QUADS; i += CHUNK) q_sh[i] = vec4(0.0);
+    for (uint first = 0; first < p.splits; first += CHUNK) {
+        const uint count = min(CHUNK, p.splits - first);
+        barrier();  // the row totals; the previous splits' weights are used
+        for (uint i = tid; i < rows * count; i += CHUNK) {
+            const uint r = i / count, s = i % count;
+            if (r % GROUP >= heads_here) continue;
+            const uint stats = partial_stats(tile_begin + r / GROUP, first_head + r % GROUP, first + s);
+            prob_sh[(r * CHUNK + s) / 4][s % 4] = exp(partials[stats] - max_parts_sh[r]) / sum_parts_sh[r];
+        }
+        barrier();
+        for (uint i = tid; i < rows * HEAD_DIM; i += CHUNK) {
+            const uint r = i / HEAD_DIM, d = i % HEAD_DIM;
+            if (r % GROUP >= heads_here) continue;
+            const uint t = tile_begin + r / GROUP, head = first_head + r % GROUP;
+            float sum = q_sh[r * QUADS + d / 4][d % 4];
+            for (uint s = 0; s < count; ++s) {
+                const float weight = prob_sh[(r * CHUNK + s) / 4][s % 4];
+                if (weight != 0.0) sum += weight * partials[partial_acc(t, head, first + s) + d];
+            }
+            q_sh[r * QUADS + d / 4][d % 4] = sum;
+        }
+    }
     barrier();
     for (uint i = tid; i < rows * HEAD_DIM; i += CHUNK) {
         const uint r = i / HEAD_DIM, d = i % HEAD_DIM;
         if (r % GROUP >= heads_here) continue;
-        const uint t = tile_begin + r / GROUP, head = first_head + r % GROUP;
-        const uint stats = partial_stats(t, head, 0);
-        float sum = 0.0;
-        for (uint s = 0; s < p.splits; ++s) {
-            const float weight = exp(partials[stats + 2 * s] - max_parts_sh[r]) / sum_parts_sh[r];
-            if (weight != 0.0) sum += weight * partials[partial_acc(t, head, s) + d];
-        }
-        out_ctx[(t * p.n_head + head) * HEAD_DIM + d] = sum;
+        out_ctx[((tile_begin + r / GROUP) * p.n_head + first_head + r % GROUP) * HEAD_DIM + d] = q_sh[r * QUADS + d / 4][d % 4];
     }
 }
 

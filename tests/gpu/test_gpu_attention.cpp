@@ -217,6 +217,15 @@ TEST_F(GpuAttention, LongContextDecodeMatchesCpu) {
     }
 }
 
+TEST_F(GpuAttention, MoreSplitsThanAWorkgroupHasThreadsCombineInRounds) {
+    // 130 chunks of 128 positions: with the most splits, splits 128 and 129 hold positions,
+    // and the combine weighs the splits 128 at a time.
+    gpu::AttentionShape shape = attention_shape(4, 2, 64);
+    shape.kv_f16 = true;
+    const SequenceBatch batch = random_sequence_batch(shape, {130 * 128}, {1}, rng_);
+    expect_matches(batch, shape, {129, gpu::kAttentionMaxSplits}, "16640 positions");
+}
+
 TEST_F(GpuAttention, SharedMemoryBuildMatchesCpu) {
     // The build for devices without subgroup arithmetic, forced on this one.
     const std::vector<int> lengths = {1, 65, 300};
