@@ -128,11 +128,15 @@ bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t c
     return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes + extra_bytes <= k.max_shared_bytes();
 }
 
-bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {
+bool matvec_groupable(std::span<const DeviceMatrix* const> ws) {
     if (ws.empty() || ws.size() > 3) return false;
-    return std::all_of(ws.begin(), ws.end(), [&](const DeviceMatrix* w) {
-        return w->type == ws[0]->type && w->cols == ws[0]->cols && w->parts.size() == 1;
-    });
+    return std::all_of(ws.begin(), ws.end(),
+                       [&](const DeviceMatrix* w) { return w->cols == ws[0]->cols && w->parts.size() == 1; });
+}
+
+bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {
+    return matvec_groupable(ws) &&
+           std::all_of(ws.begin(), ws.end(), [&](const DeviceMatrix* w) { return w->type == ws[0]->type; });
 }
 
 void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n, uint32_t y_stride,
@@ -189,6 +193,29 @@ void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const Device
     const MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, {.norm = normed});
     const MatvecPush push{cols, ends[0], ends[1], ends[2], static_cast<uint32_t>(ws[0]->rows), 0, 0, norm.eps};
     dispatch_matvec(k, cmd, shape, buffers, push, barrier);
+}
+
+void record_matvec_by_type(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
+                           std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm) {
+    if (!matvec_groupable(ws) || ys.size() != ws.size()) {
+        throw Error("internal: record_matvec_by_type needs 1..3 single-part matrices of one width, one output each");
+    }
+    std::vector<const DeviceMatrix*> group;
+    std::vector<VkBuffer> group_ys;
+    std::vector<bool> recorded(ws.size(), false);
+    for (size_t first = 0; first < ws.size(); ++first) {
+        if (recorded[first]) continue;
+        group.clear();
+        group_ys.clear();
+        for (size_t i = first; i < ws.size(); ++i) {
+            if (recorded[i] || ws[i]->type != ws[first]->type) continue;
+            group.push_back(ws[i]);
+            group_ys.push_back(ys[i]);
+            recorded[i] = true;
+        }
+        const bool last = std::all_of(recorded.begin(), recorded.end(), [](bool r) { return r; });
+        record_matvec_multi(k, cmd, group, x, group_ys, n, norm, last);
+    }
 }
 
 void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& gate, const DeviceMatrix& up, VkBuffer x,

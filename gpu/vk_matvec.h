@@ -50,6 +50,13 @@ void record_matvec_post_normed(Kernels& k, VkCommandBuffer cmd, const DeviceMatr
 void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
                          std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm = {}, bool barrier = true);
 
+// Up to 3 single-part matrices of one column count whose types may differ (a Q4_K_M file's
+// Q4_K q and k beside a Q6_K v): one record_matvec_multi per type, in the order of each type's
+// first matrix, with one barrier after the last (they write separate outputs). Requires
+// matvec_groupable(ws).
+void record_matvec_by_type(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
+                           std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm = {});
+
 // out[t * rows + r] = act(dot(gate[r], x^[t])) * dot(up[r], x^[t]) with swiglu.comp's SwiGLU or
 // GeGLU (F16 roundings included), both rows of r computed by the same workgroup. gate and up
 // must have one shader type, shape and row split (as upload_matrix gives equal matrices).
@@ -65,5 +72,8 @@ bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t c
 // Whether these matrices can share one dispatch: 1..3 of them, same shader type and cols, one
 // part each.
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws);
+
+// Whether record_matvec_by_type takes them: 1..3 of them, same cols, one part each.
+bool matvec_groupable(std::span<const DeviceMatrix* const> ws);
 
 }  // namespace inferscope::gpu

@@ -473,16 +473,17 @@ void VulkanBackend::record_norm(VkCommandBuffer cmd, const Buffer& weight, uint3
     mark(cmd, op);
 }
 
-// q, k, v from the layer's input: for a few tokens one mat-vec dispatch that norms its input
-// and writes all three; else the norm, then independent products sharing one barrier.
+// q, k, v from the layer's input: for a few tokens a mat-vec dispatch per weight type (one
+// where all three share it) that norms its input; else the norm, then independent products
+// sharing one barrier.
 void VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
     const ModelConfig& c = model_->config();
     Kernels& k = *kernels_;
     const StepBuffers& s = step_;
     const std::array<const DeviceMatrix*, 3> weights = {&l.wq, &l.wk, &l.wv};
-    if (n <= kMatvecMaxTokens && matvec_fusable(weights)) {
+    if (n <= kMatvecMaxTokens && matvec_groupable(weights)) {
         const std::array<VkBuffer, 3> outputs = {s.q.handle(), s.k.handle(), s.v.handle()};
-        record_matvec_multi(k, cmd, weights, s.x.handle(), outputs, n, {l.attn_norm.handle(), c.rms_norm_eps});
+        record_matvec_by_type(k, cmd, weights, s.x.handle(), outputs, n, {l.attn_norm.handle(), c.rms_norm_eps});
         mark(cmd, "qkv");
         return;
     }

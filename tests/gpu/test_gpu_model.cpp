@@ -407,10 +407,15 @@ TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     EXPECT_LE(worst, 1e-4);
     std::printf("[ measured ] mixed weight types: max |teacher-forced logit GPU - CPU on F32 weights| = %.3g\n", worst);
     expect_greedy_equal(*gpu_, cpu_f32, prompt, 8, 1e-4f, "mixed weight types");
+    // The last decode step: layer 0's q/k/v (one type) take one dispatch and layer 1's (three
+    // types) three, with no barrier between those three; else 6 dispatches per layer and 3 more.
+    const DeviceSubmission step = gpu_->backend().last_forward_submission().value();
+    EXPECT_EQ(step.dispatches, 6 * 2 + 3 + 2);
+    EXPECT_EQ(step.barriers, step.dispatches + 1 - 2);
 }
 
 // Models whose inputs are encoded as the CPU encodes them, against the CPU itself: a Q4_K_M-like
-// one (Q4_K, Q6_K for ffn_down and the output: Q8_K inputs) and one of the formats with a minimum
+// one (Q4_K, Q6_K for attn_v, ffn_down and the output: Q8_K inputs) and one of the formats with a minimum
 // (Q4_1, Q5_1: Q8_1 inputs).
 struct EncodedCase {
     const char* name;
@@ -461,7 +466,7 @@ TEST_P(GpuEncodedModel, MatchesTheCpusArithmetic) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, GpuEncodedModel,
                          ::testing::Values(EncodedCase{"Q4_K_M-like",
-                                                       {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K,
+                                                       {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_K,
                                                         GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K},
                                                        GgmlType::Q4_K,
                                                        GgmlType::Q6_K},
