@@ -1,9 +1,11 @@
 #include "gpu/op_harness.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 
+#include "engine/core/error.h"
 #include "engine/core/fp16.h"
 #include "gpu/vk_attention.h"
 #include "gpu/vk_context.h"
@@ -35,9 +37,82 @@ struct OpHarness::Impl {
         return out;
     }
 
+    // record_qkv_prepare's op over the device's q, k, v, its other inputs copied to the device
+    // and its caches allocated.
+    struct PrepareHostInputs {
+        const std::vector<float>& bias;
+        const std::vector<float>& q_norm;
+        const std::vector<float>& k_norm;
+        const std::vector<int32_t>& positions;
+        const std::vector<int32_t>& slots;
+    };
+    struct Prepare {
+        Prepare(Impl& m, std::array<VkBuffer, 3> qkv, const PrepareHostInputs& in, const RopeParams& rope,
+                const QkvPrepareShape& shape);
+        // Zeroes the caches, so that slots the step does not write read as 0.
+        void zero_caches(Kernels& kernels, VkCommandBuffer cmd) const;
+        // A cache read back as floats in its layout.
+        std::vector<float> read_cache(Impl& m, const Buffer& cache) const;
+
+        Buffer biases, norm_weights, positions, slots, table, k_cache, v_cache;
+        size_t cache_elements = 0;
+        bool kv_f16 = false;
+        QkvPrepare op;
+    };
+
     VkContext ctx;
     Kernels kernels;
 };
+
+OpHarness::Impl::Prepare::Prepare(Impl& m, std::array<VkBuffer, 3> qkv, const PrepareHostInputs& in, const RopeParams& rope,
+                                  const QkvPrepareShape& shape)
+    : kv_f16(shape.kv_f16) {
+    const auto kv_dim = static_cast<size_t>(shape.n_head_kv * shape.head_dim);
+    cache_elements = static_cast<size_t>(shape.n_blocks * shape.block_tokens) * kv_dim;
+    const size_t element_bytes = shape.kv_f16 ? sizeof(uint16_t) : sizeof(float);
+    std::vector<float> norms = in.q_norm.empty() ? std::vector<float>(static_cast<size_t>(shape.head_dim), 0.0f) : in.q_norm;
+    norms.insert(norms.end(), in.k_norm.begin(), in.k_norm.end());
+    biases = m.device_copy(in.bias);
+    norm_weights = m.device_copy(norms);
+    positions = m.device_copy(in.positions);
+    slots = m.device_copy(in.slots);
+    table = m.device_copy(rope_table(rope, *std::max_element(in.positions.begin(), in.positions.end()) + 1));
+    k_cache = Buffer(m.ctx, cache_elements * element_bytes, Buffer::Kind::Device);
+    v_cache = Buffer(m.ctx, cache_elements * element_bytes, Buffer::Kind::Device);
+    op.q = qkv[0];
+    op.k = qkv[1];
+    op.v = qkv[2];
+    op.bias = in.bias.empty() ? VK_NULL_HANDLE : biases.handle();
+    op.norms = in.q_norm.empty() && in.k_norm.empty() ? VK_NULL_HANDLE : norm_weights.handle();
+    op.q_norm = !in.q_norm.empty();
+    op.k_norm = !in.k_norm.empty();
+    op.positions = positions.handle();
+    op.rope_table = table.handle();
+    op.slots = slots.handle();
+    op.k_cache = k_cache.handle();
+    op.v_cache = v_cache.handle();
+    op.rope = {static_cast<uint32_t>(shape.n_head), static_cast<uint32_t>(shape.head_dim), static_cast<uint32_t>(rope.rope_dim),
+               rope.style == RopeStyle::Neox};
+    op.n_head_kv = static_cast<uint32_t>(shape.n_head_kv);
+    op.eps = shape.eps;
+    op.block_tokens = static_cast<uint32_t>(shape.block_tokens);
+    op.kv_f16 = shape.kv_f16;
+}
+
+void OpHarness::Impl::Prepare::zero_caches(Kernels& kernels, VkCommandBuffer cmd) const {
+    vkCmdFillBuffer(cmd, k_cache.handle(), 0, VK_WHOLE_SIZE, 0);
+    vkCmdFillBuffer(cmd, v_cache.handle(), 0, VK_WHOLE_SIZE, 0);
+    kernels.barrier(cmd);
+}
+
+std::vector<float> OpHarness::Impl::Prepare::read_cache(Impl& m, const Buffer& cache) const {
+    if (!kv_f16) return m.read(cache, cache_elements);
+    std::vector<uint16_t> bits(cache_elements);
+    m.ctx.download(cache, 0, bits.data(), cache_elements * sizeof(uint16_t));
+    std::vector<float> out(cache_elements);
+    std::transform(bits.begin(), bits.end(), out.begin(), fp16_to_fp32);
+    return out;
+}
 
 namespace {
 
@@ -120,52 +195,14 @@ QkvPrepared OpHarness::qkv_prepare(const std::vector<float>& q, const std::vecto
                                    const std::vector<float>& k_norm, const std::vector<int32_t>& positions,
                                    const std::vector<int32_t>& slots, const RopeParams& rope, const QkvPrepareShape& shape) {
     Impl& m = *impl_;
-    const auto kv_dim = static_cast<size_t>(shape.n_head_kv * shape.head_dim);
-    const size_t cache_elements = static_cast<size_t>(shape.n_blocks * shape.block_tokens) * kv_dim;
-    const size_t element_bytes = shape.kv_f16 ? sizeof(uint16_t) : sizeof(float);
-    std::vector<float> norms = q_norm.empty() ? std::vector<float>(static_cast<size_t>(shape.head_dim), 0.0f) : q_norm;
-    norms.insert(norms.end(), k_norm.begin(), k_norm.end());
     const Buffer queries = m.device_copy(q), keys = m.device_copy(k), values = m.device_copy(v);
-    const Buffer biases = m.device_copy(bias), norm_weights = m.device_copy(norms);
-    const Buffer pos = m.device_copy(positions), slot = m.device_copy(slots);
-    const Buffer table = m.device_copy(rope_table(rope, *std::max_element(positions.begin(), positions.end()) + 1));
-    const Buffer k_cache(m.ctx, cache_elements * element_bytes, Buffer::Kind::Device);
-    const Buffer v_cache(m.ctx, cache_elements * element_bytes, Buffer::Kind::Device);
-    QkvPrepare op;
-    op.q = queries.handle();
-    op.k = keys.handle();
-    op.v = values.handle();
-    op.bias = bias.empty() ? VK_NULL_HANDLE : biases.handle();
-    op.norms = q_norm.empty() && k_norm.empty() ? VK_NULL_HANDLE : norm_weights.handle();
-    op.q_norm = !q_norm.empty();
-    op.k_norm = !k_norm.empty();
-    op.positions = pos.handle();
-    op.rope_table = table.handle();
-    op.slots = slot.handle();
-    op.k_cache = k_cache.handle();
-    op.v_cache = v_cache.handle();
-    op.rope = {static_cast<uint32_t>(shape.n_head), static_cast<uint32_t>(shape.head_dim), static_cast<uint32_t>(rope.rope_dim),
-               rope.style == RopeStyle::Neox};
-    op.n_head_kv = static_cast<uint32_t>(shape.n_head_kv);
-    op.eps = shape.eps;
-    op.block_tokens = static_cast<uint32_t>(shape.block_tokens);
-    op.kv_f16 = shape.kv_f16;
+    const Impl::Prepare prepare(m, {queries.handle(), keys.handle(), values.handle()}, {bias, q_norm, k_norm, positions, slots},
+                                rope, shape);
     m.run([&](VkCommandBuffer cmd) {
-        // Zero caches, so that slots the step does not write read as 0.
-        vkCmdFillBuffer(cmd, k_cache.handle(), 0, VK_WHOLE_SIZE, 0);
-        vkCmdFillBuffer(cmd, v_cache.handle(), 0, VK_WHOLE_SIZE, 0);
-        m.kernels.barrier(cmd);
-        record_qkv_prepare(m.kernels, cmd, op, static_cast<uint32_t>(positions.size()));
+        prepare.zero_caches(m.kernels, cmd);
+        record_qkv_prepare(m.kernels, cmd, prepare.op, static_cast<uint32_t>(positions.size()));
     });
-    const auto read_cache = [&](const Buffer& cache) {
-        if (!shape.kv_f16) return m.read(cache, cache_elements);
-        std::vector<uint16_t> bits(cache_elements);
-        m.ctx.download(cache, 0, bits.data(), cache_elements * sizeof(uint16_t));
-        std::vector<float> out(cache_elements);
-        std::transform(bits.begin(), bits.end(), out.begin(), fp16_to_fp32);
-        return out;
-    };
-    return {m.read(queries, q.size()), read_cache(k_cache), read_cache(v_cache)};
+    return {m.read(queries, q.size()), prepare.read_cache(m, prepare.k_cache), prepare.read_cache(m, prepare.v_cache)};
 }
 
 std::vector<float> OpHarness::gated_activation(const std::vector<float>& gate, const std::vector<float>& up,
@@ -223,6 +260,48 @@ Buffer output_buffer(VkContext& ctx, const std::vector<float>& y_initial, size_t
 }
 
 }  // namespace
+
+QkvPrepared OpHarness::qkv_product_prepared(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
+                                            const std::vector<float>& norm_weight, const std::vector<float>& bias,
+                                            const std::vector<float>& q_norm, const std::vector<float>& k_norm,
+                                            const std::vector<int32_t>& positions, const std::vector<int32_t>& slots,
+                                            const RopeParams& rope, const QkvPrepareShape& shape, bool fused, int calls) {
+    Impl& m = *impl_;
+    const auto n = static_cast<uint32_t>(positions.size());
+    BufferArena arena(m.ctx, 0);
+    std::vector<DeviceMatrix> weights;
+    std::vector<Buffer> outputs;
+    std::vector<const DeviceMatrix*> matrices;
+    std::vector<VkBuffer> ys;
+    for (const WeightMatrix* w : ws) {
+        weights.push_back(upload_matrix(m.ctx, arena, *w));
+        outputs.push_back(output_buffer(m.ctx, {}, static_cast<size_t>(n * w->rows)));
+    }
+    for (size_t i = 0; i < ws.size(); ++i) {
+        matrices.push_back(&weights[i]);
+        ys.push_back(outputs[i].handle());
+    }
+    const Buffer input = m.device_copy(x), norm = m.device_copy(norm_weight);
+    const Buffer counters = finish_counters(m.ctx, static_cast<uint64_t>(shape.n_head + 2 * shape.n_head_kv));
+    const Impl::Prepare prepare(m, {ys[0], ys[1], ys[2]}, {bias, q_norm, k_norm, positions, slots}, rope, shape);
+    const MatvecNorm fused_norm{norm.handle(), shape.eps};
+    if (fused && !matvec_prepares_qkv(m.kernels, matrices, prepare.op)) {
+        throw Error("qkv_product_prepared: these matrices cannot be prepared in their product's dispatch here");
+    }
+    m.run([&](VkCommandBuffer cmd) {
+        prepare.zero_caches(m.kernels, cmd);
+        if (!fused) {
+            record_matvec_multi(m.kernels, cmd, matrices, input.handle(), ys, n, fused_norm);
+            record_qkv_prepare(m.kernels, cmd, prepare.op, n);
+            return;
+        }
+        for (int i = 0; i < calls; ++i) {
+            record_matvec_qkv_prepared(m.kernels, cmd, matrices, input.handle(), n, fused_norm, prepare.op, counters.handle());
+        }
+    });
+    return {m.read(outputs[0], static_cast<size_t>(n * ws[0]->rows)), prepare.read_cache(m, prepare.k_cache),
+            prepare.read_cache(m, prepare.v_cache)};
+}
 
 std::vector<float> OpHarness::matvec(const WeightMatrix& w, const std::vector<float>& x, int64_t n,
                                      const MatvecOptions& options) {

@@ -81,6 +81,15 @@ public:
                             const std::vector<float>& bias, const std::vector<float>& q_norm, const std::vector<float>& k_norm,
                             const std::vector<int32_t>& positions, const std::vector<int32_t>& slots, const RopeParams& rope,
                             const QkvPrepareShape& shape);
+    // q, k, v = rms_norm(x[n x cols]) * norm_weight times wq, wk, wv (ws) for the n tokens of
+    // `positions`, then qkv_prepare's step with the other inputs as qkv_prepare takes them:
+    // `fused`: in the product's dispatch (record_matvec_qkv_prepared), recorded `calls` times over
+    // one set of counters; else record_matvec_multi, then record_qkv_prepare.
+    QkvPrepared qkv_product_prepared(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
+                                     const std::vector<float>& norm_weight, const std::vector<float>& bias,
+                                     const std::vector<float>& q_norm, const std::vector<float>& k_norm,
+                                     const std::vector<int32_t>& positions, const std::vector<int32_t>& slots,
+                                     const RopeParams& rope, const QkvPrepareShape& shape, bool fused, int calls = 1);
     // gate[i] = act(gate[i]) * up[i]: SwiGLU or GeGLU.
     std::vector<float> gated_activation(const std::vector<float>& gate, const std::vector<float>& up,
                                         FfnActivation activation);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "gpu/vk_kernels.h"
 
 namespace inferscope::gpu {
 
@@ -182,6 +183,8 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.subgroup_size = subgroup.subgroupSize;
     info.max_workgroup_count_x = base.limits.maxComputeWorkGroupCount[0];
     info.max_shared_memory_bytes = base.limits.maxComputeSharedMemorySize;
+    info.max_storage_buffers_per_shader =
+        std::min(base.limits.maxPerStageDescriptorStorageBuffers, base.limits.maxDescriptorSetStorageBuffers);
     info.storage_16bit = v11.storageBuffer16BitAccess == VK_TRUE && features.features.shaderInt16 == VK_TRUE;
     info.float16_arithmetic = v12.shaderFloat16 == VK_TRUE;
     info.storage_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
@@ -198,7 +201,8 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
         info.timestamps = families[static_cast<size_t>(family)].timestampValidBits > 0 &&
                           base.limits.timestampComputeAndGraphics == VK_TRUE;
     }
-    info.usable = family >= 0 && info.storage_16bit && base.apiVersion >= VK_API_VERSION_1_2;
+    info.usable = family >= 0 && info.storage_16bit && base.apiVersion >= VK_API_VERSION_1_2 &&
+                  info.max_storage_buffers_per_shader >= kRequiredStorageBuffersPerShader;
     read_heaps(device, info);
     return info;
 }
@@ -257,8 +261,10 @@ DeviceInfo pick(const std::vector<DeviceInfo>& devices) {
         for (const DeviceInfo& d : devices) {
             const bool match = is_index ? std::to_string(d.index) == w : lower(d.name).find(lower(w)) != std::string::npos;
             if (!match) continue;
-            if (!d.usable) throw UnsupportedError("Vulkan device '" + d.name + "' (INFERSCOPE_VK_DEVICE=" + w +
-                                                  ") lacks 16-bit storage buffers, Vulkan 1.2 or a compute queue");
+            if (!d.usable)
+                throw UnsupportedError(
+                    "Vulkan device '" + d.name + "' (INFERSCOPE_VK_DEVICE=" + w + ") lacks 16-bit storage buffers, Vulkan 1.2, " +
+                    std::to_string(kRequiredStorageBuffersPerShader) + " storage buffers per shader or a compute queue");
             return d;
         }
         throw InvalidArgument("INFERSCOPE_VK_DEVICE=" + w + " matches no Vulkan device (see inferscope-cli devices)");
@@ -267,7 +273,10 @@ DeviceInfo pick(const std::vector<DeviceInfo>& devices) {
     for (const DeviceInfo& d : devices) {
         if (d.usable && (best == nullptr || type_rank(d.type) < type_rank(best->type))) best = &d;
     }
-    if (best == nullptr) throw UnsupportedError("no Vulkan device has 16-bit storage buffers, Vulkan 1.2 and a compute queue");
+    if (best == nullptr)
+        throw UnsupportedError("no Vulkan device has 16-bit storage buffers, Vulkan 1.2, " +
+                               std::to_string(kRequiredStorageBuffersPerShader) +
+                               " storage buffers per shader and a compute queue");
     return *best;
 }
 
@@ -305,6 +314,10 @@ VkContext::VkContext(const ContextOptions& options) : staging_limit_bytes_(std::
         create_device();
         if (options.max_workgroups_x > 0) {
             info_.max_workgroup_count_x = std::min(info_.max_workgroup_count_x, options.max_workgroups_x);
+        }
+        if (options.max_storage_buffers_per_shader > 0) {
+            info_.max_storage_buffers_per_shader =
+                std::min(info_.max_storage_buffers_per_shader, options.max_storage_buffers_per_shader);
         }
     } catch (...) {
         destroy();

@@ -51,6 +51,9 @@ struct ContextOptions {
     // > 0: launch at most this many workgroups along X even where the device allows more, so
     // tests on any device exercise the folding of larger launches into Y (laptop GPUs allow 65,535).
     uint32_t max_workgroups_x = 0;
+    // > 0: bind at most this many storage buffers per shader, so tests on any device take the
+    // paths of devices that allow fewer.
+    uint32_t max_storage_buffers_per_shader = 0;
     // Uploads and downloads through device memory the host cannot see go through one reused
     // host-visible buffer of at most this many bytes, in chunks: a large tensor never needs a
     // staging allocation of its own size.

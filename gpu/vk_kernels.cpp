@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "engine/core/error.h"
@@ -28,12 +29,21 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"matvec", 8},
     {"matvec_shared", 8},
     {"matvec_dot", 8},
+    {"matvec_qkv", 16},
+    {"matvec_shared_qkv", 16},
+    {"matvec_dot_qkv", 16},
     {"matmul_dot_tiled", 3},
     {"attention_split", 9},
     {"attention_split_shared", 9},
     {"read_bandwidth", 2},
 }};
-constexpr uint32_t kPushBytes = 32;
+constexpr uint32_t kPushBytes = 48;
+static_assert(std::all_of(kSpecs.begin(), kSpecs.end(),
+                          [](const ShaderSpec& spec) {
+                              return spec.bindings <= kRequiredStorageBuffersPerShader ||
+                                     std::string_view(spec.name).ends_with("_qkv");
+                          }),
+              "a required shader binds more buffers than devices are asked for");
 constexpr uint32_t kSetsPerPool = 1024;
 // The most bindings any shader has: every set a pool holds fits its descriptor count.
 constexpr uint32_t kMaxBindings = [] {
@@ -83,6 +93,7 @@ Kernels::Kernels(VkContext& ctx, KernelTuning tuning) : ctx_(ctx), tuning_(std::
     if (!subgroups_) subgroup_size_ = 1;
     max_groups_x_ = info.max_workgroup_count_x;
     max_shared_bytes_ = info.max_shared_memory_bytes;
+    max_storage_buffers_ = info.max_storage_buffers_per_shader;
     integer_dot_ = integer_dot_in_use(info, tuning_);
     add_descriptor_pool();
 }
@@ -117,8 +128,16 @@ void Kernels::forget_descriptor_sets() {
     add_descriptor_pool();
 }
 
+bool Kernels::binds_enough_buffers(Shader shader) const {
+    return kSpecs[static_cast<size_t>(shader)].bindings <= max_storage_buffers_;
+}
+
 Kernels::Pipeline Kernels::create(Shader shader, const SpecConstants& constants) {
     const ShaderSpec& spec = kSpecs[static_cast<size_t>(shader)];
+    if (!binds_enough_buffers(shader)) {
+        throw UnsupportedError(std::string("the Vulkan device binds at most ") + std::to_string(max_storage_buffers_) +
+                               " storage buffers per shader; " + spec.name + " needs " + std::to_string(spec.bindings));
+    }
     const VkDevice device = ctx_.device();
     Pipeline p;
     std::vector<VkDescriptorSetLayoutBinding> bindings(spec.bindings);

@@ -51,12 +51,19 @@ enum class Shader {
     Matvec,
     MatvecShared,
     MatvecDot,
+    MatvecQkv,  // the three above with qkv_prepare.comp's step (QKV_PREPARE)
+    MatvecSharedQkv,
+    MatvecDotQkv,
     MatmulDotTiled,
     AttentionSplit,
     AttentionSplitShared,
     ReadBandwidth,
     Count
 };
+
+// The most storage buffers a shader the backend cannot do without binds (qkv_prepare.comp's);
+// the mat-vec's *_qkv builds bind 16 and run only where the device allows them.
+inline constexpr uint32_t kRequiredStorageBuffersPerShader = 10;
 
 // A pipeline's specialization constants by constant_id (0..3); a constant its shader does
 // not declare is ignored.
@@ -105,6 +112,8 @@ public:
     bool encodes_input(ShaderWeightType type) const { return integer_dot_ && is_block_type(type); }
     // The most shared memory one workgroup may use (maxComputeSharedMemorySize).
     uint32_t max_shared_bytes() const { return max_shared_bytes_; }
+    // Whether the device lets one shader bind as many storage buffers as `shader` does.
+    bool binds_enough_buffers(Shader shader) const;
 
     static constexpr uint32_t kMatmulThreads = 64;
     static constexpr uint32_t kMatmulTokens = 8;  // tokens per matmul workgroup (matmul.comp TOKENS)
@@ -140,6 +149,7 @@ private:
     uint32_t max_groups_x_ = 65535;
     bool integer_dot_ = false;
     uint32_t max_shared_bytes_ = 16384;
+    uint32_t max_storage_buffers_ = 4;
     uint64_t generation_ = 0;
     RecordCounts counts_;
     std::map<std::pair<Shader, SpecConstants>, Pipeline> pipelines_;

@@ -40,6 +40,11 @@ struct MatvecPush {
     float eps;
 };
 
+// The QKV_PREPARE build's: qkv_prepare.comp's step after the product.
+struct MatvecQkvPush : MatvecPush {
+    uint32_t head_dim, rope_dim, prepare_flags, block_tokens;
+};
+
 // How one dispatch of matvec.comp is shaped for rows of `cols` elements.
 struct MatvecShape {
     Shader shader;
@@ -59,7 +64,7 @@ uint32_t next_power_of_two(uint32_t v) {
 // the bound: there a team of a quarter as many threads computes up to four rows at once.
 // What a dispatch adds to the product: the input's RMSNorm, the gated activation, a post-norm.
 struct MatvecExtras {
-    bool norm = false, gated = false, post_norm = false;
+    bool norm = false, gated = false, post_norm = false, qkv_prepare = false;
 };
 
 MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows, uint32_t cols, uint32_t n, MatvecExtras extras) {
@@ -79,9 +84,11 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
         std::max(row_threads, tall || norm ? tuning.matvec_wide_group_threads : tuning.matvec_group_threads);
     uint32_t config = n | (cols % 8 == 0 ? 0x100u : 0u) | (norm ? 0x200u : 0u) | (gated ? 0x400u : 0u) | (team_rows << 11) |
                       (extras.post_norm ? 0x8000u : 0u);
-    Shader shader = k.matmul_shader() == Shader::Matmul ? Shader::Matvec : Shader::MatvecShared;
+    const bool subgroups = k.matmul_shader() == Shader::Matmul;
+    Shader shader = extras.qkv_prepare ? (subgroups ? Shader::MatvecQkv : Shader::MatvecSharedQkv)
+                                       : (subgroups ? Shader::Matvec : Shader::MatvecShared);
     if (matvec_uses_integer_dot(k, type, cols, n)) {
-        shader = Shader::MatvecDot;
+        shader = extras.qkv_prepare ? Shader::MatvecDotQkv : Shader::MatvecDot;
         config |= (cols / 32) << 16;
     } else if (k.encodes_input(type)) {
         config |= 0x4000u;  // the F32 build, encoding each group of the input as it reads it
@@ -110,9 +117,11 @@ void check_tokens(uint32_t n) {
 // limit into Y. The parts of a split matrix write disjoint rows, yet each is followed by a
 // barrier: every build of matvec.comp holds the post-norm's atomic counter on binding 6, which
 // the parts bind to the output, so without one the next part would read it unsynchronised.
+template <typename Push>
 void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, const std::vector<VkBuffer>& buffers,
-                     const MatvecPush& push, bool barrier) {
-    const uint64_t groups = (static_cast<uint64_t>(push.end2) + shape.rows_per_group - 1) / shape.rows_per_group;
+                     const Push& push, bool barrier) {
+    const MatvecPush& base = push;
+    const uint64_t groups = (static_cast<uint64_t>(base.end2) + shape.rows_per_group - 1) / shape.rows_per_group;
     const auto groups_x = static_cast<uint32_t>(std::min<uint64_t>(groups, k.max_groups_x()));
     const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
     k.dispatch(cmd, shape.shader, shape.spec, buffers, &push, sizeof push, groups_x, groups_y, barrier);
@@ -192,6 +201,54 @@ void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const Device
     const auto cols = static_cast<uint32_t>(ws[0]->cols);
     const MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, {.norm = normed});
     const MatvecPush push{cols, ends[0], ends[1], ends[2], static_cast<uint32_t>(ws[0]->rows), 0, 0, norm.eps};
+    dispatch_matvec(k, cmd, shape, buffers, push, barrier);
+}
+
+bool matvec_prepares_qkv(const Kernels& k, std::span<const DeviceMatrix* const> ws, const QkvPrepare& prepare) {
+    const uint32_t head_dim = prepare.rope.head_dim;
+    if (ws.size() != 3 || !matvec_fusable(ws) || head_dim == 0 || head_dim > kMatvecMaxHeadDim) return false;
+    const uint64_t q_rows = uint64_t{prepare.rope.n_heads} * head_dim, kv_rows = uint64_t{prepare.n_head_kv} * head_dim;
+    return static_cast<uint64_t>(ws[0]->rows) == q_rows && static_cast<uint64_t>(ws[1]->rows) == kv_rows &&
+           static_cast<uint64_t>(ws[2]->rows) == kv_rows && k.binds_enough_buffers(Shader::MatvecQkv);
+}
+
+void record_matvec_qkv_prepared(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x, uint32_t n,
+                                const MatvecNorm& norm, const QkvPrepare& prepare, VkBuffer head_counters, bool barrier) {
+    check_tokens(n);
+    if (!matvec_prepares_qkv(k, ws, prepare) || (norm.weight != VK_NULL_HANDLE && norm.eps != prepare.eps)) {
+        throw Error("internal: record_matvec_qkv_prepared needs q, k, v as matvec_prepares_qkv takes them and one epsilon");
+    }
+    if (n == 0) return;
+    const bool normed = norm.weight != VK_NULL_HANDLE;
+    const uint32_t end0 = static_cast<uint32_t>(ws[0]->rows), end1 = end0 + static_cast<uint32_t>(ws[1]->rows);
+    const uint32_t end2 = end1 + static_cast<uint32_t>(ws[2]->rows);
+    const auto cols = static_cast<uint32_t>(ws[0]->cols);
+    const MatvecShape shape = matvec_shape(k, ws[0]->type, end2, cols, n, {.norm = normed, .qkv_prepare = true});
+    MatvecQkvPush push;
+    static_cast<MatvecPush&>(push) = {cols, end0, end1, end2, end0, 0, 0, prepare.eps};
+    push.head_dim = prepare.rope.head_dim;
+    push.rope_dim = prepare.rope.rope_dim;
+    push.prepare_flags = qkv_prepare_flags(prepare) | (prepare.rope.neox ? 8u : 0u) | (prepare.kv_f16 ? 16u : 0u);
+    push.block_tokens = prepare.block_tokens;
+    // An absent bias or norm buffer is never read; q stands in for its binding.
+    const VkBuffer bias = prepare.bias != VK_NULL_HANDLE ? prepare.bias : prepare.q;
+    const VkBuffer qk_norms = prepare.norms != VK_NULL_HANDLE ? prepare.norms : prepare.q;
+    const std::vector<VkBuffer> buffers = {ws[0]->parts[0].buffer.handle(),
+                                           ws[1]->parts[0].buffer.handle(),
+                                           ws[2]->parts[0].buffer.handle(),
+                                           x,
+                                           prepare.q,
+                                           prepare.k,
+                                           prepare.v,
+                                           normed ? norm.weight : x,
+                                           bias,
+                                           qk_norms,
+                                           prepare.positions,
+                                           prepare.rope_table,
+                                           prepare.slots,
+                                           prepare.k_cache,
+                                           prepare.v_cache,
+                                           head_counters};
     dispatch_matvec(k, cmd, shape, buffers, push, barrier);
 }
 

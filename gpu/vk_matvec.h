@@ -16,6 +16,8 @@
 namespace inferscope::gpu {
 
 constexpr uint32_t kMatvecMaxTokens = 8;
+// The longest head record_matvec_qkv_prepared prepares: matvec.comp's shared rows hold one.
+constexpr uint32_t kMatvecMaxHeadDim = 256;
 
 // RMSNorm of each input row applied inside the product (x / sqrt(mean(x^2) + eps) * weight),
 // as rms_norm.comp computes it, so no separate norm dispatch is needed. weight ==
@@ -68,6 +70,18 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
 // encoded input rows fit the workgroup's shared memory. Else in F32, the input still encoded
 // (Q8_0, Q8_1 or Q8_K) where Kernels::encodes_input(type).
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n);
+
+// q, k, v from x as record_matvec_multi computes them (ws: wq, wk, wv), and in the same
+// dispatch record_qkv_prepare's step with `prepare` (whose q, k, v are the products' outputs):
+// the workgroup that stores a head's rows last prepares that head of every token, found by
+// head_counters (finish_counters, one per head: q's, then k's and v's). Gives what the two
+// dispatches give, bit for bit. Requires matvec_prepares_qkv(k, ws, prepare), and the norm's
+// epsilon equal to prepare.eps (one push constant holds both).
+void record_matvec_qkv_prepared(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x, uint32_t n,
+                                const MatvecNorm& norm, const QkvPrepare& prepare, VkBuffer head_counters, bool barrier = true);
+// Whether record_matvec_qkv_prepared takes these: wq, wk, wv as matvec_fusable, of prepare's
+// heads, head_dim at most kMatvecMaxHeadDim, on a device that binds its 16 buffers.
+bool matvec_prepares_qkv(const Kernels& k, std::span<const DeviceMatrix* const> ws, const QkvPrepare& prepare);
 
 // Whether these matrices can share one dispatch: 1..3 of them, same shader type and cols, one
 // part each.

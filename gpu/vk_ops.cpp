@@ -115,8 +115,12 @@ void record_rms_norm(Kernels& k, VkCommandBuffer cmd, VkBuffer x, VkBuffer weigh
     k.dispatch(cmd, Shader::RmsNorm, {}, {x, weight, y, row_map}, &push, sizeof push, n, 1, barrier);
 }
 
+uint32_t qkv_prepare_flags(const QkvPrepare& op) {
+    return (op.bias != VK_NULL_HANDLE ? 1u : 0u) | (op.q_norm ? 2u : 0u) | (op.k_norm ? 4u : 0u);
+}
+
 void record_qkv_prepare(Kernels& k, VkCommandBuffer cmd, const QkvPrepare& op, uint32_t n, bool barrier) {
-    const uint32_t flags = (op.bias != VK_NULL_HANDLE ? 1u : 0u) | (op.q_norm ? 2u : 0u) | (op.k_norm ? 4u : 0u);
+    const uint32_t flags = qkv_prepare_flags(op);
     struct {
         uint32_t n_head, n_head_kv, head_dim, rope_dim, neox, flags;
         float eps;

@@ -84,6 +84,8 @@ struct QkvPrepare {
     bool kv_f16 = false;
 };
 void record_qkv_prepare(Kernels& k, VkCommandBuffer cmd, const QkvPrepare& op, uint32_t n, bool barrier = true);
+// qkv_prepare.comp's flags for `op`: 1 biases, 2 q's norm, 4 k's norm.
+uint32_t qkv_prepare_flags(const QkvPrepare& op);
 
 struct AttentionParams {
     uint32_t n_head = 0;

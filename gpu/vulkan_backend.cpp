@@ -166,10 +166,9 @@ void VulkanBackend::allocate_step_buffers() {
     }
     s.x = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
     s.normed = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
-    if (c.has_post_norms) {
-        s.projected = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
-        s.post_norm_counter = finish_counters(*ctx_, 1);
-    }
+    if (c.has_post_norms) s.projected = float_buffer(*ctx_, n * static_cast<size_t>(c.n_embd));
+    // Dispatches that use them are separated by barriers and leave them zero, so they share them.
+    s.finish_counters = finish_counters(*ctx_, static_cast<uint64_t>(c.n_head + 2 * c.n_head_kv));
     s.q = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
     s.context = float_buffer(*ctx_, n * static_cast<size_t>(c.q_dim()));
     s.k = float_buffer(*ctx_, n * static_cast<size_t>(c.kv_dim()));
@@ -459,8 +458,12 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, const PassShape& shape) {
 void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, const PassShape& shape) {
     const StepBuffers& s = step_;
     const uint32_t n = shape.n;
-    record_qkv(cmd, l, n);
-    record_attention_block(cmd, l, shape);
+    const QkvPrepare prepare = qkv_prepare_op(l);
+    if (!record_qkv(cmd, l, prepare, n)) {
+        record_qkv_prepare(*kernels_, cmd, prepare, n);
+        mark(cmd, l.local ? "qkv_prepare_local" : "qkv_prepare");
+    }
+    record_attention(cmd, l, shape);
     record_residual_product(cmd, l.wo, s.context.handle(), l.post_attention_norm, n, "attn_out", "attn_post_norm");
     record_ffn(cmd, l, n);
 }
@@ -473,19 +476,26 @@ void VulkanBackend::record_norm(VkCommandBuffer cmd, const Buffer& weight, uint3
     mark(cmd, op);
 }
 
-// q, k, v from the layer's input: for a few tokens a mat-vec dispatch per weight type (one
-// where all three share it) that norms its input; else the norm, then independent products
-// sharing one barrier.
-void VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, uint32_t n) {
+// q, k, v from the layer's input, and whether `prepare`'s step is done too: for a few tokens
+// one mat-vec dispatch that norms its input, computes all three and prepares them (where the
+// weights share a type and the device binds its buffers), else one per weight type; for more
+// tokens the norm, then independent products sharing one barrier.
+bool VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, const QkvPrepare& prepare, uint32_t n) {
     const ModelConfig& c = model_->config();
     Kernels& k = *kernels_;
     const StepBuffers& s = step_;
     const std::array<const DeviceMatrix*, 3> weights = {&l.wq, &l.wk, &l.wv};
+    const MatvecNorm norm{l.attn_norm.handle(), c.rms_norm_eps};
+    if (n <= kMatvecMaxTokens && matvec_prepares_qkv(k, weights, prepare)) {
+        record_matvec_qkv_prepared(k, cmd, weights, s.x.handle(), n, norm, prepare, s.finish_counters.handle());
+        mark(cmd, "qkv");
+        return true;
+    }
     if (n <= kMatvecMaxTokens && matvec_groupable(weights)) {
         const std::array<VkBuffer, 3> outputs = {s.q.handle(), s.k.handle(), s.v.handle()};
-        record_matvec_by_type(k, cmd, weights, s.x.handle(), outputs, n, {l.attn_norm.handle(), c.rms_norm_eps});
+        record_matvec_by_type(k, cmd, weights, s.x.handle(), outputs, n, norm);
         mark(cmd, "qkv");
-        return;
+        return false;
     }
     record_norm(cmd, l.attn_norm, n, "attn_norm");
     const auto q_dim = static_cast<uint32_t>(c.q_dim());
@@ -494,6 +504,7 @@ void VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
     record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false, false);
     record_matmul(k, cmd, l.wv, s.normed.handle(), s.v.handle(), n, kv_dim, false);
     mark(cmd, "qkv");
+    return false;
 }
 
 void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer input,
@@ -508,7 +519,7 @@ void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMat
         return;
     }
     if (n <= kMatvecMaxTokens && w.parts.size() == 1) {
-        const MatvecPostNorm post{post_norm.handle(), c.rms_norm_eps, s.x.handle(), s.post_norm_counter.handle()};
+        const MatvecPostNorm post{post_norm.handle(), c.rms_norm_eps, s.x.handle(), s.finish_counters.handle()};
         record_matvec_post_normed(*kernels_, cmd, w, input, s.projected.handle(), n, post);
         mark(cmd, product_op);
         return;
@@ -558,15 +569,10 @@ uint32_t VulkanBackend::attention_splits(uint32_t n, uint32_t tile) const {
     return attention_split_count(attention_max_context_, kv_workgroups, tiles, kernels_->tuning().attention_workgroups);
 }
 
-// Biases, Q/K norms, RoPE and the cache store in one dispatch, then attention.
-void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, const PassShape& shape) {
+// The layer's biases, Q/K norms, RoPE and cache store over the step's q, k, v.
+QkvPrepare VulkanBackend::qkv_prepare_op(const Layer& l) const {
     const ModelConfig& c = model_->config();
-    const uint32_t n = shape.n;
     const StepBuffers& s = step_;
-    const KvTables& kv = l.kv_local ? s.local_kv : s.global_kv;
-    const bool kv_f16 = kv_layout_.dtype() == KvDtype::F16;
-    const auto block_tokens = static_cast<uint32_t>(kv_layout_.block_tokens());
-    const auto head_dim = static_cast<uint32_t>(c.head_dim);
     QkvPrepare prepare;
     prepare.q = s.q.handle();
     prepare.k = s.k.handle();
@@ -577,16 +583,26 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
     prepare.k_norm = l.k_norm;
     prepare.positions = s.positions.device.handle();
     prepare.rope_table = l.local ? rope_table_local_.handle() : rope_table_.handle();
-    prepare.slots = kv.slots.device.handle();
+    prepare.slots = (l.kv_local ? s.local_kv : s.global_kv).slots.device.handle();
     prepare.k_cache = l.k_cache.handle();
     prepare.v_cache = l.v_cache.handle();
-    prepare.rope = {static_cast<uint32_t>(c.n_head), head_dim, static_cast<uint32_t>(c.rope_dim), c.rope_style == RopeStyle::Neox};
+    prepare.rope = {static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.head_dim), static_cast<uint32_t>(c.rope_dim),
+                    c.rope_style == RopeStyle::Neox};
     prepare.n_head_kv = static_cast<uint32_t>(c.n_head_kv);
     prepare.eps = c.rms_norm_eps;
-    prepare.block_tokens = block_tokens;
-    prepare.kv_f16 = kv_f16;
-    record_qkv_prepare(*kernels_, cmd, prepare, n);
-    mark(cmd, l.local ? "qkv_prepare_local" : "qkv_prepare");
+    prepare.block_tokens = static_cast<uint32_t>(kv_layout_.block_tokens());
+    prepare.kv_f16 = kv_layout_.dtype() == KvDtype::F16;
+    return prepare;
+}
+
+void VulkanBackend::record_attention(VkCommandBuffer cmd, const Layer& l, const PassShape& shape) {
+    const ModelConfig& c = model_->config();
+    const uint32_t n = shape.n;
+    const StepBuffers& s = step_;
+    const KvTables& kv = l.kv_local ? s.local_kv : s.global_kv;
+    const bool kv_f16 = kv_layout_.dtype() == KvDtype::F16;
+    const auto block_tokens = static_cast<uint32_t>(kv_layout_.block_tokens());
+    const auto head_dim = static_cast<uint32_t>(c.head_dim);
     const AttentionParams params{static_cast<uint32_t>(c.n_head), static_cast<uint32_t>(c.n_head_kv), head_dim, block_tokens,
                                  c.kq_scale(), l.local ? static_cast<uint32_t>(c.sliding_window) : 0u, kv_f16};
     AttentionBuffers buffers;
@@ -607,6 +623,7 @@ void VulkanBackend::record_attention_block(VkCommandBuffer cmd, const Layer& l, 
 std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options) {
     ContextOptions context;
     context.validation = options.validation;
+    context.max_storage_buffers_per_shader = options.max_storage_buffers_per_shader;
     // INFERSCOPE_VK_REPLAY=0 records every pass, to measure what replaying saves.
     const char* replay_env = std::getenv("INFERSCOPE_VK_REPLAY");
     VulkanBackendOptions chosen = options;

@@ -66,7 +66,7 @@ private:
         StagedInts tokens, positions, output_rows;                   // [max_tokens]
         KvTables global_kv, local_kv;                                // local_kv: with a local group only
         Buffer x, normed, projected;                                 // [max_tokens x n_embd]
-        Buffer post_norm_counter;                                    // with post-norms: record_matvec_post_normed's
+        Buffer finish_counters;  // one per head: the q/k/v mat-vec's per head, or the post-norm's first
         Buffer q, context;                                           // [max_tokens x q_dim]
         Buffer k, v;                                                 // [max_tokens x kv_dim]
         Buffer gate, up;                                             // [max_tokens x n_ff]
@@ -102,8 +102,9 @@ private:
     void record_pass(VkCommandBuffer cmd, const PassShape& shape);
     void record_layer(VkCommandBuffer cmd, const Layer& layer, const PassShape& shape);
     void record_norm(VkCommandBuffer cmd, const Buffer& weight, uint32_t n, const char* op);
-    void record_qkv(VkCommandBuffer cmd, const Layer& layer, uint32_t n);
-    void record_attention_block(VkCommandBuffer cmd, const Layer& layer, const PassShape& shape);
+    bool record_qkv(VkCommandBuffer cmd, const Layer& layer, const QkvPrepare& prepare, uint32_t n);
+    QkvPrepare qkv_prepare_op(const Layer& layer) const;
+    void record_attention(VkCommandBuffer cmd, const Layer& layer, const PassShape& shape);
     uint32_t attention_tile(std::span<const BatchToken> tokens) const;
     uint32_t attention_splits(uint32_t n, uint32_t tile) const;
     void record_ffn(VkCommandBuffer cmd, const Layer& layer, uint32_t n);

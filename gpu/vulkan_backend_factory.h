@@ -31,6 +31,8 @@ struct VulkanBackendOptions {
     // Inputs encoded as the CPU encodes them and integer dot products (where the device has them) or F32 inputs, instead
     // of the tuning's choice, as INFERSCOPE_VK_INTEGER_DOT sets it.
     std::optional<bool> integer_dot;
+    // > 0: ContextOptions::max_storage_buffers_per_shader (tests).
+    uint32_t max_storage_buffers_per_shader = 0;
 };
 
 // A backend running the whole forward pass on the device choose_vulkan_device() picks.

@@ -30,6 +30,9 @@ struct DeviceInfo {
     uint32_t subgroup_size = 0;
     uint32_t max_workgroup_count_x = 0;  // maxComputeWorkGroupCount[0] (65,535 on some laptop GPUs)
     uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize: a workgroup's shared memory
+    // The fewer of maxPerStageDescriptorStorageBuffers and maxDescriptorSetStorageBuffers: the
+    // most storage buffers one compute shader binds.
+    uint32_t max_storage_buffers_per_shader = 0;
     bool storage_16bit = false;       // required (with shaderInt16): weights and the F16 KV cache are 16-bit words
     bool float16_arithmetic = false;  // reported; the kernels compute in F32
     bool storage_8bit = false;        // reported

@@ -31,6 +31,7 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
             {"max_storage_buffer_range_bytes", d.max_storage_buffer_range_bytes},
             {"subgroup_size", d.subgroup_size},
             {"max_shared_memory_bytes", d.max_shared_memory_bytes},
+            {"max_storage_buffers_per_shader", d.max_storage_buffers_per_shader},
             {"vendor_id", d.vendor_id},
             {"compute_units", d.compute_units},
             {"kernel_tuning",
@@ -57,7 +58,9 @@ void print_device(const nlohmann::json& d) {
     const std::string type = d["type"].get<std::string>();
     std::printf("%s[%d] %s (%s)%s\n", d["chosen"].get<bool>() ? "* " : "  ", d["index"].get<int>(),
                 d["name"].get<std::string>().c_str(), type == "cpu" ? "cpu: a CPU driver, not a GPU" : type.c_str(),
-                d["usable"].get<bool>() ? "" : "  [not usable: needs Vulkan 1.2, 16-bit storage, a compute queue]");
+                d["usable"].get<bool>()
+                    ? ""
+                    : "  [not usable: needs Vulkan 1.2, 16-bit storage, 10 storage buffers per shader, a compute queue]");
     std::printf("      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u, workgroup shared memory %u KiB\n",
                 d["driver"].get<std::string>().c_str(), d["api_version"].get<std::string>().c_str(),
                 d["max_storage_buffer_range_bytes"].get<double>() / (1024.0 * 1024.0), d["subgroup_size"].get<unsigned>(),

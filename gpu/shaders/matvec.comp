@@ -8,7 +8,10 @@
 // the input rows runs as a prologue (each token's inverse RMS once per workgroup); a post-norm
 // added to the residual (Gemma's) runs as an epilogue of one matrix's product: the workgroup
 // that stores its rows last (a counter each workgroup adds itself to once its rows are
-// visible) norms each token's whole product row and adds it to the residual.
+// visible) norms each token's whole product row and adds it to the residual. Built with
+// QKV_PREPARE=1, a q/k/v dispatch also does qkv_prepare.comp's step: per head (head_dim
+// consecutive rows of the concatenated q, k, v), the workgroup that stores its rows last adds
+// the biases, norms and rotates it, and puts q back in place and k, v in the paged cache.
 //
 // Built three times from this source: with USE_SUBGROUPS=1 partial sums meet through
 // subgroupAdd and one shared-memory step across a team's subgroups; with USE_SUBGROUPS=0 in
@@ -23,6 +26,9 @@
 #endif
 #ifndef INTEGER_DOT
 #define INTEGER_DOT 0
+#endif
+#ifndef QKV_PREPARE
+#define QKV_PREPARE 0
 #endif
 #if INTEGER_DOT
 #extension GL_EXT_spirv_intrinsics : require
@@ -59,16 +65,34 @@ layout(set = 0, binding = 2) readonly buffer W2h { uint16_t w2h[]; };
 layout(set = 0, binding = 2) readonly buffer W2v { uvec4 w2v[]; };
 layout(set = 0, binding = 3) readonly buffer X1 { float x1[]; };  // [n x cols]
 layout(set = 0, binding = 3) readonly buffer X4 { vec4 x4[]; };
-layout(set = 0, binding = 4) buffer Y0 { float y0[]; };
-layout(set = 0, binding = 5) buffer Y1 { float y1[]; };
-layout(set = 0, binding = 6) buffer Y2 { float y2[]; };
+#if QKV_PREPARE
+// Each head's rows are read back in this dispatch by the workgroup that finishes it.
+#define PRODUCT_BUFFER coherent buffer
+#else
+#define PRODUCT_BUFFER buffer
+#endif
+layout(set = 0, binding = 4) PRODUCT_BUFFER Y0 { float y0[]; };
+layout(set = 0, binding = 5) PRODUCT_BUFFER Y1 { float y1[]; };
+layout(set = 0, binding = 6) PRODUCT_BUFFER Y2 { float y2[]; };
 layout(set = 0, binding = 7) readonly buffer N1 { float norm1[]; };  // [cols]; POST_NORM: the post-norm's [rows]
 layout(set = 0, binding = 7) readonly buffer N4 { vec4 norm4[]; };
 // POST_NORM: y0 is the product's scratch [n x rows], written and read back in this dispatch
 // (coherent), and bindings 5 and 6 hold the residual and the count of workgroups done.
 layout(set = 0, binding = 4) coherent buffer Projected { float projected[]; };
 layout(set = 0, binding = 5) buffer Residual { float residual[]; };  // [n x rows], added to
+#if QKV_PREPARE
+// qkv_prepare.comp's inputs and caches, and a counter per head of workgroups done with its rows.
+layout(set = 0, binding = 8) readonly buffer Bias { float bias[]; };          // [q_dim | kv_dim | kv_dim]
+layout(set = 0, binding = 9) readonly buffer QkNorms { float qk_norm_w[]; };  // [head_dim (q) | head_dim (k)]
+layout(set = 0, binding = 10) readonly buffer Positions { int pos[]; };        // [n]
+layout(set = 0, binding = 11) readonly buffer RopeTable { vec2 cos_sin[]; };   // [positions x rope_dim/2]
+layout(set = 0, binding = 12) readonly buffer Slots { int slots[]; };          // [n]
+layout(set = 0, binding = 13) buffer KCache { uint16_t kc[]; };
+layout(set = 0, binding = 14) buffer VCache { uint16_t vc[]; };
+layout(set = 0, binding = 15) coherent buffer HeadCounters { uint finish_counters[]; };  // [heads]
+#else
 layout(set = 0, binding = 6) coherent buffer FinishedGroups { uint finish_counters[]; };  // [1]
+#endif
 
 layout(push_constant) uniform Params {
     uint cols;
@@ -78,13 +102,22 @@ layout(push_constant) uniform Params {
     uint y_stride;  // matrix 0's output: y0[t * y_stride + y_offset + r]; matrix i > 0: [n x rows_i]
     uint y_offset;
     uint flags;  // bit 0: add to y; bit 1: GeGLU (else SwiGLU)
-    float eps;   // the prologue's or the post-norm's
+    float eps;   // the prologue's or the post-norm's (QKV_PREPARE: also the Q/K norms')
+#if QKV_PREPARE
+    uint head_dim;
+    uint rope_dim;
+    uint prepare_flags;  // qkv_prepare.comp's flags; 8: NeoX pairs; 16: F16 cache
+    uint block_tokens;
+#endif
 } p;
 
 #include "activation.glsl"
 #include "weight_layout.glsl"
 #include "q8_encoding.glsl"
 #include "finish_counter.glsl"
+#if QKV_PREPARE
+#include "kv_cache_store.glsl"
+#endif
 
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
@@ -416,6 +449,81 @@ void add_post_normed_rows() {
     }
 }
 
+#if QKV_PREPARE
+// Head `head` (q's heads, then k's, then v's) of every token, from the product's rows to
+// attention's inputs in qkv_prepare.comp's arithmetic and order: biases, the Q/K norm (64
+// strided sums of squares, then halving), RoPE; q back in place, k and v into the cache.
+// Token t's head is part[t][0..head_dim), its norm's partial sums part[8 + t][0..64).
+void prepare_head(uint head) {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint threads = gl_WorkGroupSize.x;
+    const uint hd = p.head_dim;
+    const uint kv_dim = p.end1 - p.end0;
+    const uint n_head = p.end0 / hd;
+    const bool is_q = head < n_head;
+    const bool is_k = !is_q && head * hd < p.end1;
+    const uint first_row = head * hd;  // of the concatenated rows, and of the biases
+    const uint kv_row = is_q ? 0 : (first_row - p.end0) % kv_dim;
+    for (uint i = tid; i < TOKENS * hd; i += threads) {
+        const uint t = i / hd, d = i % hd;
+        float x = is_q ? y0[t * p.y_stride + first_row + d] : is_k ? y1[t * kv_dim + kv_row + d] : y2[t * kv_dim + kv_row + d];
+        if ((p.prepare_flags & 1u) != 0) x += bias[first_row + d];
+        part[t][d] = x;
+    }
+    barrier();
+    if (is_q ? (p.prepare_flags & 2u) != 0 : is_k && (p.prepare_flags & 4u) != 0) {  // uniform per workgroup
+        const uint LANES = 64;
+        for (uint i = tid; i < TOKENS * LANES; i += threads) {
+            const uint t = i / LANES, lane = i % LANES;
+            float sum_sq = 0.0;
+            for (uint d = lane; d < hd; d += LANES) sum_sq += part[t][d] * part[t][d];
+            part[8 + t][lane] = sum_sq;
+        }
+        barrier();
+        for (uint stride = LANES / 2; stride > 0; stride /= 2) {
+            for (uint i = tid; i < TOKENS * stride; i += threads) part[8 + i / stride][i % stride] += part[8 + i / stride][i % stride + stride];
+            barrier();
+        }
+        for (uint i = tid; i < TOKENS * hd; i += threads) {
+            const uint t = i / hd, d = i % hd;
+            const float scale = 1.0 / sqrt(part[8 + t][0] / float(hd) + p.eps);
+            part[t][d] = (part[t][d] * scale) * qk_norm_w[(is_q ? 0 : hd) + d];
+        }
+        barrier();
+    }
+    if (is_q || is_k) {
+        const uint half_dim = p.rope_dim / 2;
+        for (uint i = tid; i < TOKENS * half_dim; i += threads) {
+            const uint t = i / half_dim;
+            const uvec2 pair = rope_pair(i % half_dim, half_dim, (p.prepare_flags & 8u) != 0);
+            const vec2 rotated = rotate_pair(part[t][pair.x], part[t][pair.y], cos_sin[uint(pos[t]) * half_dim + i % half_dim]);
+            part[t][pair.x] = rotated.x;
+            part[t][pair.y] = rotated.y;
+        }
+        barrier();
+    }
+    for (uint i = tid; i < TOKENS * hd; i += threads) {
+        const uint t = i / hd, d = i % hd;
+        if (is_q) {
+            y0[t * p.y_stride + first_row + d] = part[t][d];
+        } else {
+            store_kv(uint(slots[t]), kv_row + d, kv_dim, p.block_tokens, part[t][d], is_k, (p.prepare_flags & 16u) != 0);
+        }
+    }
+}
+
+// Prepares each head whose rows this workgroup (rows first_row.. , group_rows of them) was
+// the last to store.
+void prepare_finished_heads(uint first_row, uint group_rows) {
+    const uint hd = p.head_dim;
+    const uint last_row = min(first_row + group_rows, p.end2) - 1;
+    for (uint head = first_row / hd; head <= last_row / hd; ++head) {
+        const uint groups_on_head = ((head + 1) * hd - 1) / group_rows - (head * hd) / group_rows + 1;
+        if (finished_last(head, groups_on_head)) prepare_head(head);
+    }
+}
+#endif
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint team = tid / ROW_THREADS;
@@ -448,4 +556,7 @@ void main() {
         store(r, t, value);
     }
     if (POST_NORM && finished_last(0, (p.end2 + group_rows - 1) / group_rows)) add_post_normed_rows();
+#if QKV_PREPARE
+    prepare_finished_heads(first_row, group_rows);
+#endif
 }

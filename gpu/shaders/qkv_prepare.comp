@@ -25,6 +25,8 @@ layout(set = 0, binding = 7) readonly buffer Slots { int slots[]; };     // [n] 
 layout(set = 0, binding = 8) buffer KCache { uint16_t kc[]; };
 layout(set = 0, binding = 9) buffer VCache { uint16_t vc[]; };
 
+#include "kv_cache_store.glsl"
+
 layout(push_constant) uniform Params {
     uint n_head;
     uint n_head_kv;
@@ -48,22 +50,6 @@ float sum_over_workgroup(float value) {
         barrier();
     }
     return partial[0];
-}
-
-void store_cache(uint element, float value, bool to_k) {
-    if (KV_F16 != 0) {
-        const uint bits = f16_bits(value);
-        if (to_k) kc[element] = uint16_t(bits); else vc[element] = uint16_t(bits);
-        return;
-    }
-    const uint bits = floatBitsToUint(value);
-    if (to_k) {
-        kc[2 * element] = uint16_t(bits & 0xFFFFu);
-        kc[2 * element + 1] = uint16_t(bits >> 16);
-    } else {
-        vc[2 * element] = uint16_t(bits & 0xFFFFu);
-        vc[2 * element + 1] = uint16_t(bits >> 16);
-    }
 }
 
 void main() {
@@ -95,13 +81,10 @@ void main() {
     if (is_q || is_k) {
         const uint half_dim = p.rope_dim / 2;
         for (uint i = tid; i < half_dim; i += THREADS) {
-            const vec2 cs = cos_sin[uint(pos[t]) * half_dim + i];
-            const uint first = p.neox != 0 ? i : 2 * i;
-            const uint second = p.neox != 0 ? i + half_dim : 2 * i + 1;
-            const float a = head_sh[first];
-            const float b = head_sh[second];
-            head_sh[first] = a * cs.x - b * cs.y;
-            head_sh[second] = a * cs.y + b * cs.x;
+            const uvec2 pair = rope_pair(i, half_dim, p.neox != 0);
+            const vec2 rotated = rotate_pair(head_sh[pair.x], head_sh[pair.y], cos_sin[uint(pos[t]) * half_dim + i]);
+            head_sh[pair.x] = rotated.x;
+            head_sh[pair.y] = rotated.y;
         }
         barrier();
     }
@@ -109,15 +92,5 @@ void main() {
         for (uint d = tid; d < hd; d += THREADS) q[src + d] = head_sh[d];
         return;
     }
-    const uint slot = uint(slots[t]);
-    const uint block_base = (slot / p.block_tokens) * p.block_tokens * kv_dim;
-    const uint offset = slot % p.block_tokens;
-    for (uint d = tid; d < hd; d += THREADS) {
-        const uint i = kv_head * hd + d;
-        if (is_k) {
-            store_cache(block_base + i * p.block_tokens + offset, head_sh[d], true);
-        } else {
-            store_cache(block_base + offset * kv_dim + i, head_sh[d], false);
-        }
-    }
+    for (uint d = tid; d < hd; d += THREADS) store_kv(uint(slots[t]), kv_head * hd + d, kv_dim, p.block_tokens, head_sh[d], is_k, KV_F16 != 0);
 }

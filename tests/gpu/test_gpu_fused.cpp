@@ -1,6 +1,6 @@
 // The fused Vulkan kernels that replace a chain of single operations, against the CPU
 // backend's chain on random inputs: record_qkv_prepare (biases, per-head Q/K norms, RoPE,
-// cache store).
+// cache store), and the q/k/v mat-vec doing that step itself against the two dispatches.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "engine/backend/rope.h"
 #include "engine/core/fp16.h"
 #include "gpu/op_harness.h"
+#include "gpu_cpu_reference.h"
 #include "gpu_test_util.h"
 
 namespace inferscope {
@@ -19,6 +20,7 @@ namespace {
 
 using testing::nmse;
 using testing::random_floats;
+using testing::random_weight;
 
 struct PrepareCase {
     const char* name;
@@ -52,6 +54,35 @@ std::vector<float> cpu_prepare(std::vector<float> heads, const float* bias, cons
 
 float cache_rounding(float x, bool kv_f16) { return kv_f16 ? round_to_fp16(x) : x; }
 
+RopeParams case_rope(const PrepareCase& c, float freq_base) {
+    ModelConfig config;
+    config.head_dim = c.head_dim;
+    config.rope_dim = c.rope_dim;
+    config.rope_freq_base = freq_base;
+    config.rope_style = c.style;
+    return rope_params(config, {});
+}
+
+// The case's heads over a cache of 6 blocks of 16 tokens.
+gpu::QkvPrepareShape case_shape(const PrepareCase& c) {
+    gpu::QkvPrepareShape shape;
+    shape.n_head = c.n_head;
+    shape.n_head_kv = c.n_head_kv;
+    shape.head_dim = c.head_dim;
+    shape.block_tokens = 16;
+    shape.n_blocks = 6;
+    shape.kv_f16 = c.kv_f16;
+    return shape;
+}
+
+// The cache slots of positions of one sequence whose blocks are not in order.
+std::vector<int32_t> shuffled_slots(const std::vector<int32_t>& positions) {
+    const std::vector<int32_t> block_of_position = {4, 2, 0, 5, 1, 3};  // position / 16 -> block
+    std::vector<int32_t> slots;
+    for (int32_t p : positions) slots.push_back(block_of_position[static_cast<size_t>(p / 16)] * 16 + p % 16);
+    return slots;
+}
+
 class GpuFused : public ::testing::TestWithParam<PrepareCase> {
 protected:
     void SetUp() override { INFERSCOPE_MAKE_OR_SKIP_GPU(gpu_, std::make_unique<gpu::OpHarness>(true)); }
@@ -66,24 +97,11 @@ protected:
 
 TEST_P(GpuFused, QkvPrepareEqualsBiasNormRopeAndStore) {
     const PrepareCase& c = GetParam();
-    ModelConfig config;
-    config.head_dim = c.head_dim;
-    config.rope_dim = c.rope_dim;
-    config.rope_freq_base = 1000000.0f;
-    config.rope_style = c.style;
-    const RopeParams rope = rope_params(config, {});
-    gpu::QkvPrepareShape shape;
-    shape.n_head = c.n_head;
-    shape.n_head_kv = c.n_head_kv;
-    shape.head_dim = c.head_dim;
-    shape.block_tokens = 16;
-    shape.n_blocks = 6;
-    shape.kv_f16 = c.kv_f16;
-    // Five tokens of a sequence whose blocks are not in order, at far positions.
+    const RopeParams rope = case_rope(c, 1000000.0f);
+    const gpu::QkvPrepareShape shape = case_shape(c);
+    // Five tokens of a sequence at far positions.
     const std::vector<int32_t> positions = {0, 15, 16, 63, 70};
-    const std::vector<int32_t> block_of_position = {4, 2, 0, 5, 1};  // position / 16 -> block
-    std::vector<int32_t> slots;
-    for (int32_t p : positions) slots.push_back(block_of_position[static_cast<size_t>(p / 16)] * 16 + p % 16);
+    const std::vector<int32_t> slots = shuffled_slots(positions);
     const auto n = positions.size();
     const size_t q_dim = static_cast<size_t>(c.n_head * c.head_dim), kv_dim = static_cast<size_t>(c.n_head_kv * c.head_dim);
     const std::vector<float> q = random_floats(n * q_dim, rng_, 2.0f), k = random_floats(n * kv_dim, rng_, 2.0f);
@@ -116,6 +134,44 @@ TEST_P(GpuFused, QkvPrepareEqualsBiasNormRopeAndStore) {
     // Nothing else was written: the cache holds exactly n tokens' worth of nonzero rows.
     const auto nonzero = std::count_if(got.v_cache.begin(), got.v_cache.end(), [](float x) { return x != 0.0f; });
     EXPECT_EQ(static_cast<size_t>(nonzero), n * kv_dim);
+}
+
+TEST_P(GpuFused, QkvProductPreparedInItsDispatchEqualsTheTwoDispatches) {
+    // The q/k/v mat-vec that also prepares each head against the mat-vec, then qkv_prepare:
+    // the same arithmetic, so the same bits. Recorded twice over one set of counters: the
+    // second call prepares again only if the first left them zero.
+    const PrepareCase& c = GetParam();
+    const RopeParams rope = case_rope(c, 10000.0f);
+    const gpu::QkvPrepareShape shape = case_shape(c);
+    const std::vector<int32_t> all_positions = {0, 15, 16, 63, 70, 71, 90, 95};
+    const size_t q_dim = static_cast<size_t>(c.n_head * c.head_dim), kv_dim = static_cast<size_t>(c.n_head_kv * c.head_dim);
+    const std::vector<float> bias = c.bias ? random_floats(q_dim + 2 * kv_dim, rng_) : std::vector<float>{};
+    const std::vector<float> q_norm = c.q_norm ? random_floats(static_cast<size_t>(c.head_dim), rng_) : std::vector<float>{};
+    const std::vector<float> k_norm = c.k_norm ? random_floats(static_cast<size_t>(c.head_dim), rng_) : std::vector<float>{};
+    for (const auto& [type, cols] :
+         {std::pair{GgmlType::F16, 100}, std::pair{GgmlType::Q8_0, 96}, std::pair{GgmlType::Q4_K, 256}}) {
+        std::vector<uint8_t> qb, kb, vb;
+        const WeightMatrix wq = random_weight(type, static_cast<int64_t>(q_dim), cols, rng_, qb);
+        const WeightMatrix wk = random_weight(type, static_cast<int64_t>(kv_dim), cols, rng_, kb);
+        const WeightMatrix wv = random_weight(type, static_cast<int64_t>(kv_dim), cols, rng_, vb);
+        const std::vector<float> norm_weight = random_floats(static_cast<size_t>(cols), rng_);
+        for (size_t n : {1u, 3u, 8u}) {
+            const std::vector<int32_t> positions(all_positions.begin(), all_positions.begin() + static_cast<std::ptrdiff_t>(n));
+            const std::vector<int32_t> slots = shuffled_slots(positions);
+            const std::vector<float> x = random_floats(n * static_cast<size_t>(cols), rng_, 2.0f);
+            const std::vector<const WeightMatrix*> ws = {&wq, &wk, &wv};
+            const gpu::QkvPrepared apart =
+                gpu_->qkv_product_prepared(ws, x, norm_weight, bias, q_norm, k_norm, positions, slots, rope, shape, false);
+            const gpu::QkvPrepared fused =
+                gpu_->qkv_product_prepared(ws, x, norm_weight, bias, q_norm, k_norm, positions, slots, rope, shape, true, 2);
+            const std::string what = std::string(ggml_type_name(type)) + ", " + std::to_string(n) + " tokens";
+            EXPECT_EQ(fused.q, apart.q) << what;
+            EXPECT_EQ(fused.k_cache, apart.k_cache) << what;
+            EXPECT_EQ(fused.v_cache, apart.v_cache) << what;
+            const auto stored = std::count_if(fused.v_cache.begin(), fused.v_cache.end(), [](float v) { return v != 0.0f; });
+            EXPECT_EQ(static_cast<size_t>(stored), n * kv_dim) << what;
+        }
+    }
 }
 
 TEST(GpuFusedCache, F16StoreRoundsAsTheCpu) {

@@ -13,10 +13,10 @@
 namespace inferscope {
 namespace {
 
-// A fused decode step's dispatches: per layer q/k/v with the norm, the cache step, attention
-// (its splits combined in the same dispatch), the output projection, gate/up with the norm,
-// down; outside the layers the embedding, the output norm and the output product.
-constexpr int kDecodeDispatchesPerLayer = 6;
+// A fused decode step's dispatches: per layer q/k/v with the norm and the cache step,
+// attention (its splits combined in the same dispatch), the output projection, gate/up with
+// the norm, down; outside the layers the embedding, the output norm and the output product.
+constexpr int kDecodeDispatchesPerLayer = 5;
 constexpr int kDecodeDispatchesOutsideLayers = 3;
 
 struct Trace {
@@ -106,7 +106,7 @@ TEST_P(GpuReplay, ReplayedStepsEqualFreshlyRecordedOnesBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuReplay, ::testing::Values("qwen2", "gemma3"));
 
 // A decode step of one token with split attention (a 4096-token context, the default tuning's
-// workgroup target): 6 dispatches per layer plus the embedding, the output norm and product,
+// workgroup target): 5 dispatches per layer plus the embedding, the output norm and product,
 // each followed by a barrier, and the input copies' barrier; gemma3's post-norms and
 // sliding-window layers included.
 class GpuDecodeStep : public ::testing::TestWithParam<const char*> {};
@@ -130,6 +130,30 @@ TEST_P(GpuDecodeStep, DispatchesAndBarriersPerLayer) {
     EXPECT_EQ(step.passes, 1);
     EXPECT_EQ(step.dispatches, kDecodeDispatchesPerLayer * n_layer + kDecodeDispatchesOutsideLayers);
     EXPECT_EQ(step.barriers, step.dispatches + 1);
+}
+
+// A device that binds fewer than the 16 storage buffers of the q/k/v mat-vec that prepares the
+// cache itself runs qkv_prepare.comp apart: one more dispatch per layer, the same logits bit for bit.
+TEST_P(GpuDecodeStep, FewerBindingsPrepareTheCacheApartWithTheSameLogits) {
+    const auto model = testing::tiny_model(testing::tiny_spec(GetParam()));
+    testing::GreedyRun runs[2];
+    int dispatches[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+        gpu::VulkanBackendOptions options;
+        options.validation = true;
+        options.max_storage_buffers_per_shader = i == 0 ? 0 : 10;
+        std::unique_ptr<Backend> backend;
+        INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
+        InferenceSession session(model, testing::test_session_options(KvDtype::F16), std::move(backend));
+        runs[i] = testing::greedy_with_cache(session, std::vector<TokenId>{1, 2, 3}, 8);
+        dispatches[i] = session.backend().last_forward_submission().value().dispatches;
+        EXPECT_EQ(gpu::vulkan_validation_errors(session.backend()), 0);
+    }
+    const int n_layer = model->config().n_layer;
+    EXPECT_EQ(dispatches[0], kDecodeDispatchesPerLayer * n_layer + kDecodeDispatchesOutsideLayers);
+    EXPECT_EQ(dispatches[1], (kDecodeDispatchesPerLayer + 1) * n_layer + kDecodeDispatchesOutsideLayers);
+    EXPECT_EQ(runs[0].ids, runs[1].ids);
+    EXPECT_EQ(runs[0].logits, runs[1].logits);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuDecodeStep, ::testing::Values("qwen2", "gemma3"));
