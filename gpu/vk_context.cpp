@@ -315,6 +315,7 @@ VkContext::VkContext(const ContextOptions& options) : staging_limit_bytes_(std::
         if (options.max_workgroups_x > 0) {
             info_.max_workgroup_count_x = std::min(info_.max_workgroup_count_x, options.max_workgroups_x);
         }
+        if (options.without_subgroup_arithmetic) info_.subgroup_arithmetic = false;
         if (options.max_storage_buffers_per_shader > 0) {
             info_.max_storage_buffers_per_shader =
                 std::min(info_.max_storage_buffers_per_shader, options.max_storage_buffers_per_shader);

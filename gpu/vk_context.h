@@ -54,6 +54,9 @@ struct ContextOptions {
     // > 0: bind at most this many storage buffers per shader, so tests on any device take the
     // paths of devices that allow fewer.
     uint32_t max_storage_buffers_per_shader = 0;
+    // Treat the device as lacking subgroup arithmetic, so that tests on any device run the
+    // shared-memory builds (matmul_shared, matvec_shared, attention_split_shared).
+    bool without_subgroup_arithmetic = false;
     // Uploads and downloads through device memory the host cannot see go through one reused
     // host-visible buffer of at most this many bytes, in chunks: a large tensor never needs a
     // staging allocation of its own size.

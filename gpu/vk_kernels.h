@@ -65,9 +65,9 @@ enum class Shader {
 // the mat-vec's *_qkv builds bind 16 and run only where the device allows them.
 inline constexpr uint32_t kRequiredStorageBuffersPerShader = 10;
 
-// A pipeline's specialization constants by constant_id (0..3); a constant its shader does
+// A pipeline's specialization constants by constant_id (0..5); a constant its shader does
 // not declare is ignored.
-using SpecConstants = std::array<uint32_t, 4>;
+using SpecConstants = std::array<uint32_t, 6>;
 
 // What one recording holds, for the per-step counts `bench` reports.
 struct RecordCounts {

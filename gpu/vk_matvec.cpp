@@ -1,6 +1,7 @@
 #include "gpu/vk_matvec.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "engine/core/error.h"
@@ -104,7 +105,20 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
             config |= (cols / 32) << 16;
         }
     }
-    return {shader, {group_threads, static_cast<uint32_t>(type), row_threads, config}, group_threads / row_threads * team_rows};
+    // Matrices 1 and 2 of the type of matrix 0 unless record_matvec_multi says otherwise.
+    const auto type_id = static_cast<uint32_t>(type);
+    return {shader, {group_threads, type_id, row_threads, config, type_id, type_id}, group_threads / row_threads * team_rows};
+}
+
+// Whether matrices of types a and b can share a matvec.comp dispatch: it takes its rows' units
+// and its input's encoding from matrix 0's type.
+bool formats_share_dispatch(ShaderWeightType a, ShaderWeightType b) {
+    return a == b || (is_block_type(a) && is_block_type(b) && q8_k_input(a) == q8_k_input(b) && q8_1_input(a) == q8_1_input(b));
+}
+
+// The types of matrices 1 and 2 of a dispatch over ws (absent ones: the last's).
+void set_matrix_types(MatvecShape& shape, std::span<const DeviceMatrix* const> ws) {
+    for (size_t i = 1; i < 3; ++i) shape.spec[3 + i] = static_cast<uint32_t>(ws[std::min(i, ws.size() - 1)]->type);
 }
 
 void check_tokens(uint32_t n) {
@@ -145,7 +159,7 @@ bool matvec_groupable(std::span<const DeviceMatrix* const> ws) {
 
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws) {
     return matvec_groupable(ws) &&
-           std::all_of(ws.begin(), ws.end(), [&](const DeviceMatrix* w) { return w->type == ws[0]->type; });
+           std::all_of(ws.begin(), ws.end(), [&](const DeviceMatrix* w) { return formats_share_dispatch(w->type, ws[0]->type); });
 }
 
 void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n, uint32_t y_stride,
@@ -199,7 +213,8 @@ void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const Device
     buffers[3] = x;
     buffers[7] = normed ? norm.weight : x;
     const auto cols = static_cast<uint32_t>(ws[0]->cols);
-    const MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, {.norm = normed});
+    MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, {.norm = normed});
+    set_matrix_types(shape, ws);
     const MatvecPush push{cols, ends[0], ends[1], ends[2], static_cast<uint32_t>(ws[0]->rows), 0, 0, norm.eps};
     dispatch_matvec(k, cmd, shape, buffers, push, barrier);
 }
@@ -223,7 +238,8 @@ void record_matvec_qkv_prepared(Kernels& k, VkCommandBuffer cmd, std::span<const
     const uint32_t end0 = static_cast<uint32_t>(ws[0]->rows), end1 = end0 + static_cast<uint32_t>(ws[1]->rows);
     const uint32_t end2 = end1 + static_cast<uint32_t>(ws[2]->rows);
     const auto cols = static_cast<uint32_t>(ws[0]->cols);
-    const MatvecShape shape = matvec_shape(k, ws[0]->type, end2, cols, n, {.norm = normed, .qkv_prepare = true});
+    MatvecShape shape = matvec_shape(k, ws[0]->type, end2, cols, n, {.norm = normed, .qkv_prepare = true});
+    set_matrix_types(shape, ws);
     MatvecQkvPush push;
     static_cast<MatvecPush&>(push) = {cols, end0, end1, end2, end0, 0, 0, prepare.eps};
     push.head_dim = prepare.rope.head_dim;
@@ -252,10 +268,10 @@ void record_matvec_qkv_prepared(Kernels& k, VkCommandBuffer cmd, std::span<const
     dispatch_matvec(k, cmd, shape, buffers, push, barrier);
 }
 
-void record_matvec_by_type(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
+void record_matvec_grouped(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
                            std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm) {
     if (!matvec_groupable(ws) || ys.size() != ws.size()) {
-        throw Error("internal: record_matvec_by_type needs 1..3 single-part matrices of one width, one output each");
+        throw Error("internal: record_matvec_grouped needs 1..3 single-part matrices of one width, one output each");
     }
     std::vector<const DeviceMatrix*> group;
     std::vector<VkBuffer> group_ys;
@@ -265,7 +281,8 @@ void record_matvec_by_type(Kernels& k, VkCommandBuffer cmd, std::span<const Devi
         group.clear();
         group_ys.clear();
         for (size_t i = first; i < ws.size(); ++i) {
-            if (recorded[i] || ws[i]->type != ws[first]->type) continue;
+            const std::array<const DeviceMatrix*, 2> pair = {ws[first], ws[i]};
+            if (recorded[i] || !matvec_fusable(pair)) continue;
             group.push_back(ws[i]);
             group_ys.push_back(ys[i]);
             recorded[i] = true;
@@ -278,17 +295,20 @@ void record_matvec_by_type(Kernels& k, VkCommandBuffer cmd, std::span<const Devi
 void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& gate, const DeviceMatrix& up, VkBuffer x,
                          VkBuffer out, uint32_t n, FfnActivation activation, const MatvecNorm& norm, bool barrier) {
     check_tokens(n);
-    bool same_split =
-        gate.type == up.type && gate.rows == up.rows && gate.cols == up.cols && gate.parts.size() == up.parts.size();
+    bool same_split = formats_share_dispatch(gate.type, up.type) && gate.rows == up.rows && gate.cols == up.cols &&
+                      gate.parts.size() == up.parts.size();
     for (size_t i = 0; same_split && i < gate.parts.size(); ++i) {
         same_split = gate.parts[i].row_begin == up.parts[i].row_begin && gate.parts[i].rows == up.parts[i].rows;
     }
-    if (!same_split) throw Error("internal: record_matvec_gated needs gate and up of one type, shape and row split");
+    if (!same_split) {
+        throw Error("internal: record_matvec_gated needs gate and up of types that share a dispatch, one shape and row split");
+    }
     if (n == 0) return;
     const bool normed = norm.weight != VK_NULL_HANDLE;
     const auto cols = static_cast<uint32_t>(gate.cols);
-    const MatvecShape shape =
-        matvec_shape(k, gate.type, static_cast<uint32_t>(gate.rows), cols, n, {.norm = normed, .gated = true});
+    MatvecShape shape = matvec_shape(k, gate.type, static_cast<uint32_t>(gate.rows), cols, n, {.norm = normed, .gated = true});
+    const std::array<const DeviceMatrix*, 2> pair = {&gate, &up};
+    set_matrix_types(shape, pair);
     const uint32_t flags = activation == FfnActivation::GeluTanh ? 2u : 0u;
     for (size_t i = 0; i < gate.parts.size(); ++i) {
         const DeviceMatrix::Part& part = gate.parts[i];

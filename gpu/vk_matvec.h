@@ -47,21 +47,22 @@ struct MatvecPostNorm {
 void record_matvec_post_normed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer projected, uint32_t n,
                                const MatvecPostNorm& post, bool barrier = true);
 
-// Up to 3 matrices of one shader type and column count (q, k, v) in one dispatch: matrix i's
-// rows land in ys[i] ([n x rows_i]). Requires matvec_fusable(ws).
+// Up to 3 matrices of one column count (q, k, v) in one dispatch: matrix i's rows land in
+// ys[i] ([n x rows_i]). Requires matvec_fusable(ws).
 void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
                          std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm = {}, bool barrier = true);
 
-// Up to 3 single-part matrices of one column count whose types may differ (a Q4_K_M file's
-// Q4_K q and k beside a Q6_K v): one record_matvec_multi per type, in the order of each type's
-// first matrix, with one barrier after the last (they write separate outputs). Requires
-// matvec_groupable(ws).
-void record_matvec_by_type(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
+// Up to 3 single-part matrices of one column count whose types may not share a dispatch (F16
+// beside Q8_0, Q4_K beside Q5_0): one record_matvec_multi per group that can (matvec_fusable),
+// each group the first matrix left and those that can join it, with one barrier after the last
+// (they write separate outputs). Requires matvec_groupable(ws).
+void record_matvec_grouped(Kernels& k, VkCommandBuffer cmd, std::span<const DeviceMatrix* const> ws, VkBuffer x,
                            std::span<const VkBuffer> ys, uint32_t n, const MatvecNorm& norm = {});
 
 // out[t * rows + r] = act(dot(gate[r], x^[t])) * dot(up[r], x^[t]) with swiglu.comp's SwiGLU or
 // GeGLU (F16 roundings included), both rows of r computed by the same workgroup. gate and up
-// must have one shader type, shape and row split (as upload_matrix gives equal matrices).
+// must have types that share a dispatch (as matvec_fusable), one shape and one row split (as
+// upload_matrix gives matrices of one shape and type).
 void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& gate, const DeviceMatrix& up, VkBuffer x,
                          VkBuffer out, uint32_t n, FfnActivation activation, const MatvecNorm& norm = {}, bool barrier = true);
 
@@ -83,11 +84,12 @@ void record_matvec_qkv_prepared(Kernels& k, VkCommandBuffer cmd, std::span<const
 // heads, head_dim at most kMatvecMaxHeadDim, on a device that binds its 16 buffers.
 bool matvec_prepares_qkv(const Kernels& k, std::span<const DeviceMatrix* const> ws, const QkvPrepare& prepare);
 
-// Whether these matrices can share one dispatch: 1..3 of them, same shader type and cols, one
-// part each.
+// Whether these matrices can share one dispatch: 1..3 of them, same cols, one part each, and
+// one shader type, or block types whose input the CPU encodes alike (Q8_0, Q8_1 or Q8_K: a
+// Q4_K_M file's Q4_K q and k with its Q6_K v).
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws);
 
-// Whether record_matvec_by_type takes them: 1..3 of them, same cols, one part each.
+// Whether record_matvec_grouped takes them: 1..3 of them, same cols, one part each.
 bool matvec_groupable(std::span<const DeviceMatrix* const> ws);
 
 }  // namespace inferscope::gpu

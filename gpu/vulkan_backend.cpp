@@ -478,8 +478,8 @@ void VulkanBackend::record_norm(VkCommandBuffer cmd, const Buffer& weight, uint3
 
 // q, k, v from the layer's input, and whether `prepare`'s step is done too: for a few tokens
 // one mat-vec dispatch that norms its input, computes all three and prepares them (where the
-// weights share a type and the device binds its buffers), else one per weight type; for more
-// tokens the norm, then independent products sharing one barrier.
+// weights can share a dispatch and the device binds its buffers), else one per group that can;
+// for more tokens the norm, then independent products sharing one barrier.
 bool VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, const QkvPrepare& prepare, uint32_t n) {
     const ModelConfig& c = model_->config();
     Kernels& k = *kernels_;
@@ -493,7 +493,7 @@ bool VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, const QkvPre
     }
     if (n <= kMatvecMaxTokens && matvec_groupable(weights)) {
         const std::array<VkBuffer, 3> outputs = {s.q.handle(), s.k.handle(), s.v.handle()};
-        record_matvec_by_type(k, cmd, weights, s.x.handle(), outputs, n, norm);
+        record_matvec_grouped(k, cmd, weights, s.x.handle(), outputs, n, norm);
         mark(cmd, "qkv");
         return false;
     }
@@ -624,6 +624,7 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
     ContextOptions context;
     context.validation = options.validation;
     context.max_storage_buffers_per_shader = options.max_storage_buffers_per_shader;
+    context.without_subgroup_arithmetic = options.without_subgroup_arithmetic;
     // INFERSCOPE_VK_REPLAY=0 records every pass, to measure what replaying saves.
     const char* replay_env = std::getenv("INFERSCOPE_VK_REPLAY");
     VulkanBackendOptions chosen = options;

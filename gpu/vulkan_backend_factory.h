@@ -33,6 +33,8 @@ struct VulkanBackendOptions {
     std::optional<bool> integer_dot;
     // > 0: ContextOptions::max_storage_buffers_per_shader (tests).
     uint32_t max_storage_buffers_per_shader = 0;
+    // ContextOptions::without_subgroup_arithmetic (tests).
+    bool without_subgroup_arithmetic = false;
 };
 
 // A backend running the whole forward pass on the device choose_vulkan_device() picks.

@@ -2,9 +2,10 @@
 // Matrix-vector products for 1..8 tokens (decode, small batches), one team of ROW_THREADS
 // threads per output row: the team splits the row's K dimension (consecutive threads read
 // consecutive 16-byte chunks or blocks), so long rows keep many loads in flight, and a
-// workgroup holds several teams when rows are short. Up to three matrices of one type and
-// column count share a dispatch (their rows concatenated: q, k, v); in gated mode each team
-// computes the gate and the up row of its output, then act(gate) * up. An optional RMSNorm of
+// workgroup holds several teams when rows are short. Up to three matrices of one column count
+// share a dispatch (their rows concatenated: q, k, v), of one format or of block formats whose
+// inputs the CPU encodes alike; in gated mode each team computes the gate and the up row of its
+// output, then act(gate) * up. An optional RMSNorm of
 // the input rows runs as a prologue (each token's inverse RMS once per workgroup); a post-norm
 // added to the residual (Gemma's) runs as an epilogue of one matrix's product: the workgroup
 // that stores its rows last (a counter each workgroup adds itself to once its rows are
@@ -35,7 +36,11 @@
 #endif
 
 layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
-layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // weight_layout.glsl's numbering
+layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // matrix 0's format, weight_layout.glsl's numbering
+// Matrices 1 and 2's: one of WEIGHT_TYPE's float formats, or block formats whose input the CPU
+// encodes as WEIGHT_TYPE's (Q8_0, Q8_1 or Q8_K) (a Q4_K_M file's Q4_K q and k beside a Q6_K v).
+layout(constant_id = 4) const uint WEIGHT_TYPE_1 = 0;
+layout(constant_id = 5) const uint WEIGHT_TYPE_2 = 0;
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size
 // Bits 0-7: the token count n (1..8); bit 8: rows and x are 16-byte aligned (cols % 8 == 0);
 // bit 9: RMSNorm prologue; bit 10: gated; bits 11-13: rows per team (1..4); bit 14: the weights
@@ -251,24 +256,29 @@ void add_code_products(uint u, vec4 scales, uint words[8], int offset, uint base
 #define W4 w0v
 #define UNIT unit0
 #define OCTET octet0
+#define UNIT_TYPE WEIGHT_TYPE
 #include "matvec_unit.glsl"
 #undef W16
 #undef W4
 #undef UNIT
 #undef OCTET
+#undef UNIT_TYPE
 #define W16 w1h
 #define W4 w1v
 #define UNIT unit1
 #define OCTET octet1
+#define UNIT_TYPE WEIGHT_TYPE_1
 #include "matvec_unit.glsl"
 #undef W16
 #undef W4
 #undef UNIT
 #undef OCTET
+#undef UNIT_TYPE
 #define W16 w2h
 #define W4 w2v
 #define UNIT unit2
 #define OCTET octet2
+#define UNIT_TYPE WEIGHT_TYPE_2
 #include "matvec_unit.glsl"
 
 // Whether teams of team_threads reduce through subgroupAdd: each subgroup inside one team.
@@ -466,7 +476,8 @@ void prepare_head(uint head) {
     const uint kv_row = is_q ? 0 : (first_row - p.end0) % kv_dim;
     for (uint i = tid; i < TOKENS * hd; i += threads) {
         const uint t = i / hd, d = i % hd;
-        float x = is_q ? y0[t * p.y_stride + first_row + d] : is_k ? y1[t * kv_dim + kv_row + d] : y2[t * kv_dim + kv_row + d];
+        const uint kv_at = t * kv_dim + kv_row + d;
+        float x = is_q ? y0[t * p.y_stride + first_row + d] : (is_k ? y1[kv_at] : y2[kv_at]);
         if ((p.prepare_flags & 1u) != 0) x += bias[first_row + d];
         part[t][d] = x;
     }
@@ -481,7 +492,9 @@ void prepare_head(uint head) {
         }
         barrier();
         for (uint stride = LANES / 2; stride > 0; stride /= 2) {
-            for (uint i = tid; i < TOKENS * stride; i += threads) part[8 + i / stride][i % stride] += part[8 + i / stride][i % stride + stride];
+            for (uint i = tid; i < TOKENS * stride; i += threads) {
+                part[8 + i / stride][i % stride] += part[8 + i / stride][i % stride + stride];
+            }
             barrier();
         }
         for (uint i = tid; i < TOKENS * hd; i += threads) {

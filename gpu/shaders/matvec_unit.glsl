@@ -2,10 +2,12 @@
 // the block formats (one Q8_0/Q4_0 block; four octets of the others), the scales read once.
 // acc[base + t] += the unit's part of dot(W[row], x^[t]). Included by matvec.comp once per
 // weight binding, with W16 (the buffer as 16-bit words), W4 (the same buffer as uvec4), UNIT
-// and OCTET (the functions' names) defined.
+// and OCTET (the functions' names) and UNIT_TYPE (the binding's format) defined.
 #define WORDS W16
+#define OCTET_TYPE UNIT_TYPE
 #include "weight_octets.glsl"
 #undef WORDS
+#undef OCTET_TYPE
 
 // The 32 codes of group u of a row, as integers in F32: q - 16 for Q5_0, q for Q4_1 and Q5_1,
 // the level for IQ4_NL and IQ4_XS, and for the K-quants the value before its sub-block's scale
@@ -22,7 +24,7 @@ void BLOCK_CODES(uint row_word, uint u, out vec4 codes[8]) {
 void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
 #if INTEGER_DOT
     // The block's 32 weight codes as bytes, in the input's element order, and its scale.
-    if (WEIGHT_TYPE == WT_Q4_0) {  // the nibbles; their offset of 8 is taken off the sum
+    if (UNIT_TYPE == WT_Q4_0) {  // the nibbles; their offset of 8 is taken off the sum
         const uint b = (row * (p.cols / 32) + u) * 9;
         uint words[8];
         for (uint q = 0; q < 4; ++q) {
@@ -32,14 +34,14 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
         const float d = unpackHalf2x16(uint(W16[b])).x;
         add_code_products(u, vec4(d, 0.0, d, 0.0), words, -8, base, acc);
-    } else if (WEIGHT_TYPE == WT_Q8_0) {
+    } else if (UNIT_TYPE == WT_Q8_0) {
         const uint b = (row * (p.cols / 32) + u) * 17;
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
         const float d = unpackHalf2x16(uint(W16[b])).x;
         add_code_products(u, vec4(d, 0.0, d, 0.0), words, 0, base, acc);
-    } else if (BLOCK_TYPE) {  // codes unpacked to bytes (BLOCK_CODES)
-        const uint row_word = row * row_words(p.cols);
+    } else if (block_format(UNIT_TYPE)) {  // codes unpacked to bytes (BLOCK_CODES)
+        const uint row_word = row * format_row_words(UNIT_TYPE, p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);
         vec4 codes[8];
         BLOCK_CODES(row_word, u, codes);
@@ -49,7 +51,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
     }
     return;
 #endif
-    if (WEIGHT_TYPE == WT_Q4_0) {  // byte j holds element j (low nibble) and j + 16 (high), offset by 8
+    if (UNIT_TYPE == WT_Q4_0) {  // byte j holds element j (low nibble) and j + 16 (high), offset by 8
         const uint b = (row * (p.cols / 32) + u) * 9;
         const float d = unpackHalf2x16(uint(W16[b])).x;
         vec4 low[4], high[4];
@@ -68,7 +70,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             for (uint q = 0; q < 4; ++q) s += dot(low[q], x_at(t, u * 32 + 4 * q)) + dot(high[q], x_at(t, u * 32 + 16 + 4 * q));
             acc[base + t] += d * s;
         }
-    } else if (WEIGHT_TYPE == WT_Q8_0) {  // 32 int8 after the scale
+    } else if (UNIT_TYPE == WT_Q8_0) {  // 32 int8 after the scale
         const uint b = (row * (p.cols / 32) + u) * 17;
         const float d = unpackHalf2x16(uint(W16[b])).x;
         vec4 q8[8];
@@ -86,14 +88,14 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             for (uint q = 0; q < 8; ++q) s += dot(q8[q], x_at(t, u * 32 + 4 * q));
             acc[base + t] += d * s;
         }
-    } else if (ENCODE_INPUT && BLOCK_TYPE) {  // integer codes: the CPU's block sums
-        const uint row_word = row * row_words(p.cols);
+    } else if (ENCODE_INPUT && block_format(UNIT_TYPE)) {  // integer codes: the CPU's block sums
+        const uint row_word = row * format_row_words(UNIT_TYPE, p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);
         vec4 codes[8];
         BLOCK_CODES(row_word, u, codes);
         for (uint t = 0; t < TOKENS; ++t) add_encoded_products(t, u, scales, codes, base, acc);
-    } else if (BLOCK_TYPE) {
-        const uint row_word = row * row_words(p.cols);
+    } else if (block_format(UNIT_TYPE)) {
+        const uint row_word = row * format_row_words(UNIT_TYPE, p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);
         for (uint q = 0; q < 4; ++q) {
             float v[8];
@@ -104,11 +106,11 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
     } else {
         vec4 lo, hi;
-        if (ALIGNED && WEIGHT_TYPE == WT_F16) {
+        if (ALIGNED && UNIT_TYPE == WT_F16) {
             const uvec4 v = W4[row * (p.cols / 8) + u];
             lo = vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
             hi = vec4(unpackHalf2x16(v.z), unpackHalf2x16(v.w));
-        } else if (ALIGNED && WEIGHT_TYPE == WT_BF16) {
+        } else if (ALIGNED && UNIT_TYPE == WT_BF16) {
             const uvec4 v = W4[row * (p.cols / 8) + u];
             lo = uintBitsToFloat(uvec4(v.x << 16, v.x & 0xFFFF0000u, v.y << 16, v.y & 0xFFFF0000u));
             hi = uintBitsToFloat(uvec4(v.z << 16, v.z & 0xFFFF0000u, v.w << 16, v.w & 0xFFFF0000u));
@@ -121,9 +123,9 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
                 const uint e = u * 8 + i;
                 if (e >= p.cols) {
                     v[i] = 0.0;
-                } else if (WEIGHT_TYPE == WT_F16) {
+                } else if (UNIT_TYPE == WT_F16) {
                     v[i] = unpackHalf2x16(uint(W16[row * p.cols + e])).x;
-                } else if (WEIGHT_TYPE == WT_BF16) {
+                } else if (UNIT_TYPE == WT_BF16) {
                     v[i] = uintBitsToFloat(uint(W16[row * p.cols + e]) << 16);
                 } else {
                     const uint at = (row * p.cols + e) * 2;

@@ -1,5 +1,5 @@
 // The GGUF weight formats the shaders read in place, as WEIGHT_TYPE (a specialization
-// constant) numbers them, and how many 16-bit words a row of each takes. Every block size
+// constant: the includer's format) numbers them, and how many 16-bit words a row of each takes. Every block size
 // here is a whole number of words, so a row starts on a word boundary.
 const uint WT_F32 = 0;
 const uint WT_F16 = 1;
@@ -18,14 +18,22 @@ const uint WT_Q2_K = 13;   // 256: 4-bit sub-scales and mins, 2-bit values, F16 
 const uint WT_Q3_K = 14;   // 256: high bits, 2-bit values, 6-bit sub-scales, F16 scale         55 words
 
 // F32, F16 and BF16 hold one value per element; every other format, blocks of 32 or 256.
+bool block_format(uint type) { return type != WT_F32 && type != WT_F16 && type != WT_BF16; }
 const bool BLOCK_TYPE = WEIGHT_TYPE != WT_F32 && WEIGHT_TYPE != WT_F16 && WEIGHT_TYPE != WT_BF16;
 // How the CPU encodes the input of each block format: Q8_K for the formats of 256-element
 // blocks, Q8_1 (Q8_0 with the scaled sum of its codes) for those with a minimum, Q8_0 otherwise.
 const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
 const bool Q8_1_INPUT = WEIGHT_TYPE == WT_Q4_1 || WEIGHT_TYPE == WT_Q5_1;
 
-uint row_words(uint cols) {
-    switch (WEIGHT_TYPE) {
+// The 32-element formats other than Q8_0 and Q4_0, which weight_octets.glsl decodes alike.
+bool block_of_32(uint type) { return type == WT_Q4_1 || type == WT_Q5_0 || type == WT_Q5_1 || type == WT_IQ4_NL; }
+bool block_with_min(uint type) { return type == WT_Q4_1 || type == WT_Q5_1; }
+bool block_fifth_bits(uint type) { return type == WT_Q5_0 || type == WT_Q5_1; }
+// Words per block of the 32-element formats.
+uint block_words(uint type) { return type == WT_Q4_1 ? 10 : type == WT_Q5_0 ? 11 : type == WT_Q5_1 ? 12 : 9; }
+
+uint format_row_words(uint type, uint cols) {
+    switch (type) {
         case WT_F32: return cols * 2;
         case WT_F16:
         case WT_BF16: return cols;
@@ -43,6 +51,7 @@ uint row_words(uint cols) {
         default: return cols / 256 * 68;  // IQ4_XS
     }
 }
+uint row_words(uint cols) { return format_row_words(WEIGHT_TYPE, cols); }
 
 // IQ4_NL's and IQ4_XS's sixteen levels (ggml's kvalues_iq4nl).
 const float IQ4_LEVELS[16] = float[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);

@@ -1,7 +1,8 @@
 // Dequantizing 8 consecutive elements of a row of a block format other than Q8_0 and Q4_0
 // (weight_layout.glsl numbers them), read in place from a buffer of 16-bit words. Included
 // once per weight binding with WORDS (the uint16_t[] array) and OCTET (the function's name)
-// defined; needs weight_layout.glsl and WEIGHT_TYPE.
+// defined, and OCTET_TYPE (the binding's format; WEIGHT_TYPE where not defined); needs
+// weight_layout.glsl.
 //
 // OCTET(row, c, v): v = elements 8c .. 8c+7 of the row that starts at word `row`. An octet
 // never straddles a block or a 16-element half of a 32-element group, and its quantized bytes
@@ -24,13 +25,8 @@
 #define BLOCK_CODES PASTE(OCTET, _block_codes)
 #endif
 
-#ifndef BLOCK_OF_32_DECLARED
-#define BLOCK_OF_32_DECLARED
-const bool BLOCK_OF_32 = WEIGHT_TYPE == WT_Q4_1 || WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_Q5_1 || WEIGHT_TYPE == WT_IQ4_NL;
-const bool BLOCK_WITH_MIN = WEIGHT_TYPE == WT_Q4_1 || WEIGHT_TYPE == WT_Q5_1;
-const bool BLOCK_FIFTH_BITS = WEIGHT_TYPE == WT_Q5_0 || WEIGHT_TYPE == WT_Q5_1;
-// Words per block of the 32-element formats.
-const uint BLOCK_WORDS = WEIGHT_TYPE == WT_Q4_1 ? 10 : WEIGHT_TYPE == WT_Q5_0 ? 11 : WEIGHT_TYPE == WT_Q5_1 ? 12 : 9;
+#ifndef OCTET_TYPE
+#define OCTET_TYPE WEIGHT_TYPE
 #endif
 
 // The 6-bit scale of sub-block `sub` (0..15) of the Q3_K block at word `base`, times its F16 scale.
@@ -41,16 +37,16 @@ float Q3K_SCALE(uint base, uint sub) {
 }
 
 vec4 GROUP_SCALES(uint row, uint g) {
-    if (BLOCK_OF_32) {
-        const uint base = row + g * BLOCK_WORDS;
+    if (block_of_32(OCTET_TYPE)) {
+        const uint base = row + g * block_words(OCTET_TYPE);
         const float d = HALF_AT(base);
-        const float m = BLOCK_WITH_MIN ? HALF_AT(base + 1) : 0.0;
+        const float m = block_with_min(OCTET_TYPE) ? HALF_AT(base + 1) : 0.0;
         return vec4(d, m, d, m);
     }
     const uint block = g / 8;
     const uint j = g % 8;  // the group in its 256-element block
-    if (WEIGHT_TYPE == WT_Q4_K || WEIGHT_TYPE == WT_Q5_K) {
-        const uint base = row + block * (WEIGHT_TYPE == WT_Q5_K ? 88 : 72);
+    if (OCTET_TYPE == WT_Q4_K || OCTET_TYPE == WT_Q5_K) {
+        const uint base = row + block * (OCTET_TYPE == WT_Q5_K ? 88 : 72);
         const uvec2 sm = k4_scale_min(j, BYTE_AT(base + 2, j % 4), BYTE_AT(base + 2, j % 4 + 4), BYTE_AT(base + 2, j % 4 + 8));
         const float scale = HALF_AT(base) * float(sm.x);
         const float min = HALF_AT(base + 1) * float(sm.y);
@@ -59,17 +55,17 @@ vec4 GROUP_SCALES(uint row, uint g) {
     // Q6_K, Q3_K and Q2_K: group j is 32k + l of half j / 4 (k = j % 4), whose two 16-element
     // sub-blocks are 8 half + 2k and the next.
     const uint sub = 8 * (j / 4) + 2 * (j % 4);
-    if (WEIGHT_TYPE == WT_Q6_K) {
+    if (OCTET_TYPE == WT_Q6_K) {
         const uint base = row + block * 105;
         const float d = HALF_AT(base + 104);
         const uint both = uint(WORDS[base + 96 + sub / 2]);
         return vec4(d * float(int(both << 24) >> 24), 0.0, d * float(int(both << 16) >> 24), 0.0);
     }
-    if (WEIGHT_TYPE == WT_Q3_K) {
+    if (OCTET_TYPE == WT_Q3_K) {
         const uint base = row + block * 55;
         return vec4(Q3K_SCALE(base, sub), 0.0, Q3K_SCALE(base, sub + 1), 0.0);
     }
-    if (WEIGHT_TYPE == WT_Q2_K) {
+    if (OCTET_TYPE == WT_Q2_K) {
         const uint base = row + block * 42;
         const float d = HALF_AT(base + 40);
         const float dmin = HALF_AT(base + 41);
@@ -87,20 +83,20 @@ vec4 GROUP_SCALES(uint row, uint g) {
 void OCTET_SCALED(uint row, uint c, vec2 scale_min, out float v[8]) {
     const float scale = scale_min.x;
     const float min = scale_min.y;
-    if (BLOCK_OF_32) {
+    if (block_of_32(OCTET_TYPE)) {
         // Byte j of the nibbles holds element j (low) and j + 16 (high).
-        const uint base = row + (c / 4) * BLOCK_WORDS;
+        const uint base = row + (c / 4) * block_words(OCTET_TYPE);
         const uint j0 = (c % 4) * 8;  // the octet's first element in the block
-        const uint high_bits = BLOCK_FIFTH_BITS ? U32_AT(base + (BLOCK_WITH_MIN ? 2 : 1)) : 0u;
-        const uint qs = base + (BLOCK_WITH_MIN ? 2 : 1) + (BLOCK_FIFTH_BITS ? 2 : 0);
+        const uint high_bits = block_fifth_bits(OCTET_TYPE) ? U32_AT(base + (block_with_min(OCTET_TYPE) ? 2 : 1)) : 0u;
+        const uint qs = base + (block_with_min(OCTET_TYPE) ? 2 : 1) + (block_fifth_bits(OCTET_TYPE) ? 2 : 0);
         const uvec2 bytes = uvec2(U32_AT(qs + (j0 % 16) / 2), U32_AT(qs + (j0 % 16) / 2 + 2));
         for (uint i = 0; i < 8; ++i) {
             const uint byte_value = (bytes[i / 4] >> (8 * (i % 4))) & 0xFFu;
             uint q = j0 < 16 ? byte_value & 0xFu : byte_value >> 4;
-            if (BLOCK_FIFTH_BITS) q |= ((high_bits >> (j0 + i)) & 1u) << 4;
-            if (WEIGHT_TYPE == WT_IQ4_NL) {
+            if (block_fifth_bits(OCTET_TYPE)) q |= ((high_bits >> (j0 + i)) & 1u) << 4;
+            if (OCTET_TYPE == WT_IQ4_NL) {
                 v[i] = scale * iq4_level(q);
-            } else if (WEIGHT_TYPE == WT_Q5_0) {
+            } else if (OCTET_TYPE == WT_Q5_0) {
                 v[i] = scale * float(int(q) - 16);
             } else {
                 precise float value = scale * float(q) + min;  // unfused, as the CPU's dequantization rounds
@@ -112,10 +108,10 @@ void OCTET_SCALED(uint row, uint c, vec2 scale_min, out float v[8]) {
     const uint block = c / 32;
     const uint e0 = (c % 32) * 8;  // the octet's first element in the 256-element block
     const uint l0 = e0 % 32;
-    if (WEIGHT_TYPE == WT_Q4_K || WEIGHT_TYPE == WT_Q5_K) {
+    if (OCTET_TYPE == WT_Q4_K || OCTET_TYPE == WT_Q5_K) {
         // Sub-block j (32 elements) is the low nibbles of bytes 32(j/2).. for even j, the high
         // nibbles for odd j; Q5_K's fifth bit of element l of sub-block j is bit j of qh[l].
-        const bool q5 = WEIGHT_TYPE == WT_Q5_K;
+        const bool q5 = OCTET_TYPE == WT_Q5_K;
         const uint base = row + block * (q5 ? 88 : 72);
         const uint j = e0 / 32;
         const uint qs = base + (q5 ? 24 : 8) + (32 * (j / 2) + l0) / 2;
@@ -132,7 +128,7 @@ void OCTET_SCALED(uint row, uint c, vec2 scale_min, out float v[8]) {
     }
     const uint half_index = e0 / 128;
     const uint k = (e0 % 128) / 32;
-    if (WEIGHT_TYPE == WT_Q6_K) {
+    if (OCTET_TYPE == WT_Q6_K) {
         // Each half of the block (128 elements): 64 bytes of low nibbles, 32 of 2-bit highs and
         // 8 scales. Element 32k + l of a half: the low (k < 2) or high nibble of byte
         // l + 32 (k % 2), bits 2k of high byte l.
@@ -148,11 +144,11 @@ void OCTET_SCALED(uint row, uint c, vec2 scale_min, out float v[8]) {
         }
         return;
     }
-    if (WEIGHT_TYPE == WT_Q2_K || WEIGHT_TYPE == WT_Q3_K) {
+    if (OCTET_TYPE == WT_Q2_K || OCTET_TYPE == WT_Q3_K) {
         // Each half of the block (128 elements) reads 32 bytes of 2-bit values four times:
         // element 32k + l of a half is bits 2k of byte l. Q3_K subtracts 4 where bit
         // 4 half + k of hmask byte l is clear.
-        const bool q3 = WEIGHT_TYPE == WT_Q3_K;
+        const bool q3 = OCTET_TYPE == WT_Q3_K;
         const uint base = row + block * (q3 ? 55 : 42);
         const uint qs = base + (q3 ? 16 : 8) + (32 * half_index + l0) / 2;
         const uvec2 bytes = uvec2(U32_AT(qs), U32_AT(qs + 2));

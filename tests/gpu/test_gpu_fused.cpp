@@ -138,8 +138,9 @@ TEST_P(GpuFused, QkvPrepareEqualsBiasNormRopeAndStore) {
 
 TEST_P(GpuFused, QkvProductPreparedInItsDispatchEqualsTheTwoDispatches) {
     // The q/k/v mat-vec that also prepares each head against the mat-vec, then qkv_prepare:
-    // the same arithmetic, so the same bits. Recorded twice over one set of counters: the
-    // second call prepares again only if the first left them zero.
+    // the same arithmetic, so the same bits (F16, Q8_0, and Q4_K q and k beside a Q6_K v).
+    // Recorded twice over one set of counters: the second call prepares again only if the
+    // first left them zero.
     const PrepareCase& c = GetParam();
     const RopeParams rope = case_rope(c, 10000.0f);
     const gpu::QkvPrepareShape shape = case_shape(c);
@@ -148,12 +149,17 @@ TEST_P(GpuFused, QkvProductPreparedInItsDispatchEqualsTheTwoDispatches) {
     const std::vector<float> bias = c.bias ? random_floats(q_dim + 2 * kv_dim, rng_) : std::vector<float>{};
     const std::vector<float> q_norm = c.q_norm ? random_floats(static_cast<size_t>(c.head_dim), rng_) : std::vector<float>{};
     const std::vector<float> k_norm = c.k_norm ? random_floats(static_cast<size_t>(c.head_dim), rng_) : std::vector<float>{};
-    for (const auto& [type, cols] :
-         {std::pair{GgmlType::F16, 100}, std::pair{GgmlType::Q8_0, 96}, std::pair{GgmlType::Q4_K, 256}}) {
+    struct Weights {
+        GgmlType q, kv;
+        int cols;
+    };
+    for (const Weights& types : {Weights{GgmlType::F16, GgmlType::F16, 100}, Weights{GgmlType::Q8_0, GgmlType::Q8_0, 96},
+                                 Weights{GgmlType::Q4_K, GgmlType::Q6_K, 256}}) {
+        const int cols = types.cols;
         std::vector<uint8_t> qb, kb, vb;
-        const WeightMatrix wq = random_weight(type, static_cast<int64_t>(q_dim), cols, rng_, qb);
-        const WeightMatrix wk = random_weight(type, static_cast<int64_t>(kv_dim), cols, rng_, kb);
-        const WeightMatrix wv = random_weight(type, static_cast<int64_t>(kv_dim), cols, rng_, vb);
+        const WeightMatrix wq = random_weight(types.q, static_cast<int64_t>(q_dim), cols, rng_, qb);
+        const WeightMatrix wk = random_weight(types.q, static_cast<int64_t>(kv_dim), cols, rng_, kb);
+        const WeightMatrix wv = random_weight(types.kv, static_cast<int64_t>(kv_dim), cols, rng_, vb);
         const std::vector<float> norm_weight = random_floats(static_cast<size_t>(cols), rng_);
         for (size_t n : {1u, 3u, 8u}) {
             const std::vector<int32_t> positions(all_positions.begin(), all_positions.begin() + static_cast<std::ptrdiff_t>(n));
@@ -164,7 +170,7 @@ TEST_P(GpuFused, QkvProductPreparedInItsDispatchEqualsTheTwoDispatches) {
                 gpu_->qkv_product_prepared(ws, x, norm_weight, bias, q_norm, k_norm, positions, slots, rope, shape, false);
             const gpu::QkvPrepared fused =
                 gpu_->qkv_product_prepared(ws, x, norm_weight, bias, q_norm, k_norm, positions, slots, rope, shape, true, 2);
-            const std::string what = std::string(ggml_type_name(type)) + ", " + std::to_string(n) + " tokens";
+            const std::string what = std::string(ggml_type_name(types.kv)) + " v, " + std::to_string(n) + " tokens";
             EXPECT_EQ(fused.q, apart.q) << what;
             EXPECT_EQ(fused.k_cache, apart.k_cache) << what;
             EXPECT_EQ(fused.v_cache, apart.v_cache) << what;

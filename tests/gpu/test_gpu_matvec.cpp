@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 #include <string>
@@ -146,6 +147,46 @@ TEST_F(GpuMatvecTest, MultiWritesEachMatrixRowsToItsOwnOutput) {
     }
 }
 
+TEST(GpuMatvecMixed, FormatsEncodingTheirInputAlikeShareADispatchBitForBit) {
+    // q, k, v of block formats whose inputs the CPU encodes alike (Q8_K, Q8_0, Q8_1), in one
+    // dispatch, each read in its own format: every output equal bit for bit to its matrix's
+    // own dispatch (normed inputs; F32, and encoded where the device has integer dot products).
+    struct Mix {
+        std::array<GgmlType, 3> types;
+        int64_t cols;
+    };
+    const std::vector<Mix> mixes = {{{GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, 512},  // Q4_K_M's attention
+                                    {{GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::Q8_0}, 192},  // its rows of 896
+                                    {{GgmlType::IQ4_NL, GgmlType::Q4_0, GgmlType::Q8_0}, 96},
+                                    {{GgmlType::IQ4_XS, GgmlType::Q5_K, GgmlType::Q3_K}, 256},
+                                    {{GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_1}, 64}};
+    std::mt19937 rng(17);
+    for (bool integer_dot : {true, false}) {
+        std::unique_ptr<gpu::OpHarness> gpu;
+        INFERSCOPE_MAKE_OR_SKIP_GPU(gpu, std::make_unique<gpu::OpHarness>(true, 0, "", integer_dot));
+        for (const Mix& mix : mixes) {
+            std::array<std::vector<uint8_t>, 3> bytes;
+            const std::array<int64_t, 3> rows = {70, 13, 21};
+            const std::array<WeightMatrix, 3> ws = {random_weight(mix.types[0], rows[0], mix.cols, rng, bytes[0]),
+                                                    random_weight(mix.types[1], rows[1], mix.cols, rng, bytes[1]),
+                                                    random_weight(mix.types[2], rows[2], mix.cols, rng, bytes[2])};
+            for (int64_t n : {1, 4, 8}) {
+                const std::vector<float> x = random_floats(static_cast<size_t>(n * mix.cols), rng, 3.0f);
+                Options o;
+                o.norm_weight = random_floats(static_cast<size_t>(mix.cols), rng, 2.0f);
+                const std::vector<std::vector<float>> ys = gpu->matvec_multi({&ws[0], &ws[1], &ws[2]}, x, n, o);
+                ASSERT_EQ(ys.size(), 3u);
+                for (size_t i = 0; i < 3; ++i) {
+                    EXPECT_EQ(ys[i], gpu->matvec(ws[i], x, n, o)) << ggml_type_name(mix.types[i]) << " matrix " << i
+                                                                  << ", n=" << n << (gpu->integer_dot() ? ", integer dot" : "");
+                    EXPECT_LT(nmse(ys[i], cpu_product(ws[i], x, n, o)), 5e-4) << ggml_type_name(mix.types[i]);
+                }
+            }
+        }
+        EXPECT_EQ(gpu->validation_errors(), 0) << "Vulkan validation errors (printed above)";
+    }
+}
+
 // act(x^ * gate^T) * (x^ * up^T) on the CPU: its products, then its activation.
 std::vector<float> cpu_gated(const WeightMatrix& gate, const WeightMatrix& up, const std::vector<float>& x, int64_t n,
                              FfnActivation activation, const Options& o) {
@@ -160,13 +201,20 @@ std::vector<float> cpu_gated(const WeightMatrix& gate, const WeightMatrix& up, c
 }
 
 TEST_F(GpuMatvecTest, GatedSiluAndGeluEqualCpuProductsThenActivation) {
-    // 16,400 rows: a feed-forward as wide as a large model's, whose teams compute several rows at once.
-    for (const auto& [type, rows] : std::vector<std::pair<GgmlType, int64_t>>{
-             {GgmlType::F32, 75}, {GgmlType::F16, 75}, {GgmlType::Q4_0, 75}, {GgmlType::Q5_K, 75}, {GgmlType::Q8_0, 16400}}) {
+    // 16,400 rows: a feed-forward as wide as a large model's, whose teams compute several rows at
+    // once. Gate and up of two formats whose inputs the CPU encodes alike share the dispatch too.
+    for (const auto& [type, up_type, rows] :
+         std::vector<std::tuple<GgmlType, GgmlType, int64_t>>{{GgmlType::F32, GgmlType::F32, 75},
+                                                              {GgmlType::F16, GgmlType::F16, 75},
+                                                              {GgmlType::Q4_0, GgmlType::Q4_0, 75},
+                                                              {GgmlType::Q5_K, GgmlType::Q5_K, 75},
+                                                              {GgmlType::Q8_0, GgmlType::Q8_0, 16400},
+                                                              {GgmlType::Q4_K, GgmlType::Q6_K, 75},
+                                                              {GgmlType::Q5_0, GgmlType::Q8_0, 75}}) {
         std::vector<uint8_t> gb, ub;
         const int64_t cols = ggml_type_traits(type).block_elements == 256 ? 256 : 160;
         const WeightMatrix gate = random_weight(type, rows, cols, rng_, gb);
-        const WeightMatrix up = random_weight(type, rows, cols, rng_, ub);
+        const WeightMatrix up = random_weight(up_type, rows, cols, rng_, ub);
         for (FfnActivation activation : {FfnActivation::Silu, FfnActivation::GeluTanh}) {
             for (int64_t n : {1, 3, 8}) {
                 const std::vector<float> x = random_floats(static_cast<size_t>(n * cols), rng_);
@@ -175,8 +223,8 @@ TEST_F(GpuMatvecTest, GatedSiluAndGeluEqualCpuProductsThenActivation) {
                 const double bound = type == GgmlType::F32 ? 1e-6 : 5e-4;
                 const double e =
                     nmse(gpu_->matvec_gated(gate, up, x, n, activation, o), cpu_gated(gate, up, x, n, activation, o));
-                EXPECT_LT(e, bound) << ggml_type_name(type) << (activation == FfnActivation::Silu ? " SiLU" : " GELU")
-                                    << " n=" << n;
+                EXPECT_LT(e, bound) << ggml_type_name(type) << "/" << ggml_type_name(up_type)
+                                    << (activation == FfnActivation::Silu ? " SiLU" : " GELU") << " n=" << n;
             }
         }
     }

@@ -408,11 +408,12 @@ TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     std::printf("[ measured ] mixed weight types: max |teacher-forced logit GPU - CPU on F32 weights| = %.3g\n", worst);
     expect_greedy_equal(*gpu_, cpu_f32, prompt, 8, 1e-4f, "mixed weight types");
     // The last decode step: layer 0's q/k/v (one type) take one dispatch that also stores the
-    // cache (5 in the layer); layer 1's (three types) three, with no barrier between them, and
-    // the cache step one more (8). Outside the layers 3 more.
+    // cache (5 in the layer); layer 1's Q4_1 q and Q5_1 v (Q8_1 inputs) one, its Q5_0 k (Q8_0
+    // inputs) another with no barrier between them, and the cache step one more (7). Outside
+    // the layers 3 more.
     const DeviceSubmission step = gpu_->backend().last_forward_submission().value();
-    EXPECT_EQ(step.dispatches, 5 + 8 + 3);
-    EXPECT_EQ(step.barriers, step.dispatches + 1 - 2);
+    EXPECT_EQ(step.dispatches, 5 + 7 + 3);
+    EXPECT_EQ(step.barriers, step.dispatches + 1 - 1);
 }
 
 // Models whose inputs are encoded as the CPU encodes them, against the CPU itself: a Q4_K_M-like
@@ -463,6 +464,9 @@ TEST_P(GpuEncodedModel, MatchesTheCpusArithmetic) {
     }
     open(model, KvDtype::F32);
     expect_greedy_equal(*gpu_, *cpu_, prompt, 8, bound, std::string(c.name) + " model, encoded inputs");
+    // Each layer's q, k, v (of one input encoding, if not one type) in one dispatch that also
+    // stores the cache: 5 dispatches per layer and 3 more.
+    EXPECT_EQ(gpu_->backend().last_forward_submission().value().dispatches, 5 * model->config().n_layer + 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GpuEncodedModel,

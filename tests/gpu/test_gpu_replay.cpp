@@ -78,6 +78,22 @@ Trace run_trace(const std::shared_ptr<const Model>& model, bool replay) {
     return trace;
 }
 
+// Greedy decoding of `steps` tokens after a prompt of `prompt_tokens` in both sessions: the ids
+// must agree; returns the largest |logit difference|.
+float greedy_difference(InferenceSession& gpu, InferenceSession& cpu, int prompt_tokens, int steps) {
+    std::vector<TokenId> prompt;
+    for (int i = 0; i < prompt_tokens; ++i) prompt.push_back(static_cast<TokenId>(1 + (i * 37 + 11) % 299));
+    const testing::GreedyRun ours = testing::greedy_with_cache(gpu, prompt, steps);
+    const testing::GreedyRun expected = testing::greedy_with_cache(cpu, prompt, steps);
+    EXPECT_EQ(ours.ids, expected.ids);
+    float worst = 0;
+    for (size_t i = 0; i < ours.logits.size() && i < expected.logits.size(); ++i) {
+        for (size_t j = 0; j < ours.logits[i].size(); ++j)
+            worst = std::max(worst, std::abs(ours.logits[i][j] - expected.logits[i][j]));
+    }
+    return worst;
+}
+
 class GpuReplay : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GpuReplay, ReplayedStepsEqualFreshlyRecordedOnesBitForBit) {
@@ -104,6 +120,32 @@ TEST_P(GpuReplay, ReplayedStepsEqualFreshlyRecordedOnesBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuReplay, ::testing::Values("qwen2", "gemma3"));
+
+// The attention tile is part of a recorded pass's shape: a prompt of 3 tokens (tiles of
+// several) and a step of 3 sequences (tiles of one), each with 3 logit rows, are recorded
+// apart, and each later pass of its kind replays its own recording.
+TEST(GpuReplayShape, PassesOfOneSizeWithOtherTilesAreRecordedApart) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2"));
+    gpu::VulkanBackendOptions options;
+    options.validation = true;
+    std::unique_ptr<Backend> backend;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
+    InferenceSession session(model, testing::test_session_options(KvDtype::F16, 512), std::move(backend));
+    const auto replayed = [&](const Batch& batch) {
+        session.decode(batch);
+        return session.backend().last_forward_submission().value().replayed;
+    };
+    const auto prompt = [&](SeqId seq) { return Batch{{5, seq, 0, true}, {6, seq, 1, true}, {7, seq, 2, true}}; };
+    const SeqId a = session.new_sequence(), b = session.new_sequence(), c = session.new_sequence();
+    EXPECT_FALSE(replayed(prompt(a)));
+    EXPECT_TRUE(replayed(prompt(b)));
+    EXPECT_TRUE(replayed(prompt(c)));
+    EXPECT_FALSE(replayed(Batch{{8, a, 3, true}, {8, b, 3, true}, {8, c, 3, true}})) << "tiles of one: a recording of its own";
+    EXPECT_TRUE(replayed(Batch{{9, a, 4, true}, {9, b, 4, true}, {9, c, 4, true}}));
+    const SeqId d = session.new_sequence();
+    EXPECT_TRUE(replayed(prompt(d))) << "the prompt's recording is kept beside the step's";
+    EXPECT_EQ(gpu::vulkan_validation_errors(session.backend()), 0);
+}
 
 // A decode step of one token with split attention (a 4096-token context, the default tuning's
 // workgroup target): 5 dispatches per layer plus the embedding, the output norm and product,
@@ -156,6 +198,27 @@ TEST_P(GpuDecodeStep, FewerBindingsPrepareTheCacheApartWithTheSameLogits) {
     EXPECT_EQ(runs[0].logits, runs[1].logits);
 }
 
+// A device without subgroup arithmetic runs every reduction through shared memory (the
+// *_shared builds): a prompt of 12 tokens (matmul_shared, attention in tiles) and decode steps
+// (matvec_shared, including the q/k/v build that stores the cache), against the CPU.
+TEST_P(GpuDecodeStep, WithoutSubgroupArithmeticMatchesCpu) {
+    const auto model = testing::tiny_model(testing::tiny_spec(GetParam()));
+    gpu::VulkanBackendOptions options;
+    options.validation = true;
+    options.without_subgroup_arithmetic = true;
+    std::unique_ptr<Backend> backend;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
+    InferenceSession gpu_session(model, testing::test_session_options(KvDtype::F32), std::move(backend));
+    InferenceSession cpu_session(model, testing::test_session_options(KvDtype::F32));
+    const float worst = greedy_difference(gpu_session, cpu_session, 12, 6);
+    EXPECT_LE(worst, 1e-4f);
+    const int n_layer = model->config().n_layer;
+    EXPECT_EQ(gpu_session.backend().last_forward_submission().value().dispatches,
+              kDecodeDispatchesPerLayer * n_layer + kDecodeDispatchesOutsideLayers);
+    EXPECT_EQ(gpu::vulkan_validation_errors(gpu_session.backend()), 0);
+    std::printf("[ measured ] %s without subgroup arithmetic: max |logit GPU - CPU| = %.3g\n", GetParam(), worst);
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuDecodeStep, ::testing::Values("qwen2", "gemma3"));
 
 // With a 4096-token context a decode step's attention runs in several splits (most of them
@@ -170,15 +233,7 @@ TEST(GpuSplitAttention, DecodingMatchesCpu) {
     INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
     InferenceSession gpu_session(model, testing::test_session_options(KvDtype::F32, 4096), std::move(backend));
     InferenceSession cpu_session(model, testing::test_session_options(KvDtype::F32, 4096));
-    std::vector<TokenId> prompt;
-    for (int i = 0; i < 40; ++i) prompt.push_back(static_cast<TokenId>(1 + (i * 37 + 11) % 299));
-    const testing::GreedyRun ours = testing::greedy_with_cache(gpu_session, prompt, 20);
-    const testing::GreedyRun expected = testing::greedy_with_cache(cpu_session, prompt, 20);
-    EXPECT_EQ(ours.ids, expected.ids);
-    float worst = 0;
-    for (size_t i = 0; i < ours.logits.size(); ++i) {
-        for (size_t j = 0; j < ours.logits[i].size(); ++j) worst = std::max(worst, std::abs(ours.logits[i][j] - expected.logits[i][j]));
-    }
+    const float worst = greedy_difference(gpu_session, cpu_session, 40, 20);
     EXPECT_LE(worst, 1e-4f);
     EXPECT_EQ(gpu::vulkan_validation_errors(gpu_session.backend()), 0);
     std::printf("[ measured ] split attention in the model: max |logit GPU - CPU| = %.3g\n", worst);
