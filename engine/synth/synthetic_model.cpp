@@ -122,10 +122,12 @@ void validate(const SyntheticModelSpec& s) {
     if ((s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 || head_dim_of(s) % 2 != 0) {
         throw InvalidArgument("n_embd must split into an even head size, and heads into KV groups");
     }
-    const auto block = static_cast<int>(ggml_type_traits(s.dtype).block_elements);
-    if (s.n_embd % block != 0 || s.n_ff % block != 0) {
-        throw InvalidArgument("n_embd and n_ff must be multiples of " + std::to_string(block) + " for " +
-                              std::string(ggml_type_name(s.dtype)));
+    // The Q4_K_M mix falls back to formats of 32-element blocks where 256 do not divide a row.
+    const auto block = s.q4_k_m_mix ? 32 : static_cast<int>(ggml_type_traits(s.dtype).block_elements);
+    const std::string types = s.q4_k_m_mix ? "the Q4_K_M mix" : std::string(ggml_type_name(s.dtype));
+    if (s.n_embd % block != 0 || s.n_ff % block != 0 || head_dim_of(s) * s.n_head % block != 0) {
+        throw InvalidArgument("n_embd, n_ff and the heads' width must be multiples of " + std::to_string(block) + " for " +
+                              types);
     }
     for (int d : s.outlier_dims) {
         if (d < 0 || d >= s.n_embd) throw InvalidArgument("outlier dimension " + std::to_string(d) + " is outside n_embd");
@@ -201,7 +203,12 @@ void add_metadata(GgufWriter& w, const SyntheticModelSpec& s) {
     const std::string a = s.architecture + ".";
     w.set("general.architecture", GgufValue::string(s.architecture));
     w.set("general.name", GgufValue::string(s.name));
-    if (const auto file_type = llama_file_type(s.dtype)) w.set("general.file_type", GgufValue::u32(*file_type));
+    constexpr uint32_t kLlamaFileTypeQ4KM = 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    if (s.q4_k_m_mix) {
+        w.set("general.file_type", GgufValue::u32(kLlamaFileTypeQ4KM));
+    } else if (const auto file_type = llama_file_type(s.dtype)) {
+        w.set("general.file_type", GgufValue::u32(*file_type));
+    }
     w.set("inferscope.synthetic", GgufValue::boolean(true));
     w.set("inferscope.synthetic.seed", GgufValue::u64(s.seed));
     w.set(a + "block_count", GgufValue::u32(static_cast<uint32_t>(s.n_layer)));
@@ -250,15 +257,21 @@ struct WeightFactory {
     const SyntheticModelSpec& spec;
     GaussianSource rng;
 
-    // A [rows x cols] matrix (GGUF dims [cols, rows]) with outlier rows scaled.
-    void matrix(const std::string& name, int rows, int cols, float std, const std::vector<int>& scaled_rows = {},
+    // The type of the weight `role` ("attn_v", "output", ...) of `layer` (-1: none) with rows of `cols`.
+    GgmlType type_of(const std::string& role, int layer, int cols) const {
+        return spec.q4_k_m_mix ? q4_k_m_type(role, layer, spec.n_layer, cols, spec.tied_output) : spec.dtype;
+    }
+    // A [rows x cols] matrix (GGUF dims [cols, rows]) named "blk.<layer>.<role>.weight" (or
+    // "<role>.weight" for layer -1), with outlier rows scaled.
+    void matrix(const std::string& role, int layer, int rows, int cols, float std, const std::vector<int>& scaled_rows = {},
                 float row_scale = 1.0f) {
         std::vector<float> values = gaussian(rng, static_cast<size_t>(rows) * static_cast<size_t>(cols), 0.0f, std);
         for (int r : scaled_rows) {
             for (int c = 0; c < cols; ++c) values[static_cast<size_t>(r) * static_cast<size_t>(cols) + static_cast<size_t>(c)] *= row_scale;
         }
-        writer.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, spec.dtype,
-                          encode(spec.dtype, values, cols));
+        const std::string name = (layer < 0 ? "" : "blk." + std::to_string(layer) + ".") + role + ".weight";
+        const GgmlType type = type_of(role, layer, cols);
+        writer.add_tensor(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, type, encode(type, values, cols));
     }
     void vector(const std::string& name, int n, float mean, float std, const std::vector<int>& scaled = {},
                 float scale = 1.0f) {
@@ -274,11 +287,21 @@ void add_embedding(WeightFactory& f, const SyntheticModelSpec& s) {
     for (int d : s.outlier_dims) {
         for (int v = 0; v < s.n_vocab; ++v) values[static_cast<size_t>(v) * static_cast<size_t>(s.n_embd) + static_cast<size_t>(d)] *= s.outlier_scale;
     }
-    f.writer.add_tensor("token_embd.weight", {static_cast<uint64_t>(s.n_embd), static_cast<uint64_t>(s.n_vocab)}, s.dtype,
-                        encode(s.dtype, values, s.n_embd));
+    const GgmlType type = f.type_of("token_embd", -1, s.n_embd);
+    f.writer.add_tensor("token_embd.weight", {static_cast<uint64_t>(s.n_embd), static_cast<uint64_t>(s.n_vocab)}, type,
+                        encode(type, values, s.n_embd));
 }
 
 }  // namespace
+
+GgmlType q4_k_m_type(const std::string& tensor, int layer, int n_layer, int cols, bool tied_output) {
+    // llama.cpp's use_more_bits: the first and last eighth of the layers, and every third between.
+    const bool more_bits = layer >= 0 && (layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2);
+    const bool output = tensor == "output" || (tensor == "token_embd" && tied_output);
+    const bool q6_k = output || ((tensor == "attn_v" || tensor == "ffn_down") && more_bits);
+    if (cols % 256 == 0) return q6_k ? GgmlType::Q6_K : GgmlType::Q4_K;
+    return q6_k ? GgmlType::Q8_0 : GgmlType::Q5_0;
+}
 
 GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     SyntheticModelSpec s = input;
@@ -305,7 +328,7 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     WeightFactory f{writer, s, GaussianSource(s.seed)};
     add_embedding(f, s);
     f.vector("output_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, output_norm_scale);
-    if (!s.tied_output) f.matrix("output.weight", s.n_vocab, s.n_embd, s.weight_std);
+    if (!s.tied_output) f.matrix("output", -1, s.n_vocab, s.n_embd, s.weight_std);
     if (s.llama3_rope_original_context > 0) {
         writer.add_f32_tensor("rope_freqs.weight", {static_cast<uint64_t>(head_dim / 2)},
                               llama3_rope_factors(head_dim, s.rope_freq_base, s.llama3_rope_original_context));
@@ -313,24 +336,24 @@ GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {
     for (int l = 0; l < s.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         f.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, block_norm_scale);
-        f.matrix(p + "attn_q.weight", q_dim, s.n_embd, s.weight_std);
-        f.matrix(p + "attn_k.weight", kv_dim, s.n_embd, s.weight_std);
-        f.matrix(p + "attn_v.weight", kv_dim, s.n_embd, s.weight_std);
+        f.matrix("attn_q", l, q_dim, s.n_embd, s.weight_std);
+        f.matrix("attn_k", l, kv_dim, s.n_embd, s.weight_std);
+        f.matrix("attn_v", l, kv_dim, s.n_embd, s.weight_std);
         if (biases) {
             f.vector(p + "attn_q.bias", q_dim, 0.0f, s.weight_std);
             f.vector(p + "attn_k.bias", kv_dim, 0.0f, s.weight_std);
             f.vector(p + "attn_v.bias", kv_dim, 0.0f, s.weight_std);
         }
-        f.matrix(p + "attn_output.weight", s.n_embd, q_dim, s.weight_std);
+        f.matrix("attn_output", l, s.n_embd, q_dim, s.weight_std);
         if (qk_norms) {
             f.vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.05f);
             f.vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.05f);
         }
         if (post_norms) f.vector(p + "post_attention_norm.weight", s.n_embd, 1.0f, 0.05f);
         f.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f, s.outlier_dims, block_norm_scale);
-        f.matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd, s.weight_std);
-        f.matrix(p + "ffn_up.weight", s.n_ff, s.n_embd, s.weight_std);
-        f.matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, s.weight_std, s.outlier_dims, s.outlier_scale);
+        f.matrix("ffn_gate", l, s.n_ff, s.n_embd, s.weight_std);
+        f.matrix("ffn_up", l, s.n_ff, s.n_embd, s.weight_std);
+        f.matrix("ffn_down", l, s.n_embd, s.n_ff, s.weight_std, s.outlier_dims, s.outlier_scale);
         if (post_norms) f.vector(p + "post_ffw_norm.weight", s.n_embd, 1.0f, 0.05f);
     }
     return writer;
