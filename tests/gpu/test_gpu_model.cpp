@@ -10,6 +10,7 @@
 
 #include "engine/formats/quant.h"
 #include "gpu/vulkan_backend_factory.h"
+#include "gpu_greedy.h"
 #include "gpu_test_util.h"
 #include "support/engine_helpers.h"
 #include "support/test_paths.h"
@@ -18,7 +19,10 @@
 namespace inferscope {
 namespace {
 
+using testing::expect_greedy_equal;
+using testing::max_abs_diff;
 using testing::shared_model;
+using testing::synthetic_prompt;
 
 std::unique_ptr<Backend> vulkan(const std::shared_ptr<const Model>& model, int max_pass_tokens = 0,
                                 std::optional<bool> integer_dot = std::nullopt) {
@@ -52,13 +56,6 @@ protected:
     std::shared_ptr<const Model> model_;
     std::unique_ptr<InferenceSession> gpu_, cpu_;
 };
-
-float max_abs_diff(const std::vector<float>& a, std::span<const float> b) {
-    EXPECT_EQ(a.size(), b.size());
-    float worst = 0;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    return worst;
-}
 
 nlohmann::json reference(const std::string& file) {
     std::ifstream in(shared_model("reference/" + file));
@@ -227,20 +224,6 @@ float teacher_forced_difference(InferenceSession& gpu, InferenceSession& cpu, co
     return *std::max_element(differences.begin(), differences.end());
 }
 
-// Greedy decoding after `prompt` gives the CPU's tokens, each from logits within `tolerance`.
-void expect_greedy_equal(InferenceSession& gpu, InferenceSession& cpu, const std::vector<TokenId>& prompt, int steps,
-                         float tolerance, const std::string& what) {
-    const auto ours = testing::greedy_with_cache(gpu, prompt, steps);
-    const auto expected = testing::greedy_with_cache(cpu, prompt, steps);
-    EXPECT_EQ(ours.ids, expected.ids) << what;
-    float worst = 0;
-    for (size_t i = 0; i < ours.logits.size() && i < expected.logits.size(); ++i) {
-        worst = std::max(worst, max_abs_diff(ours.logits[i], expected.logits[i]));
-    }
-    EXPECT_LE(worst, tolerance) << what;
-    std::printf("[ measured ] %s: greedy %d steps, max |logit GPU - CPU| = %.3g\n", what.c_str(), steps, worst);
-}
-
 // The largest |GPU - CPU| logit allowed. The CPU's semantics round some values to F16: the
 // F16 KV cache, and GeGLU's input and output (its F16 table). There a last-bit difference of
 // the products (summation order) can become a whole F16 step (2^-11 relative) of a value,
@@ -248,12 +231,6 @@ void expect_greedy_equal(InferenceSession& gpu, InferenceSession& cpu, const std
 float logit_tolerance(const ModelConfig& c, KvDtype kv) {
     const bool f16_steps = kv == KvDtype::F16 || c.ffn_activation == FfnActivation::GeluTanh;
     return f16_steps ? 5e-3f : 1e-4f;
-}
-
-std::vector<TokenId> synthetic_prompt(int length, int vocab) {
-    std::vector<TokenId> prompt;
-    for (int i = 0; i < length; ++i) prompt.push_back(static_cast<TokenId>(1 + (i * 37 + 11) % (vocab - 1)));
-    return prompt;
 }
 
 struct TinyCase {

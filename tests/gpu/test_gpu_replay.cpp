@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu/vulkan_backend_factory.h"
+#include "gpu_greedy.h"
 #include "gpu_test_util.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
@@ -76,22 +77,6 @@ Trace run_trace(const std::shared_ptr<const Model>& model, bool replay) {
     }
     EXPECT_EQ(gpu::vulkan_validation_errors(session.backend()), 0) << "Vulkan validation errors (printed above)";
     return trace;
-}
-
-// Greedy decoding of `steps` tokens after a prompt of `prompt_tokens` in both sessions: the ids
-// must agree; returns the largest |logit difference|.
-float greedy_difference(InferenceSession& gpu, InferenceSession& cpu, int prompt_tokens, int steps) {
-    std::vector<TokenId> prompt;
-    for (int i = 0; i < prompt_tokens; ++i) prompt.push_back(static_cast<TokenId>(1 + (i * 37 + 11) % 299));
-    const testing::GreedyRun ours = testing::greedy_with_cache(gpu, prompt, steps);
-    const testing::GreedyRun expected = testing::greedy_with_cache(cpu, prompt, steps);
-    EXPECT_EQ(ours.ids, expected.ids);
-    float worst = 0;
-    for (size_t i = 0; i < ours.logits.size() && i < expected.logits.size(); ++i) {
-        for (size_t j = 0; j < ours.logits[i].size(); ++j)
-            worst = std::max(worst, std::abs(ours.logits[i][j] - expected.logits[i][j]));
-    }
-    return worst;
 }
 
 class GpuReplay : public ::testing::TestWithParam<const char*> {};
@@ -210,13 +195,12 @@ TEST_P(GpuDecodeStep, WithoutSubgroupArithmeticMatchesCpu) {
     INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
     InferenceSession gpu_session(model, testing::test_session_options(KvDtype::F32), std::move(backend));
     InferenceSession cpu_session(model, testing::test_session_options(KvDtype::F32));
-    const float worst = greedy_difference(gpu_session, cpu_session, 12, 6);
-    EXPECT_LE(worst, 1e-4f);
+    testing::expect_greedy_equal(gpu_session, cpu_session, testing::synthetic_prompt(12, model->config().n_vocab), 6, 1e-4f,
+                                 std::string(GetParam()) + " without subgroup arithmetic");
     const int n_layer = model->config().n_layer;
     EXPECT_EQ(gpu_session.backend().last_forward_submission().value().dispatches,
               kDecodeDispatchesPerLayer * n_layer + kDecodeDispatchesOutsideLayers);
     EXPECT_EQ(gpu::vulkan_validation_errors(gpu_session.backend()), 0);
-    std::printf("[ measured ] %s without subgroup arithmetic: max |logit GPU - CPU| = %.3g\n", GetParam(), worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuDecodeStep, ::testing::Values("qwen2", "gemma3"));
@@ -233,10 +217,9 @@ TEST(GpuSplitAttention, DecodingMatchesCpu) {
     INFERSCOPE_MAKE_OR_SKIP_GPU(backend, gpu::make_vulkan_backend(model, options));
     InferenceSession gpu_session(model, testing::test_session_options(KvDtype::F32, 4096), std::move(backend));
     InferenceSession cpu_session(model, testing::test_session_options(KvDtype::F32, 4096));
-    const float worst = greedy_difference(gpu_session, cpu_session, 40, 20);
-    EXPECT_LE(worst, 1e-4f);
+    testing::expect_greedy_equal(gpu_session, cpu_session, testing::synthetic_prompt(40, model->config().n_vocab), 20, 1e-4f,
+                                 "split attention in the model");
     EXPECT_EQ(gpu::vulkan_validation_errors(gpu_session.backend()), 0);
-    std::printf("[ measured ] split attention in the model: max |logit GPU - CPU| = %.3g\n", worst);
 }
 
 }  // namespace
