@@ -1,11 +1,13 @@
 #pragma once
-// Runs the built inferscope-cli (INFERSCOPE_CLI_PATH) with a shell argument string and
-// captures its exit code, stdout and stderr, for end-to-end tests of the commands.
+// Runs the built inferscope-cli (INFERSCOPE_CLI_PATH, or the program INFERSCOPE_CLI names: the
+// tests run from a bundle on another machine, scripts/gpu-bundle) with a shell argument string
+// and captures its exit code, stdout and stderr, for end-to-end tests of the commands.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -42,6 +44,11 @@ inline CliRunResult run_command(const std::string& command_line) {
     return r;
 }
 
-inline CliRunResult run_cli(const std::string& args) { return run_command(std::string(INFERSCOPE_CLI_PATH) + " " + args); }
+inline std::string cli_path() {
+    const char* env = std::getenv("INFERSCOPE_CLI");
+    return env != nullptr && *env != '\0' ? env : INFERSCOPE_CLI_PATH;
+}
+
+inline CliRunResult run_cli(const std::string& args) { return run_command(cli_path() + " " + args); }
 
 }  // namespace inferscope::testing
