@@ -5,7 +5,9 @@
 // (integer dot products), then each 32-value group's scales (group_product), added group by
 // group in the CPU's order. Each workgroup computes a tile of 64 weight rows x 64 tokens, walking
 // the shared dimension one group at a time: both operands' codes are staged in shared memory,
-// and each thread computes 4 rows x 4 tokens from them.
+// word-major, and each thread computes 4 rows x 4 tokens from them, reading the 4 rows' (tokens')
+// words of a step in one load. Each row (token) is loaded by 4 threads 64 apart, so that a
+// subgroup stores consecutive rows, in as many banks.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_spirv_intrinsics : require
@@ -15,7 +17,7 @@ layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;
 const uint GROUP = 32;
-const uint PADDED_WORDS = 9;  // a group's 32 codes are 8 words; the ninth spreads the rows over the banks
+const uint GROUP_WORDS = GROUP / 4;
 
 layout(set = 0, binding = 0) readonly buffer Weights { uint16_t w[]; };
 layout(set = 0, binding = 1) readonly buffer Input { float x[]; };   // [n x cols]
@@ -36,14 +38,14 @@ layout(push_constant) uniform Params {
 
 // The step's group: per weight row its codes and scales (weight_group_scales); per token its
 // codes, scale, the sums of its two halves' codes (Q8_K's minimums) and its Q8_1 code-sum scale.
-shared uint w_codes[TILE_ROWS * PADDED_WORDS];
+shared uvec4 w_codes[GROUP_WORDS][TILE_ROWS / 4];  // [word][row / 4][row % 4]
 shared vec4 w_scales[TILE_ROWS];
-shared uint x_codes[TILE_TOKENS * PADDED_WORDS];
+shared uvec4 x_codes[GROUP_WORDS][TILE_TOKENS / 4];  // [word][token / 4][token % 4]
 shared float x_scale[TILE_TOKENS];
 shared vec2 x_half_sums[Q8_K_INPUT ? TILE_TOKENS : 1];
 shared float x_code_sum_scale[Q8_1_INPUT ? TILE_TOKENS : 1];
-// Per loading thread: the largest |x| of its 8 values (Q8_0, Q8_1), or its first value of
-// largest magnitude, sign kept, of its 64 (Q8_K); then the sum of its 8 codes.
+// Per loading thread (tid = part x 64 + row): the largest |x| of its 8 values (Q8_0, Q8_1), or
+// its first value of largest magnitude, sign kept, of its 64 (Q8_K); then the sum of its 8 codes.
 shared float x_max[256];
 shared float x_code_sum[Q8_K_INPUT || Q8_1_INPUT ? 256 : 1];
 
@@ -52,14 +54,14 @@ shared float x_code_sum[Q8_K_INPUT || Q8_1_INPUT ? 256 : 1];
 float q8_k_block_factor(uint tid, uint t, uint k0) {
     float max_value = 0.0, max_magnitude = 0.0;
     if (t < p.n) {
-        const uint first = k0 + (tid % 4) * 64;
+        const uint first = k0 + (tid / TILE_TOKENS) * 64;
         for (uint e = first; e < first + 64 && e < p.cols; ++e) track_first_max(x[t * p.cols + e], max_value, max_magnitude);
     }
     x_max[tid] = max_value;
     barrier();
     max_value = 0.0;
     max_magnitude = 0.0;
-    for (uint i = tid & ~3u; i < (tid | 3u) + 1; ++i) track_first_max(x_max[i], max_value, max_magnitude);
+    for (uint part = 0; part < 4; ++part) track_first_max(x_max[part * TILE_TOKENS + tid % TILE_TOKENS], max_value, max_magnitude);
     return q8_k_factor(max_value);
 }
 
@@ -68,15 +70,15 @@ float q8_k_block_factor(uint tid, uint t, uint k0) {
 void load_weights(uint tid, uint r, uint k0) {
     float v[8];
     const uint row = r * row_words(p.cols);
+    const uint tile_row = tid % TILE_ROWS, part = tid / TILE_ROWS;
     if (r < p.rows) {
-        weight_chunk_codes(row, k0 / 8 + tid % 4, v);
+        weight_chunk_codes(row, k0 / 8 + part, v);
     } else {
         for (uint i = 0; i < 8; ++i) v[i] = 0.0;
     }
-    const uint at = (tid / 4) * PADDED_WORDS + (tid % 4) * 2;
-    w_codes[at] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
-    w_codes[at + 1] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
-    if (tid % 4 == 0) w_scales[tid / 4] = r < p.rows ? weight_group_scales(row, k0 / GROUP) : vec4(0.0);
+    w_codes[part * 2][tile_row / 4][tile_row % 4] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
+    w_codes[part * 2 + 1][tile_row / 4][tile_row % 4] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
+    if (part == 0) w_scales[tile_row] = r < p.rows ? weight_group_scales(row, k0 / GROUP) : vec4(0.0);
 }
 
 // Stages a loading thread's 8 input codes of token row t (zeros past the last token), encoded
@@ -85,18 +87,18 @@ void load_weights(uint tid, uint r, uint k0) {
 // and sums.
 void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale) {
     float v[8];
+    const uint token = tid % TILE_TOKENS, part = tid / TILE_TOKENS;
     for (uint i = 0; i < 8; ++i) {
-        const uint e = k0 + (tid % 4) * 8 + i;
+        const uint e = k0 + part * 8 + i;
         v[i] = t < p.n && e < p.cols ? x[t * p.cols + e] : 0.0;
     }
-    const uint first = tid & ~3u;
     float scale, f32_scale = 0.0;  // Q8_0 and Q8_1: the scale as stored, and before its F16 rounding
     if (!Q8_K_INPUT) {
         float amax = 0.0;
         for (uint i = 0; i < 8; ++i) amax = max(amax, abs(v[i]));
         x_max[tid] = amax;
         barrier();
-        amax = max(max(x_max[first], x_max[first + 1]), max(x_max[first + 2], x_max[first + 3]));
+        amax = max(max(x_max[token], x_max[token + TILE_TOKENS]), max(x_max[token + 2 * TILE_TOKENS], x_max[token + 3 * TILE_TOKENS]));
         const float factor = q8_code_factor(amax);
         for (uint i = 0; i < 8; ++i) v[i] = q8_0_code(v[i], factor);
         f32_scale = q8_f32_scale(amax);
@@ -105,19 +107,19 @@ void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale
         for (uint i = 0; i < 8; ++i) v[i] = q8_k_code(v[i], block_factor);
         scale = block_scale;
     }
-    const uint at = (tid / 4) * PADDED_WORDS + (tid % 4) * 2;
-    x_codes[at] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
-    x_codes[at + 1] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
-    if (tid == first) x_scale[tid / 4] = scale;
+    x_codes[part * 2][token / 4][token % 4] = pack_i8x4(vec4(v[0], v[1], v[2], v[3]));
+    x_codes[part * 2 + 1][token / 4][token % 4] = pack_i8x4(vec4(v[4], v[5], v[6], v[7]));
+    if (part == 0) x_scale[token] = scale;
     if (Q8_K_INPUT || Q8_1_INPUT) {
         float code_sum = 0.0;
         for (uint i = 0; i < 8; ++i) code_sum += v[i];
         x_code_sum[tid] = code_sum;
         barrier();
-        if (tid == first) {
-            const vec2 halves = vec2(x_code_sum[first] + x_code_sum[first + 1], x_code_sum[first + 2] + x_code_sum[first + 3]);
-            if (Q8_K_INPUT) x_half_sums[tid / 4] = halves;
-            if (Q8_1_INPUT) x_code_sum_scale[tid / 4] = q8_1_code_sum_scale(f32_scale, halves.x + halves.y);
+        if (part == 0) {
+            const vec2 halves = vec2(x_code_sum[token] + x_code_sum[token + TILE_TOKENS],
+                                     x_code_sum[token + 2 * TILE_TOKENS] + x_code_sum[token + 3 * TILE_TOKENS]);
+            if (Q8_K_INPUT) x_half_sums[token] = halves;
+            if (Q8_1_INPUT) x_code_sum_scale[token] = q8_1_code_sum_scale(f32_scale, halves.x + halves.y);
         }
     }
 }
@@ -126,8 +128,7 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint r0 = gl_WorkGroupID.x * TILE_ROWS;
     const uint t0 = gl_WorkGroupID.y * TILE_TOKENS;
-    // Computing: rows ty + 16 i and tokens tx + 16 j (i, j < 4), so that the 16 tokens a
-    // half-subgroup reads lie in 16 different banks.
+    // Computing: rows ty*4.., tokens tx*4..
     const uint ty = tid / 16;
     const uint tx = tid % 16;
     float acc[4][4];
@@ -138,40 +139,39 @@ void main() {
     float block_factor = 0.0, block_scale = 0.0;
     for (uint k0 = 0; k0 < p.cols; k0 += GROUP) {
         if (Q8_K_INPUT && k0 % 256 == 0) {
-            block_factor = q8_k_block_factor(tid, t0 + tid / 4, k0);
+            block_factor = q8_k_block_factor(tid, t0 + tid % TILE_TOKENS, k0);
             block_scale = q8_k_scale(block_factor);
         }
-        load_weights(tid, r0 + tid / 4, k0);
-        load_input(tid, t0 + tid / 4, k0, block_factor, block_scale);
+        load_weights(tid, r0 + tid % TILE_ROWS, k0);
+        load_input(tid, t0 + tid % TILE_TOKENS, k0, block_factor, block_scale);
         barrier();
         ivec2 s[4][4];  // [row][token]: the code products of each half of the group
         for (uint i = 0; i < 4; ++i) {
             for (uint j = 0; j < 4; ++j) s[i][j] = ivec2(0);
         }
-        for (uint q = 0; q < 8; ++q) {
-            uint a[4], b[4];
-            for (uint i = 0; i < 4; ++i) a[i] = w_codes[(ty + 16 * i) * PADDED_WORDS + q];
-            for (uint j = 0; j < 4; ++j) b[j] = x_codes[(tx + 16 * j) * PADDED_WORDS + q];
+        for (uint q = 0; q < GROUP_WORDS; ++q) {
+            const uvec4 a = w_codes[q][ty];
+            const uvec4 b = x_codes[q][tx];
             for (uint i = 0; i < 4; ++i) {
                 for (uint j = 0; j < 4; ++j) s[i][j][q / 4] += dot_i8x4(a[i], b[j], 0);
             }
         }
         for (uint j = 0; j < 4; ++j) {
-            const uint t = tx + 16 * j;
+            const uint t = tx * 4 + j;
             const float dx = x_scale[t];
             const vec2 x_sums = Q8_K_INPUT ? x_half_sums[t] : vec2(0.0);
             const float dx_sum = Q8_1_INPUT ? x_code_sum_scale[t] : 0.0;
             for (uint i = 0; i < 4; ++i) {
-                precise float sum = acc[i][j] + group_product(w_scales[ty + 16 * i], dx, dx_sum, vec2(s[i][j]), x_sums);
+                precise float sum = acc[i][j] + group_product(w_scales[ty * 4 + i], dx, dx_sum, vec2(s[i][j]), x_sums);
                 acc[i][j] = sum;
             }
         }
         barrier();
     }
     for (uint i = 0; i < 4; ++i) {
-        const uint r = r0 + ty + 16 * i;
+        const uint r = r0 + ty * 4 + i;
         for (uint j = 0; j < 4; ++j) {
-            const uint t = t0 + tx + 16 * j;
+            const uint t = t0 + tx * 4 + j;
             if (r >= p.rows || t >= p.n) continue;
             const uint dst = t * p.y_stride + p.y_offset + r;
             y[dst] = acc[i][j] + (p.accumulate != 0 ? y[dst] : 0.0);

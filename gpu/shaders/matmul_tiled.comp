@@ -2,9 +2,9 @@
 // y[t][y_offset + r] (+)= dot(W[r], x[t]) for prompts and batches, in F32: each workgroup
 // computes a tile of 64 weight rows x 64 tokens, walking the shared dimension 32 elements (one
 // quantized block) at a time. Both operands' slices are staged in shared memory (the weights
-// dequantized once per tile instead of once per token), and each thread accumulates a 4 x 4
-// block of outputs from them. Quantized weights whose input is encoded as the CPU encodes it
-// take matmul_dot_tiled.comp instead.
+// dequantized once per tile instead of once per token), k-major, so that each thread reads the
+// 4 rows and 4 tokens of its 4 x 4 block of outputs at one k as two vec4 loads. Quantized
+// weights whose input is encoded as the CPU encodes it take matmul_dot_tiled.comp instead.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 
@@ -13,7 +13,6 @@ layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;
 const uint TILE_K = 32;
-const uint PADDED_K = TILE_K + 1;  // breaks shared-memory bank conflicts of the column reads
 
 layout(set = 0, binding = 0) readonly buffer Weights { uint16_t w[]; };
 layout(set = 0, binding = 1) readonly buffer Input { float x[]; };   // [n x cols]
@@ -30,17 +29,18 @@ layout(push_constant) uniform Params {
 
 #include "weights.glsl"
 
-shared float w_tile[TILE_ROWS * PADDED_K];    // [row][k]
-shared float x_tile[TILE_TOKENS * PADDED_K];  // [token][k]
+shared vec4 w_tile[TILE_K][TILE_ROWS / 4];    // [k][row / 4][row % 4]
+shared vec4 x_tile[TILE_K][TILE_TOKENS / 4];  // [k][token / 4][token % 4]
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint r0 = gl_WorkGroupID.x * TILE_ROWS;
     const uint t0 = gl_WorkGroupID.y * TILE_TOKENS;
     const uint words = row_words(p.cols);
-    // Loading: thread tid fills 8 consecutive k of row (or token) tid / 4.
-    const uint load_row = tid / 4;
-    const uint load_chunk = tid % 4;
+    // Loading: thread tid fills 8 consecutive k of row (or token) tid % 64; a subgroup's
+    // threads store one k of consecutive rows, in as many banks.
+    const uint load_row = tid % TILE_ROWS;
+    const uint load_chunk = tid / TILE_ROWS;
     // Computing: rows ty*4.., tokens tx*4..
     const uint ty = tid / 16;
     const uint tx = tid % 16;
@@ -56,18 +56,16 @@ void main() {
         } else {
             for (uint i = 0; i < 8; ++i) v[i] = 0.0;
         }
-        for (uint i = 0; i < 8; ++i) w_tile[load_row * PADDED_K + load_chunk * 8 + i] = v[i];
+        for (uint i = 0; i < 8; ++i) w_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = v[i];
         const uint t = t0 + load_row;
         for (uint i = 0; i < 8; ++i) {
             const uint e = k0 + load_chunk * 8 + i;
-            x_tile[load_row * PADDED_K + load_chunk * 8 + i] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
+            x_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
         }
         barrier();
         for (uint k = 0; k < TILE_K; ++k) {
-            float a[4];
-            float b[4];
-            for (uint i = 0; i < 4; ++i) a[i] = w_tile[(ty * 4 + i) * PADDED_K + k];
-            for (uint j = 0; j < 4; ++j) b[j] = x_tile[(tx * 4 + j) * PADDED_K + k];
+            const vec4 a = w_tile[k][ty];
+            const vec4 b = x_tile[k][tx];
             for (uint i = 0; i < 4; ++i) {
                 for (uint j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
             }
