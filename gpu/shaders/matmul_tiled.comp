@@ -2,13 +2,14 @@
 // y[t][y_offset + r] (+)= dot(W[r], x[t]) for prompts and batches, in F32: each workgroup
 // computes a tile of 64 weight rows x 64 tokens, walking the shared dimension 32 elements (one
 // quantized block) at a time. Both operands' slices are staged in shared memory (the weights
-// dequantized once per tile instead of once per token), k-major, so that each thread reads the
-// 4 rows and 4 tokens of its 4 x 4 block of outputs at one k as two vec4 loads. Quantized
-// weights whose input is encoded as the CPU encodes it take matmul_dot_tiled.comp instead.
+// dequantized once per tile instead of once per token), k-major, so that each of the 128
+// threads reads the 8 rows and 4 tokens of its 8 x 4 block of outputs at one k as three vec4
+// loads. Quantized weights whose input is encoded as the CPU encodes it take
+// matmul_dot_tiled.comp instead.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 
-layout(local_size_x = 256) in;
+layout(local_size_x = 128) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;
@@ -37,43 +38,46 @@ void main() {
     const uint r0 = gl_WorkGroupID.x * TILE_ROWS;
     const uint t0 = gl_WorkGroupID.y * TILE_TOKENS;
     const uint words = row_words(p.cols);
-    // Loading: thread tid fills 8 consecutive k of row (or token) tid % 64; a subgroup's
+    // Loading: thread tid fills 8 consecutive k of row (or token) tid % 64, twice; a subgroup's
     // threads store one k of consecutive rows, in as many banks.
     const uint load_row = tid % TILE_ROWS;
-    const uint load_chunk = tid / TILE_ROWS;
-    // Computing: rows ty*4.., tokens tx*4..
+    // Computing: rows ty*8.., tokens tx*4..
     const uint ty = tid / 16;
     const uint tx = tid % 16;
-    float acc[4][4];
-    for (uint i = 0; i < 4; ++i) {
+    float acc[8][4];
+    for (uint i = 0; i < 8; ++i) {
         for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
     }
     for (uint k0 = 0; k0 < p.cols; k0 += TILE_K) {
-        float v[8];
-        const uint r = r0 + load_row;
-        if (r < p.rows) {
-            weight_chunk(r * words, k0 / 8 + load_chunk, p.cols, v);
-        } else {
-            for (uint i = 0; i < 8; ++i) v[i] = 0.0;
-        }
-        for (uint i = 0; i < 8; ++i) w_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = v[i];
-        const uint t = t0 + load_row;
-        for (uint i = 0; i < 8; ++i) {
-            const uint e = k0 + load_chunk * 8 + i;
-            x_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
+        for (uint load_chunk = tid / TILE_ROWS; load_chunk < 4; load_chunk += 2) {
+            float v[8];
+            const uint r = r0 + load_row;
+            if (r < p.rows) {
+                weight_chunk(r * words, k0 / 8 + load_chunk, p.cols, v);
+            } else {
+                for (uint i = 0; i < 8; ++i) v[i] = 0.0;
+            }
+            for (uint i = 0; i < 8; ++i) w_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = v[i];
+            const uint t = t0 + load_row;
+            for (uint i = 0; i < 8; ++i) {
+                const uint e = k0 + load_chunk * 8 + i;
+                x_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
+            }
         }
         barrier();
         for (uint k = 0; k < TILE_K; ++k) {
-            const vec4 a = w_tile[k][ty];
+            const vec4 a0 = w_tile[k][ty * 2];
+            const vec4 a1 = w_tile[k][ty * 2 + 1];
             const vec4 b = x_tile[k][tx];
-            for (uint i = 0; i < 4; ++i) {
-                for (uint j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+            for (uint j = 0; j < 4; ++j) {
+                for (uint i = 0; i < 4; ++i) acc[i][j] += a0[i] * b[j];
+                for (uint i = 0; i < 4; ++i) acc[4 + i][j] += a1[i] * b[j];
             }
         }
         barrier();
     }
-    for (uint i = 0; i < 4; ++i) {
-        const uint r = r0 + ty * 4 + i;
+    for (uint i = 0; i < 8; ++i) {
+        const uint r = r0 + ty * 8 + i;
         for (uint j = 0; j < 4; ++j) {
             const uint t = t0 + tx * 4 + j;
             if (r >= p.rows || t >= p.n) continue;
