@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
 
 #include "gpu/vk_arena.h"
@@ -27,6 +29,18 @@ TEST(GpuContext, BufferLargerThanTheLargestAllocationIsACapacityError) {
     }
     gpu::Buffer fits(*ctx, 4096, gpu::Buffer::Kind::Device);  // the context is still usable
     EXPECT_EQ(fits.size_bytes(), 4096u);
+}
+
+// tests/CMakeLists.txt runs chosen suites again on lavapipe with 512-bit vectors
+// (GpuSubgroupsOf16): subgroups of 16, nearer a GPU's 32 or 64 than lavapipe's default 8. This
+// holds that run to the size it asks for, so that it cannot pass on the default size unnoticed.
+TEST(GpuContext, SubgroupSizeIsTheOneTheRunAsksFor) {
+    const char* expected = std::getenv("INFERSCOPE_EXPECT_SUBGROUP_SIZE");
+    if (expected == nullptr) GTEST_SKIP() << "INFERSCOPE_EXPECT_SUBGROUP_SIZE is not set: this run asks for no subgroup size";
+    std::unique_ptr<gpu::VkContext> ctx;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(ctx, std::make_unique<gpu::VkContext>());
+    EXPECT_EQ(ctx->info().subgroup_size, std::stoul(expected)) << ctx->info().name;
+    std::printf("[ measured ] %s: subgroups of %u\n", ctx->info().name.c_str(), ctx->info().subgroup_size);
 }
 
 TEST(GpuContext, TheBackendNamesACpuDriverAsOne) {
