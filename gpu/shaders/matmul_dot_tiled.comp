@@ -12,12 +12,16 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_spirv_intrinsics : require
 
-layout(local_size_x = 128) in;
+const uint THREADS = 128;
+layout(local_size_x = THREADS) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;
 const uint GROUP = 32;
 const uint GROUP_WORDS = GROUP / 4;
+const uint PARTS = GROUP / 8;                    // a row's (token's) loading parts of 8 codes
+const uint SLOTS = PARTS * TILE_ROWS / THREADS;  // the parts each thread loads
+const uint SLOT_STRIDE = THREADS / TILE_ROWS;    // between one thread's parts
 
 layout(set = 0, binding = 0) readonly buffer Weights { uint16_t w[]; };
 layout(set = 0, binding = 1) readonly buffer Input { float x[]; };   // [n x cols]
@@ -44,19 +48,20 @@ shared uvec4 x_codes[GROUP_WORDS][TILE_TOKENS / 4];  // [word][token / 4][token 
 shared float x_scale[TILE_TOKENS];
 shared vec2 x_half_sums[Q8_K_INPUT ? TILE_TOKENS : 1];
 shared float x_code_sum_scale[Q8_1_INPUT ? TILE_TOKENS : 1];
-// Per loading slot (part x 64 + row, a thread's two slots 128 apart): the largest |x| of its 8
+// Per loading slot (part x 64 + row): the largest |x| of its 8
 // values (Q8_0, Q8_1), or its first value of largest magnitude, sign kept, of its 64 (Q8_K); then
 // the sum of its 8 codes.
-shared float x_max[4 * TILE_TOKENS];
-shared float x_code_sum[Q8_K_INPUT || Q8_1_INPUT ? 4 * TILE_TOKENS : 1];
+shared float x_max[PARTS * TILE_TOKENS];
+shared float x_code_sum[Q8_K_INPUT || Q8_1_INPUT ? PARTS * TILE_TOKENS : 1];
 
-const uint SLOTS = 2;  // each of the 128 threads loads parts tid / 64 and tid / 64 + 2 of a row
+// The part of its row (token, tid % 64) that the thread's slot h loads.
+uint loading_part(uint tid, uint h) { return tid / TILE_ROWS + SLOT_STRIDE * h; }
 
 // The Q8_K factor (q8_k_factor) of the 256-value block of token row t from k0: each of the row's
 // 4 loading slots scans 64 values in order, and the first largest of the four wins.
 float q8_k_block_factor(uint tid, uint t, uint k0) {
     for (uint h = 0; h < SLOTS; ++h) {
-        const uint part = tid / TILE_TOKENS + 2 * h;
+        const uint part = loading_part(tid, h);
         float max_value = 0.0, max_magnitude = 0.0;
         if (t < p.n) {
             const uint first = k0 + part * 64;
@@ -66,7 +71,7 @@ float q8_k_block_factor(uint tid, uint t, uint k0) {
     }
     barrier();
     float max_value = 0.0, max_magnitude = 0.0;
-    for (uint part = 0; part < 4; ++part) track_first_max(x_max[part * TILE_TOKENS + tid % TILE_TOKENS], max_value, max_magnitude);
+    for (uint part = 0; part < PARTS; ++part) track_first_max(x_max[part * TILE_TOKENS + tid % TILE_TOKENS], max_value, max_magnitude);
     return q8_k_factor(max_value);
 }
 
@@ -76,7 +81,7 @@ void load_weights(uint tid, uint r, uint k0) {
     const uint row = r * row_words(p.cols);
     const uint tile_row = tid % TILE_ROWS;
     for (uint h = 0; h < SLOTS; ++h) {
-        const uint part = tid / TILE_ROWS + 2 * h;
+        const uint part = loading_part(tid, h);
         float v[8];
         if (r < p.rows) {
             weight_chunk_codes(row, k0 / 8 + part, v);
@@ -96,7 +101,7 @@ void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale
     const uint token = tid % TILE_TOKENS;
     float v[SLOTS][8];
     for (uint h = 0; h < SLOTS; ++h) {
-        const uint part = tid / TILE_TOKENS + 2 * h;
+        const uint part = loading_part(tid, h);
         for (uint i = 0; i < 8; ++i) {
             const uint e = k0 + part * 8 + i;
             v[h][i] = t < p.n && e < p.cols ? x[t * p.cols + e] : 0.0;
@@ -107,7 +112,7 @@ void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale
         for (uint h = 0; h < SLOTS; ++h) {
             float amax = 0.0;
             for (uint i = 0; i < 8; ++i) amax = max(amax, abs(v[h][i]));
-            x_max[(tid / TILE_TOKENS + 2 * h) * TILE_TOKENS + token] = amax;
+            x_max[loading_part(tid, h) * TILE_TOKENS + token] = amax;
         }
         barrier();
         const float amax =
@@ -125,7 +130,7 @@ void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale
         scale = block_scale;
     }
     for (uint h = 0; h < SLOTS; ++h) {
-        const uint part = tid / TILE_TOKENS + 2 * h;
+        const uint part = loading_part(tid, h);
         x_codes[part * 2][token / 4][token % 4] = pack_i8x4(vec4(v[h][0], v[h][1], v[h][2], v[h][3]));
         x_codes[part * 2 + 1][token / 4][token % 4] = pack_i8x4(vec4(v[h][4], v[h][5], v[h][6], v[h][7]));
     }
@@ -134,7 +139,7 @@ void load_input(uint tid, uint t, uint k0, float block_factor, float block_scale
         for (uint h = 0; h < SLOTS; ++h) {
             float code_sum = 0.0;
             for (uint i = 0; i < 8; ++i) code_sum += v[h][i];
-            x_code_sum[(tid / TILE_TOKENS + 2 * h) * TILE_TOKENS + token] = code_sum;
+            x_code_sum[loading_part(tid, h) * TILE_TOKENS + token] = code_sum;
         }
         barrier();
         if (tid < TILE_TOKENS) {

@@ -9,7 +9,8 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 
-layout(local_size_x = 128) in;
+const uint THREADS = 128;
+layout(local_size_x = THREADS) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;
 const uint TILE_ROWS = 64;
 const uint TILE_TOKENS = 64;
@@ -49,7 +50,7 @@ void main() {
         for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
     }
     for (uint k0 = 0; k0 < p.cols; k0 += TILE_K) {
-        for (uint load_chunk = tid / TILE_ROWS; load_chunk < 4; load_chunk += 2) {
+        for (uint load_chunk = tid / TILE_ROWS; load_chunk < TILE_K / 8; load_chunk += THREADS / TILE_ROWS) {
             float v[8];
             const uint r = r0 + load_row;
             if (r < p.rows) {

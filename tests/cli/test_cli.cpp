@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -186,7 +188,7 @@ TEST_F(CliTest, BadFlagsExitWithOne) {
     // An empty argument where a command takes no positional one is an error, not a hang.
     const std::string model = write_tiny("tiny.gguf");
     for (const char* command : {"generate -n 2", "tokenize -p hi", "logits -p hi", "spec -n 2"}) {
-        const RunResult r = run_command("timeout 120 " + std::string(INFERSCOPE_CLI_PATH) + " " + command + " -m " + model + " ''");
+        const RunResult r = run_command("timeout 120 " + testing::cli_path() + " " + command + " -m " + model + " ''");
         EXPECT_EQ(r.exit_code, 1) << command << ": " << r.err;
         EXPECT_NE(r.err.find("not expected"), std::string::npos) << command << ": " << r.err;
     }
@@ -266,7 +268,7 @@ TEST_F(CliTest, TokenTextIsEscapedOnTheTerminal) {
 TEST_F(CliTest, GeneratedTextIsEscapedOnATerminalAndPassedRawIntoAPipe) {
     const std::string model = write_tiny("tiny.gguf");
     const std::string script = path("generate.sh");
-    std::ofstream(script) << "exec " << INFERSCOPE_CLI_PATH << " generate -m " << model
+    std::ofstream(script) << "exec " << testing::cli_path() << " generate -m " << model
                           << " -p \"$(printf 'a\\033[31mb')\" -n 2 --temp 0\n";
     // util-linux's script(1) runs the command on a pseudo-terminal.
     const RunResult on_terminal = testing::run_command("script -qec 'sh " + script + "' /dev/null");
@@ -458,6 +460,33 @@ TEST(CliModernModels, InfoNamesTheSlidingWindowLayers) {
     EXPECT_EQ(j["sliding_window"]["local_layers"], nlohmann::json({0, 1, 3, 4}));
     EXPECT_EQ(j["ffn_activation"], "geglu (tanh)");
     EXPECT_TRUE(j["qk_norm"].get<bool>());
+}
+
+}  // namespace
+}  // namespace inferscope
+
+namespace inferscope {
+namespace {
+
+// The GPU bundle (scripts/gpu-bundle) runs the suites on another machine, where the CLI is not at
+// the path this build baked in: INFERSCOPE_CLI names the program every end-to-end test runs.
+TEST(CliRunner, InferscopeCliNamesTheProgramTheTestsRun) {
+    const char* before = std::getenv("INFERSCOPE_CLI");
+    const std::string saved = before != nullptr ? before : "";
+    const fs::path stand_in = fs::temp_directory_path() / ("inferscope-cli-stand-in-" + std::to_string(::getpid()));
+    std::ofstream(stand_in) << "#!/bin/sh\necho \"stand-in $*\"\n";
+    fs::permissions(stand_in, fs::perms::owner_all);
+    ::setenv("INFERSCOPE_CLI", stand_in.c_str(), 1);
+    const testing::CliRunResult r = testing::run_cli("info -m x.gguf");
+    if (before != nullptr) {
+        ::setenv("INFERSCOPE_CLI", saved.c_str(), 1);
+    } else {
+        ::unsetenv("INFERSCOPE_CLI");
+    }
+    fs::remove(stand_in);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "stand-in info -m x.gguf\n");
+    EXPECT_EQ(testing::cli_path(), before != nullptr && *before != '\0' ? saved : std::string(INFERSCOPE_CLI_PATH));
 }
 
 }  // namespace

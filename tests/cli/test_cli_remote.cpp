@@ -61,8 +61,8 @@ TEST_F(CliRemoteMetrics, TextNamesEachQuantityAndWhatTheServerDoesNotExport) {
 }
 
 TEST_F(CliRemoteMetrics, JsonAndTheApiKeyFromTheEnvironment) {
-    const auto r = testing::run_command("env INFERSCOPE_TEST_KEY=k-123 " + std::string(INFERSCOPE_CLI_PATH) +
-                                        " remote-metrics --url " + url_ + " --api-key-env INFERSCOPE_TEST_KEY --json");
+    const auto r = testing::run_command("env INFERSCOPE_TEST_KEY=k-123 " + testing::cli_path() + " remote-metrics --url " + url_ +
+                                        " --api-key-env INFERSCOPE_TEST_KEY --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(last_authorization_, "Bearer k-123");
     EXPECT_EQ(r.out.find("k-123"), std::string::npos);

@@ -114,7 +114,8 @@ protected:
 
     // make-model over the existing model under the given faults: refused, the old file intact.
     void expect_model_kept(const std::string& faults, const std::string& message) {
-        const CliRunResult r = run_command(with_faults(faults) + INFERSCOPE_CLI_PATH + " make-model --preset tiny-qwen2 --seed 7 -o " + model_);
+        const CliRunResult r =
+            run_command(with_faults(faults) + testing::cli_path() + " make-model --preset tiny-qwen2 --seed 7 -o " + model_);
         EXPECT_EQ(r.exit_code, 1) << faults;
         EXPECT_NE(r.err.find(model_ + ": " + message), std::string::npos) << r.err;
         EXPECT_EQ(read(model_), original_model_) << faults;
@@ -135,8 +136,8 @@ TEST_F(FaultyDisk, AModelWriterThatFailsKeepsTheOldFile) {
 
 TEST_F(FaultyDisk, InterruptedAndShortWritesStillWriteEveryByte) {
     const std::string copy = (dir_ / "copy.gguf").string();
-    const CliRunResult r = run_command(with_faults("INFERSCOPE_FAULT_EINTR=1") + INFERSCOPE_CLI_PATH +
-                                       " make-model --preset tiny-qwen2 -o " + copy);
+    const CliRunResult r =
+        run_command(with_faults("INFERSCOPE_FAULT_EINTR=1") + testing::cli_path() + " make-model --preset tiny-qwen2 -o " + copy);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(read(copy), original_model_);
 }
@@ -144,8 +145,8 @@ TEST_F(FaultyDisk, InterruptedAndShortWritesStillWriteEveryByte) {
 TEST_F(FaultyDisk, AStepsFileThatFailsKeepsTheOldOne) {
     const fs::path steps = dir_ / "steps.jsonl";
     std::ofstream(steps) << "old steps\n";
-    const CliRunResult r = run_command(with_faults("INFERSCOPE_FAULT_WRITE_BYTES=300") + INFERSCOPE_CLI_PATH +
-                                       " generate -m " + model_ + " -p ab -n 8 --temp 0 --steps " + steps.string());
+    const CliRunResult r = run_command(with_faults("INFERSCOPE_FAULT_WRITE_BYTES=300") + testing::cli_path() + " generate -m " +
+                                       model_ + " -p ab -n 8 --temp 0 --steps " + steps.string());
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find(steps.string() + ": write failed: No space left on device"), std::string::npos) << r.err;
     EXPECT_EQ(read(steps), "old steps\n");
@@ -208,7 +209,7 @@ TEST_F(KilledApp, AnExportKilledAtAnyPointLeavesEveryFileWholeOrAbsent) {
 }
 
 TEST_F(FaultyDisk, LostStandardOutputAndSpecialTargetsAreFailures) {
-    const CliRunResult to_full = run_command(std::string(INFERSCOPE_CLI_PATH) + " info -m " + model_ + " >/dev/full");
+    const CliRunResult to_full = run_command(testing::cli_path() + " info -m " + model_ + " >/dev/full");
     EXPECT_EQ(to_full.exit_code, 1);
     EXPECT_NE(to_full.err.find("cannot write the standard output: No space left on device"), std::string::npos) << to_full.err;
     const CliRunResult device = run_cli("make-model --preset tiny-qwen2 -o /dev/full");

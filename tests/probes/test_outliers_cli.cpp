@@ -25,7 +25,7 @@ using CliResult = testing::CliRunResult;
 class OutliersCliTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!fs::exists(INFERSCOPE_CLI_PATH)) GTEST_SKIP() << "inferscope-cli is not built at " << INFERSCOPE_CLI_PATH;
+        if (!fs::exists(testing::cli_path())) GTEST_SKIP() << "inferscope-cli is not built at " << testing::cli_path();
         dir_ = fs::temp_directory_path() / ("inferscope-outliers-cli-" + std::to_string(::getpid()));
         fs::create_directories(dir_);
         SyntheticModelSpec spec = testing::tiny_spec("qwen2");
