@@ -36,6 +36,17 @@ struct OpHarness::Impl {
         ctx.download(b, 0, out.data(), count * sizeof(float));
         return out;
     }
+    // Room for the input of n tokens encoded for products of the widest of `weights`
+    // (record_products); one word where none reads it encoded.
+    Buffer encoded_input_buffer(std::span<const DeviceMatrix* const> weights, int64_t n) {
+        uint64_t bytes = 4;
+        for (const DeviceMatrix* w : weights) {
+            if (matmul_reads_encoded_input(kernels, w->type, static_cast<uint32_t>(n))) {
+                bytes = std::max(bytes, encoded_input_bytes(static_cast<uint32_t>(n), static_cast<uint32_t>(w->cols)));
+            }
+        }
+        return Buffer(ctx, bytes, Buffer::Kind::Device);
+    }
 
     // record_qkv_prepare's op over the device's q, k, v, its other inputs copied to the device
     // and its caches allocated.
@@ -151,16 +162,33 @@ bool OpHarness::matvec_uses_integer_dot(GgmlType type, int64_t cols, int64_t n) 
 }
 
 std::vector<float> OpHarness::matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n, uint64_t max_part_bytes) {
+    return products({&w}, x, n, max_part_bytes).front();
+}
+
+std::vector<std::vector<float>> OpHarness::products(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x,
+                                                    int64_t n, uint64_t max_part_bytes) {
     Impl& m = *impl_;
     BufferArena arena(m.ctx, 0);
-    const DeviceMatrix weights = upload_matrix(m.ctx, arena, w, max_part_bytes);
+    std::vector<DeviceMatrix> weights;
+    std::vector<Buffer> outputs;
+    for (const WeightMatrix* w : ws) {
+        weights.push_back(upload_matrix(m.ctx, arena, *w, max_part_bytes));
+        outputs.emplace_back(m.ctx, static_cast<uint64_t>(n * w->rows) * sizeof(float), Buffer::Kind::Device);
+    }
+    std::vector<const DeviceMatrix*> matrices;
+    std::vector<Product> products;
+    for (size_t i = 0; i < ws.size(); ++i) {
+        matrices.push_back(&weights[i]);
+        products.push_back({&weights[i], outputs[i].handle()});
+    }
     const Buffer input = m.device_copy(x);
-    const Buffer output(m.ctx, static_cast<uint64_t>(n * w.rows) * sizeof(float), Buffer::Kind::Device);
+    const Buffer encoded = m.encoded_input_buffer(matrices, n);
     m.run([&](VkCommandBuffer cmd) {
-        record_matmul(m.kernels, cmd, weights, input.handle(), output.handle(), static_cast<uint32_t>(n),
-                      static_cast<uint32_t>(w.rows), false);
+        record_products(m.kernels, cmd, products, input.handle(), static_cast<uint32_t>(n), encoded.handle());
     });
-    return m.read(output, static_cast<size_t>(n * w.rows));
+    std::vector<std::vector<float>> ys;
+    for (size_t i = 0; i < ws.size(); ++i) ys.push_back(m.read(outputs[i], static_cast<size_t>(n * ws[i]->rows)));
+    return ys;
 }
 
 std::vector<float> OpHarness::embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes,
@@ -388,25 +416,26 @@ bool OpHarness::has_timestamps() const { return impl_->ctx.info().timestamps && 
 
 namespace {
 
-// One call of `kernel` over `weights` (inputs x, outputs ys[i] per matrix), ending with a barrier.
-void record_products(Kernels& k, VkCommandBuffer cmd, const std::vector<const DeviceMatrix*>& weights, VkBuffer x,
-                     const std::vector<VkBuffer>& ys, uint32_t n, OpHarness::ProductKernel kernel) {
+// One call of `kernel` over `weights` (inputs x, outputs ys[i] per matrix), ending with a barrier;
+// `encoded`: room for x encoded (record_products).
+void record_kernel_call(Kernels& k, VkCommandBuffer cmd, const std::vector<const DeviceMatrix*>& weights, VkBuffer x,
+                        const std::vector<VkBuffer>& ys, uint32_t n, OpHarness::ProductKernel kernel, VkBuffer encoded) {
     using Kind = OpHarness::ProductKernel;
     switch (kernel) {
-        case Kind::Matmul:
+        case Kind::Matmul: {
+            std::vector<Product> products;
+            for (size_t i = 0; i < weights.size(); ++i) products.push_back({weights[i], ys[i]});
+            record_products(k, cmd, products, x, n, encoded);
+            // The unfused FFN: the activation is a dispatch of its own.
+            if (weights.size() == 2) {
+                record_gated_activation(k, cmd, ys[0], ys[1], n * static_cast<uint32_t>(weights[0]->rows), FfnActivation::Silu);
+            }
+            break;
+        }
         case Kind::Matvec:
             for (size_t i = 0; i < weights.size(); ++i) {
                 const bool last = i + 1 == weights.size();
-                const auto rows = static_cast<uint32_t>(weights[i]->rows);
-                if (kernel == Kind::Matmul) {
-                    record_matmul(k, cmd, *weights[i], x, ys[i], n, rows, false, last);
-                } else {
-                    record_matvec(k, cmd, *weights[i], x, ys[i], n, rows, false, {}, last);
-                }
-            }
-            // The unfused FFN: the activation is a dispatch of its own.
-            if (weights.size() == 2 && kernel == Kind::Matmul) {
-                record_gated_activation(k, cmd, ys[0], ys[1], n * static_cast<uint32_t>(weights[0]->rows), FfnActivation::Silu);
+                record_matvec(k, cmd, *weights[i], x, ys[i], n, static_cast<uint32_t>(weights[i]->rows), false, {}, last);
             }
             break;
         case Kind::MatvecMulti:
@@ -440,11 +469,13 @@ std::vector<std::vector<double>> OpHarness::time_products(const std::vector<cons
         ys.push_back(outputs[i].handle());
     }
     const Buffer input = m.device_copy(std::vector<float>(static_cast<size_t>(max_tokens * ws[0]->cols), 0.01f));
+    const Buffer encoded = m.encoded_input_buffer(matrices, max_tokens);
     std::vector<std::vector<double>> times(kernels.size());
     for (size_t i = 0; i < kernels.size(); ++i) {
         for (int64_t n : token_counts) {
             const auto record = [&](VkCommandBuffer cmd) {
-                record_products(m.kernels, cmd, matrices, input.handle(), ys, static_cast<uint32_t>(n), kernels[i]);
+                record_kernel_call(m.kernels, cmd, matrices, input.handle(), ys, static_cast<uint32_t>(n), kernels[i],
+                                   encoded.handle());
             };
             times[i].push_back(m.ctx.time_calls_us(record, reps));
         }

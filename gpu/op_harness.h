@@ -70,6 +70,10 @@ public:
     // y[n x w.rows] = x[n x w.cols] * W^T, the weights uploaded in parts of at most
     // `max_part_bytes` (0: the device's limit), as the backend does for large tensors.
     std::vector<float> matmul(const WeightMatrix& w, const std::vector<float>& x, int64_t n, uint64_t max_part_bytes = 0);
+    // The products of one input as the backend records q/k/v or gate/up (record_products): each
+    // [n x ws[i]->rows]; their input encoded once per encoding they need.
+    std::vector<std::vector<float>> products(const std::vector<const WeightMatrix*>& ws, const std::vector<float>& x, int64_t n,
+                                             uint64_t max_part_bytes = 0);
     // Rows `tokens` of `table`, dequantized and times `scale`: [tokens x table.cols].
     std::vector<float> embed(const WeightMatrix& table, const std::vector<int32_t>& tokens, uint64_t max_part_bytes = 0,
                              float scale = 1.0f);

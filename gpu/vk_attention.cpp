@@ -10,13 +10,6 @@ namespace {
 
 constexpr uint32_t kMaxHeadDim = 256;
 
-// Launches `count` workgroups as X x Y, X within the device's limit (the shaders linearise
-// the ids and skip those past the end).
-std::pair<uint32_t, uint32_t> fold_groups(const Kernels& k, uint64_t count) {
-    const uint32_t x = static_cast<uint32_t>(std::min<uint64_t>(count, k.max_groups_x()));
-    return {x, static_cast<uint32_t>((count + x - 1) / x)};
-}
-
 // Whether attention_split.comp runs its subgroup build: subgroup arithmetic with subgroups of 4
 // threads or more (it keeps one partial maximum per subgroup); matmul_rows_per_group() is
 // kMatmulThreads / the subgroup size.
@@ -81,6 +74,17 @@ uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t 
     return tile;
 }
 
+void check_attention_fits(const Kernels& k, uint32_t heads_per_kv, uint32_t head_dim) {
+    const uint32_t heads = workgroup_heads(heads_per_kv);
+    const uint64_t shared = attention_shared_bytes(heads, head_dim, subgroup_build(k, AttentionBuild::Auto));
+    if (shared > k.max_shared_bytes()) {
+        throw CapacityError("attention of " + std::to_string(heads) + " query heads of " + std::to_string(head_dim) +
+                            " dimensions per workgroup needs " + std::to_string(shared) +
+                            " bytes of shared memory; the Vulkan device gives a workgroup " +
+                            std::to_string(k.max_shared_bytes()));
+    }
+}
+
 uint32_t attention_pass_tile(std::span<const BatchToken> tokens, uint32_t most_tile) {
     const auto same_sequence = [](const BatchToken& a, const BatchToken& b) { return a.seq == b.seq; };
     return std::adjacent_find(tokens.begin(), tokens.end(), same_sequence) == tokens.end() ? 1 : most_tile;
@@ -108,7 +112,7 @@ void record_attention_split(Kernels& k, VkCommandBuffer cmd, const AttentionBuff
     const SpecConstants spec{params.kv_f16 ? 1u : 0u, heads, params.head_dim, tile_tokens};
     const uint64_t head_parts = attention_head_parts(heads_per_kv);
     const uint64_t tiles = (n + tile_tokens - 1) / tile_tokens;
-    const auto [x, y] = fold_groups(k, static_cast<uint64_t>(params.n_head_kv) * head_parts * tiles * splits);
+    const auto [x, y] = k.fold_groups(static_cast<uint64_t>(params.n_head_kv) * head_parts * tiles * splits);
     k.dispatch(cmd, subgroups ? Shader::AttentionSplit : Shader::AttentionSplitShared, spec,
                {b.q, b.k_cache, b.v_cache, b.tables, b.positions, b.table_start, b.partials, b.context, b.split_counters}, &push,
                sizeof push, x, y, barrier);

@@ -58,6 +58,11 @@ uint32_t attention_pass_tile(std::span<const BatchToken> tokens, uint32_t most_t
 // least 1.
 uint32_t attention_tile_tokens(const Kernels& k, uint32_t group_heads, uint32_t head_dim);
 
+// CapacityError naming the sizes unless a workgroup of attention_split.comp for one token of a
+// KV head with heads_per_kv query heads of head_dim dimensions fits the device's shared memory
+// (tiles of more tokens are sized to it: attention_tile_tokens).
+void check_attention_fits(const Kernels& k, uint32_t heads_per_kv, uint32_t head_dim);
+
 // What one attention dispatch reads and writes.
 struct AttentionBuffers {
     VkBuffer q = VK_NULL_HANDLE;  // [n x n_head x head_dim]

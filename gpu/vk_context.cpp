@@ -182,6 +182,7 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
     info.subgroup_size = subgroup.subgroupSize;
     info.max_workgroup_count_x = base.limits.maxComputeWorkGroupCount[0];
+    info.max_workgroup_threads = std::min(base.limits.maxComputeWorkGroupInvocations, base.limits.maxComputeWorkGroupSize[0]);
     info.max_shared_memory_bytes = base.limits.maxComputeSharedMemorySize;
     info.max_storage_buffers_per_shader =
         std::min(base.limits.maxPerStageDescriptorStorageBuffers, base.limits.maxDescriptorSetStorageBuffers);
@@ -193,6 +194,8 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
     info.subgroup_arithmetic = (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0 &&
                                (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
     const int family = compute_queue_family(device);
+    info.compute_queue = family >= 0;
+    info.vulkan_1_2 = base.apiVersion >= VK_API_VERSION_1_2;
     if (family >= 0) {
         uint32_t count = 0;
         vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
@@ -201,9 +204,8 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
         info.timestamps = families[static_cast<size_t>(family)].timestampValidBits > 0 &&
                           base.limits.timestampComputeAndGraphics == VK_TRUE;
     }
-    info.usable = family >= 0 && info.storage_16bit && base.apiVersion >= VK_API_VERSION_1_2 &&
-                  info.max_storage_buffers_per_shader >= kRequiredStorageBuffersPerShader;
     read_heaps(device, info);
+    info.shortfalls = device_shortfalls(info);
     return info;
 }
 
@@ -252,6 +254,12 @@ std::string lower(std::string s) {
     return s;
 }
 
+std::string joined(const std::vector<std::string>& phrases) {
+    std::string all;
+    for (const std::string& p : phrases) all += (all.empty() ? "" : ", ") + p;
+    return all;
+}
+
 DeviceInfo pick(const std::vector<DeviceInfo>& devices) {
     if (devices.empty()) throw Error("no Vulkan device found (no driver, or no Vulkan loader)");
     const char* wanted = std::getenv("INFERSCOPE_VK_DEVICE");
@@ -261,22 +269,20 @@ DeviceInfo pick(const std::vector<DeviceInfo>& devices) {
         for (const DeviceInfo& d : devices) {
             const bool match = is_index ? std::to_string(d.index) == w : lower(d.name).find(lower(w)) != std::string::npos;
             if (!match) continue;
-            if (!d.usable)
-                throw UnsupportedError(
-                    "Vulkan device '" + d.name + "' (INFERSCOPE_VK_DEVICE=" + w + ") lacks 16-bit storage buffers, Vulkan 1.2, " +
-                    std::to_string(kRequiredStorageBuffersPerShader) + " storage buffers per shader or a compute queue");
+            if (!d.usable())
+                throw UnsupportedError("Vulkan device '" + d.name + "' (INFERSCOPE_VK_DEVICE=" + w +
+                                       ") cannot run the backend: " + joined(d.shortfalls));
             return d;
         }
         throw InvalidArgument("INFERSCOPE_VK_DEVICE=" + w + " matches no Vulkan device (see inferscope-cli devices)");
     }
     const DeviceInfo* best = nullptr;
+    std::string why_not;
     for (const DeviceInfo& d : devices) {
-        if (d.usable && (best == nullptr || type_rank(d.type) < type_rank(best->type))) best = &d;
+        if (d.usable() && (best == nullptr || type_rank(d.type) < type_rank(best->type))) best = &d;
+        if (!d.usable()) why_not += (why_not.empty() ? "" : "; ") + ("'" + d.name + "': " + joined(d.shortfalls));
     }
-    if (best == nullptr)
-        throw UnsupportedError("no Vulkan device has 16-bit storage buffers, Vulkan 1.2, " +
-                               std::to_string(kRequiredStorageBuffersPerShader) +
-                               " storage buffers per shader and a compute queue");
+    if (best == nullptr) throw UnsupportedError("no Vulkan device can run the backend (" + why_not + ")");
     return *best;
 }
 
@@ -294,6 +300,26 @@ std::vector<DeviceInfo> list_vulkan_devices() {
     for (size_t i = 0; i < physical.size(); ++i) devices.push_back(describe(physical[i], static_cast<int>(i)));
     vkDestroyInstance(instance, nullptr);
     return devices;
+}
+
+std::vector<std::string> device_shortfalls(const DeviceInfo& info) {
+    std::vector<std::string> lacks;
+    if (!info.vulkan_1_2) lacks.push_back("Vulkan " + info.api_version + " (1.2 needed)");
+    if (!info.compute_queue) lacks.push_back("no compute queue");
+    if (!info.storage_16bit) lacks.push_back("no 16-bit storage buffers with shaderInt16");
+    if (info.max_storage_buffers_per_shader < kRequiredStorageBuffersPerShader) {
+        lacks.push_back(std::to_string(info.max_storage_buffers_per_shader) + " storage buffers per shader (" +
+                        std::to_string(kRequiredStorageBuffersPerShader) + " needed)");
+    }
+    if (info.max_workgroup_threads < kRequiredWorkgroupThreads) {
+        lacks.push_back(std::to_string(info.max_workgroup_threads) + " threads per workgroup (" +
+                        std::to_string(kRequiredWorkgroupThreads) + " needed)");
+    }
+    if (info.max_shared_memory_bytes < kRequiredSharedMemoryBytes) {
+        lacks.push_back(std::to_string(info.max_shared_memory_bytes) + " bytes of shared memory per workgroup (" +
+                        std::to_string(kRequiredSharedMemoryBytes) + " needed)");
+    }
+    return lacks;
 }
 
 DeviceInfo choose_vulkan_device() { return pick(list_vulkan_devices()); }
@@ -316,6 +342,9 @@ VkContext::VkContext(const ContextOptions& options) : staging_limit_bytes_(std::
             info_.max_workgroup_count_x = std::min(info_.max_workgroup_count_x, options.max_workgroups_x);
         }
         if (options.without_subgroup_arithmetic) info_.subgroup_arithmetic = false;
+        if (options.max_shared_memory_bytes > 0) {
+            info_.max_shared_memory_bytes = std::min(info_.max_shared_memory_bytes, options.max_shared_memory_bytes);
+        }
         if (options.max_storage_buffers_per_shader > 0) {
             info_.max_storage_buffers_per_shader =
                 std::min(info_.max_storage_buffers_per_shader, options.max_storage_buffers_per_shader);

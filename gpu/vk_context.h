@@ -54,6 +54,9 @@ struct ContextOptions {
     // > 0: bind at most this many storage buffers per shader, so tests on any device take the
     // paths of devices that allow fewer.
     uint32_t max_storage_buffers_per_shader = 0;
+    // > 0: give a workgroup at most this much shared memory, so tests on any device meet the
+    // limits of devices that have less.
+    uint32_t max_shared_memory_bytes = 0;
     // Treat the device as lacking subgroup arithmetic, so that tests on any device run the
     // shared-memory builds (matmul_shared, matvec_shared, attention_split_shared).
     bool without_subgroup_arithmetic = false;

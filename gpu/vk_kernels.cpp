@@ -36,6 +36,7 @@ constexpr std::array<ShaderSpec, static_cast<size_t>(Shader::Count)> kSpecs = {{
     {"attention_split", 9},
     {"attention_split_shared", 9},
     {"read_bandwidth", 2},
+    {"encode_input", 2},
 }};
 constexpr uint32_t kPushBytes = 48;
 static_assert(std::all_of(kSpecs.begin(), kSpecs.end(),
@@ -82,6 +83,13 @@ ShaderWeightType shader_weight_type(GgmlType type) {
 bool is_block_type(ShaderWeightType type) {
     return type != ShaderWeightType::F32 && type != ShaderWeightType::F16 && type != ShaderWeightType::BF16;
 }
+
+bool q8_k_input(ShaderWeightType type) {
+    return type == ShaderWeightType::Q4_K || type == ShaderWeightType::Q5_K || type == ShaderWeightType::Q6_K ||
+           type == ShaderWeightType::IQ4_XS || type == ShaderWeightType::Q2_K || type == ShaderWeightType::Q3_K;
+}
+
+bool q8_1_input(ShaderWeightType type) { return type == ShaderWeightType::Q4_1 || type == ShaderWeightType::Q5_1; }
 
 Kernels::Kernels(VkContext& ctx) : Kernels(ctx, kernel_tuning(ctx.info())) {}
 

@@ -5,10 +5,12 @@
 // its writes visible to the next.
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/formats/ggml_type.h"
@@ -39,6 +41,12 @@ enum class ShaderWeightType : uint32_t {
 ShaderWeightType shader_weight_type(GgmlType type);
 // Whether the shaders read `type` in blocks (of 32 or 256 elements) rather than element by element.
 bool is_block_type(ShaderWeightType type);
+// Whether the CPU encodes the input of `type` weights as Q8_K (per 256-element block) rather
+// than Q8_0: the formats of 256-element blocks.
+bool q8_k_input(ShaderWeightType type);
+// Whether it encodes it as Q8_1 (Q8_0 and the scaled sum of each block's codes): the formats
+// with a minimum.
+bool q8_1_input(ShaderWeightType type);
 
 enum class Shader {
     Matmul,
@@ -58,12 +66,20 @@ enum class Shader {
     AttentionSplit,
     AttentionSplitShared,
     ReadBandwidth,
+    EncodeInput,
     Count
 };
 
 // The most storage buffers a shader the backend cannot do without binds (qkv_prepare.comp's);
 // the mat-vec's *_qkv builds bind 16 and run only where the device allows them.
 inline constexpr uint32_t kRequiredStorageBuffersPerShader = 10;
+// The largest workgroup of the kernels every model runs (swiglu.comp, read_bandwidth.comp, the
+// mat-vec's widest); Vulkan guarantees only 128.
+inline constexpr uint32_t kRequiredWorkgroupThreads = 256;
+// The most shared memory a kernel takes whatever the model: the mat-vec's partial sums (16 x 256
+// floats) and finish_counter.glsl's flag. The integer-dot builds' encoded input and attention's
+// rows are sized to the device, or refused by name.
+inline constexpr uint32_t kRequiredSharedMemoryBytes = 16 * 256 * 4 + 4;
 
 // A pipeline's specialization constants by constant_id (0..5); a constant its shader does
 // not declare is ignored.
@@ -101,6 +117,12 @@ public:
     void reset_counts() { counts_ = {}; }
     // The most workgroups one dispatch may launch along X (larger counts fold into Y).
     uint32_t max_groups_x() const { return max_groups_x_; }
+    // `count` workgroups launched as X x Y with X within the device's limit (the shaders
+    // linearise the ids and skip those past the end).
+    std::pair<uint32_t, uint32_t> fold_groups(uint64_t count) const {
+        const auto x = static_cast<uint32_t>(std::min<uint64_t>(count, max_groups_x_));
+        return {x, static_cast<uint32_t>((count + x - 1) / x)};
+    }
     const KernelTuning& tuning() const { return tuning_; }
     // Whether products on encoded inputs (encodes_input) may run on integer dot products (matvec_dot,
     // matmul_dot_tiled): the tuning asks for it and the device has them and subgroup arithmetic.

@@ -19,17 +19,8 @@ constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
 constexpr uint32_t kMatvecMaxParts = 256;  // matvec.comp's MAX_PARTS
 constexpr uint32_t kMatvecPartBytes = kMatvecAccumulators * kMatvecMaxParts * 4 + 4;
 constexpr uint32_t kQuantizedGroupBytes = 32 + 4 + 8;
-
-// Whether the CPU encodes the input of `type` weights as Q8_K (per 256-element block) rather
-// than Q8_0: the formats of 256-element blocks.
-bool q8_k_input(ShaderWeightType type) {
-    return type == ShaderWeightType::Q4_K || type == ShaderWeightType::Q5_K || type == ShaderWeightType::Q6_K ||
-           type == ShaderWeightType::IQ4_XS || type == ShaderWeightType::Q2_K || type == ShaderWeightType::Q3_K;
-}
-
-// Whether the CPU encodes it as Q8_1 (Q8_0 and the scaled sum of each block's codes): the formats
-// with a minimum.
-bool q8_1_input(ShaderWeightType type) { return type == ShaderWeightType::Q4_1 || type == ShaderWeightType::Q5_1; }
+static_assert(kMatvecPartBytes <= kRequiredSharedMemoryBytes && kMaxRowThreads <= kRequiredWorkgroupThreads,
+              "devices are chosen by what the mat-vec needs");
 
 // matvec.comp's push constants.
 struct MatvecPush {
@@ -112,9 +103,7 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
 
 // Whether matrices of types a and b can share a matvec.comp dispatch: it takes its rows' units
 // and its input's encoding from matrix 0's type.
-bool formats_share_dispatch(ShaderWeightType a, ShaderWeightType b) {
-    return a == b || (is_block_type(a) && is_block_type(b) && q8_k_input(a) == q8_k_input(b) && q8_1_input(a) == q8_1_input(b));
-}
+bool formats_share_dispatch(ShaderWeightType a, ShaderWeightType b) { return a == b || same_input_encoding(a, b); }
 
 // The types of matrices 1 and 2 of a dispatch over ws (absent ones: the last's).
 void set_matrix_types(MatvecShape& shape, std::span<const DeviceMatrix* const> ws) {
@@ -136,8 +125,7 @@ void dispatch_matvec(Kernels& k, VkCommandBuffer cmd, const MatvecShape& shape, 
                      const Push& push, bool barrier) {
     const MatvecPush& base = push;
     const uint64_t groups = (static_cast<uint64_t>(base.end2) + shape.rows_per_group - 1) / shape.rows_per_group;
-    const auto groups_x = static_cast<uint32_t>(std::min<uint64_t>(groups, k.max_groups_x()));
-    const auto groups_y = static_cast<uint32_t>((groups + groups_x - 1) / groups_x);
+    const auto [groups_x, groups_y] = k.fold_groups(groups);
     k.dispatch(cmd, shape.shader, shape.spec, buffers, &push, sizeof push, groups_x, groups_y, barrier);
 }
 

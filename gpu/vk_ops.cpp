@@ -65,11 +65,39 @@ Buffer upload_floats(VkContext& ctx, const std::vector<float>& values) {
     return b;
 }
 
-void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
-                   uint32_t y_stride, bool accumulate, bool barrier) {
+bool matmul_reads_encoded_input(const Kernels& k, ShaderWeightType type, uint32_t n) {
+    return n > kMatvecMaxTokens && k.encodes_input(type);
+}
+
+bool same_input_encoding(ShaderWeightType a, ShaderWeightType b) {
+    return is_block_type(a) && is_block_type(b) && q8_k_input(a) == q8_k_input(b) && q8_1_input(a) == q8_1_input(b);
+}
+
+uint64_t encoded_input_bytes(uint32_t n, uint32_t cols) {
+    constexpr uint64_t kGroupBytes = 32 + 4 + 8 + 4;  // codes, scale, half sums, code-sum scale
+    return uint64_t{n} * (cols / 32) * kGroupBytes;
+}
+
+void record_encode_input(Kernels& k, VkCommandBuffer cmd, ShaderWeightType type, VkBuffer x, VkBuffer encoded, uint32_t n,
+                         uint32_t cols, bool barrier) {
+    if (cols % 32 != 0 || (q8_k_input(type) && cols % 256 != 0)) {
+        throw Error("internal: rows of " + std::to_string(cols) + " values cannot be encoded in whole blocks");
+    }
+    constexpr uint32_t kThreads = 64;  // encode_input.comp's, one per 32-value group
+    const uint32_t push[2] = {n, cols};
+    const auto [x_groups, y_groups] = k.fold_groups(groups(uint64_t{n} * (cols / 32), kThreads));
+    k.dispatch(cmd, Shader::EncodeInput, k.matmul_spec(type), {x, encoded}, push, sizeof push, x_groups, y_groups, barrier);
+}
+
+void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n, uint32_t y_stride,
+                   bool accumulate, bool barrier, VkBuffer encoded) {
     if (n <= kMatvecMaxTokens) {
         record_matvec(k, cmd, w, x, y, n, y_stride, accumulate, {}, barrier);
         return;
+    }
+    const bool reads_encoded = matmul_reads_encoded_input(k, w.type, n);
+    if (reads_encoded && encoded == VK_NULL_HANDLE) {
+        throw Error("internal: a product of " + std::to_string(n) + " tokens of encoded input was recorded without it");
     }
     for (const DeviceMatrix::Part& part : w.parts) {
         // The parts write disjoint columns: only the last needs the barrier.
@@ -77,17 +105,35 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
         const uint32_t push[6] = {static_cast<uint32_t>(part.rows), static_cast<uint32_t>(w.cols), n, y_stride,
                                   static_cast<uint32_t>(part.row_begin), accumulate ? 1u : 0u};
         // matmul.comp has no encoding of the input: such products take the tiles from 9 tokens on.
-        const bool encoded = k.encodes_input(w.type);
-        if (n >= Kernels::kTiledMinTokens || encoded) {
-            const Shader tiles = encoded ? Shader::MatmulDotTiled : Shader::MatmulTiled;
-            k.dispatch(cmd, tiles, k.matmul_spec(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
-                       groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens),
+        if (n >= Kernels::kTiledMinTokens || reads_encoded) {
+            const Shader tiles = reads_encoded ? Shader::MatmulDotTiled : Shader::MatmulTiled;
+            k.dispatch(cmd, tiles, k.matmul_spec(w.type), {part.buffer.handle(), reads_encoded ? encoded : x, y}, push,
+                       sizeof push, groups(static_cast<uint64_t>(part.rows), Kernels::kTileRows), groups(n, Kernels::kTileTokens),
                        barrier && last);
         } else {
             k.dispatch(cmd, k.matmul_shader(), k.matmul_spec(w.type), {part.buffer.handle(), x, y}, push, sizeof push,
                        groups(static_cast<uint64_t>(part.rows), k.matmul_rows_per_group()), groups(n, Kernels::kMatmulTokens),
                        barrier && last);
         }
+    }
+}
+
+void record_products(Kernels& k, VkCommandBuffer cmd, std::span<const Product> products, VkBuffer x, uint32_t n, VkBuffer encoded,
+                     bool accumulate) {
+    const DeviceMatrix* encoded_for = nullptr;  // whose encoding `encoded` holds
+    const auto needs_encoding = [&](const DeviceMatrix& w) {
+        return matmul_reads_encoded_input(k, w.type, n) &&
+               (encoded_for == nullptr || !same_input_encoding(encoded_for->type, w.type));
+    };
+    for (size_t i = 0; i < products.size(); ++i) {
+        const DeviceMatrix& w = *products[i].w;
+        if (needs_encoding(w)) {
+            record_encode_input(k, cmd, w.type, x, encoded, n, static_cast<uint32_t>(w.cols));
+            encoded_for = &w;
+        }
+        // A barrier before `encoded` is written again, once the products that read it are done.
+        const bool barrier = i + 1 == products.size() || (encoded_for != nullptr && needs_encoding(*products[i + 1].w));
+        record_matmul(k, cmd, w, x, products[i].y, n, static_cast<uint32_t>(w.rows), accumulate, barrier, encoded);
     }
 }
 

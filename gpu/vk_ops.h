@@ -4,6 +4,7 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/backend/rope.h"
@@ -54,11 +55,34 @@ struct RopeShape {
 
 // Each records one operation into `cmd` (followed by a barrier); `n` is the token count.
 // y[n x y_stride] (+)= x[n x cols] * W^T, W's rows landing at columns y_offset...; up to
-// kMatvecMaxTokens tokens through matvec.comp, up to 15 through matmul.comp (tiled where the
-// input is encoded: Kernels::encodes_input), more tiled.
+// kMatvecMaxTokens tokens through matvec.comp, up to 15 through matmul.comp, more tiled. Where
+// the input is encoded (Kernels::encodes_input) there are tiles from kMatvecMaxTokens + 1 tokens
+// on, and they read `encoded`: x encoded for w's type by record_encode_input (required then,
+// else ignored; matmul_reads_encoded_input says when).
 // `barrier` false: no barrier after it (the next product is independent: q/k/v, gate/up).
-void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n,
-                   uint32_t y_stride, bool accumulate, bool barrier = true);
+void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuffer x, VkBuffer y, uint32_t n, uint32_t y_stride,
+                   bool accumulate, bool barrier = true, VkBuffer encoded = VK_NULL_HANDLE);
+// Whether record_matmul of `type` weights for n tokens reads its input encoded.
+bool matmul_reads_encoded_input(const Kernels& k, ShaderWeightType type, uint32_t n);
+// Whether the products of types a and b read the same encoding of their input (one
+// record_encode_input serves both): Q8_0 and Q8_1 inputs differ only in Q8_1's code-sum scales.
+bool same_input_encoding(ShaderWeightType a, ShaderWeightType b);
+// The bytes record_encode_input writes for n rows of cols values (cols a multiple of 32).
+uint64_t encoded_input_bytes(uint32_t n, uint32_t cols);
+// encoded = x[n x cols] encoded as the CPU encodes the input of `type` weights (Q8_0, Q8_1 or
+// Q8_K), once for all the tiles of every product that reads it (encode_input.comp).
+void record_encode_input(Kernels& k, VkCommandBuffer cmd, ShaderWeightType type, VkBuffer x, VkBuffer encoded, uint32_t n,
+                         uint32_t cols, bool barrier = true);
+// Independent products of one input x[n x cols] (q/k/v, gate/up, or a single one), each
+// y[n x w.rows] (+)= x * W^T, with one barrier after the last. Where they read their input
+// encoded, x is encoded into `encoded` (at least encoded_input_bytes(n, cols)) before the first
+// that needs each encoding, so that products of one encoding share it.
+struct Product {
+    const DeviceMatrix* w = nullptr;
+    VkBuffer y = VK_NULL_HANDLE;
+};
+void record_products(Kernels& k, VkCommandBuffer cmd, std::span<const Product> products, VkBuffer x, uint32_t n, VkBuffer encoded,
+                     bool accumulate = false);
 // y[n x cols] = rows tokens[i] of the embedding table, times `scale`.
 void record_embed(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& table, VkBuffer tokens, VkBuffer y, uint32_t n,
                   float scale = 1.0f);

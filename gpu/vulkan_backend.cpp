@@ -61,6 +61,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
+    check_attention_fits(*kernels_, static_cast<uint32_t>(c.n_head / c.n_head_kv), static_cast<uint32_t>(c.head_dim));
     max_tokens_ = pass_tokens(c, ctx_->info().max_storage_buffer_range_bytes);
     if (options.max_pass_tokens > 0) max_tokens_ = std::min(max_tokens_, options.max_pass_tokens);
     pass_token_limit_ = max_tokens_;
@@ -175,6 +176,10 @@ void VulkanBackend::allocate_step_buffers() {
     s.v = float_buffer(*ctx_, n * static_cast<size_t>(c.kv_dim()));
     s.gate = float_buffer(*ctx_, n * static_cast<size_t>(c.n_ff));
     s.up = float_buffer(*ctx_, n * static_cast<size_t>(c.n_ff));
+    if (kernels_->integer_dot()) {
+        const auto widest_input = static_cast<uint32_t>(std::max({c.n_embd, c.q_dim(), c.n_ff}));
+        s.encoded = Buffer(*ctx_, encoded_input_bytes(static_cast<uint32_t>(n), widest_input), Buffer::Kind::Device);
+    }
     ensure_logit_rows(1);
 }
 
@@ -438,13 +443,7 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, const PassShape& shape) {
     mark(cmd, "embed");
     for (const Layer& layer : layers_) record_layer(cmd, layer, shape);
     if (n_out > 0) {
-        record_rms_norm(*kernels_, cmd, step_.x.handle(), output_norm_.handle(), step_.normed.handle(),
-                        step_.output_rows.device.handle(), true, n_out, static_cast<uint32_t>(c.n_embd), c.rms_norm_eps);
-        mark(cmd, "output_norm");
-        const DeviceMatrix& output = output_.parts.empty() ? token_embd_ : output_;
-        record_matmul(*kernels_, cmd, output, step_.normed.handle(), step_.logits.handle(), n_out,
-                      static_cast<uint32_t>(c.n_vocab), false);
-        mark(cmd, "output");
+        record_output_product(cmd, n, n_out);
         const VkBufferCopy region{0, 0, static_cast<uint64_t>(n_out) * static_cast<uint64_t>(c.n_vocab) * sizeof(float)};
         vkCmdCopyBuffer(cmd, step_.logits.handle(), step_.logits_host.handle(), 1, &region);
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -453,6 +452,27 @@ void VulkanBackend::record_pass(VkCommandBuffer cmd, const PassShape& shape) {
         vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0,
                              nullptr);
     }
+}
+
+// The logits of the n_out rows that want them. Where every row does (a decode step: the rows
+// are then 0..n-1 in order) and the mat-vec takes them, the final norm runs inside the product;
+// otherwise the wanted rows are gathered and normed first.
+void VulkanBackend::record_output_product(VkCommandBuffer cmd, uint32_t n, uint32_t n_out) {
+    const ModelConfig& c = model_->config();
+    const DeviceMatrix& output = output_.parts.empty() ? token_embd_ : output_;
+    const auto n_vocab = static_cast<uint32_t>(c.n_vocab);
+    if (n_out == n && n <= kMatvecMaxTokens) {
+        record_matvec(*kernels_, cmd, output, step_.x.handle(), step_.logits.handle(), n, n_vocab, false,
+                      {output_norm_.handle(), c.rms_norm_eps});
+        mark(cmd, "output");
+        return;
+    }
+    record_rms_norm(*kernels_, cmd, step_.x.handle(), output_norm_.handle(), step_.normed.handle(),
+                    step_.output_rows.device.handle(), true, n_out, static_cast<uint32_t>(c.n_embd), c.rms_norm_eps);
+    mark(cmd, "output_norm");
+    const Product product{&output, step_.logits.handle()};
+    record_products(*kernels_, cmd, {&product, 1}, step_.normed.handle(), n_out, step_.encoded.handle());
+    mark(cmd, "output");
 }
 
 void VulkanBackend::record_layer(VkCommandBuffer cmd, const Layer& l, const PassShape& shape) {
@@ -498,11 +518,8 @@ bool VulkanBackend::record_qkv(VkCommandBuffer cmd, const Layer& l, const QkvPre
         return false;
     }
     record_norm(cmd, l.attn_norm, n, "attn_norm");
-    const auto q_dim = static_cast<uint32_t>(c.q_dim());
-    const auto kv_dim = static_cast<uint32_t>(c.kv_dim());
-    record_matmul(k, cmd, l.wq, s.normed.handle(), s.q.handle(), n, q_dim, false, false);
-    record_matmul(k, cmd, l.wk, s.normed.handle(), s.k.handle(), n, kv_dim, false, false);
-    record_matmul(k, cmd, l.wv, s.normed.handle(), s.v.handle(), n, kv_dim, false);
+    const std::array<Product, 3> products = {{{&l.wq, s.q.handle()}, {&l.wk, s.k.handle()}, {&l.wv, s.v.handle()}}};
+    record_products(k, cmd, products, s.normed.handle(), n, s.encoded.handle());
     mark(cmd, "qkv");
     return false;
 }
@@ -514,7 +531,8 @@ void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMat
     const auto n_embd = static_cast<uint32_t>(c.n_embd);
     const StepBuffers& s = step_;
     if (post_norm.handle() == VK_NULL_HANDLE) {
-        record_matmul(*kernels_, cmd, w, input, s.x.handle(), n, n_embd, true);
+        const Product product{&w, s.x.handle()};
+        record_products(*kernels_, cmd, {&product, 1}, input, n, s.encoded.handle(), true);
         mark(cmd, product_op);
         return;
     }
@@ -524,7 +542,8 @@ void VulkanBackend::record_residual_product(VkCommandBuffer cmd, const DeviceMat
         mark(cmd, product_op);
         return;
     }
-    record_matmul(*kernels_, cmd, w, input, s.projected.handle(), n, n_embd, false);
+    const Product product{&w, s.projected.handle()};
+    record_products(*kernels_, cmd, {&product, 1}, input, n, s.encoded.handle());
     mark(cmd, product_op);
     record_rms_norm(*kernels_, cmd, s.projected.handle(), post_norm.handle(), s.x.handle(), s.output_rows.device.handle(),
                     false, n, n_embd, c.rms_norm_eps, NormOutput::AddTo);
@@ -546,8 +565,8 @@ void VulkanBackend::record_ffn(VkCommandBuffer cmd, const Layer& l, uint32_t n) 
         mark(cmd, activation);
     } else {
         record_norm(cmd, l.ffn_norm, n, "ffn_norm");
-        record_matmul(k, cmd, l.w_gate, s.normed.handle(), s.gate.handle(), n, n_ff, false, false);
-        record_matmul(k, cmd, l.w_up, s.normed.handle(), s.up.handle(), n, n_ff, false);
+        const std::array<Product, 2> products = {{{&l.w_gate, s.gate.handle()}, {&l.w_up, s.up.handle()}}};
+        record_products(k, cmd, products, s.normed.handle(), n, s.encoded.handle());
         mark(cmd, "gate_up");
         record_gated_activation(k, cmd, s.gate.handle(), s.up.handle(), n * n_ff, c.ffn_activation);
         mark(cmd, activation);
@@ -624,6 +643,7 @@ std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model,
     ContextOptions context;
     context.validation = options.validation;
     context.max_storage_buffers_per_shader = options.max_storage_buffers_per_shader;
+    context.max_shared_memory_bytes = options.max_shared_memory_bytes;
     context.without_subgroup_arithmetic = options.without_subgroup_arithmetic;
     // INFERSCOPE_VK_REPLAY=0 records every pass, to measure what replaying saves.
     const char* replay_env = std::getenv("INFERSCOPE_VK_REPLAY");

@@ -70,6 +70,7 @@ private:
         Buffer q, context;                                           // [max_tokens x q_dim]
         Buffer k, v;                                                 // [max_tokens x kv_dim]
         Buffer gate, up;                                             // [max_tokens x n_ff]
+        Buffer encoded;  // a product's input encoded for the integer-dot tiles (with integer dot products)
         Buffer logits, logits_host;                                  // [logit_rows x n_vocab]
         int logit_rows = 0;                                          // grown to the most a pass has wanted
     };
@@ -100,6 +101,7 @@ private:
     int fill_inputs(std::span<const BatchToken> tokens, const KvCache& cache);
     void fill_kv_tables(std::span<const BatchToken> tokens, const KvBlockPool& pool, KvTables& out);
     void record_pass(VkCommandBuffer cmd, const PassShape& shape);
+    void record_output_product(VkCommandBuffer cmd, uint32_t n, uint32_t n_out);
     void record_layer(VkCommandBuffer cmd, const Layer& layer, const PassShape& shape);
     void record_norm(VkCommandBuffer cmd, const Buffer& weight, uint32_t n, const char* op);
     bool record_qkv(VkCommandBuffer cmd, const Layer& layer, const QkvPrepare& prepare, uint32_t n);

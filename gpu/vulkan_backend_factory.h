@@ -33,12 +33,15 @@ struct VulkanBackendOptions {
     std::optional<bool> integer_dot;
     // > 0: ContextOptions::max_storage_buffers_per_shader (tests).
     uint32_t max_storage_buffers_per_shader = 0;
+    // > 0: ContextOptions::max_shared_memory_bytes (tests).
+    uint32_t max_shared_memory_bytes = 0;
     // ContextOptions::without_subgroup_arithmetic (tests).
     bool without_subgroup_arithmetic = false;
 };
 
 // A backend running the whole forward pass on the device choose_vulkan_device() picks.
-// Error/UnsupportedError naming the reason when no usable Vulkan device exists.
+// Error/UnsupportedError naming the reason when no usable Vulkan device exists; CapacityError
+// when the model's attention needs more shared memory per workgroup than the device has.
 std::unique_ptr<Backend> make_vulkan_backend(std::shared_ptr<const Model> model, const VulkanBackendOptions& options = {});
 
 // Validation errors reported so far by a backend made by make_vulkan_backend (0 without the

@@ -29,6 +29,9 @@ struct DeviceInfo {
     uint64_t max_allocation_bytes = 0;            // maxMemoryAllocationSize: the largest single allocation
     uint32_t subgroup_size = 0;
     uint32_t max_workgroup_count_x = 0;  // maxComputeWorkGroupCount[0] (65,535 on some laptop GPUs)
+    // The fewer of maxComputeWorkGroupInvocations and maxComputeWorkGroupSize[0]: the most threads
+    // of a one-dimensional workgroup (Vulkan guarantees 128).
+    uint32_t max_workgroup_threads = 0;
     uint32_t max_shared_memory_bytes = 0;  // maxComputeSharedMemorySize: a workgroup's shared memory
     // The fewer of maxPerStageDescriptorStorageBuffers and maxDescriptorSetStorageBuffers: the
     // most storage buffers one compute shader binds.
@@ -40,8 +43,19 @@ struct DeviceInfo {
     bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product: mat-vecs on encoded inputs (gpu/README.md)
     bool subgroup_arithmetic = false; // the matrix products reduce with subgroupAdd (shared memory without)
     bool timestamps = false;          // compute-queue timestamps: per-op GPU time
-    bool usable = false;              // has what the backend requires
+    bool compute_queue = false;       // required
+    bool vulkan_1_2 = false;          // API version 1.2 or later: required
+    // What the backend requires and the device lacks (device_shortfalls), each naming what the
+    // device has; empty for a usable device.
+    std::vector<std::string> shortfalls;
+    bool usable() const { return shortfalls.empty(); }
 };
+
+// What the backend requires of every device (whatever the model) that `info` lacks, one
+// phrase each naming the device's value and the requirement: Vulkan 1.2, a compute queue,
+// 16-bit storage buffers with shaderInt16, 10 storage buffers per shader, workgroups of 256
+// threads and the kernels' fixed shared memory.
+std::vector<std::string> device_shortfalls(const DeviceInfo& info);
 
 // The largest device-local heap's budget (its size where the driver reports no budget).
 uint64_t device_local_budget_bytes(const DeviceInfo& info);

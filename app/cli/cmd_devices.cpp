@@ -26,7 +26,9 @@ nlohmann::json device_json(const gpu::DeviceInfo& d, bool chosen) {
             {"driver", d.driver},
             {"api_version", d.api_version},
             {"chosen", chosen},
-            {"usable", d.usable},
+            {"usable", d.usable()},
+            {"shortfalls", d.shortfalls},
+            {"max_workgroup_threads", d.max_workgroup_threads},
             {"heaps", heaps},
             {"max_storage_buffer_range_bytes", d.max_storage_buffer_range_bytes},
             {"subgroup_size", d.subgroup_size},
@@ -58,13 +60,14 @@ void print_device(const nlohmann::json& d) {
     const std::string type = d["type"].get<std::string>();
     std::printf("%s[%d] %s (%s)%s\n", d["chosen"].get<bool>() ? "* " : "  ", d["index"].get<int>(),
                 d["name"].get<std::string>().c_str(), type == "cpu" ? "cpu: a CPU driver, not a GPU" : type.c_str(),
-                d["usable"].get<bool>()
-                    ? ""
-                    : "  [not usable: needs Vulkan 1.2, 16-bit storage, 10 storage buffers per shader, a compute queue]");
-    std::printf("      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u, workgroup shared memory %u KiB\n",
-                d["driver"].get<std::string>().c_str(), d["api_version"].get<std::string>().c_str(),
-                d["max_storage_buffer_range_bytes"].get<double>() / (1024.0 * 1024.0), d["subgroup_size"].get<unsigned>(),
-                d["max_shared_memory_bytes"].get<unsigned>() / 1024);
+                d["usable"].get<bool>() ? "" : "  [not usable]");
+    for (const auto& lack : d["shortfalls"]) std::printf("      lacks: %s\n", lack.get<std::string>().c_str());
+    std::printf(
+        "      driver %s, Vulkan %s, max storage binding %.0f MiB, subgroup %u, workgroups of up to %u threads "
+        "with %u KiB of shared memory\n",
+        d["driver"].get<std::string>().c_str(), d["api_version"].get<std::string>().c_str(),
+        d["max_storage_buffer_range_bytes"].get<double>() / (1024.0 * 1024.0), d["subgroup_size"].get<unsigned>(),
+        d["max_workgroup_threads"].get<unsigned>(), d["max_shared_memory_bytes"].get<unsigned>() / 1024);
     const unsigned units = d["compute_units"].get<unsigned>();
     const auto& tuning = d["kernel_tuning"];
     std::printf("      vendor 0x%04x, %s, kernel tuning %s (attention fills %u workgroups; quantized products %s)\n",

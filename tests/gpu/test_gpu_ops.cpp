@@ -59,11 +59,11 @@ class GpuMatmul : public GpuOps, public ::testing::WithParamInterface<MatmulCase
 TEST_P(GpuMatmul, MatchesCpuForDecodeAndPrefillShapes) {
     const MatmulCase c = GetParam();
     std::vector<uint8_t> bytes;
-    // 67 rows: not a multiple of the rows per workgroup; 11 tokens: not a multiple of 8
-    // (matmul.comp, or the tiles where the input is encoded); 70: the tiled kernel with
-    // partial tiles in both directions.
+    // 67 rows: not a multiple of the rows per workgroup; 9 to 15 tokens: matmul.comp (or the
+    // tiles where the input is encoded) with every count of tokens past its 8; from 16 the
+    // tiled kernel, 70 with partial tiles in both directions (test_gpu_matvec: 1 to 8).
     const WeightMatrix w = random_weight(c.type, 67, 512, rng_, bytes);
-    for (int64_t n : {1, 11, 70}) {
+    for (int64_t n : {1, 9, 10, 11, 12, 13, 14, 15, 16, 70}) {
         const std::vector<float> x = random_floats(static_cast<size_t>(n * w.cols), rng_);
         const double e = nmse(gpu_->matmul(w, x, n), cpu_matmul(w, x, n));
         EXPECT_LT(e, c.max_nmse) << ggml_type_name(c.type) << " n=" << n;
@@ -90,6 +90,26 @@ TEST(GpuWeightTypes, ATypeNoShaderReadsIsRefusedByName) {
         EXPECT_NE(std::string(e.what()).find("Q8_K"), std::string::npos) << e.what();
     }
     EXPECT_EQ(gpu::shader_weight_type(GgmlType::Q3_K), gpu::ShaderWeightType::Q3_K);
+}
+
+// Products of one input recorded together (q/k/v, gate/up) encode it once per encoding they
+// need: Q8_0 and Q5_0 share one, Q4_K (Q8_K) and Q4_1 (Q8_1) each re-encode it once the products
+// before have read it. Each output equals its product recorded alone, bit for bit, on the
+// mat-vec, matmul.comp's token counts and the tiles, and synchronisation validation finds the
+// reuse of the encoding ordered.
+TEST_F(GpuOps, ProductsOfOneInputEqualTheirOwnProductsWhateverTheirEncodings) {
+    std::vector<uint8_t> bytes[4];
+    const WeightMatrix ws[4] = {
+        random_weight(GgmlType::Q8_0, 67, 512, rng_, bytes[0]), random_weight(GgmlType::Q5_0, 20, 512, rng_, bytes[1]),
+        random_weight(GgmlType::Q4_K, 40, 512, rng_, bytes[2]), random_weight(GgmlType::Q4_1, 30, 512, rng_, bytes[3])};
+    for (int64_t n : {1, 9, 40}) {
+        const std::vector<float> x = random_floats(static_cast<size_t>(n * 512), rng_);
+        const std::vector<std::vector<float>> together = gpu_->products({&ws[0], &ws[1], &ws[2], &ws[3]}, x, n);
+        ASSERT_EQ(together.size(), 4u);
+        for (size_t i = 0; i < 4; ++i) {
+            EXPECT_EQ(together[i], gpu_->matmul(ws[i], x, n)) << ggml_type_name(ws[i].type) << " n=" << n;
+        }
+    }
 }
 
 TEST_F(GpuOps, MatmulOfFloatRowsWithATail) {

@@ -16,9 +16,9 @@ namespace {
 
 // A fused decode step's dispatches: per layer q/k/v with the norm and the cache step,
 // attention (its splits combined in the same dispatch), the output projection, gate/up with
-// the norm, down; outside the layers the embedding, the output norm and the output product.
+// the norm, down; outside the layers the embedding and the output product with the final norm.
 constexpr int kDecodeDispatchesPerLayer = 5;
-constexpr int kDecodeDispatchesOutsideLayers = 3;
+constexpr int kDecodeDispatchesOutsideLayers = 2;
 
 struct Trace {
     std::vector<std::vector<float>> logits;  // every logits row of every step, in order
@@ -133,7 +133,7 @@ TEST(GpuReplayShape, PassesOfOneSizeWithOtherTilesAreRecordedApart) {
 }
 
 // A decode step of one token with split attention (a 4096-token context, the default tuning's
-// workgroup target): 5 dispatches per layer plus the embedding, the output norm and product,
+// workgroup target): 5 dispatches per layer plus the embedding and the normed output product,
 // each followed by a barrier, and the input copies' barrier; gemma3's post-norms and
 // sliding-window layers included.
 class GpuDecodeStep : public ::testing::TestWithParam<const char*> {};

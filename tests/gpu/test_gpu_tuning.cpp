@@ -12,6 +12,7 @@
 
 #include "engine/core/error.h"
 #include "gpu/op_harness.h"
+#include "gpu/vk_kernels.h"
 #include "gpu/vk_tuning.h"
 #include "gpu_test_util.h"
 
@@ -143,9 +144,11 @@ TEST(KernelTuningTable, EveryEntryHasAUniqueNameAndShapesTheKernelsAccept) {
     std::set<std::string> names;
     for (const gpu::KernelTuning& t : gpu::kernel_tuning_table()) {
         EXPECT_TRUE(names.insert(t.name).second) << "two entries named " << t.name;
-        // matvec.comp's workgroups: a power of two from 8 threads to its MAX_PARTS (256).
+        // matvec.comp's workgroups: a power of two from 8 threads to its MAX_PARTS (256), and no
+        // more than every usable device runs.
         for (uint32_t threads : {t.matvec_group_threads, t.matvec_wide_group_threads}) {
             EXPECT_TRUE(power_of_two(threads) && threads >= 8 && threads <= 256) << t.name << ": " << threads;
+            EXPECT_LE(threads, gpu::kRequiredWorkgroupThreads) << t.name;
         }
         EXPECT_GE(t.matvec_units_per_thread, 1u) << t.name;
         EXPECT_GE(t.matvec_tall_units_per_thread, 1u) << t.name;
