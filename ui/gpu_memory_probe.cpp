@@ -1,5 +1,6 @@
 #include "ui/gpu_memory_probe.h"
 
+#include <QStringList>
 #include <QThread>
 #include <algorithm>
 #include <exception>
@@ -17,13 +18,25 @@ QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& device
             best = std::max<quint64>(best, heap.budget_bytes != 0 ? heap.budget_bytes : heap.size_bytes);
         }
         if (best == 0) continue;
-        if (d.index == chosen_index) {
-            gpus.push_front({QString::fromStdString(d.name), best});
+        QStringList lacks;
+        for (const std::string& s : d.shortfalls) lacks << QString::fromStdString(s);
+        const GpuMemory gpu{QString::fromStdString(d.name), best, d.index == chosen_index, lacks.join(QStringLiteral(", "))};
+        if (gpu.runs_vulkan) {
+            gpus.push_front(gpu);
         } else {
-            gpus.push_back({QString::fromStdString(d.name), best});
+            gpus.push_back(gpu);
         }
     }
     return gpus;
+}
+
+VulkanOffer vulkan_offer(const QVector<GpuMemory>& gpus) {
+    if (gpus.isEmpty()) return {};
+    const GpuMemory& first = gpus.front();
+    if (first.runs_vulkan) return {first.device, {}};
+    const QString why = first.lacks.isEmpty() ? QObject::tr("the Vulkan backend would not run on it")
+                                              : QObject::tr("it lacks %1").arg(first.lacks);
+    return {{}, QObject::tr("%1: %2").arg(first.device, why)};
 }
 
 GpuMemoryProbe::GpuMemoryProbe(QObject* parent) : QObject(parent) {}

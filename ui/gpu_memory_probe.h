@@ -18,12 +18,24 @@ namespace inferscope::ui {
 struct GpuMemory {
     QString device;
     quint64 budget_bytes = 0;
+    bool runs_vulkan = false;  // the device the Vulkan backend would choose
+    QString lacks;             // what keeps it from running the backend (device_shortfalls); empty if nothing
 };
 
 // The GPUs among `devices` and their budgets: the one the Vulkan backend would choose
 // (device index `chosen_index`, -1: none) first, so that the GPU the app names is the one it
 // runs on; then the others in the driver's order.
 QVector<GpuMemory> gpu_memory_budgets(const std::vector<gpu::DeviceInfo>& devices, int chosen_index = -1);
+
+// What the backend menu offers for Vulkan: the GPU the backend would run on; or, where it
+// would run on none of the detected GPUs (each lacks a requirement, and a CPU driver or nothing
+// would be chosen instead), no device and why, naming the first GPU and what it lacks; or
+// nothing at all without a GPU.
+struct VulkanOffer {
+    QString device;
+    QString unavailable;
+};
+VulkanOffer vulkan_offer(const QVector<GpuMemory>& gpus);
 
 class GpuMemoryProbe : public QObject {
     Q_OBJECT

@@ -4,15 +4,11 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QHBoxLayout>
-#include <QSignalBlocker>
-#include <QSpinBox>
-#include <QThread>
-#include <algorithm>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
@@ -22,21 +18,26 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
-#include <QScreen>
 #include <QSettings>
+#include <QSignalBlocker>
+#include <QSpinBox>
 #include <QSplitter>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QThread>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "engine/synth/builtin_models.h"
 #include "ui/chart_export.h"
 #include "ui/engine_controller.h"
 #include "ui/generation_panel.h"
-#include "ui/guided_tour.h"
 #include "ui/gpu_memory_probe.h"
+#include "ui/guided_tour.h"
 #include "ui/labs/batching_lab.h"
 #include "ui/labs/lab_progress.h"
 #include "ui/labs/outliers_lab.h"
@@ -46,11 +47,11 @@
 #include "ui/labs/soft_labels_lab.h"
 #include "ui/labs/speculative_lab.h"
 #include "ui/model_info_widget.h"
-#include "ui/tab_help.h"
 #include "ui/panels/kv_memory_panel.h"
 #include "ui/panels/latency_panel.h"
 #include "ui/panels/memory_planner_panel.h"
 #include "ui/panels/speculative_panel.h"
+#include "ui/tab_help.h"
 
 namespace inferscope::ui {
 namespace {
@@ -99,7 +100,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     charts_->addTab(speculative_, tr("Speculative"));
     connect(gpu_probe_, &GpuMemoryProbe::detected, this, [this](const QVector<GpuMemory>& gpus) {
         for (const GpuMemory& g : gpus) memory_planner_->add_detected_memory(g.device, g.budget_bytes / kBytesPerGiB);
-        if (!gpus.isEmpty()) backend_->addItem(tr("Vulkan: %1").arg(gpus.front().device), QStringLiteral("vulkan"));
+        offer_vulkan(vulkan_offer(gpus));
     });
     gpu_probe_->start();
     charts_->addTab(batching_, tr("Batching"));
@@ -188,6 +189,20 @@ void MainWindow::sync_backend_choice(const QString& backend_in_use) {
     const int index = on_vulkan ? backend_->findData(QStringLiteral("vulkan")) : 0;
     const QSignalBlocker blocker(backend_);
     backend_->setCurrentIndex(std::max(index, 0));
+}
+
+// The Vulkan entry of the backend menu: the GPU it runs on, or a disabled entry saying why no
+// GPU can run it (never a GPU's name while a CPU driver would run).
+void MainWindow::offer_vulkan(const VulkanOffer& offer) {
+    if (!offer.device.isEmpty()) {
+        backend_->addItem(tr("Vulkan: %1").arg(offer.device), QStringLiteral("vulkan"));
+        return;
+    }
+    if (offer.unavailable.isEmpty()) return;
+    backend_->addItem(tr("Vulkan: no usable GPU"));
+    const int index = backend_->count() - 1;
+    backend_->setItemData(index, offer.unavailable, Qt::ToolTipRole);
+    if (auto* items = qobject_cast<QStandardItemModel*>(backend_->model())) items->item(index)->setEnabled(false);
 }
 
 QWidget* MainWindow::build_backend_row() {

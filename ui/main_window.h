@@ -27,6 +27,7 @@ class ChartPanel;
 class EngineController;
 class GenerationPanel;
 class GpuMemoryProbe;
+struct VulkanOffer;
 class GuidedTour;
 class KvMemoryPanel;
 class LatencyPanel;
@@ -93,6 +94,7 @@ protected:
 
 private:
     QWidget* build_backend_row();
+    void offer_vulkan(const VulkanOffer& offer);
     // Shows the backend the loaded model's session really runs on.
     void sync_backend_choice(const QString& backend_in_use);
     void build_menus();

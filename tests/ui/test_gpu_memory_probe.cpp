@@ -52,6 +52,37 @@ TEST(GpuMemoryBudgets, TheDeviceTheBackendWouldChooseComesFirst) {
     EXPECT_EQ(gpus[1].device, QStringLiteral("integrated"));
 }
 
+// A GPU that lacks a requirement while a CPU driver is chosen: still listed for the planner,
+// but not offered as the Vulkan backend (which would run on the CPU driver), and the offer says
+// which GPU lacks what.
+TEST(GpuMemoryBudgets, AGpuTheBackendWouldNotRunOnIsListedButNotOffered) {
+    std::vector<gpu::DeviceInfo> devices = {device("Old GPU", "discrete", {{4 * kGiB, 0, true}}),
+                                            device("llvmpipe", "cpu", {{32 * kGiB, 0, true}})};
+    devices[0].shortfalls = {"128 threads per workgroup (256 needed)"};
+    devices[1].index = 1;
+    const QVector<GpuMemory> gpus = gpu_memory_budgets(devices, 1);
+    ASSERT_EQ(gpus.size(), 1);
+    EXPECT_EQ(gpus[0].device, QStringLiteral("Old GPU"));
+    EXPECT_FALSE(gpus[0].runs_vulkan);
+    EXPECT_EQ(gpus[0].lacks, QStringLiteral("128 threads per workgroup (256 needed)"));
+    const VulkanOffer offer = vulkan_offer(gpus);
+    EXPECT_TRUE(offer.device.isEmpty()) << qPrintable(offer.device);
+    EXPECT_EQ(offer.unavailable, QStringLiteral("Old GPU: it lacks 128 threads per workgroup (256 needed)"));
+}
+
+TEST(GpuMemoryBudgets, TheGpuTheBackendRunsOnIsOfferedAndNoGpuOffersNothing) {
+    std::vector<gpu::DeviceInfo> devices = {device("Old GPU", "integrated", {{2 * kGiB, 0, true}}),
+                                            device("New GPU", "discrete", {{16 * kGiB, 0, true}})};
+    devices[0].shortfalls = {"no compute queue"};
+    devices[1].index = 1;
+    const VulkanOffer offer = vulkan_offer(gpu_memory_budgets(devices, 1));
+    EXPECT_EQ(offer.device, QStringLiteral("New GPU"));
+    EXPECT_TRUE(offer.unavailable.isEmpty());
+    const VulkanOffer none = vulkan_offer({});
+    EXPECT_TRUE(none.device.isEmpty());
+    EXPECT_TRUE(none.unavailable.isEmpty());
+}
+
 TEST(GpuMemoryProbe, ReportsWhatADirectListingFinds) {
     GpuMemoryProbe probe;
     bool reported = false;
