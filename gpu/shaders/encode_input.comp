@@ -34,7 +34,7 @@ void main() {
     const bool valid = i < total;  // every thread reaches the barrier below
     vec4 v[8];
     for (uint q = 0; q < 8; ++q) v[q] = valid ? x4[i * 8 + q] : vec4(0.0);
-    float scale, code_sum_scale = 0.0;
+    float scale, f32_scale = 0.0;  // Q8_0 and Q8_1: the scale, and before its F16 rounding
     if (Q8_K_INPUT) {
         float max_value = 0.0, max_magnitude = 0.0;
         for (uint q = 0; q < 8; ++q) {
@@ -61,13 +61,8 @@ void main() {
         for (uint q = 0; q < 8; ++q) {
             for (uint e = 0; e < 4; ++e) v[q][e] = q8_0_code(v[q][e], factor);
         }
-        const float f32_scale = q8_f32_scale(amax);
+        f32_scale = q8_f32_scale(amax);
         scale = q8_scale(f32_scale);
-        if (Q8_1_INPUT) {
-            float code_sum = 0.0;
-            for (uint q = 0; q < 8; ++q) code_sum += dot(v[q], vec4(1.0));
-            code_sum_scale = q8_1_code_sum_scale(f32_scale, code_sum);
-        }
     }
     if (!valid) return;
     vec2 half_sums = vec2(0.0);
@@ -78,5 +73,7 @@ void main() {
     encoded[encoded_scale_at(total, i)] = floatBitsToUint(scale);
     encoded[encoded_half_sums_at(total, i)] = floatBitsToUint(half_sums.x);
     encoded[encoded_half_sums_at(total, i) + 1] = floatBitsToUint(half_sums.y);
+    // The code sums are small integers, exact in F32 in any order.
+    const float code_sum_scale = Q8_1_INPUT ? q8_1_code_sum_scale(f32_scale, half_sums.x + half_sums.y) : 0.0;
     encoded[encoded_code_sum_scale_at(total, i)] = floatBitsToUint(code_sum_scale);
 }
