@@ -28,7 +28,9 @@ struct OpHarness::Impl {
     // Runs one recorded operation. Its buffers are freed after the call, and a later buffer
     // may get the same handle, so the descriptor sets that name them are dropped.
     void run(const std::function<void(VkCommandBuffer)>& record) {
+        kernels.reset_counts();
         ctx.run_now(record);
+        last_counts = kernels.counts();
         kernels.forget_descriptor_sets();
     }
     std::vector<float> read(const Buffer& b, size_t count) {
@@ -73,6 +75,7 @@ struct OpHarness::Impl {
 
     VkContext ctx;
     Kernels kernels;
+    RecordCounts last_counts;  // of the last run
 };
 
 OpHarness::Impl::Prepare::Prepare(Impl& m, std::array<VkBuffer, 3> qkv, const PrepareHostInputs& in, const RopeParams& rope,
@@ -155,6 +158,7 @@ OpHarness::~OpHarness() = default;
 
 std::string OpHarness::device_name() const { return impl_->ctx.info().name; }
 int OpHarness::validation_errors() const { return impl_->ctx.validation_errors(); }
+uint32_t OpHarness::last_dispatches() const { return impl_->last_counts.dispatches; }
 bool OpHarness::integer_dot() const { return impl_->kernels.integer_dot(); }
 bool OpHarness::matvec_uses_integer_dot(GgmlType type, int64_t cols, int64_t n) const {
     return gpu::matvec_uses_integer_dot(impl_->kernels, shader_weight_type(type), static_cast<uint32_t>(cols),

@@ -66,6 +66,8 @@ public:
 
     std::string device_name() const;
     int validation_errors() const;
+    // The dispatches the last operation recorded.
+    uint32_t last_dispatches() const;
 
     // y[n x w.rows] = x[n x w.cols] * W^T, the weights uploaded in parts of at most
     // `max_part_bytes` (0: the device's limit), as the backend does for large tensors.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <vector>
 
 #include "engine/core/error.h"
 
@@ -59,8 +60,19 @@ struct MatvecExtras {
     bool norm = false, gated = false, post_norm = false, qkv_prepare = false;
 };
 
-MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows, uint32_t cols, uint32_t n, MatvecExtras extras) {
+// The type whose encoding of the input serves every matrix of a dispatch (matvec_fusable's).
+ShaderWeightType dispatch_input_encoding(std::span<const ShaderWeightType> types) {
+    ShaderWeightType encoding = types[0];
+    for (ShaderWeightType type : types) encoding = shared_input_encoding(encoding, type).value_or(encoding);
+    return encoding;
+}
+
+// types: the dispatch's matrices' (1..3; matrix 0's sets the units, all of them the input's encoding).
+MatvecShape matvec_shape(const Kernels& k, std::span<const ShaderWeightType> types, uint32_t rows, uint32_t cols, uint32_t n,
+                         MatvecExtras extras) {
     const bool norm = extras.norm, gated = extras.gated;
+    // The type the input is encoded for; block formats of 32 elements per unit, as every matrix's are.
+    const ShaderWeightType type = dispatch_input_encoding(types);
     const KernelTuning& tuning = k.tuning();
     // A unit is what one thread reads at a time: a block of 32 or 8 elements (16 bytes of F16).
     const uint32_t units = is_block_type(type) ? cols / 32 : (cols + 7) / 8;
@@ -96,19 +108,23 @@ MatvecShape matvec_shape(const Kernels& k, ShaderWeightType type, uint32_t rows,
             config |= (cols / 32) << 16;
         }
     }
-    // Matrices 1 and 2 of the type of matrix 0 unless record_matvec_multi says otherwise.
-    const auto type_id = static_cast<uint32_t>(type);
-    return {shader, {group_threads, type_id, row_threads, config, type_id, type_id}, group_threads / row_threads * team_rows};
+    // Absent matrices take the last one's type.
+    const auto type_of = [&](size_t i) { return static_cast<uint32_t>(types[std::min(i, types.size() - 1)]); };
+    return {shader,
+            {group_threads, type_of(0), row_threads, config, type_of(1), type_of(2)},
+            group_threads / row_threads * team_rows};
+}
+
+// The types of ws, in order.
+std::vector<ShaderWeightType> types_of(std::span<const DeviceMatrix* const> ws) {
+    std::vector<ShaderWeightType> types;
+    for (const DeviceMatrix* w : ws) types.push_back(w->type);
+    return types;
 }
 
 // Whether matrices of types a and b can share a matvec.comp dispatch: it takes its rows' units
-// and its input's encoding from matrix 0's type.
-bool formats_share_dispatch(ShaderWeightType a, ShaderWeightType b) { return a == b || same_input_encoding(a, b); }
-
-// The types of matrices 1 and 2 of a dispatch over ws (absent ones: the last's).
-void set_matrix_types(MatvecShape& shape, std::span<const DeviceMatrix* const> ws) {
-    for (size_t i = 1; i < 3; ++i) shape.spec[3 + i] = static_cast<uint32_t>(ws[std::min(i, ws.size() - 1)]->type);
-}
+// from matrix 0's type and encodes its input for all of them.
+bool formats_share_dispatch(ShaderWeightType a, ShaderWeightType b) { return a == b || shared_input_encoding(a, b).has_value(); }
 
 void check_tokens(uint32_t n) {
     if (n > kMatvecMaxTokens) {
@@ -156,7 +172,7 @@ void record_matvec(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
     if (n == 0) return;
     const bool normed = norm.weight != VK_NULL_HANDLE;
     const auto cols = static_cast<uint32_t>(w.cols);
-    const MatvecShape shape = matvec_shape(k, w.type, static_cast<uint32_t>(w.rows), cols, n, {.norm = normed});
+    const MatvecShape shape = matvec_shape(k, std::span(&w.type, 1), static_cast<uint32_t>(w.rows), cols, n, {.norm = normed});
     for (const DeviceMatrix::Part& part : w.parts) {
         const bool last = &part == &w.parts.back();
         const auto rows = static_cast<uint32_t>(part.rows);
@@ -174,7 +190,7 @@ void record_matvec_post_normed(Kernels& k, VkCommandBuffer cmd, const DeviceMatr
     if (n == 0) return;
     const auto rows = static_cast<uint32_t>(w.rows);
     const auto cols = static_cast<uint32_t>(w.cols);
-    const MatvecShape shape = matvec_shape(k, w.type, rows, cols, n, {.post_norm = true});
+    const MatvecShape shape = matvec_shape(k, std::span(&w.type, 1), rows, cols, n, {.post_norm = true});
     const MatvecPush push{cols, rows, rows, rows, rows, 0, 0, post.eps};
     const VkBuffer weights = w.parts[0].buffer.handle();
     // matvec.comp's POST_NORM bindings: the scratch, the residual, the counter and the norm's weight.
@@ -201,8 +217,7 @@ void record_matvec_multi(Kernels& k, VkCommandBuffer cmd, std::span<const Device
     buffers[3] = x;
     buffers[7] = normed ? norm.weight : x;
     const auto cols = static_cast<uint32_t>(ws[0]->cols);
-    MatvecShape shape = matvec_shape(k, ws[0]->type, ends[2], cols, n, {.norm = normed});
-    set_matrix_types(shape, ws);
+    const MatvecShape shape = matvec_shape(k, types_of(ws), ends[2], cols, n, {.norm = normed});
     const MatvecPush push{cols, ends[0], ends[1], ends[2], static_cast<uint32_t>(ws[0]->rows), 0, 0, norm.eps};
     dispatch_matvec(k, cmd, shape, buffers, push, barrier);
 }
@@ -226,8 +241,7 @@ void record_matvec_qkv_prepared(Kernels& k, VkCommandBuffer cmd, std::span<const
     const uint32_t end0 = static_cast<uint32_t>(ws[0]->rows), end1 = end0 + static_cast<uint32_t>(ws[1]->rows);
     const uint32_t end2 = end1 + static_cast<uint32_t>(ws[2]->rows);
     const auto cols = static_cast<uint32_t>(ws[0]->cols);
-    MatvecShape shape = matvec_shape(k, ws[0]->type, end2, cols, n, {.norm = normed, .qkv_prepare = true});
-    set_matrix_types(shape, ws);
+    const MatvecShape shape = matvec_shape(k, types_of(ws), end2, cols, n, {.norm = normed, .qkv_prepare = true});
     MatvecQkvPush push;
     static_cast<MatvecPush&>(push) = {cols, end0, end1, end2, end0, 0, 0, prepare.eps};
     push.head_dim = prepare.rope.head_dim;
@@ -294,9 +308,8 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
     if (n == 0) return;
     const bool normed = norm.weight != VK_NULL_HANDLE;
     const auto cols = static_cast<uint32_t>(gate.cols);
-    MatvecShape shape = matvec_shape(k, gate.type, static_cast<uint32_t>(gate.rows), cols, n, {.norm = normed, .gated = true});
-    const std::array<const DeviceMatrix*, 2> pair = {&gate, &up};
-    set_matrix_types(shape, pair);
+    const std::array<ShaderWeightType, 2> types = {gate.type, up.type};
+    const MatvecShape shape = matvec_shape(k, types, static_cast<uint32_t>(gate.rows), cols, n, {.norm = normed, .gated = true});
     const uint32_t flags = activation == FfnActivation::GeluTanh ? 2u : 0u;
     for (size_t i = 0; i < gate.parts.size(); ++i) {
         const DeviceMatrix::Part& part = gate.parts[i];

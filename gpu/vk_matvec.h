@@ -85,8 +85,9 @@ void record_matvec_qkv_prepared(Kernels& k, VkCommandBuffer cmd, std::span<const
 bool matvec_prepares_qkv(const Kernels& k, std::span<const DeviceMatrix* const> ws, const QkvPrepare& prepare);
 
 // Whether these matrices can share one dispatch: 1..3 of them, same cols, one part each, and
-// one shader type, or block types whose input the CPU encodes alike (Q8_0, Q8_1 or Q8_K: a
-// Q4_K_M file's Q4_K q and k with its Q6_K v).
+// one shader type, or block types whose input one encoding serves (shared_input_encoding: a
+// Q4_K_M file's Q4_K q and k with its Q6_K v, both Q8_K; a Q5_K_M file's Q5_1 q and k with its
+// Q8_0 v on rows that 256 does not divide, Q8_1 serving both).
 bool matvec_fusable(std::span<const DeviceMatrix* const> ws);
 
 // Whether record_matvec_grouped takes them: 1..3 of them, same cols, one part each.

@@ -69,8 +69,15 @@ bool matmul_reads_encoded_input(const Kernels& k, ShaderWeightType type, uint32_
     return n > kMatvecMaxTokens && k.encodes_input(type);
 }
 
-bool same_input_encoding(ShaderWeightType a, ShaderWeightType b) {
-    return is_block_type(a) && is_block_type(b) && q8_k_input(a) == q8_k_input(b) && q8_1_input(a) == q8_1_input(b);
+bool encoding_serves(ShaderWeightType encoded, ShaderWeightType type) {
+    return is_block_type(encoded) && is_block_type(type) && q8_k_input(encoded) == q8_k_input(type) &&
+           (q8_1_input(encoded) || !q8_1_input(type));
+}
+
+std::optional<ShaderWeightType> shared_input_encoding(ShaderWeightType a, ShaderWeightType b) {
+    if (encoding_serves(a, b)) return a;
+    if (encoding_serves(b, a)) return b;
+    return std::nullopt;
 }
 
 uint64_t encoded_input_bytes(uint32_t n, uint32_t cols) {
@@ -120,19 +127,25 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
 
 void record_products(Kernels& k, VkCommandBuffer cmd, std::span<const Product> products, VkBuffer x, uint32_t n, VkBuffer encoded,
                      bool accumulate) {
-    const DeviceMatrix* encoded_for = nullptr;  // whose encoding `encoded` holds
-    const auto needs_encoding = [&](const DeviceMatrix& w) {
-        return matmul_reads_encoded_input(k, w.type, n) &&
-               (encoded_for == nullptr || !same_input_encoding(encoded_for->type, w.type));
+    std::optional<ShaderWeightType> encoded_as;  // the weight type `encoded` holds the input for
+    const auto reads_encoded = [&](size_t i) { return matmul_reads_encoded_input(k, products[i].w->type, n); };
+    const auto needs_encoding = [&](size_t i) {
+        return reads_encoded(i) && (!encoded_as || !encoding_serves(*encoded_as, products[i].w->type));
     };
     for (size_t i = 0; i < products.size(); ++i) {
         const DeviceMatrix& w = *products[i].w;
-        if (needs_encoding(w)) {
-            record_encode_input(k, cmd, w.type, x, encoded, n, static_cast<uint32_t>(w.cols));
-            encoded_for = &w;
+        if (needs_encoding(i)) {
+            // The encoding that also serves every later product it can, so that none re-encodes for it.
+            ShaderWeightType type = w.type;
+            for (size_t later = i + 1; later < products.size(); ++later) {
+                if (!reads_encoded(later)) continue;
+                type = shared_input_encoding(type, products[later].w->type).value_or(type);
+            }
+            record_encode_input(k, cmd, type, x, encoded, n, static_cast<uint32_t>(w.cols));
+            encoded_as = type;
         }
         // A barrier before `encoded` is written again, once the products that read it are done.
-        const bool barrier = i + 1 == products.size() || (encoded_for != nullptr && needs_encoding(*products[i + 1].w));
+        const bool barrier = i + 1 == products.size() || (encoded_as && needs_encoding(i + 1));
         record_matmul(k, cmd, w, x, products[i].y, n, static_cast<uint32_t>(w.rows), accumulate, barrier, encoded);
     }
 }

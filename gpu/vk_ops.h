@@ -4,6 +4,7 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -64,9 +65,12 @@ void record_matmul(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& w, VkBuf
                    bool accumulate, bool barrier = true, VkBuffer encoded = VK_NULL_HANDLE);
 // Whether record_matmul of `type` weights for n tokens reads its input encoded.
 bool matmul_reads_encoded_input(const Kernels& k, ShaderWeightType type, uint32_t n);
-// Whether the products of types a and b read the same encoding of their input (one
-// record_encode_input serves both): Q8_0 and Q8_1 inputs differ only in Q8_1's code-sum scales.
-bool same_input_encoding(ShaderWeightType a, ShaderWeightType b);
+// Whether products of `type` weights can read an input encoded for `encoded` weights: the same
+// encoding, or Q8_1 for Q8_0 (Q8_1 holds Q8_0's codes and scale, and adds its code-sum scales).
+bool encoding_serves(ShaderWeightType encoded, ShaderWeightType type);
+// The type whose input encoding serves products of both a and b (the one of Q8_1 beside Q8_0),
+// none where they encode differently (F32/F16 weights, Q8_K beside Q8_0).
+std::optional<ShaderWeightType> shared_input_encoding(ShaderWeightType a, ShaderWeightType b);
 // The bytes record_encode_input writes for n rows of cols values (cols a multiple of 32).
 uint64_t encoded_input_bytes(uint32_t n, uint32_t cols);
 // encoded = x[n x cols] encoded as the CPU encodes the input of `type` weights (Q8_0, Q8_1 or

@@ -29,8 +29,11 @@ struct MakeModelOptions {
 
 SyntheticModelSpec spec_from(const MakeModelOptions& o) {
     SyntheticModelSpec s = synthetic_preset(o.preset);
-    s.q4_k_m_mix = o.dtype == "q4_k_m";
-    const auto dtype = ggml_type_from_name(s.q4_k_m_mix ? "q4_k" : o.dtype);
+    s.k_quant_mix = o.dtype == "q4_k_m" ? KQuantMix::Q4_K_M : o.dtype == "q5_k_m" ? KQuantMix::Q5_K_M : KQuantMix::None;
+    // A mix's dtype is its base type, as llama.cpp's presets name it.
+    const auto dtype = ggml_type_from_name(s.k_quant_mix == KQuantMix::Q4_K_M   ? "q4_k"
+                                           : s.k_quant_mix == KQuantMix::Q5_K_M ? "q5_k"
+                                                                                : o.dtype);
     if (!dtype) throw InvalidArgument("unknown weight type \"" + o.dtype + "\"");
     s.dtype = *dtype;
     if (!o.arch.empty()) s.architecture = o.arch;
@@ -67,10 +70,11 @@ void add_make_model_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("make-model", "write a synthetic GGUF model with seeded random weights");
     cmd->add_option("-o,--output", o->output, "output .gguf path")->required();
     cmd->add_option("--preset", o->preset, "shape preset: " + presets)->capture_default_str();
-    cmd->add_option("--dtype", o->dtype,
-                    "type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, iq4_nl, iq4_xs, ..., or q4_k_m (the mix "
-                    "llama.cpp's Q4_K_M writes: Q4_K, Q6_K for the output and some layers' attn_v and ffn_down, Q5_0 / Q8_0 "
-                    "where 256 does not divide a row)")
+    cmd->add_option(
+           "--dtype", o->dtype,
+           "type of the 2-D weights: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, iq4_nl, iq4_xs, ..., or q4_k_m / q5_k_m (the "
+           "mix llama.cpp's Q4_K_M / Q5_K_M writes: Q4_K / Q5_K, Q6_K for the output and some layers' attn_v and "
+           "ffn_down, Q5_0 / Q5_1 and Q8_0 where 256 does not divide a row)")
         ->capture_default_str();
     cmd->add_option("--arch", o->arch, "llama, qwen2, qwen3 or gemma3 (default: the preset's)");
     cmd->add_option("--layers", o->layers, "block count");

@@ -122,9 +122,11 @@ void validate(const SyntheticModelSpec& s) {
     if ((s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 || head_dim_of(s) % 2 != 0) {
         throw InvalidArgument("n_embd must split into an even head size, and heads into KV groups");
     }
-    // The Q4_K_M mix falls back to formats of 32-element blocks where 256 do not divide a row.
-    const auto block = s.q4_k_m_mix ? 32 : static_cast<int>(ggml_type_traits(s.dtype).block_elements);
-    const std::string types = s.q4_k_m_mix ? "the Q4_K_M mix" : std::string(ggml_type_name(s.dtype));
+    // The K-quant mixes fall back to formats of 32-element blocks where 256 do not divide a row.
+    const bool mix = s.k_quant_mix != KQuantMix::None;
+    const auto block = mix ? 32 : static_cast<int>(ggml_type_traits(s.dtype).block_elements);
+    const std::string types = mix ? std::string("the ") + (s.k_quant_mix == KQuantMix::Q4_K_M ? "Q4_K_M" : "Q5_K_M") + " mix"
+                                  : std::string(ggml_type_name(s.dtype));
     if (s.n_embd % block != 0 || s.n_ff % block != 0 || head_dim_of(s) * s.n_head % block != 0) {
         throw InvalidArgument("n_embd, n_ff and the heads' width must be multiples of " + std::to_string(block) + " for " +
                               types);
@@ -204,8 +206,9 @@ void add_metadata(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set("general.architecture", GgufValue::string(s.architecture));
     w.set("general.name", GgufValue::string(s.name));
     constexpr uint32_t kLlamaFileTypeQ4KM = 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-    if (s.q4_k_m_mix) {
-        w.set("general.file_type", GgufValue::u32(kLlamaFileTypeQ4KM));
+    constexpr uint32_t kLlamaFileTypeQ5KM = 17;  // LLAMA_FTYPE_MOSTLY_Q5_K_M
+    if (s.k_quant_mix != KQuantMix::None) {
+        w.set("general.file_type", GgufValue::u32(s.k_quant_mix == KQuantMix::Q4_K_M ? kLlamaFileTypeQ4KM : kLlamaFileTypeQ5KM));
     } else if (const auto file_type = llama_file_type(s.dtype)) {
         w.set("general.file_type", GgufValue::u32(*file_type));
     }
@@ -259,7 +262,9 @@ struct WeightFactory {
 
     // The type of the weight `role` ("attn_v", "output", ...) of `layer` (-1: none) with rows of `cols`.
     GgmlType type_of(const std::string& role, int layer, int cols) const {
-        return spec.q4_k_m_mix ? q4_k_m_type(role, layer, spec.n_layer, cols, spec.tied_output) : spec.dtype;
+        return spec.k_quant_mix != KQuantMix::None
+                   ? k_quant_mix_type(spec.k_quant_mix, role, layer, spec.n_layer, cols, spec.tied_output)
+                   : spec.dtype;
     }
     // A [rows x cols] matrix (GGUF dims [cols, rows]) named "blk.<layer>.<role>.weight" (or
     // "<role>.weight" for layer -1), with outlier rows scaled.
@@ -294,13 +299,14 @@ void add_embedding(WeightFactory& f, const SyntheticModelSpec& s) {
 
 }  // namespace
 
-GgmlType q4_k_m_type(const std::string& tensor, int layer, int n_layer, int cols, bool tied_output) {
+GgmlType k_quant_mix_type(KQuantMix mix, const std::string& tensor, int layer, int n_layer, int cols, bool tied_output) {
     // llama.cpp's use_more_bits: the first and last eighth of the layers, and every third between.
     const bool more_bits = layer >= 0 && (layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2);
     const bool output = tensor == "output" || (tensor == "token_embd" && tied_output);
     const bool q6_k = output || ((tensor == "attn_v" || tensor == "ffn_down") && more_bits);
-    if (cols % 256 == 0) return q6_k ? GgmlType::Q6_K : GgmlType::Q4_K;
-    return q6_k ? GgmlType::Q8_0 : GgmlType::Q5_0;
+    const bool q5 = mix == KQuantMix::Q5_K_M;
+    if (cols % 256 == 0) return q6_k ? GgmlType::Q6_K : q5 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    return q6_k ? GgmlType::Q8_0 : q5 ? GgmlType::Q5_1 : GgmlType::Q5_0;
 }
 
 GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {

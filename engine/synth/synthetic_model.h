@@ -11,6 +11,9 @@
 
 namespace inferscope {
 
+// The mixes of weight types llama.cpp's K-quant presets write (k_quant_mix_type).
+enum class KQuantMix { None, Q4_K_M, Q5_K_M };
+
 struct SyntheticModelSpec {
     std::string architecture = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
     std::string name = "synthetic";
@@ -32,8 +35,8 @@ struct SyntheticModelSpec {
     // context (0: no factors).
     int llama3_rope_original_context = 0;
     GgmlType dtype = GgmlType::F32;  // of the 2-D weights; norms and biases stay F32
-    // true: the mix of types llama.cpp's Q4_K_M writes instead of dtype (see q4_k_m_type).
-    bool q4_k_m_mix = false;
+    // Not None: the mix of types llama.cpp's Q4_K_M or Q5_K_M writes instead of dtype (see k_quant_mix_type).
+    KQuantMix k_quant_mix = KQuantMix::None;
     uint64_t seed = 1;
     float weight_std = 0.02f;
     float embedding_std = 1.0f;
@@ -57,11 +60,12 @@ struct SyntheticModelSpec {
 SyntheticModelSpec synthetic_preset(std::string_view name);
 std::vector<std::string_view> synthetic_preset_names();
 
-// The type llama.cpp's Q4_K_M gives a weight: Q4_K, but Q6_K for the output projection (the
-// embeddings where it is tied), and for attn_v and ffn_down in the layers use_more_bits picks
-// (the first and last eighth, and every third between); a type whose 256-element blocks do not
-// divide the row falls back to Q5_0 (for Q4_K) or Q8_0 (for Q6_K). `layer` -1: not a layer's.
-GgmlType q4_k_m_type(const std::string& tensor, int layer, int n_layer, int cols, bool tied_output);
+// The type llama.cpp's Q4_K_M (Q5_K_M) gives a weight: Q4_K (Q5_K), but Q6_K for the output
+// projection (the embeddings where it is tied), and for attn_v and ffn_down in the layers
+// use_more_bits picks (the first and last eighth, and every third between); a type whose
+// 256-element blocks do not divide the row falls back to Q5_0 for Q4_K, Q5_1 for Q5_K and Q8_0
+// for Q6_K. `layer` -1: not a layer's. `mix` is not None.
+GgmlType k_quant_mix_type(KQuantMix mix, const std::string& tensor, int layer, int n_layer, int cols, bool tied_output);
 
 // Builds the GGUF (metadata, tokenizer and weights). InvalidArgument for inconsistent shapes.
 GgufWriter build_synthetic_model(const SyntheticModelSpec& spec);

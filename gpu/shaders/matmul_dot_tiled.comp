@@ -129,7 +129,7 @@ void main() {
             const vec2 x_sums = Q8_K_INPUT ? x_half_sums[t] : vec2(0.0);
             const float dx_sum = Q8_1_INPUT ? x_code_sum_scale[t] : 0.0;
             for (uint i = 0; i < 8; ++i) {
-                precise float sum = acc[i][j] + group_product(w_scales[ty * 8 + i], dx, dx_sum, vec2(s[i][j]), x_sums);
+                precise float sum = acc[i][j] + group_product(Q8_1_INPUT, w_scales[ty * 8 + i], dx, dx_sum, vec2(s[i][j]), x_sums);
                 acc[i][j] = sum;
             }
         }

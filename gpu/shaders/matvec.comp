@@ -117,6 +117,7 @@ layout(push_constant) uniform Params {
 } p;
 
 #include "activation.glsl"
+#define INPUT_FOR_THREE_FORMATS
 #include "weight_layout.glsl"
 #include "q8_encoding.glsl"
 #include "finish_counter.glsl"
@@ -208,20 +209,20 @@ void encode_q8_k(inout vec4 v[8], float factor) {
 }
 
 // group_product (q8_encoding.glsl) of a weight group of integer codes with an encoded input group.
-float group_code_products(vec4 scales, float dx, float dx_sum, vec4 codes[8], vec4 x_codes[8]) {
+float group_code_products(bool with_min, vec4 scales, float dx, float dx_sum, vec4 codes[8], vec4 x_codes[8]) {
     vec2 s = vec2(0.0), x_sums = vec2(0.0);
     for (uint q = 0; q < 4; ++q) {
         s += vec2(dot(codes[q], x_codes[q]), dot(codes[4 + q], x_codes[4 + q]));
         x_sums += vec2(dot(x_codes[q], vec4(1.0)), dot(x_codes[4 + q], vec4(1.0)));
     }
-    return group_product(scales, dx, dx_sum, s, x_sums);
+    return group_product(with_min, scales, dx, dx_sum, s, x_sums);
 }
 
 // acc[base + t] += the products of weight group u (its integer codes and its scales, as
 // group_code_products takes them) with token t's input group u encoded as it is read: the F32
 // builds' way to the CPU's arithmetic (ENCODE_INPUT). The codes are small integers, so the sums
 // are exact.
-void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base, inout float acc[ACC]) {
+void add_encoded_products(uint t, uint u, bool with_min, vec4 scales, vec4 codes[8], uint base, inout float acc[ACC]) {
     vec4 x[8];
     x_group(t, u * 32, x);
     vec2 dx;  // the scale and code-sum scale
@@ -232,21 +233,21 @@ void add_encoded_products(uint t, uint u, vec4 scales, vec4 codes[8], uint base,
     } else {
         dx = encode_q8_0(x);
     }
-    precise float sum = acc[base + t] + group_code_products(scales, dx.x, dx.y, codes, x);
+    precise float sum = acc[base + t] + group_code_products(with_min, scales, dx.x, dx.y, codes, x);
     acc[base + t] = sum;
 }
 
 #if INTEGER_DOT
 // acc[base + t] += group_product of weight group u (its scales and its 32 codes as bytes, each
 // `offset` below the byte: Q4_0's nibbles are 8 above its codes) with every token's encoded group u.
-void add_code_products(uint u, vec4 scales, uint words[8], int offset, uint base, inout float acc[ACC]) {
+void add_code_products(uint u, bool with_min, vec4 scales, uint words[8], int offset, uint base, inout float acc[ACC]) {
     for (uint t = 0; t < TOKENS; ++t) {
         const uint g = t * X_GROUPS + u;
         ivec2 s = ivec2(0);
         for (uint q = 0; q < 4; ++q) s += ivec2(dot_i8x4(words[q], xq[g * 8 + q], 0), dot_i8x4(words[4 + q], xq[g * 8 + 4 + q], 0));
         const ivec2 x_sums = ivec2(xq_half_sum[2 * g], xq_half_sum[2 * g + 1]);
         const float dx_sum = Q8_1_INPUT ? xq_code_sum_scale[g] : 0.0;
-        precise float sum = acc[base + t] + group_product(scales, xq_scale[g], dx_sum, vec2(s + offset * x_sums), vec2(x_sums));
+        precise float sum = acc[base + t] + group_product(with_min, scales, xq_scale[g], dx_sum, vec2(s + offset * x_sums), vec2(x_sums));
         acc[base + t] = sum;
     }
 }

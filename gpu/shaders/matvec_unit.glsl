@@ -33,13 +33,13 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
             words[4 + q] = (bytes >> 4) & 0x0F0F0F0Fu;  // elements 16 + 4q ..
         }
         const float d = unpackHalf2x16(uint(W16[b])).x;
-        add_code_products(u, vec4(d, 0.0, d, 0.0), words, -8, base, acc);
+        add_code_products(u, false, vec4(d, 0.0, d, 0.0), words, -8, base, acc);
     } else if (UNIT_TYPE == WT_Q8_0) {
         const uint b = (row * (p.cols / 32) + u) * 17;
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = uint(W16[b + 1 + 2 * q]) | (uint(W16[b + 2 + 2 * q]) << 16);
         const float d = unpackHalf2x16(uint(W16[b])).x;
-        add_code_products(u, vec4(d, 0.0, d, 0.0), words, 0, base, acc);
+        add_code_products(u, false, vec4(d, 0.0, d, 0.0), words, 0, base, acc);
     } else if (block_format(UNIT_TYPE)) {  // codes unpacked to bytes (BLOCK_CODES)
         const uint row_word = row * format_row_words(UNIT_TYPE, p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);
@@ -47,7 +47,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         BLOCK_CODES(row_word, u, codes);
         uint words[8];
         for (uint q = 0; q < 8; ++q) words[q] = pack_i8x4(codes[q]);
-        add_code_products(u, scales, words, 0, base, acc);
+        add_code_products(u, block_with_min(UNIT_TYPE), scales, words, 0, base, acc);
     }
     return;
 #endif
@@ -62,7 +62,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
         for (uint t = 0; t < TOKENS; ++t) {
             if (ENCODE_INPUT) {
-                add_encoded_products(t, u, vec4(d, 0.0, d, 0.0),
+                add_encoded_products(t, u, false, vec4(d, 0.0, d, 0.0),
                                      vec4[8](low[0], low[1], low[2], low[3], high[0], high[1], high[2], high[3]), base, acc);
                 continue;
             }
@@ -81,7 +81,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         }
         for (uint t = 0; t < TOKENS; ++t) {
             if (ENCODE_INPUT) {
-                add_encoded_products(t, u, vec4(d, 0.0, d, 0.0), q8, base, acc);
+                add_encoded_products(t, u, false, vec4(d, 0.0, d, 0.0), q8, base, acc);
                 continue;
             }
             float s = 0.0;
@@ -93,7 +93,7 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
         const vec4 scales = GROUP_SCALES(row_word, u);
         vec4 codes[8];
         BLOCK_CODES(row_word, u, codes);
-        for (uint t = 0; t < TOKENS; ++t) add_encoded_products(t, u, scales, codes, base, acc);
+        for (uint t = 0; t < TOKENS; ++t) add_encoded_products(t, u, block_with_min(UNIT_TYPE), scales, codes, base, acc);
     } else if (block_format(UNIT_TYPE)) {
         const uint row_word = row * format_row_words(UNIT_TYPE, p.cols);
         const vec4 scales = GROUP_SCALES(row_word, u);

@@ -105,17 +105,18 @@ uint pack_i8x4(vec4 v) {
 // weights (needs weight_layout.glsl), summed the way the CPU's vec_dot sums a block, from the
 // exact integer sums of the code products (s.x: elements 0-15, s.y: 16-31) and of the input
 // codes (x_sums, the same halves). dx is the input's scale; dx_sum its Q8_1 code-sum scale.
-// scales: the weights' (scale, minimum) of each half, as GROUP_SCALES gives them.
-// - Q8_0 inputs: (scale x dx) x (code products);
-// - Q8_1 inputs: the same plus minimum x dx_sum;
+// scales: the weights' (scale, minimum) of each half, as GROUP_SCALES gives them; with_min:
+// whether the weights' format has a minimum (Q4_1, Q5_1: the input is then Q8_1).
+// - Q8_0 inputs, and Q8_1 inputs of weights without a minimum: (scale x dx) x (code products);
+// - Q8_1 inputs of weights with a minimum: the same plus minimum x dx_sum;
 // - Q8_K inputs: dx x (scale x code products - minimum x input codes), half by half.
 // `precise`: each operation rounds on its own, as on the CPU (built without contraction); the
 // callers add the result to their sums the same way.
-float group_product(vec4 scales, float dx, float dx_sum, vec2 s, vec2 x_sums) {
+float group_product(bool with_min, vec4 scales, float dx, float dx_sum, vec2 s, vec2 x_sums) {
     precise float product;
     if (Q8_K_INPUT) {
         product = dx * ((scales.x * s.x - scales.y * x_sums.x) + (scales.z * s.y - scales.w * x_sums.y));
-    } else if (Q8_1_INPUT) {
+    } else if (with_min) {
         product = (scales.x * dx) * (s.x + s.y) + scales.y * dx_sum;
     } else {
         product = (scales.x * dx) * (s.x + s.y);

@@ -22,12 +22,21 @@ bool block_format(uint type) { return type != WT_F32 && type != WT_F16 && type !
 const bool BLOCK_TYPE = WEIGHT_TYPE != WT_F32 && WEIGHT_TYPE != WT_F16 && WEIGHT_TYPE != WT_BF16;
 // How the CPU encodes the input of each block format: Q8_K for the formats of 256-element
 // blocks, Q8_1 (Q8_0 with the scaled sum of its codes) for those with a minimum, Q8_0 otherwise.
+// A shader whose dispatch reads matrices of three formats (matvec.comp) defines
+// INPUT_FOR_THREE_FORMATS: its input is then Q8_1 where any of them has a minimum, which serves
+// its Q8_0 ones too (the same codes and scale).
+// (Bit masks of the formats, as glslc's optimizer fails on a chain of || between specialization constants.)
+const uint WITH_MINIMUM_MASK = (1u << WT_Q4_1) | (1u << WT_Q5_1);
 const bool Q8_K_INPUT = WEIGHT_TYPE >= WT_Q4_K;
-const bool Q8_1_INPUT = WEIGHT_TYPE == WT_Q4_1 || WEIGHT_TYPE == WT_Q5_1;
+#ifdef INPUT_FOR_THREE_FORMATS
+const bool Q8_1_INPUT = (((1u << WEIGHT_TYPE) | (1u << WEIGHT_TYPE_1) | (1u << WEIGHT_TYPE_2)) & WITH_MINIMUM_MASK) != 0u;
+#else
+const bool Q8_1_INPUT = ((1u << WEIGHT_TYPE) & WITH_MINIMUM_MASK) != 0u;
+#endif
 
 // The 32-element formats other than Q8_0 and Q4_0, which weight_octets.glsl decodes alike.
 bool block_of_32(uint type) { return type == WT_Q4_1 || type == WT_Q5_0 || type == WT_Q5_1 || type == WT_IQ4_NL; }
-bool block_with_min(uint type) { return type == WT_Q4_1 || type == WT_Q5_1; }
+bool block_with_min(uint type) { return ((1u << type) & WITH_MINIMUM_MASK) != 0u; }
 bool block_fifth_bits(uint type) { return type == WT_Q5_0 || type == WT_Q5_1; }
 // Words per block of the 32-element formats.
 uint block_words(uint type) { return type == WT_Q4_1 ? 10 : type == WT_Q5_0 ? 11 : type == WT_Q5_1 ? 12 : 9; }

@@ -148,9 +148,10 @@ TEST_F(GpuMatvecTest, MultiWritesEachMatrixRowsToItsOwnOutput) {
 }
 
 TEST(GpuMatvecMixed, FormatsEncodingTheirInputAlikeShareADispatchBitForBit) {
-    // q, k, v of block formats whose inputs the CPU encodes alike (Q8_K, Q8_0, Q8_1), in one
-    // dispatch, each read in its own format: every output equal bit for bit to its matrix's
-    // own dispatch (normed inputs; F32, and encoded where the device has integer dot products).
+    // q, k, v of block formats whose inputs one encoding serves (Q8_K; Q8_0; Q8_1, also for
+    // Q8_0 weights), in one dispatch, each read in its own format: every output equal bit for bit
+    // to its matrix's own dispatch (normed inputs; F32, and encoded where the device has integer
+    // dot products).
     struct Mix {
         std::array<GgmlType, 3> types;
         int64_t cols;
@@ -159,7 +160,9 @@ TEST(GpuMatvecMixed, FormatsEncodingTheirInputAlikeShareADispatchBitForBit) {
                                     {{GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::Q8_0}, 192},  // its rows of 896
                                     {{GgmlType::IQ4_NL, GgmlType::Q4_0, GgmlType::Q8_0}, 96},
                                     {{GgmlType::IQ4_XS, GgmlType::Q5_K, GgmlType::Q3_K}, 256},
-                                    {{GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_1}, 64}};
+                                    {{GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_1}, 64},
+                                    {{GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q8_0}, 192},  // Q5_K_M's on rows of 896
+                                    {{GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0}, 96}};  // Q8_1 for a later matrix
     std::mt19937 rng(17);
     for (bool integer_dot : {true, false}) {
         std::unique_ptr<gpu::OpHarness> gpu;

@@ -374,7 +374,7 @@ std::shared_ptr<const Model> tiny_llama_of_256_blocks() {
 TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     const std::vector<std::array<GgmlType, 7>> layer_types = {
         {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::IQ4_XS, GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q6_K},
-        {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::BF16, GgmlType::BF16, GgmlType::Q3_K}};
+        {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::BF16, GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q3_K}};
     // F32 inputs, as the CPU's on the weights dequantized to F32 (encoded inputs: the test below).
     open(quantized_copy(tiny_llama_of_256_blocks(), layer_types, GgmlType::Q4_K, GgmlType::Q2_K), KvDtype::F32, 0, false);
     if (!gpu_) return;
@@ -385,17 +385,18 @@ TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     std::printf("[ measured ] mixed weight types: max |teacher-forced logit GPU - CPU on F32 weights| = %.3g\n", worst);
     expect_greedy_equal(*gpu_, cpu_f32, prompt, 8, 1e-4f, "mixed weight types");
     // The last decode step: layer 0's q/k/v (one type) take one dispatch that also stores the
-    // cache (5 in the layer); layer 1's Q4_1 q and Q5_1 v (Q8_1 inputs) one, its Q5_0 k (Q8_0
-    // inputs) another with no barrier between them, and the cache step one more (7). Outside
-    // the layers the embedding and the output product with the final norm.
+    // cache (5 in the layer); layer 1's Q4_1 q and Q5_0 k (one input encoding, Q8_1, serves
+    // both) one, its BF16 v another with no barrier between them, and the cache step one more
+    // (7). Outside the layers the embedding and the output product with the final norm.
     const DeviceSubmission step = gpu_->backend().last_forward_submission().value();
     EXPECT_EQ(step.dispatches, 5 + 7 + 2);
     EXPECT_EQ(step.barriers, step.dispatches + 1 - 1);
 }
 
 // Models whose inputs are encoded as the CPU encodes them, against the CPU itself: a Q4_K_M-like
-// one (Q4_K, Q6_K for attn_v, ffn_down and the output: Q8_K inputs) and one of the formats with a minimum
-// (Q4_1, Q5_1: Q8_1 inputs).
+// one (Q4_K, Q6_K for attn_v, ffn_down and the output: Q8_K inputs), one of the formats with a
+// minimum (Q4_1, Q5_1: Q8_1 inputs), and a Q5_K_M-like one on rows that 256 does not divide
+// (Q5_1, Q8_0 for attn_v, ffn_down and the output: one Q8_1 encoding serves q, k and v).
 struct EncodedCase {
     const char* name;
     std::array<GgmlType, 7> layer;
@@ -446,6 +447,8 @@ TEST_P(GpuEncodedModel, MatchesTheCpusArithmetic) {
     EXPECT_EQ(gpu_->backend().last_forward_submission().value().dispatches, 5 * model->config().n_layer + 2);
 }
 
+const char* const kEncodedCaseNames[] = {"KQuants", "WithMinimum", "MinimumBesideQ8_0"};
+
 INSTANTIATE_TEST_SUITE_P(Formats, GpuEncodedModel,
                          ::testing::Values(EncodedCase{"Q4_K_M-like",
                                                        {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_K,
@@ -456,8 +459,13 @@ INSTANTIATE_TEST_SUITE_P(Formats, GpuEncodedModel,
                                                        {GgmlType::Q4_1, GgmlType::Q4_1, GgmlType::Q4_1, GgmlType::Q5_1,
                                                         GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q4_1},
                                                        GgmlType::Q4_1,
-                                                       GgmlType::Q5_1}),
-                         [](const auto& info) { return info.index == 0 ? std::string("KQuants") : std::string("WithMinimum"); });
+                                                       GgmlType::Q5_1},
+                                           EncodedCase{"Q5_K_M-like",
+                                                       {GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q5_1,
+                                                        GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q8_0},
+                                                       GgmlType::Q5_1,
+                                                       GgmlType::Q8_0}),
+                         [](const auto& info) { return std::string(kEncodedCaseNames[info.index]); });
 
 }  // namespace
 }  // namespace inferscope

@@ -112,6 +112,29 @@ TEST_F(GpuOps, ProductsOfOneInputEqualTheirOwnProductsWhateverTheirEncodings) {
     }
 }
 
+TEST_F(GpuOps, AnInputEncodedAsQ8_1ServesTheQ8_0ProductsBesideItsOwn) {
+    // A Q5_K_M file's Q5_1 q and k beside its Q8_0 v where 256 does not divide the rows: one
+    // encoding of the input (Q8_1: Q8_0's codes and scale, and the code sums) serves every
+    // product, whichever comes first, each equal bit for bit to its product recorded alone.
+    if (!gpu_->integer_dot()) GTEST_SKIP() << "the device lacks integer dot products or subgroup arithmetic: no input is encoded";
+    std::vector<uint8_t> bytes[3];
+    const WeightMatrix q8_0 = random_weight(GgmlType::Q8_0, 21, 192, rng_, bytes[0]);
+    const WeightMatrix q5_1 = random_weight(GgmlType::Q5_1, 70, 192, rng_, bytes[1]);
+    const WeightMatrix q4_0 = random_weight(GgmlType::Q4_0, 13, 192, rng_, bytes[2]);
+    const std::vector<std::vector<const WeightMatrix*>> orders = {{&q5_1, &q8_0}, {&q8_0, &q5_1}, {&q8_0, &q4_0, &q5_1}};
+    for (int64_t n : {9, 40}) {
+        const std::vector<float> x = random_floats(static_cast<size_t>(n * 192), rng_);
+        for (const auto& ws : orders) {
+            const std::vector<std::vector<float>> together = gpu_->products(ws, x, n);
+            EXPECT_EQ(gpu_->last_dispatches(), 1 + ws.size()) << "one encoding, then a dispatch per product; n=" << n;
+            ASSERT_EQ(together.size(), ws.size());
+            for (size_t i = 0; i < ws.size(); ++i) {
+                EXPECT_EQ(together[i], gpu_->matmul(*ws[i], x, n)) << ggml_type_name(ws[i]->type) << " n=" << n;
+            }
+        }
+    }
+}
+
 TEST_F(GpuOps, MatmulOfFloatRowsWithATail) {
     // 172 columns (stories260K's FFN): chunks of 8 elements end in a partial one.
     std::vector<uint8_t> bytes;

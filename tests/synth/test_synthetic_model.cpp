@@ -72,7 +72,7 @@ TEST(SyntheticModel, TheQ4KMMixChoosesTypesAsLlamaCppsQ4KM) {
     spec.n_embd = 256;
     spec.n_ff = 768;
     spec.tied_output = false;
-    spec.q4_k_m_mix = true;
+    spec.k_quant_mix = KQuantMix::Q4_K_M;
     const auto model = build(spec);
     EXPECT_EQ(model->file().get_u64("general.file_type"), 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
     EXPECT_EQ(model->token_embedding().type, GgmlType::Q4_K);
@@ -85,14 +85,42 @@ TEST(SyntheticModel, TheQ4KMMixChoosesTypesAsLlamaCppsQ4KM) {
         for (const WeightMatrix* m : {&w.wq, &w.wk, &w.wo, &w.w_gate, &w.w_up}) EXPECT_EQ(m->type, GgmlType::Q4_K) << m->name;
     }
     // Rows of 896 (Qwen2.5-0.5B's width) are no whole number of 256-blocks: Q5_0 and Q8_0.
-    EXPECT_EQ(q4_k_m_type("attn_q", 0, 24, 896, true), GgmlType::Q5_0);
-    EXPECT_EQ(q4_k_m_type("attn_v", 5, 24, 896, true), GgmlType::Q8_0);
-    EXPECT_EQ(q4_k_m_type("attn_v", 4, 24, 896, true), GgmlType::Q5_0);
-    EXPECT_EQ(q4_k_m_type("token_embd", -1, 24, 896, true), GgmlType::Q8_0);  // tied: the output's type
-    EXPECT_EQ(q4_k_m_type("token_embd", -1, 24, 896, false), GgmlType::Q5_0);
-    EXPECT_EQ(q4_k_m_type("ffn_down", 21, 24, 4864, true), GgmlType::Q6_K);
-    EXPECT_EQ(q4_k_m_type("ffn_down", 20, 24, 4864, true), GgmlType::Q6_K);
-    EXPECT_EQ(q4_k_m_type("ffn_down", 19, 24, 4864, true), GgmlType::Q4_K);
+    constexpr KQuantMix kQ4 = KQuantMix::Q4_K_M;
+    EXPECT_EQ(k_quant_mix_type(kQ4, "attn_q", 0, 24, 896, true), GgmlType::Q5_0);
+    EXPECT_EQ(k_quant_mix_type(kQ4, "attn_v", 5, 24, 896, true), GgmlType::Q8_0);
+    EXPECT_EQ(k_quant_mix_type(kQ4, "attn_v", 4, 24, 896, true), GgmlType::Q5_0);
+    EXPECT_EQ(k_quant_mix_type(kQ4, "token_embd", -1, 24, 896, true), GgmlType::Q8_0);  // tied: the output's type
+    EXPECT_EQ(k_quant_mix_type(kQ4, "token_embd", -1, 24, 896, false), GgmlType::Q5_0);
+    EXPECT_EQ(k_quant_mix_type(kQ4, "ffn_down", 21, 24, 4864, true), GgmlType::Q6_K);
+    EXPECT_EQ(k_quant_mix_type(kQ4, "ffn_down", 20, 24, 4864, true), GgmlType::Q6_K);
+    EXPECT_EQ(k_quant_mix_type(kQ4, "ffn_down", 19, 24, 4864, true), GgmlType::Q4_K);
+}
+
+TEST(SyntheticModel, TheQ5KMMixChoosesTypesAsLlamaCppsQ5KM) {
+    // Q4_K_M's choice of layers with Q5_K in place of Q4_K, falling back to Q5_1 where 256 does
+    // not divide a row: Qwen2.5-0.5B's q/k/v then read inputs encoded as Q8_1 beside Q8_0.
+    SyntheticModelSpec spec = synthetic_preset("default");
+    spec.n_layer = 8;
+    spec.n_embd = 256;
+    spec.n_ff = 768;
+    spec.tied_output = true;
+    spec.k_quant_mix = KQuantMix::Q5_K_M;
+    const auto model = build(spec);
+    EXPECT_EQ(model->file().get_u64("general.file_type"), 17u);  // LLAMA_FTYPE_MOSTLY_Q5_K_M
+    EXPECT_EQ(model->token_embedding().type, GgmlType::Q6_K);    // tied: the output's type
+    for (int l = 0; l < spec.n_layer; ++l) {
+        const LayerWeights& w = model->layers()[static_cast<size_t>(l)];
+        const GgmlType more = l == 0 || l == 3 || l == 6 || l == 7 ? GgmlType::Q6_K : GgmlType::Q5_K;
+        EXPECT_EQ(w.wv.type, more) << "layer " << l;
+        EXPECT_EQ(w.w_down.type, more) << "layer " << l;
+        for (const WeightMatrix* m : {&w.wq, &w.wk, &w.wo, &w.w_gate, &w.w_up}) EXPECT_EQ(m->type, GgmlType::Q5_K) << m->name;
+    }
+    constexpr KQuantMix kQ5 = KQuantMix::Q5_K_M;
+    EXPECT_EQ(k_quant_mix_type(kQ5, "attn_q", 0, 24, 896, true), GgmlType::Q5_1);
+    EXPECT_EQ(k_quant_mix_type(kQ5, "attn_v", 5, 24, 896, true), GgmlType::Q8_0);
+    EXPECT_EQ(k_quant_mix_type(kQ5, "attn_v", 4, 24, 896, true), GgmlType::Q5_1);
+    EXPECT_EQ(k_quant_mix_type(kQ5, "token_embd", -1, 24, 896, false), GgmlType::Q5_1);
+    EXPECT_EQ(k_quant_mix_type(kQ5, "ffn_down", 19, 24, 4864, true), GgmlType::Q5_K);
 }
 
 TEST(SyntheticModel, AnUnknownPresetListsTheNames) {
