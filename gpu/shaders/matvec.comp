@@ -4,7 +4,7 @@
 // consecutive 16-byte chunks or blocks), so long rows keep many loads in flight, and a
 // workgroup holds several teams when rows are short. Up to three matrices of one column count
 // share a dispatch (their rows concatenated: q, k, v), of one format or of block formats whose
-// inputs the CPU encodes alike; in gated mode each team computes the gate and the up row of its
+// input one encoding serves (Q8_1 serving Q8_0's formats too); in gated mode each team computes the gate and the up row of its
 // output, then act(gate) * up. An optional RMSNorm of
 // the input rows runs as a prologue (each token's inverse RMS once per workgroup); a post-norm
 // added to the residual (Gemma's) runs as an epilogue of one matrix's product: the workgroup
@@ -37,8 +37,9 @@
 
 layout(local_size_x_id = 0) in;  // a power of two, at most MAX_PARTS
 layout(constant_id = 1) const uint WEIGHT_TYPE = 0;  // matrix 0's format, weight_layout.glsl's numbering
-// Matrices 1 and 2's: one of WEIGHT_TYPE's float formats, or block formats whose input the CPU
-// encodes as WEIGHT_TYPE's (Q8_0, Q8_1 or Q8_K) (a Q4_K_M file's Q4_K q and k beside a Q6_K v).
+// Matrices 1 and 2's: WEIGHT_TYPE itself, or block formats whose input one encoding serves with
+// WEIGHT_TYPE's (Q8_K: a Q4_K_M file's Q4_K q and k beside a Q6_K v; Q8_1 where any of the three
+// has a minimum, serving the Q8_0 ones too: its Q5_1 q and k beside a Q8_0 v).
 layout(constant_id = 4) const uint WEIGHT_TYPE_1 = 0;
 layout(constant_id = 5) const uint WEIGHT_TYPE_2 = 0;
 layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing the workgroup size

@@ -161,8 +161,9 @@ TEST(GpuMatvecMixed, FormatsEncodingTheirInputAlikeShareADispatchBitForBit) {
                                     {{GgmlType::IQ4_NL, GgmlType::Q4_0, GgmlType::Q8_0}, 96},
                                     {{GgmlType::IQ4_XS, GgmlType::Q5_K, GgmlType::Q3_K}, 256},
                                     {{GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_1}, 64},
-                                    {{GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q8_0}, 192},  // Q5_K_M's on rows of 896
-                                    {{GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0}, 96}};  // Q8_1 for a later matrix
+                                    {{GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q8_0}, 192},      // Q5_K_M's on rows of 896
+                                    {{GgmlType::IQ4_NL, GgmlType::IQ4_NL, GgmlType::Q5_1}, 192},  // IQ4_XS's there
+                                    {{GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0}, 96}};      // Q8_1 for a later matrix
     std::mt19937 rng(17);
     for (bool integer_dot : {true, false}) {
         std::unique_ptr<gpu::OpHarness> gpu;
@@ -205,15 +206,18 @@ std::vector<float> cpu_gated(const WeightMatrix& gate, const WeightMatrix& up, c
 
 TEST_F(GpuMatvecTest, GatedSiluAndGeluEqualCpuProductsThenActivation) {
     // 16,400 rows: a feed-forward as wide as a large model's, whose teams compute several rows at
-    // once. Gate and up of two formats whose inputs the CPU encodes alike share the dispatch too.
+    // once. Gate and up of two formats whose input one encoding serves share the dispatch too
+    // (Q8_0 gate and Q5_1 up: Q8_1, for a later matrix than the first).
     for (const auto& [type, up_type, rows] :
          std::vector<std::tuple<GgmlType, GgmlType, int64_t>>{{GgmlType::F32, GgmlType::F32, 75},
                                                               {GgmlType::F16, GgmlType::F16, 75},
+                                                              {GgmlType::BF16, GgmlType::BF16, 75},
                                                               {GgmlType::Q4_0, GgmlType::Q4_0, 75},
                                                               {GgmlType::Q5_K, GgmlType::Q5_K, 75},
                                                               {GgmlType::Q8_0, GgmlType::Q8_0, 16400},
                                                               {GgmlType::Q4_K, GgmlType::Q6_K, 75},
-                                                              {GgmlType::Q5_0, GgmlType::Q8_0, 75}}) {
+                                                              {GgmlType::Q5_0, GgmlType::Q8_0, 75},
+                                                              {GgmlType::Q8_0, GgmlType::Q5_1, 75}}) {
         std::vector<uint8_t> gb, ub;
         const int64_t cols = ggml_type_traits(type).block_elements == 256 ? 256 : 160;
         const WeightMatrix gate = random_weight(type, rows, cols, rng_, gb);
