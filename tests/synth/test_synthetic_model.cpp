@@ -64,26 +64,31 @@ TEST(SyntheticModel, TheSeedAloneDecidesTheWeights) {
     EXPECT_NE(std::memcmp(a.data, b.data, a.bytes()), 0);
 }
 
-TEST(SyntheticModel, TheQ4KMMixChoosesTypesAsLlamaCppsQ4KM) {
-    // Eight layers: use_more_bits picks layers 0 (the first eighth), 3 and 6 (every third from
-    // the eighth on) and 7 (the last eighth) for Q6_K attn_v and ffn_down.
+// An eight-layer model of `mix` (base: its Q4_K or Q5_K): use_more_bits picks layers 0 (the
+// first eighth), 3 and 6 (every third from the eighth on) and 7 (the last eighth) for Q6_K
+// attn_v and ffn_down; the output is Q6_K (the embeddings where tied), the rest `base`.
+void expect_mix_of_eight_layers(KQuantMix mix, GgmlType base, bool tied_output, uint64_t llama_file_type) {
     SyntheticModelSpec spec = synthetic_preset("default");
     spec.n_layer = 8;
     spec.n_embd = 256;
     spec.n_ff = 768;
-    spec.tied_output = false;
-    spec.k_quant_mix = KQuantMix::Q4_K_M;
+    spec.tied_output = tied_output;
+    spec.k_quant_mix = mix;
     const auto model = build(spec);
-    EXPECT_EQ(model->file().get_u64("general.file_type"), 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-    EXPECT_EQ(model->token_embedding().type, GgmlType::Q4_K);
-    EXPECT_EQ(model->output().type, GgmlType::Q6_K);
+    EXPECT_EQ(model->file().get_u64("general.file_type"), llama_file_type);
+    EXPECT_EQ(model->token_embedding().type, tied_output ? GgmlType::Q6_K : base);
+    if (!tied_output) EXPECT_EQ(model->output().type, GgmlType::Q6_K);
     for (int l = 0; l < spec.n_layer; ++l) {
         const LayerWeights& w = model->layers()[static_cast<size_t>(l)];
-        const GgmlType more = l == 0 || l == 3 || l == 6 || l == 7 ? GgmlType::Q6_K : GgmlType::Q4_K;
+        const GgmlType more = l == 0 || l == 3 || l == 6 || l == 7 ? GgmlType::Q6_K : base;
         EXPECT_EQ(w.wv.type, more) << "layer " << l;
         EXPECT_EQ(w.w_down.type, more) << "layer " << l;
-        for (const WeightMatrix* m : {&w.wq, &w.wk, &w.wo, &w.w_gate, &w.w_up}) EXPECT_EQ(m->type, GgmlType::Q4_K) << m->name;
+        for (const WeightMatrix* m : {&w.wq, &w.wk, &w.wo, &w.w_gate, &w.w_up}) EXPECT_EQ(m->type, base) << m->name;
     }
+}
+
+TEST(SyntheticModel, TheQ4KMMixChoosesTypesAsLlamaCppsQ4KM) {
+    expect_mix_of_eight_layers(KQuantMix::Q4_K_M, GgmlType::Q4_K, false, 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
     // Rows of 896 (Qwen2.5-0.5B's width) are no whole number of 256-blocks: Q5_0 and Q8_0.
     constexpr KQuantMix kQ4 = KQuantMix::Q4_K_M;
     EXPECT_EQ(k_quant_mix_type(kQ4, "attn_q", 0, 24, 896, true), GgmlType::Q5_0);
@@ -97,24 +102,9 @@ TEST(SyntheticModel, TheQ4KMMixChoosesTypesAsLlamaCppsQ4KM) {
 }
 
 TEST(SyntheticModel, TheQ5KMMixChoosesTypesAsLlamaCppsQ5KM) {
-    // Q4_K_M's choice of layers with Q5_K in place of Q4_K, falling back to Q5_1 where 256 does
-    // not divide a row: Qwen2.5-0.5B's q/k/v then read inputs encoded as Q8_1 beside Q8_0.
-    SyntheticModelSpec spec = synthetic_preset("default");
-    spec.n_layer = 8;
-    spec.n_embd = 256;
-    spec.n_ff = 768;
-    spec.tied_output = true;
-    spec.k_quant_mix = KQuantMix::Q5_K_M;
-    const auto model = build(spec);
-    EXPECT_EQ(model->file().get_u64("general.file_type"), 17u);  // LLAMA_FTYPE_MOSTLY_Q5_K_M
-    EXPECT_EQ(model->token_embedding().type, GgmlType::Q6_K);    // tied: the output's type
-    for (int l = 0; l < spec.n_layer; ++l) {
-        const LayerWeights& w = model->layers()[static_cast<size_t>(l)];
-        const GgmlType more = l == 0 || l == 3 || l == 6 || l == 7 ? GgmlType::Q6_K : GgmlType::Q5_K;
-        EXPECT_EQ(w.wv.type, more) << "layer " << l;
-        EXPECT_EQ(w.w_down.type, more) << "layer " << l;
-        for (const WeightMatrix* m : {&w.wq, &w.wk, &w.wo, &w.w_gate, &w.w_up}) EXPECT_EQ(m->type, GgmlType::Q5_K) << m->name;
-    }
+    expect_mix_of_eight_layers(KQuantMix::Q5_K_M, GgmlType::Q5_K, true, 17);  // LLAMA_FTYPE_MOSTLY_Q5_K_M
+    // Where 256 does not divide a row, Q5_1 and Q8_0: Qwen2.5-0.5B's q/k/v then read inputs
+    // encoded as Q8_1 beside Q8_0.
     constexpr KQuantMix kQ5 = KQuantMix::Q5_K_M;
     EXPECT_EQ(k_quant_mix_type(kQ5, "attn_q", 0, 24, 896, true), GgmlType::Q5_1);
     EXPECT_EQ(k_quant_mix_type(kQ5, "attn_v", 5, 24, 896, true), GgmlType::Q8_0);
