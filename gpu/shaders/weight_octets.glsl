@@ -80,102 +80,125 @@ vec4 GROUP_SCALES(uint row, uint g) {
     return vec4(d, 0.0, d, 0.0);
 }
 
-void OCTET_SCALED(uint row, uint c, vec2 scale_min, out float v[8]) {
-    const float scale = scale_min.x;
-    const float min = scale_min.y;
-    if (block_of_32(OCTET_TYPE)) {
-        // Byte j of the nibbles holds element j (low) and j + 16 (high).
-        const uint base = row + (c / 4) * block_words(OCTET_TYPE);
-        const uint j0 = (c % 4) * 8;  // the octet's first element in the block
-        const uint high_bits = block_fifth_bits(OCTET_TYPE) ? U32_AT(base + (block_with_min(OCTET_TYPE) ? 2 : 1)) : 0u;
-        const uint qs = base + (block_with_min(OCTET_TYPE) ? 2 : 1) + (block_fifth_bits(OCTET_TYPE) ? 2 : 0);
-        const uvec2 bytes = uvec2(U32_AT(qs + (j0 % 16) / 2), U32_AT(qs + (j0 % 16) / 2 + 2));
-        for (uint i = 0; i < 8; ++i) {
-            const uint byte_value = (bytes[i / 4] >> (8 * (i % 4))) & 0xFFu;
-            uint q = j0 < 16 ? byte_value & 0xFu : byte_value >> 4;
-            if (block_fifth_bits(OCTET_TYPE)) q |= ((high_bits >> (j0 + i)) & 1u) << 4;
-            if (OCTET_TYPE == WT_IQ4_NL) {
-                v[i] = scale * iq4_level(q);
-            } else if (OCTET_TYPE == WT_Q5_0) {
-                v[i] = scale * float(int(q) - 16);
-            } else {
-                precise float value = scale * float(q) + min;  // unfused, as the CPU's dequantization rounds
-                v[i] = value;
-            }
-        }
-        return;
-    }
-    const uint block = c / 32;
-    const uint e0 = (c % 32) * 8;  // the octet's first element in the 256-element block
-    const uint l0 = e0 % 32;
-    if (OCTET_TYPE == WT_Q4_K || OCTET_TYPE == WT_Q5_K) {
-        // Sub-block j (32 elements) is the low nibbles of bytes 32(j/2).. for even j, the high
-        // nibbles for odd j; Q5_K's fifth bit of element l of sub-block j is bit j of qh[l].
-        const bool q5 = OCTET_TYPE == WT_Q5_K;
-        const uint base = row + block * (q5 ? 88 : 72);
-        const uint j = e0 / 32;
-        const uint qs = base + (q5 ? 24 : 8) + (32 * (j / 2) + l0) / 2;
-        const uvec2 bytes = uvec2(U32_AT(qs), U32_AT(qs + 2));
-        const uvec2 highs = q5 ? uvec2(U32_AT(base + 8 + l0 / 2), U32_AT(base + 10 + l0 / 2)) : uvec2(0);
-        for (uint i = 0; i < 8; ++i) {
-            const uint byte_value = (bytes[i / 4] >> (8 * (i % 4))) & 0xFFu;
-            uint q = j % 2 == 0 ? byte_value & 0xFu : byte_value >> 4;
-            if (q5) q += ((highs[i / 4] >> (8 * (i % 4) + j)) & 1u) << 4;
-            precise float value = scale * float(q) - min;  // unfused, as the CPU's dequantization rounds
+// OCTET_SCALED's parts, one per family of formats.
+#define OCTET_OF_32 PASTE(OCTET, _of_32)
+#define OCTET_Q45_K PASTE(OCTET, _q45_k)
+#define OCTET_Q6_K PASTE(OCTET, _q6_k)
+#define OCTET_Q23_K PASTE(OCTET, _q23_k)
+#define OCTET_IQ4_XS PASTE(OCTET, _iq4_xs)
+
+// Q4_1, Q5_0, Q5_1, IQ4_NL: byte j of the nibbles holds element j (low) and j + 16 (high).
+void OCTET_OF_32(uint row, uint c, float scale, float min, out float v[8]) {
+    const uint base = row + (c / 4) * block_words(OCTET_TYPE);
+    const uint j0 = (c % 4) * 8;  // the octet's first element in the block
+    const uint high_bits = block_fifth_bits(OCTET_TYPE) ? U32_AT(base + (block_with_min(OCTET_TYPE) ? 2 : 1)) : 0u;
+    const uint qs = base + (block_with_min(OCTET_TYPE) ? 2 : 1) + (block_fifth_bits(OCTET_TYPE) ? 2 : 0);
+    const uvec2 bytes = uvec2(U32_AT(qs + (j0 % 16) / 2), U32_AT(qs + (j0 % 16) / 2 + 2));
+    for (uint i = 0; i < 8; ++i) {
+        const uint byte_value = (bytes[i / 4] >> (8 * (i % 4))) & 0xFFu;
+        uint q = j0 < 16 ? byte_value & 0xFu : byte_value >> 4;
+        if (block_fifth_bits(OCTET_TYPE)) q |= ((high_bits >> (j0 + i)) & 1u) << 4;
+        if (OCTET_TYPE == WT_IQ4_NL) {
+            v[i] = scale * iq4_level(q);
+        } else if (OCTET_TYPE == WT_Q5_0) {
+            v[i] = scale * float(int(q) - 16);
+        } else {
+            precise float value = scale * float(q) + min;  // unfused, as the CPU's dequantization rounds
             v[i] = value;
         }
-        return;
     }
-    const uint half_index = e0 / 128;
-    const uint k = (e0 % 128) / 32;
-    if (OCTET_TYPE == WT_Q6_K) {
-        // Each half of the block (128 elements): 64 bytes of low nibbles, 32 of 2-bit highs and
-        // 8 scales. Element 32k + l of a half: the low (k < 2) or high nibble of byte
-        // l + 32 (k % 2), bits 2k of high byte l.
-        const uint base = row + block * 105;
-        const uint ql = base + (64 * half_index + l0 + 32 * (k % 2)) / 2;
-        const uint qh = base + 64 + (32 * half_index + l0) / 2;
-        const uvec2 lows = uvec2(U32_AT(ql), U32_AT(ql + 2));
-        const uvec2 highs = uvec2(U32_AT(qh), U32_AT(qh + 2));
+}
+
+// Q4_K, Q5_K: sub-block j (32 elements) is the low nibbles of bytes 32(j/2).. for even j, the
+// high nibbles for odd j; Q5_K's fifth bit of element l of sub-block j is bit j of qh[l].
+// e0: the octet's first element in the 256-element block.
+void OCTET_Q45_K(uint row, uint block, uint e0, float scale, float min, out float v[8]) {
+    const bool q5 = OCTET_TYPE == WT_Q5_K;
+    const uint base = row + block * (q5 ? 88 : 72);
+    const uint j = e0 / 32, l0 = e0 % 32;
+    const uint qs = base + (q5 ? 24 : 8) + (32 * (j / 2) + l0) / 2;
+    const uvec2 bytes = uvec2(U32_AT(qs), U32_AT(qs + 2));
+    const uvec2 highs = q5 ? uvec2(U32_AT(base + 8 + l0 / 2), U32_AT(base + 10 + l0 / 2)) : uvec2(0);
+    for (uint i = 0; i < 8; ++i) {
+        const uint byte_value = (bytes[i / 4] >> (8 * (i % 4))) & 0xFFu;
+        uint q = j % 2 == 0 ? byte_value & 0xFu : byte_value >> 4;
+        if (q5) q += ((highs[i / 4] >> (8 * (i % 4) + j)) & 1u) << 4;
+        precise float value = scale * float(q) - min;  // unfused, as the CPU's dequantization rounds
+        v[i] = value;
+    }
+}
+
+// Q6_K: each half of the block (128 elements) has 64 bytes of low nibbles, 32 of 2-bit highs
+// and 8 scales. Element 32k + l of a half: the low (k < 2) or high nibble of byte
+// l + 32 (k % 2), bits 2k of high byte l.
+void OCTET_Q6_K(uint row, uint block, uint e0, float scale, out float v[8]) {
+    const uint half_index = e0 / 128, k = (e0 % 128) / 32, l0 = e0 % 32;
+    const uint base = row + block * 105;
+    const uint ql = base + (64 * half_index + l0 + 32 * (k % 2)) / 2;
+    const uint qh = base + 64 + (32 * half_index + l0) / 2;
+    const uvec2 lows = uvec2(U32_AT(ql), U32_AT(ql + 2));
+    const uvec2 highs = uvec2(U32_AT(qh), U32_AT(qh + 2));
+    for (uint i = 0; i < 8; ++i) {
+        const uint low = (lows[i / 4] >> (8 * (i % 4) + (k < 2 ? 0 : 4))) & 0xFu;
+        const uint high = (highs[i / 4] >> (8 * (i % 4) + 2 * k)) & 3u;
+        v[i] = scale * float(int(low | (high << 4)) - 32);
+    }
+}
+
+// Q2_K, Q3_K: each half of the block (128 elements) reads 32 bytes of 2-bit values four times:
+// element 32k + l of a half is bits 2k of byte l. Q3_K subtracts 4 where bit 4 half + k of
+// hmask byte l is clear.
+void OCTET_Q23_K(uint row, uint block, uint e0, float scale, float min, out float v[8]) {
+    const uint half_index = e0 / 128, k = (e0 % 128) / 32, l0 = e0 % 32;
+    const bool q3 = OCTET_TYPE == WT_Q3_K;
+    const uint base = row + block * (q3 ? 55 : 42);
+    const uint qs = base + (q3 ? 16 : 8) + (32 * half_index + l0) / 2;
+    const uvec2 bytes = uvec2(U32_AT(qs), U32_AT(qs + 2));
+    if (q3) {
+        const uvec2 hmask = uvec2(U32_AT(base + l0 / 2), U32_AT(base + l0 / 2 + 2));
         for (uint i = 0; i < 8; ++i) {
-            const uint low = (lows[i / 4] >> (8 * (i % 4) + (k < 2 ? 0 : 4))) & 0xFu;
-            const uint high = (highs[i / 4] >> (8 * (i % 4) + 2 * k)) & 3u;
-            v[i] = scale * float(int(low | (high << 4)) - 32);
+            const uint shift = 8 * (i % 4);
+            const int q = int((bytes[i / 4] >> (shift + 2 * k)) & 3u) - (((hmask[i / 4] >> (shift + 4 * half_index + k)) & 1u) != 0 ? 0 : 4);
+            v[i] = scale * float(q);
         }
-        return;
-    }
-    if (OCTET_TYPE == WT_Q2_K || OCTET_TYPE == WT_Q3_K) {
-        // Each half of the block (128 elements) reads 32 bytes of 2-bit values four times:
-        // element 32k + l of a half is bits 2k of byte l. Q3_K subtracts 4 where bit
-        // 4 half + k of hmask byte l is clear.
-        const bool q3 = OCTET_TYPE == WT_Q3_K;
-        const uint base = row + block * (q3 ? 55 : 42);
-        const uint qs = base + (q3 ? 16 : 8) + (32 * half_index + l0) / 2;
-        const uvec2 bytes = uvec2(U32_AT(qs), U32_AT(qs + 2));
-        if (q3) {
-            const uvec2 hmask = uvec2(U32_AT(base + l0 / 2), U32_AT(base + l0 / 2 + 2));
-            for (uint i = 0; i < 8; ++i) {
-                const uint shift = 8 * (i % 4);
-                const int q = int((bytes[i / 4] >> (shift + 2 * k)) & 3u) - (((hmask[i / 4] >> (shift + 4 * half_index + k)) & 1u) != 0 ? 0 : 4);
-                v[i] = scale * float(q);
-            }
-        } else {
-            for (uint i = 0; i < 8; ++i) {
-                precise float value = scale * float((bytes[i / 4] >> (8 * (i % 4) + 2 * k)) & 3u) - min;
-                v[i] = value;
-            }
+    } else {
+        for (uint i = 0; i < 8; ++i) {
+            precise float value = scale * float((bytes[i / 4] >> (8 * (i % 4) + 2 * k)) & 3u) - min;
+            v[i] = value;
         }
-        return;
     }
-    // IQ4_XS: sub-block ib (32 elements) is bytes 16 ib .. 16 ib + 15 of the nibbles, like an
-    // IQ4_NL block.
+}
+
+// IQ4_XS: sub-block ib (32 elements) is bytes 16 ib .. 16 ib + 15 of the nibbles, like an
+// IQ4_NL block.
+void OCTET_IQ4_XS(uint row, uint block, uint e0, float scale, out float v[8]) {
     const uint base = row + block * 68;
-    const uint ib = e0 / 32;
+    const uint ib = e0 / 32, l0 = e0 % 32;
     const uint qs = base + 4 + (16 * ib + l0 % 16) / 2;
     const uvec2 bytes = uvec2(U32_AT(qs), U32_AT(qs + 2));
     for (uint i = 0; i < 8; ++i) {
         const uint byte_value = (bytes[i / 4] >> (8 * (i % 4))) & 0xFFu;
         v[i] = scale * iq4_level(l0 < 16 ? byte_value & 0xFu : byte_value >> 4);
+    }
+}
+
+void OCTET_SCALED(uint row, uint c, vec2 scale_min, out float v[8]) {
+    const float scale = scale_min.x;
+    const float min = scale_min.y;
+    if (block_of_32(OCTET_TYPE)) {
+        OCTET_OF_32(row, c, scale, min, v);
+        return;
+    }
+    const uint block = c / 32;
+    const uint e0 = (c % 32) * 8;  // the octet's first element in the 256-element block
+    if (OCTET_TYPE == WT_Q4_K || OCTET_TYPE == WT_Q5_K) {
+        OCTET_Q45_K(row, block, e0, scale, min, v);
+    } else if (OCTET_TYPE == WT_Q6_K) {
+        OCTET_Q6_K(row, block, e0, scale, v);
+    } else if (OCTET_TYPE == WT_Q2_K || OCTET_TYPE == WT_Q3_K) {
+        OCTET_Q23_K(row, block, e0, scale, min, v);
+    } else {
+        OCTET_IQ4_XS(row, block, e0, scale, v);
     }
 }
 
@@ -187,3 +210,8 @@ void OCTET(uint row, uint c, out float v[8]) {
 #undef HALF_AT
 #undef BYTE_AT
 #undef U32_AT
+#undef OCTET_OF_32
+#undef OCTET_Q45_K
+#undef OCTET_Q6_K
+#undef OCTET_Q23_K
+#undef OCTET_IQ4_XS
