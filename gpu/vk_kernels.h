@@ -115,7 +115,6 @@ public:
     // Dispatches and barriers recorded since the last reset_counts().
     RecordCounts counts() const { return counts_; }
     void reset_counts() { counts_ = {}; }
-    // The most workgroups one dispatch may launch along X (larger counts fold into Y).
     // `count` workgroups launched as X x Y with X within the device's limit (the shaders
     // linearise the ids and skip those past the end).
     std::pair<uint32_t, uint32_t> fold_groups(uint64_t count) const {

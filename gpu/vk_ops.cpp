@@ -135,7 +135,7 @@ void record_products(Kernels& k, VkCommandBuffer cmd, std::span<const Product> p
     for (size_t i = 0; i < products.size(); ++i) {
         const DeviceMatrix& w = *products[i].w;
         if (needs_encoding(i)) {
-            // The encoding that also serves every later product it can, so that none re-encodes for it.
+            // The richest encoding among the later products that this one serves alike (Q8_1 over Q8_0).
             ShaderWeightType type = w.type;
             for (size_t later = i + 1; later < products.size(); ++later) {
                 if (!reads_encoded(later)) continue;

@@ -29,13 +29,14 @@ struct MakeModelOptions {
 
 SyntheticModelSpec spec_from(const MakeModelOptions& o) {
     SyntheticModelSpec s = synthetic_preset(o.preset);
-    s.k_quant_mix = o.dtype == "q4_k_m" ? KQuantMix::Q4_K_M : o.dtype == "q5_k_m" ? KQuantMix::Q5_K_M : KQuantMix::None;
-    // A mix's dtype is its base type, as llama.cpp's presets name it.
-    const auto dtype = ggml_type_from_name(s.k_quant_mix == KQuantMix::Q4_K_M   ? "q4_k"
-                                           : s.k_quant_mix == KQuantMix::Q5_K_M ? "q5_k"
-                                                                                : o.dtype);
-    if (!dtype) throw InvalidArgument("unknown weight type \"" + o.dtype + "\"");
-    s.dtype = *dtype;
+    if (const KQuantMixTraits* mix = k_quant_mix_named(o.dtype)) {
+        s.k_quant_mix = mix->mix;
+        s.dtype = mix->base;  // as llama.cpp's presets are named after their base type
+    } else {
+        const auto dtype = ggml_type_from_name(o.dtype);
+        if (!dtype) throw InvalidArgument("unknown weight type \"" + o.dtype + "\"");
+        s.dtype = *dtype;
+    }
     if (!o.arch.empty()) s.architecture = o.arch;
     const auto override_if_set = [](int value, int& field) {
         if (value > 0) field = value;

@@ -1,5 +1,6 @@
 #include "engine/synth/synthetic_model.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -125,8 +126,8 @@ void validate(const SyntheticModelSpec& s) {
     // The K-quant mixes fall back to formats of 32-element blocks where 256 do not divide a row.
     const bool mix = s.k_quant_mix != KQuantMix::None;
     const auto block = mix ? 32 : static_cast<int>(ggml_type_traits(s.dtype).block_elements);
-    const std::string types = mix ? std::string("the ") + (s.k_quant_mix == KQuantMix::Q4_K_M ? "Q4_K_M" : "Q5_K_M") + " mix"
-                                  : std::string(ggml_type_name(s.dtype));
+    const std::string types =
+        mix ? std::string("the ") + k_quant_mix_traits(s.k_quant_mix).name + " mix" : std::string(ggml_type_name(s.dtype));
     if (s.n_embd % block != 0 || s.n_ff % block != 0 || head_dim_of(s) * s.n_head % block != 0) {
         throw InvalidArgument("n_embd, n_ff and the heads' width must be multiples of " + std::to_string(block) + " for " +
                               types);
@@ -205,10 +206,8 @@ void add_metadata(GgufWriter& w, const SyntheticModelSpec& s) {
     const std::string a = s.architecture + ".";
     w.set("general.architecture", GgufValue::string(s.architecture));
     w.set("general.name", GgufValue::string(s.name));
-    constexpr uint32_t kLlamaFileTypeQ4KM = 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-    constexpr uint32_t kLlamaFileTypeQ5KM = 17;  // LLAMA_FTYPE_MOSTLY_Q5_K_M
     if (s.k_quant_mix != KQuantMix::None) {
-        w.set("general.file_type", GgufValue::u32(s.k_quant_mix == KQuantMix::Q4_K_M ? kLlamaFileTypeQ4KM : kLlamaFileTypeQ5KM));
+        w.set("general.file_type", GgufValue::u32(k_quant_mix_traits(s.k_quant_mix).llama_file_type));
     } else if (const auto file_type = llama_file_type(s.dtype)) {
         w.set("general.file_type", GgufValue::u32(*file_type));
     }
@@ -299,14 +298,37 @@ void add_embedding(WeightFactory& f, const SyntheticModelSpec& s) {
 
 }  // namespace
 
+namespace {
+
+// LLAMA_FTYPE_MOSTLY_Q4_K_M and _Q5_K_M.
+constexpr std::array<KQuantMixTraits, 2> kKQuantMixes = {
+    KQuantMixTraits{KQuantMix::Q4_K_M, "q4_k_m", GgmlType::Q4_K, GgmlType::Q5_0, 15},
+    KQuantMixTraits{KQuantMix::Q5_K_M, "q5_k_m", GgmlType::Q5_K, GgmlType::Q5_1, 17}};
+
+}  // namespace
+
+const KQuantMixTraits* k_quant_mix_named(std::string_view name) {
+    for (const KQuantMixTraits& m : kKQuantMixes) {
+        if (name == m.name) return &m;
+    }
+    return nullptr;
+}
+
+const KQuantMixTraits& k_quant_mix_traits(KQuantMix mix) {
+    for (const KQuantMixTraits& m : kKQuantMixes) {
+        if (m.mix == mix) return m;
+    }
+    throw InvalidArgument("no K-quant mix given");
+}
+
 GgmlType k_quant_mix_type(KQuantMix mix, const std::string& tensor, int layer, int n_layer, int cols, bool tied_output) {
     // llama.cpp's use_more_bits: the first and last eighth of the layers, and every third between.
     const bool more_bits = layer >= 0 && (layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2);
     const bool output = tensor == "output" || (tensor == "token_embd" && tied_output);
     const bool q6_k = output || ((tensor == "attn_v" || tensor == "ffn_down") && more_bits);
-    const bool q5 = mix == KQuantMix::Q5_K_M;
-    if (cols % 256 == 0) return q6_k ? GgmlType::Q6_K : q5 ? GgmlType::Q5_K : GgmlType::Q4_K;
-    return q6_k ? GgmlType::Q8_0 : q5 ? GgmlType::Q5_1 : GgmlType::Q5_0;
+    const KQuantMixTraits& traits = k_quant_mix_traits(mix);
+    if (cols % 256 == 0) return q6_k ? GgmlType::Q6_K : traits.base;
+    return q6_k ? GgmlType::Q8_0 : traits.fallback;
 }
 
 GgufWriter build_synthetic_model(const SyntheticModelSpec& input) {

@@ -14,6 +14,19 @@ namespace inferscope {
 // The mixes of weight types llama.cpp's K-quant presets write (k_quant_mix_type).
 enum class KQuantMix { None, Q4_K_M, Q5_K_M };
 
+// What tells the mixes apart: make-model's name for one, its base type, the base's fallback
+// where 256 does not divide a row, and llama.cpp's general.file_type for it.
+struct KQuantMixTraits {
+    KQuantMix mix;
+    const char* name;
+    GgmlType base, fallback;
+    uint32_t llama_file_type;
+};
+// The mix named `name` ("q4_k_m", "q5_k_m"); nullptr for any other name.
+const KQuantMixTraits* k_quant_mix_named(std::string_view name);
+// `mix` is not None.
+const KQuantMixTraits& k_quant_mix_traits(KQuantMix mix);
+
 struct SyntheticModelSpec {
     std::string architecture = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
     std::string name = "synthetic";
@@ -60,11 +73,11 @@ struct SyntheticModelSpec {
 SyntheticModelSpec synthetic_preset(std::string_view name);
 std::vector<std::string_view> synthetic_preset_names();
 
-// The type llama.cpp's Q4_K_M (Q5_K_M) gives a weight: Q4_K (Q5_K), but Q6_K for the output
-// projection (the embeddings where it is tied), and for attn_v and ffn_down in the layers
+// The type llama.cpp's Q4_K_M (Q5_K_M) gives a weight: its base Q4_K (Q5_K), but Q6_K for the
+// output projection (the embeddings where it is tied), and for attn_v and ffn_down in the layers
 // use_more_bits picks (the first and last eighth, and every third between); a type whose
-// 256-element blocks do not divide the row falls back to Q5_0 for Q4_K, Q5_1 for Q5_K and Q8_0
-// for Q6_K. `layer` -1: not a layer's. `mix` is not None.
+// 256-element blocks do not divide the row falls back: the base's fallback (Q5_0, Q5_1), Q8_0 for
+// Q6_K. `layer` -1: not a layer's. `mix` is not None.
 GgmlType k_quant_mix_type(KQuantMix mix, const std::string& tensor, int layer, int n_layer, int cols, bool tied_output);
 
 // Builds the GGUF (metadata, tokenizer and weights). InvalidArgument for inconsistent shapes.

@@ -1,17 +1,17 @@
 // Synthetic and built-in models: every small preset builds a model whose header says what the
 // spec asked for, the seed alone decides the weights, bad names and shapes are clear errors,
 // and the built-in models are named and loaded by their "builtin:" paths.
-#include "engine/synth/synthetic_model.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
 #include "engine/synth/builtin_models.h"
+#include "engine/synth/synthetic_model.h"
 
 namespace inferscope {
 namespace {
@@ -89,28 +89,49 @@ void expect_mix_of_eight_layers(KQuantMix mix, GgmlType base, bool tied_output, 
 
 TEST(SyntheticModel, TheQ4KMMixChoosesTypesAsLlamaCppsQ4KM) {
     expect_mix_of_eight_layers(KQuantMix::Q4_K_M, GgmlType::Q4_K, false, 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-    // Rows of 896 (Qwen2.5-0.5B's width) are no whole number of 256-blocks: Q5_0 and Q8_0.
-    constexpr KQuantMix kQ4 = KQuantMix::Q4_K_M;
-    EXPECT_EQ(k_quant_mix_type(kQ4, "attn_q", 0, 24, 896, true), GgmlType::Q5_0);
-    EXPECT_EQ(k_quant_mix_type(kQ4, "attn_v", 5, 24, 896, true), GgmlType::Q8_0);
-    EXPECT_EQ(k_quant_mix_type(kQ4, "attn_v", 4, 24, 896, true), GgmlType::Q5_0);
-    EXPECT_EQ(k_quant_mix_type(kQ4, "token_embd", -1, 24, 896, true), GgmlType::Q8_0);  // tied: the output's type
-    EXPECT_EQ(k_quant_mix_type(kQ4, "token_embd", -1, 24, 896, false), GgmlType::Q5_0);
-    EXPECT_EQ(k_quant_mix_type(kQ4, "ffn_down", 21, 24, 4864, true), GgmlType::Q6_K);
-    EXPECT_EQ(k_quant_mix_type(kQ4, "ffn_down", 20, 24, 4864, true), GgmlType::Q6_K);
-    EXPECT_EQ(k_quant_mix_type(kQ4, "ffn_down", 19, 24, 4864, true), GgmlType::Q4_K);
 }
 
 TEST(SyntheticModel, TheQ5KMMixChoosesTypesAsLlamaCppsQ5KM) {
     expect_mix_of_eight_layers(KQuantMix::Q5_K_M, GgmlType::Q5_K, true, 17);  // LLAMA_FTYPE_MOSTLY_Q5_K_M
-    // Where 256 does not divide a row, Q5_1 and Q8_0: Qwen2.5-0.5B's q/k/v then read inputs
-    // encoded as Q8_1 beside Q8_0.
-    constexpr KQuantMix kQ5 = KQuantMix::Q5_K_M;
-    EXPECT_EQ(k_quant_mix_type(kQ5, "attn_q", 0, 24, 896, true), GgmlType::Q5_1);
-    EXPECT_EQ(k_quant_mix_type(kQ5, "attn_v", 5, 24, 896, true), GgmlType::Q8_0);
-    EXPECT_EQ(k_quant_mix_type(kQ5, "attn_v", 4, 24, 896, true), GgmlType::Q5_1);
-    EXPECT_EQ(k_quant_mix_type(kQ5, "token_embd", -1, 24, 896, false), GgmlType::Q5_1);
-    EXPECT_EQ(k_quant_mix_type(kQ5, "ffn_down", 19, 24, 4864, true), GgmlType::Q5_K);
+}
+
+TEST(SyntheticModel, KQuantMixesFallBackWhere256DoesNotDivideARow) {
+    // Rows of 896 (Qwen2.5-0.5B's width): Q5_0 / Q5_1 for the base, Q8_0 for Q6_K. Q5_K_M's q/k/v
+    // then read inputs encoded as Q8_1 beside Q8_0.
+    struct Case {
+        KQuantMix mix;
+        const char* tensor;
+        int layer, cols;
+        bool tied;
+        GgmlType expected;
+    };
+    constexpr KQuantMix kQ4 = KQuantMix::Q4_K_M, kQ5 = KQuantMix::Q5_K_M;
+    const std::vector<Case> cases = {{kQ4, "attn_q", 0, 896, true, GgmlType::Q5_0},
+                                     {kQ4, "attn_v", 5, 896, true, GgmlType::Q8_0},
+                                     {kQ4, "attn_v", 4, 896, true, GgmlType::Q5_0},
+                                     {kQ4, "token_embd", -1, 896, true, GgmlType::Q8_0},  // tied: the output's type
+                                     {kQ4, "token_embd", -1, 896, false, GgmlType::Q5_0},
+                                     {kQ4, "ffn_down", 21, 4864, true, GgmlType::Q6_K},
+                                     {kQ4, "ffn_down", 20, 4864, true, GgmlType::Q6_K},
+                                     {kQ4, "ffn_down", 19, 4864, true, GgmlType::Q4_K},
+                                     {kQ5, "attn_q", 0, 896, true, GgmlType::Q5_1},
+                                     {kQ5, "attn_v", 5, 896, true, GgmlType::Q8_0},
+                                     {kQ5, "attn_v", 4, 896, true, GgmlType::Q5_1},
+                                     {kQ5, "token_embd", -1, 896, false, GgmlType::Q5_1},
+                                     {kQ5, "ffn_down", 19, 4864, true, GgmlType::Q5_K}};
+    for (const Case& c : cases) {
+        EXPECT_EQ(k_quant_mix_type(c.mix, c.tensor, c.layer, 24, c.cols, c.tied), c.expected)
+            << k_quant_mix_traits(c.mix).name << " " << c.tensor << " of layer " << c.layer << ", rows of " << c.cols;
+    }
+}
+
+TEST(SyntheticModel, KQuantMixesAreFoundByMakeModelsNames) {
+    ASSERT_NE(k_quant_mix_named("q4_k_m"), nullptr);
+    EXPECT_EQ(k_quant_mix_named("q4_k_m")->mix, KQuantMix::Q4_K_M);
+    ASSERT_NE(k_quant_mix_named("q5_k_m"), nullptr);
+    EXPECT_EQ(k_quant_mix_named("q5_k_m")->base, GgmlType::Q5_K);
+    EXPECT_EQ(k_quant_mix_named("q5_k"), nullptr);  // a type, not a mix
+    EXPECT_THROW(k_quant_mix_traits(KQuantMix::None), InvalidArgument);
 }
 
 TEST(SyntheticModel, AnUnknownPresetListsTheNames) {
