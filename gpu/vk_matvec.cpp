@@ -13,7 +13,7 @@ namespace {
 constexpr uint32_t kMaxRowThreads = 256;
 constexpr uint32_t kMaxTeamRows = 4;
 constexpr uint32_t kMatvecAccumulators = 16;  // matvec.comp's ACC
-// matvec.comp's shared memory: part[ACC][MAX_PARTS] floats (which also hold the F32 build's Q8_K
+// matvec.comp's shared memory: part[ACC][MAX_PARTS] floats (which also hold the F32 build's F16/BF16-rounded input or Q8_K
 // block factors and scales) and finish_counter.glsl's flag, and in the integer-dot build per token and 32-element group of the
 // input 32 int8, a scale and the sums of its two halves, and one more float for Q8_K (the group's largest value) or for Q8_1 (its
 // code-sum scale); each of these two arrays has one unused element where it is not needed.
@@ -94,6 +94,8 @@ MatvecShape matvec_shape(const Kernels& k, std::span<const ShaderWeightType> typ
     if (matvec_uses_integer_dot(k, type, cols, n)) {
         shader = extras.qkv_prepare ? Shader::MatvecDotQkv : Shader::MatvecDot;
         config |= (cols / 32) << 16;
+    } else if (matvec_stages_half_input(type, cols, n)) {
+        config |= 1u << 16;
     } else if (k.encodes_input(type)) {
         config |= 0x4000u;  // the F32 build, encoding each group of the input as it reads it
         // ... with each 256-element block's Q8_K factor and scale computed first, into part[][].
@@ -153,6 +155,12 @@ bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t c
     const uint64_t per_group_float_bytes = 4 * n * groups;
     const uint64_t extra_bytes = (q8_k_input(type) ? per_group_float_bytes : 4) + (q8_1_input(type) ? per_group_float_bytes : 4);
     return groups < (1u << 16) && kMatvecPartBytes + n * groups * kQuantizedGroupBytes + extra_bytes <= k.max_shared_bytes();
+}
+
+bool matvec_stages_half_input(ShaderWeightType type, uint32_t cols, uint32_t n) {
+    const uint64_t padded_cols = (uint64_t{cols} + 7) / 8 * 8;  // whole units of 8
+    return (type == ShaderWeightType::F16 || type == ShaderWeightType::BF16) &&
+           n * padded_cols <= uint64_t{kMatvecAccumulators} * kMatvecMaxParts;
 }
 
 bool matvec_groupable(std::span<const DeviceMatrix* const> ws) {

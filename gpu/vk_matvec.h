@@ -72,6 +72,11 @@ void record_matvec_gated(Kernels& k, VkCommandBuffer cmd, const DeviceMatrix& ga
 // (Q8_0, Q8_1 or Q8_K) where Kernels::encodes_input(type).
 bool matvec_uses_integer_dot(const Kernels& k, ShaderWeightType type, uint32_t cols, uint32_t n);
 
+// Whether a product of F16 or BF16 weights with rows of `cols` for n tokens rounds its input
+// (as the CPU does for such weights) once per workgroup into the shared memory its reduction
+// uses afterwards (4,096 floats: n x cols up to that), rather than as each row reads it.
+bool matvec_stages_half_input(ShaderWeightType type, uint32_t cols, uint32_t n);
+
 // q, k, v from x as record_matvec_multi computes them (ws: wq, wk, wv), and in the same
 // dispatch record_qkv_prepare's step with `prepare` (whose q, k, v are the products' outputs):
 // the workgroup that stores a head's rows last prepares that head of every token, found by

@@ -28,8 +28,9 @@ struct VulkanBackendOptions {
     // An entry of the kernel tuning table (gpu/vk_tuning.h) instead of the device's, as
     // INFERSCOPE_VK_TUNING sets it; empty: the device's (or the variable's).
     std::string kernel_tuning;
-    // Inputs encoded as the CPU encodes them and integer dot products (where the device has them) or F32 inputs, instead
-    // of the tuning's choice, as INFERSCOPE_VK_INTEGER_DOT sets it.
+    // Quantized weights' inputs encoded as the CPU encodes them and integer dot products (where the device has them) or
+    // F32 inputs, instead of the tuning's choice, as INFERSCOPE_VK_INTEGER_DOT sets it. F16 and BF16 weights' inputs are
+    // rounded as the CPU rounds them either way.
     std::optional<bool> integer_dot;
     // > 0: ContextOptions::max_storage_buffers_per_shader (tests).
     uint32_t max_storage_buffers_per_shader = 0;
@@ -51,8 +52,8 @@ int vulkan_validation_errors(const Backend& backend);
 // Whether a backend made by make_vulkan_backend multiplies quantized weights by their input
 // encoded as the CPU backend (and llama.cpp's) encodes it, Q8_0, Q8_1 or Q8_K, so that
 // its logits match the CPU's own: where it uses integer dot products. Otherwise by the F32
-// input, matching the CPU on those weights dequantized to F32. Error when `backend` is not a
-// Vulkan backend.
+// input, matching the CPU on those weights dequantized to F32. (F16 and BF16 weights meet their
+// input rounded as the CPU rounds it in both.) Error when `backend` is not a Vulkan backend.
 bool vulkan_encodes_quantized_inputs(const Backend& backend);
 
 // Where a backend made by make_vulkan_backend keeps the model's weights.

@@ -26,4 +26,26 @@ uint f16_bits(float f) {
 // f rounded to the nearest F16 value, as an F32.
 float round_to_f16(float f) { return unpackHalf2x16(f16_bits(f)).x; }
 
+// Four values rounded as round_to_f16 rounds each one, with vector selects instead of its
+// branches: the products of F16 weights round their input with it.
+vec4 round4_to_f16(vec4 v) {
+    const uvec4 bits = floatBitsToUint(v);
+    const uvec4 magnitude = bits & 0x7FFFFFFFu;
+    // F16 normals: to nearest even at F32's mantissa bit 13, staying in F32's layout.
+    const vec4 normal = uintBitsToFloat((bits + 0xFFFu + ((bits >> 13) & 1u)) & 0xFFFFE000u);
+    // F16 subnormals: multiples of 2^-24 (the scalings are exact; roundEven ties to even).
+    const vec4 subnormal = roundEven(v * 16777216.0) * (1.0 / 16777216.0);
+    const vec4 infinity = uintBitsToFloat((bits & 0x80000000u) | 0x7F800000u);
+    vec4 rounded = mix(normal, subnormal, lessThan(magnitude, uvec4(0x38800000u)));
+    rounded = mix(rounded, infinity, greaterThanEqual(magnitude, uvec4(0x477FF000u)));
+    return mix(rounded, v, greaterThan(magnitude, uvec4(0x7F800000u)));  // NaN stays NaN
+}
+
+// Four values rounded to BF16 as the CPU's fp32_to_bf16 rounds them: to nearest, ties to even.
+vec4 round4_to_bf16(vec4 v) {
+    const uvec4 bits = floatBitsToUint(v);
+    const vec4 rounded = uintBitsToFloat((bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u);
+    return mix(rounded, v, greaterThan(bits & 0x7FFFFFFFu, uvec4(0x7F800000u)));  // NaN stays NaN
+}
+
 #endif

@@ -48,9 +48,11 @@ void partial_dots(uint r, uint t0, uint n_t, uint lane, uint lanes, inout float 
         const uint len = min(8u, p.cols - e0);
         for (uint t = 0; t < n_t; ++t) {
             const uint xb = (t0 + t) * p.cols + e0;
-            float s = 0.0;
-            for (uint i = 0; i < len; ++i) s += v[i] * x[xb + i];
-            acc[t] += s;
+            float xs[8];
+            for (uint i = 0; i < 8; ++i) xs[i] = i < len ? x[xb + i] : 0.0;
+            const vec4 lo = input_for_format(WEIGHT_TYPE, vec4(xs[0], xs[1], xs[2], xs[3]));
+            const vec4 hi = input_for_format(WEIGHT_TYPE, vec4(xs[4], xs[5], xs[6], xs[7]));
+            acc[t] += dot(vec4(v[0], v[1], v[2], v[3]), lo) + dot(vec4(v[4], v[5], v[6], v[7]), hi);
         }
     }
 }

@@ -60,10 +60,13 @@ void main() {
             }
             for (uint i = 0; i < 8; ++i) w_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = v[i];
             const uint t = t0 + load_row;
+            vec4 xs[2];
             for (uint i = 0; i < 8; ++i) {
                 const uint e = k0 + load_chunk * 8 + i;
-                x_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
+                xs[i / 4][i % 4] = (t < p.n && e < p.cols) ? x[t * p.cols + e] : 0.0;
             }
+            for (uint half_index = 0; half_index < 2; ++half_index) xs[half_index] = input_for_format(WEIGHT_TYPE, xs[half_index]);
+            for (uint i = 0; i < 8; ++i) x_tile[load_chunk * 8 + i][load_row / 4][load_row % 4] = xs[i / 4][i % 4];
         }
         barrier();
         for (uint k = 0; k < TILE_K; ++k) {

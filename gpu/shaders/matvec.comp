@@ -48,7 +48,8 @@ layout(constant_id = 2) const uint ROW_THREADS = 32;  // a power of two dividing
 // multiply the input encoded (Q8_0, Q8_1 or Q8_K) as they do in the INTEGER_DOT build;
 // bit 15: post-norm epilogue (one matrix, no prologue);
 // bits 16-31: the input row's 32-element groups, sizing its encoded copy (the INTEGER_DOT build)
-// or its Q8_K block factors (the F32 build encoding Q8_K).
+// or its Q8_K block factors (the F32 build encoding Q8_K); with F16/BF16 weights, nonzero where
+// the rounded input rows fit part[][] (HALF_INPUT_STAGED).
 layout(constant_id = 3) const uint CONFIG = 1;
 const uint TOKENS = CONFIG & 0xFFu;
 const bool ALIGNED = (CONFIG & 0x100u) != 0;
@@ -129,6 +130,7 @@ layout(push_constant) uniform Params {
 shared float part[ACC][MAX_PARTS];
 float inv_rms[8];
 const uint X_GROUPS = CONFIG >> 16;  // per token
+const bool HALF_INPUT_STAGED = !BLOCK_TYPE && WEIGHT_TYPE != WT_F32 && X_GROUPS > 0;
 
 #if INTEGER_DOT
 #include "integer_dot.glsl"
@@ -162,6 +164,29 @@ vec4 x_at(uint t, uint e) {
 // Elements e..e+31 of token t's input row (normed when NORM).
 void x_group(uint t, uint e, out vec4 v[8]) {
     for (uint q = 0; q < 8; ++q) v[q] = x_at(t, e + 4 * q);
+}
+
+// HALF_INPUT_STAGED: the input rows rounded as the CPU rounds them for F16/BF16 weights
+// (input_for_format), once per workgroup rather than once per row read, flat in part[][] at
+// t * staged_cols() + e; part[][] is free until the products' reduction.
+uint staged_cols() { return (p.cols + 7) / 8 * 8; }
+
+void stage_half_input() {
+    const uint quads = TOKENS * staged_cols() / 4;
+    for (uint i = gl_LocalInvocationID.x; i < quads; i += gl_WorkGroupSize.x) {
+        const uint at = 4 * i;
+        const vec4 v = input_for_format(WEIGHT_TYPE, x_at(at / staged_cols(), at % staged_cols()));
+        for (uint j = 0; j < 4; ++j) part[(at + j) / MAX_PARTS][(at + j) % MAX_PARTS] = v[j];
+    }
+    barrier();
+}
+
+// Elements e..e+3 of token t's input row as the products of F16/BF16 weights read it.
+vec4 half_weights_input(uint t, uint e) {
+    if (!HALF_INPUT_STAGED) return input_for_format(WEIGHT_TYPE, x_at(t, e));
+    const uint at = t * staged_cols() + e;  // e % 4 == 0: the four share a row of part[][]
+    return vec4(part[at / MAX_PARTS][at % MAX_PARTS], part[at / MAX_PARTS][at % MAX_PARTS + 1],
+                part[at / MAX_PARTS][at % MAX_PARTS + 2], part[at / MAX_PARTS][at % MAX_PARTS + 3]);
 }
 
 // Replaces 32 values by their Q8_0 codes (q8_encoding.glsl) and returns the block's scale and,
@@ -552,13 +577,15 @@ void main() {
     quantize_input();
 #endif
     if (ENCODE_INPUT && Q8_K_INPUT) compute_block_factors();
+    if (HALF_INPUT_STAGED) stage_half_input();
 
     float acc[ACC];
     for (uint k = 0; k < ACC; ++k) acc[k] = 0.0;
     const uint units = BLOCK_TYPE ? p.cols / 32 : (p.cols + 7) / 8;
     const uint r0 = first_row + team * TEAM_ROWS;
     for (uint u = lane; u < units; u += ROW_THREADS) team_units(r0, u, acc);
-    if (ENCODE_INPUT && Q8_K_INPUT) barrier();  // every thread has read its block factors from part[][]
+    // Every thread has read its block factors or its input from part[][].
+    if ((ENCODE_INPUT && Q8_K_INPUT) || HALF_INPUT_STAGED) barrier();
     reduce_partials(acc, TEAM_ROWS * PER_ROW, ROW_THREADS);
     // Output k of the team (token k % TOKENS of row k / TOKENS) is stored by lane k % ROW_THREADS.
     for (uint k = lane; k < TEAM_ROWS * TOKENS; k += ROW_THREADS) {

@@ -17,6 +17,17 @@ const uint WT_IQ4_XS = 12; // 256: F16 scale, 6-bit sub-scales, nibbles indexing
 const uint WT_Q2_K = 13;   // 256: 4-bit sub-scales and mins, 2-bit values, F16 scale and min   42 words
 const uint WT_Q3_K = 14;   // 256: high bits, 2-bit values, 6-bit sub-scales, F16 scale         55 words
 
+#include "f16.glsl"
+
+// The input of a product as the CPU (and llama.cpp) multiplies it by `type` weights: rounded to
+// F16 for F16 weights and to BF16 for BF16 ones; as it is for the others (whose encodings, where
+// the dispatch encodes, follow below).
+vec4 input_for_format(uint type, vec4 x) {
+    if (type == WT_F16) return round4_to_f16(x);
+    if (type == WT_BF16) return round4_to_bf16(x);
+    return x;
+}
+
 // F32, F16 and BF16 hold one value per element; every other format, blocks of 32 or 256.
 bool block_format(uint type) { return type != WT_F32 && type != WT_F16 && type != WT_BF16; }
 const bool BLOCK_TYPE = WEIGHT_TYPE != WT_F32 && WEIGHT_TYPE != WT_F16 && WEIGHT_TYPE != WT_BF16;

@@ -93,10 +93,12 @@ TEST_F(GpuModel, Qwen2TinyTeacherForcedLogitsMatchCpu) {
 // The CPU encodes the input of each product with a quantized weight to 8 bits (as llama.cpp's CPU
 // backend does; Q8_0 for Q8_0 weights). So does the GPU where it has integer dot products (vulkan_encodes_quantized_inputs);
 // otherwise it multiplies the dequantized weights with F32 inputs, and such a GPU's arithmetic is
-// checked against the CPU running the same weights dequantized to F32.
-std::shared_ptr<const Model> dequantized_to_f32(const std::shared_ptr<const Model>& model) {
+// checked against the CPU running the same weights dequantized to F32. F16 and BF16 weights stay:
+// both backends round their input to F16 or BF16 always.
+std::shared_ptr<const Model> dequantized_to_f32(const std::shared_ptr<const Model>& model, bool halves_too = false) {
     std::vector<ReplacementWeight> replacements;
     auto add = [&](const WeightMatrix& w) {
+        if (w.type == GgmlType::F32 || (!halves_too && (w.type == GgmlType::F16 || w.type == GgmlType::BF16))) return;
         ReplacementWeight r{w.name, GgmlType::F32, std::vector<uint8_t>(static_cast<size_t>(w.rows * w.cols) * sizeof(float))};
         auto* out = reinterpret_cast<float*>(r.bytes.data());
         for (int64_t row = 0; row < w.rows; ++row) dequantize_row(w.type, w.row(row), out + row * w.cols, w.cols);
@@ -369,12 +371,13 @@ std::shared_ptr<const Model> tiny_llama_of_256_blocks() {
 // The model files people have mix weight types (Q4_K_M: Q4_K, Q6_K, with Q5_0 or Q8_0 where a
 // row is not a whole number of 256-blocks). Every quantized type a weight file uses, in one model:
 // fused q/k/v and gate/up of one K-quant, unfused ones of three types, and K-quant embedding
-// and output matrices. The GPU reads the blocks; the CPU runs the same weights dequantized to
-// F32, so the two differ only in summation order.
+// and output matrices, and a float v beside block-format q and k (F32: a half type's rounded
+// inputs are HalfWeightsMatchTheCpusArithmetic's). The GPU reads the blocks; the CPU runs the
+// same weights dequantized to F32, so the two differ only in summation order.
 TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     const std::vector<std::array<GgmlType, 7>> layer_types = {
         {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::IQ4_XS, GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q6_K},
-        {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::BF16, GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q3_K}};
+        {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F32, GgmlType::IQ4_NL, GgmlType::Q5_1, GgmlType::Q5_1, GgmlType::Q3_K}};
     // F32 inputs, as the CPU's on the weights dequantized to F32 (encoded inputs: the test below).
     open(quantized_copy(tiny_llama_of_256_blocks(), layer_types, GgmlType::Q4_K, GgmlType::Q2_K), KvDtype::F32, 0, false);
     if (!gpu_) return;
@@ -386,11 +389,47 @@ TEST_F(GpuModel, EveryWeightTypeReadInPlaceMatchesCpuOnDequantizedWeights) {
     expect_greedy_equal(*gpu_, cpu_f32, prompt, 8, 1e-4f, "mixed weight types");
     // The last decode step: layer 0's q/k/v (one type) take one dispatch that also stores the
     // cache (5 in the layer); layer 1's Q4_1 q and Q5_0 k (one input encoding, Q8_1, serves
-    // both) one, its BF16 v another with no barrier between them, and the cache step one more
+    // both) one, its F32 v another with no barrier between them, and the cache step one more
     // (7). Outside the layers the embedding and the output product with the final norm.
     const DeviceSubmission step = gpu_->backend().last_forward_submission().value();
     EXPECT_EQ(step.dispatches, 5 + 7 + 2);
     EXPECT_EQ(step.barriers, step.dispatches + 1 - 1);
+}
+
+// F16 and BF16 models: the GPU multiplies their weights by the input rounded to F16 or BF16 as
+// the CPU does (bit for bit per op: GpuOps.HalfWeightsMultiplyTheirInputRoundedAsTheCpuRoundsIt),
+// in passes of 8 tokens (the mat-vec), of 12 (matmul.comp) and in one (the tiles). Across a
+// model a last-bit difference of an input (a norm's summation order) now and then moves its
+// rounding by a whole step (2^-11 relative for F16, 2^-8 for BF16), which this model's
+// outputs show as thousandths (F16) to hundredths (BF16); lavapipe: 4.2e-3 and 1.9e-2, with
+// F32 inputs 7.3e-3 and 5.1e-2. So the bounds are wide, and the test asserts which arithmetic
+// the GPU follows: at most positions its logits are closer to the CPU's than to those of the
+// CPU on F32 inputs (the weights dequantized to F32), which unrounded inputs would match.
+TEST_F(GpuModel, HalfWeightsMatchTheCpusArithmetic) {
+    for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+        const float bound = type == GgmlType::F16 ? 1e-2f : 8e-2f;
+        const std::array<GgmlType, 7> layer = {type, type, type, type, type, type, type};
+        const auto model = quantized_copy(tiny_llama_of_256_blocks(), {layer, layer}, type, type);
+        const std::vector<TokenId> prompt = synthetic_prompt(24, model->config().n_vocab);
+        const std::string what = std::string(ggml_type_name(type)) + " model";
+        InferenceSession cpu_f32_inputs(dequantized_to_f32(model, true), testing::test_session_options(KvDtype::F32));
+        for (int pass_tokens : {8, 12, 0}) {
+            open(model, KvDtype::F32, pass_tokens);
+            if (!gpu_) return;
+            const std::vector<float> rounded = teacher_forced_differences(*gpu_, *cpu_, prompt);
+            const std::vector<float> unrounded = teacher_forced_differences(*gpu_, cpu_f32_inputs, prompt);
+            std::ptrdiff_t closer = 0;
+            for (size_t i = 0; i < prompt.size(); ++i) closer += rounded[i] < unrounded[i];
+            const float worst = *std::max_element(rounded.begin(), rounded.end());
+            EXPECT_LE(worst, bound) << what << ", passes of " << pass_tokens << " tokens (0: one pass)";
+            EXPECT_GE(closer * 4, static_cast<std::ptrdiff_t>(prompt.size() * 3)) << what << ", passes of " << pass_tokens;
+            std::printf(
+                "[ measured ] %s, passes of %d tokens (0: one): max |teacher-forced logit GPU - CPU| = %.3g, - CPU on F32 "
+                "inputs = %.3g; closer to the CPU at %td of %zu positions\n",
+                what.c_str(), pass_tokens, worst, *std::max_element(unrounded.begin(), unrounded.end()), closer, prompt.size());
+        }
+        expect_greedy_equal(*gpu_, *cpu_, prompt, 8, bound, what);
+    }
 }
 
 // Models whose inputs are encoded as the CPU encodes them, against the CPU itself: a Q4_K_M-like

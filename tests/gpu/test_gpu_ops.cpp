@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <string>
+#include <utility>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/kernels/attention_kernels.h"
@@ -51,7 +54,7 @@ std::vector<float> cpu_matmul(const WeightMatrix& w, const std::vector<float>& x
 
 struct MatmulCase {
     GgmlType type;
-    double max_nmse;  // the CPU rounds activations to F16 / quantizes them to Q8; the GPU keeps F32
+    double max_nmse;  // F16/BF16: both round the input alike; quantized: the GPU may keep F32 inputs
 };
 
 class GpuMatmul : public GpuOps, public ::testing::WithParamInterface<MatmulCase> {};
@@ -74,12 +77,95 @@ TEST_P(GpuMatmul, MatchesCpuForDecodeAndPrefillShapes) {
 
 INSTANTIATE_TEST_SUITE_P(
     Types, GpuMatmul,
-    ::testing::Values(MatmulCase{GgmlType::F32, 1e-10}, MatmulCase{GgmlType::F16, 1e-6}, MatmulCase{GgmlType::BF16, 1e-5},
+    ::testing::Values(MatmulCase{GgmlType::F32, 1e-10}, MatmulCase{GgmlType::F16, 1e-11}, MatmulCase{GgmlType::BF16, 1e-11},
                       MatmulCase{GgmlType::Q8_0, 5e-4}, MatmulCase{GgmlType::Q4_0, 5e-4}, MatmulCase{GgmlType::Q4_1, 5e-4},
                       MatmulCase{GgmlType::Q5_0, 5e-4}, MatmulCase{GgmlType::Q5_1, 5e-4}, MatmulCase{GgmlType::IQ4_NL, 5e-4},
                       MatmulCase{GgmlType::Q4_K, 5e-4}, MatmulCase{GgmlType::Q5_K, 5e-4}, MatmulCase{GgmlType::Q6_K, 5e-4},
                       MatmulCase{GgmlType::IQ4_XS, 5e-4}, MatmulCase{GgmlType::Q2_K, 5e-4}, MatmulCase{GgmlType::Q3_K, 5e-4}),
     [](const auto& info) { return std::string(ggml_type_name(info.param.type)); });
+
+// Inputs that show a rounding rule to F16 or BF16: exact ties between neighbouring values of
+// either parity, F16 subnormals and their ties, values at or below half the smallest F16
+// subnormal, both signs, and ordinary values.
+std::vector<float> rounding_probes(GgmlType type, size_t count, std::mt19937& rng) {
+    std::uniform_int_distribution<uint32_t> bits16(0, 0xFFFF);
+    std::uniform_int_distribution<int> kind(0, 3);
+    std::vector<float> probes(count);
+    for (float& x : probes) {
+        const uint32_t sign = bits16(rng) & 0x8000u;
+        const uint32_t magnitude = bits16(rng) & 0x7FFFu;
+        switch (kind(rng)) {
+            case 0:  // halfway between two neighbours
+                if (type == GgmlType::BF16) {
+                    x = std::bit_cast<float>(((sign | (0x80u + magnitude % 0x7E00u)) << 16) | 0x8000u);  // F32 normals
+                } else {
+                    const auto h = static_cast<uint16_t>(sign | (0x400u + magnitude % 0x7400u));  // F16 normals below 2^15
+                    x = fp16_to_fp32(h) + (fp16_to_fp32(static_cast<uint16_t>(h + 1)) - fp16_to_fp32(h)) / 2;
+                }
+                break;
+            case 1:  // k halves of the smallest F16 subnormal (2^-25): subnormals, their ties, 0.5 and below
+                x = std::ldexp(static_cast<float>(magnitude % 2048), -25) * (sign != 0 ? -1.0f : 1.0f);
+                break;
+            case 2:  // below half the smallest F16 subnormal
+                x = std::ldexp(static_cast<float>(magnitude % 1024 + 1), -36) * (sign != 0 ? -1.0f : 1.0f);
+                break;
+            default:
+                x = std::ldexp(static_cast<float>(bits16(rng)) - 32768.0f, -12);
+        }
+    }
+    return probes;
+}
+
+// A `type` matrix whose row r holds one 1, at column picks[r]: its product selects inputs.
+WeightMatrix selection_matrix(GgmlType type, int64_t cols, const std::vector<int64_t>& picks, std::vector<uint8_t>& bytes) {
+    WeightMatrix w;
+    w.name = "selection";
+    w.type = type;
+    w.rows = static_cast<int64_t>(picks.size());
+    w.cols = cols;
+    w.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(cols));
+    bytes.assign(w.row_bytes * picks.size(), 0);
+    for (size_t r = 0; r < picks.size(); ++r) {
+        std::vector<float> row(static_cast<size_t>(cols), 0.0f);
+        row[static_cast<size_t>(picks[r])] = 1.0f;
+        quantize_row(type, row.data(), bytes.data() + r * w.row_bytes, cols);
+    }
+    w.data = bytes.data();
+    return w;
+}
+
+// F16 and BF16 weights multiply their input rounded as the CPU (and llama.cpp) rounds it for
+// them, in every product kernel: a matrix selecting inputs gives each back rounded, bit for bit.
+// 96 columns: the identity, whose mat-vec (up to 8 tokens) rounds the rows once per workgroup;
+// 4,864: one input in 32 selected, rows too long for that, so each is rounded as it is read;
+// then matmul.comp's 9 to 15 tokens and the tiles from 16.
+TEST_F(GpuOps, HalfWeightsMultiplyTheirInputRoundedAsTheCpuRoundsIt) {
+    for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+        for (const auto [cols, step] : {std::pair<int64_t, int64_t>{96, 1}, std::pair<int64_t, int64_t>{4864, 32}}) {
+            std::vector<int64_t> picks;  // one column of each `step`, at varying places in it
+            for (int64_t r = 0; r < cols / step; ++r) picks.push_back(r * step + r % step);
+            std::vector<uint8_t> bytes;
+            const WeightMatrix w = selection_matrix(type, cols, picks, bytes);
+            for (int64_t n : {1, 5, 12, 40}) {
+                const std::vector<float> x = rounding_probes(type, static_cast<size_t>(n * cols), rng_);
+                std::vector<float> expected;
+                size_t rounded = 0;
+                for (int64_t t = 0; t < n; ++t) {
+                    for (int64_t pick : picks) {
+                        const float value = x[static_cast<size_t>(t * cols + pick)];
+                        expected.push_back(type == GgmlType::F16 ? round_to_fp16(value) : round_to_bf16(value));
+                        rounded += expected.back() != value;
+                    }
+                }
+                EXPECT_GT(rounded * 2, expected.size()) << "the probes should mostly need rounding";
+                const std::string what =
+                    std::string(ggml_type_name(type)) + " " + std::to_string(cols) + " columns, n=" + std::to_string(n);
+                EXPECT_EQ(gpu_->matmul(w, x, n), expected) << what;
+                EXPECT_EQ(cpu_matmul(w, x, n), expected) << what << " on the CPU";
+            }
+        }
+    }
+}
 
 TEST(GpuWeightTypes, ATypeNoShaderReadsIsRefusedByName) {
     // Q8_K is an activation format no weight file uses: nothing reads it, nothing converts it.
