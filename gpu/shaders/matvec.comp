@@ -181,8 +181,8 @@ void stage_half_input() {
     barrier();
 }
 
-// Elements e..e+3 of token t's input row as the products of F16/BF16 weights read it.
-vec4 half_weights_input(uint t, uint e) {
+// Elements e..e+3 of token t's input row as the products of F32, F16 or BF16 weights read it.
+vec4 float_weights_input(uint t, uint e) {
     if (!HALF_INPUT_STAGED) return input_for_format(WEIGHT_TYPE, x_at(t, e));
     const uint at = t * staged_cols() + e;  // e % 4 == 0: the four share a row of part[][]
     return vec4(part[at / MAX_PARTS][at % MAX_PARTS], part[at / MAX_PARTS][at % MAX_PARTS + 1],

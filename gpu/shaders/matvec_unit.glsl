@@ -170,10 +170,9 @@ void UNIT(uint row, uint u, uint base, inout float acc[ACC]) {
     } else {
         vec4 lo, hi;
         UNIT_FLOATS(row, u, lo, hi);
+        // Float formats share a dispatch only with their own, so WEIGHT_TYPE is UNIT_TYPE here.
         for (uint t = 0; t < TOKENS; ++t) {
-            const bool half_weights = UNIT_TYPE == WT_F16 || UNIT_TYPE == WT_BF16;  // then every matrix's type
-            acc[base + t] += dot(lo, half_weights ? half_weights_input(t, u * 8) : x_at(t, u * 8)) +
-                             dot(hi, half_weights ? half_weights_input(t, u * 8 + 4) : x_at(t, u * 8 + 4));
+            acc[base + t] += dot(lo, float_weights_input(t, u * 8)) + dot(hi, float_weights_input(t, u * 8 + 4));
         }
     }
 }

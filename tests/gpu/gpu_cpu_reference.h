@@ -16,8 +16,10 @@
 
 namespace inferscope::testing {
 
-// A weight of `rows` x `cols` random values stored as `type`; `bytes` owns the data.
-inline WeightMatrix random_weight(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng, std::vector<uint8_t>& bytes) {
+// A weight of `rows` x `cols` stored as `type`, row r quantized from row_values(r) (in
+// order); `bytes` owns the data.
+template <typename RowValues>
+WeightMatrix weight_of_rows(GgmlType type, int64_t rows, int64_t cols, RowValues row_values, std::vector<uint8_t>& bytes) {
     WeightMatrix w;
     w.name = "test";
     w.type = type;
@@ -26,11 +28,17 @@ inline WeightMatrix random_weight(GgmlType type, int64_t rows, int64_t cols, std
     w.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(cols));
     bytes.assign(w.row_bytes * static_cast<uint64_t>(rows), 0);
     for (int64_t r = 0; r < rows; ++r) {
-        const std::vector<float> row = random_floats(static_cast<size_t>(cols), rng);
+        const std::vector<float> row = row_values(r);
         quantize_row(type, row.data(), bytes.data() + static_cast<uint64_t>(r) * w.row_bytes, cols);
     }
     w.data = bytes.data();
     return w;
+}
+
+// A weight of `rows` x `cols` random values stored as `type`; `bytes` owns the data.
+inline WeightMatrix random_weight(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng, std::vector<uint8_t>& bytes) {
+    return weight_of_rows(
+        type, rows, cols, [&](int64_t) { return random_floats(static_cast<size_t>(cols), rng); }, bytes);
 }
 
 // The CPU backend's attention (CpuBackend::attend_one) of the last n_query positions of one

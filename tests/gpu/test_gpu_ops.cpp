@@ -118,20 +118,12 @@ std::vector<float> rounding_probes(GgmlType type, size_t count, std::mt19937& rn
 
 // A `type` matrix whose row r holds one 1, at column picks[r]: its product selects inputs.
 WeightMatrix selection_matrix(GgmlType type, int64_t cols, const std::vector<int64_t>& picks, std::vector<uint8_t>& bytes) {
-    WeightMatrix w;
-    w.name = "selection";
-    w.type = type;
-    w.rows = static_cast<int64_t>(picks.size());
-    w.cols = cols;
-    w.row_bytes = ggml_row_bytes(type, static_cast<uint64_t>(cols));
-    bytes.assign(w.row_bytes * picks.size(), 0);
-    for (size_t r = 0; r < picks.size(); ++r) {
-        std::vector<float> row(static_cast<size_t>(cols), 0.0f);
-        row[static_cast<size_t>(picks[r])] = 1.0f;
-        quantize_row(type, row.data(), bytes.data() + r * w.row_bytes, cols);
-    }
-    w.data = bytes.data();
-    return w;
+    const auto row = [&](int64_t r) {
+        std::vector<float> values(static_cast<size_t>(cols), 0.0f);
+        values[static_cast<size_t>(picks[static_cast<size_t>(r)])] = 1.0f;
+        return values;
+    };
+    return testing::weight_of_rows(type, static_cast<int64_t>(picks.size()), cols, row, bytes);
 }
 
 // F16 and BF16 weights multiply their input rounded as the CPU (and llama.cpp) rounds it for
@@ -141,7 +133,7 @@ WeightMatrix selection_matrix(GgmlType type, int64_t cols, const std::vector<int
 // then matmul.comp's 9 to 15 tokens and the tiles from 16.
 TEST_F(GpuOps, HalfWeightsMultiplyTheirInputRoundedAsTheCpuRoundsIt) {
     for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
-        for (const auto [cols, step] : {std::pair<int64_t, int64_t>{96, 1}, std::pair<int64_t, int64_t>{4864, 32}}) {
+        for (const auto& [cols, step] : {std::pair<int64_t, int64_t>{96, 1}, std::pair<int64_t, int64_t>{4864, 32}}) {
             std::vector<int64_t> picks;  // one column of each `step`, at varying places in it
             for (int64_t r = 0; r < cols / step; ++r) picks.push_back(r * step + r % step);
             std::vector<uint8_t> bytes;
