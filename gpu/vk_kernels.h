@@ -115,6 +115,8 @@ public:
     // Dispatches and barriers recorded since the last reset_counts().
     RecordCounts counts() const { return counts_; }
     void reset_counts() { counts_ = {}; }
+    // Pipelines created so far (each shader and specialization once, on first use).
+    uint64_t pipelines_created() const { return pipelines_.size(); }
     // `count` workgroups launched as X x Y with X within the device's limit (the shaders
     // linearise the ids and skip those past the end).
     std::pair<uint32_t, uint32_t> fold_groups(uint64_t count) const {

@@ -375,7 +375,9 @@ VulkanBackend::Recording& VulkanBackend::recording_for(const PassShape& shape) {
         const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         vk_check(vkBeginCommandBuffer(r.cmd, &begin), "vkBeginCommandBuffer");
         kernels_->reset_counts();
+        const uint64_t pipelines_before = kernels_->pipelines_created();
         record_pass(r.cmd, shape);
+        submission_.pipelines_created += static_cast<int>(kernels_->pipelines_created() - pipelines_before);
         vk_check(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer");
     } catch (...) {
         ctx_->free_command_buffer(r.cmd);

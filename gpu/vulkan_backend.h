@@ -30,6 +30,10 @@ public:
     void set_activation_tap(ActivationTap* tap) override;
     std::vector<OpTime> last_forward_gpu_times() const override { return gpu_times_; }
     std::optional<DeviceSubmission> last_forward_submission() const override { return submission_; }
+    // A prompt long enough for the tiled products, then a decode step: the kernels of the
+    // passes a conversation runs, created and (on a CPU driver, which compiles at first
+    // dispatch) run once.
+    std::vector<int> warm_up_pass_tokens() const override { return {static_cast<int>(Kernels::kTiledMinTokens), 1}; }
 
     int validation_errors() const { return ctx_->validation_errors(); }
     bool encodes_quantized_inputs() const { return kernels_->integer_dot(); }

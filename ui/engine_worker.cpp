@@ -130,6 +130,7 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
         }
         Q_EMIT load_progress(request, 0.95, tr("Allocating the KV cache"));
         auto session = make_session(model);
+        warm_up(request, *session);
         const ModelSummary summary = describe(*model, *session, path);
         // Replace the previous model only now that the new one is complete.
         session_ = std::move(session);
@@ -148,6 +149,13 @@ std::unique_ptr<InferenceSession> EngineWorker::make_session(const std::shared_p
     SessionOptions options;
     options.n_threads = threads_;
     return std::make_unique<InferenceSession>(model, options, vulkan_ ? gpu::make_vulkan_backend(model) : nullptr);
+}
+
+bool EngineWorker::warm_up(quint64 request, InferenceSession& session) {
+    if (session.backend().warm_up_pass_tokens().empty()) return false;
+    Q_EMIT load_progress(request, 0.97, tr("Compiling the GPU's kernels"));
+    session.warm_up();
+    return true;
 }
 
 ModelSummary EngineWorker::describe(const Model& model, const InferenceSession& session, const QString& path) const {
@@ -191,7 +199,9 @@ void EngineWorker::set_vulkan(quint64 request, bool vulkan) {
 void EngineWorker::rebuild_session(quint64 request) {
     if (model_ && !is_stale(request)) {
         try {
-            session_ = make_session(session_model());
+            auto session = make_session(session_model());
+            if (warm_up(request, *session)) Q_EMIT load_progress(request, 1.0, tr("Ready"));
+            session_ = std::move(session);
             summary_ = describe(*model_, *session_, summary_.path);
             summary_.weights = weights_description_;
             Q_EMIT model_loaded(request, summary_);

@@ -70,6 +70,9 @@ private:
     void rebuild_session(quint64 request);
     const std::shared_ptr<const Model>& session_model() const { return weights_ ? weights_ : model_; }
     std::unique_ptr<InferenceSession> make_session(const std::shared_ptr<const Model>& model) const;
+    // The session's warm-up (a GPU's kernels compiled before the first request times them),
+    // with its progress; false where the backend has none.
+    bool warm_up(quint64 request, InferenceSession& session);
     ModelSummary describe(const Model& model, const InferenceSession& session, const QString& path) const;
     bool page_in_weights(quint64 request, const Model& model);
     std::vector<int32_t> prompt_tokens(const GenerationRequest& request_data, QString& rendered) const;

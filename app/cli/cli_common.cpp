@@ -1,13 +1,14 @@
-#include "app/cli/cli_checks.h"
 #include "app/cli/cli_common.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 
-#include <unistd.h>
-
+#include "app/cli/cli_checks.h"
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
 #include "engine/synth/builtin_models.h"
@@ -188,6 +189,15 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::sh
     throw UnsupportedError("this inferscope-cli was built without the Vulkan backend (INFERSCOPE_ENGINE_ONLY=ON); "
                            "use --backend cpu");
 #endif
+}
+
+double warm_up(InferenceSession& session) {
+    if (session.backend().warm_up_pass_tokens().empty()) return 0;
+    const auto start = std::chrono::steady_clock::now();
+    session.warm_up();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "warm-up: the GPU's kernels compiled and run once in %.2f ms (not in the timings below)\n", ms);
+    return ms;
 }
 
 double device_read_bandwidth(Backend& backend) {

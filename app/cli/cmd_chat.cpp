@@ -92,6 +92,7 @@ void run_chat(const ChatCliOptions& o) {
     const auto model = load_model(o.model);
     const std::string text = chat_template_text(o.input, &model->file());
     InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
+    warm_up(session);
     chat::Conversation conversation(session, text, o.input.system);
     if (!o.input.user.empty() || !o.input.messages_path.empty()) {
         for (const auto& m : chat_messages(o.input, "")) {

@@ -58,6 +58,7 @@ nlohmann::json step_json(const StepEvent& e) {
 void run_generate(const GenerateOptions& o) {
     const auto model = load_model(o.model);
     InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
+    const double warm_up_ms = warm_up(session);
     const Tokenizer& tok = model->tokenizer();
     std::string rendered;
     const std::vector<TokenId> prompt = prompt_ids(o, *model, rendered);
@@ -101,7 +102,8 @@ void run_generate(const GenerateOptions& o) {
                      {{"prefill_ms", t.prefill_ms},
                       {"decode_ms_per_token", t.decode_ms_per_token},
                       {"ttft_ms", t.ttft_ms},
-                      {"tokens_per_s", t.tokens_per_s}}}});
+                      {"tokens_per_s", t.tokens_per_s},
+                      {"warm_up_ms", warm_up_ms}}}});
         return;
     }
     std::cout << std::endl;

@@ -91,6 +91,7 @@ void run_serve(const ServeCliOptions& o) {
     SessionOptions so = session_options(o.model);
     so.max_sequences = o.slots;
     InferenceSession session(model, so, make_backend(o.model, model, /*op_timestamps=*/false));
+    warm_up(session);
     server::ServeOptions options;
     options.host = o.host;
     options.port = o.port;

@@ -53,6 +53,12 @@ public:
     // What the last forward() submitted to the device; nullopt for backends without one (the CPU).
     virtual std::optional<DeviceSubmission> last_forward_submission() const { return std::nullopt; }
 
+    // The lengths of successive passes of one sequence (each wanting its last token's logits)
+    // whose first run makes a one-time cost, such as a device compiling its kernels, that
+    // InferenceSession::warm_up takes instead of the first request. Empty (the default): the
+    // first run of every shape costs what later ones do.
+    virtual std::vector<int> warm_up_pass_tokens() const { return {}; }
+
     // Precision of the activations entering the linear layers (F32 by default). A backend
     // without INT8 activations refuses the others.
     virtual void set_activation_precision(const ActivationPrecision& precision) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "engine/backend/default_backend.h"
 #include "engine/core/error.h"
@@ -269,6 +270,31 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
     for (const OpTime& op : event.gpu_ops) event.gpu_ns += op.gpu_ns;
     for (const auto& [id, observer] : observers_) observer(event);
     return logits_;
+}
+
+void InferenceSession::warm_up() {
+    const std::vector<int> passes = backend_->warm_up_pass_tokens();
+    if (passes.empty()) return;
+    // Restored however the warm-up ends: requests alone are steps for the observers.
+    struct QuietSteps {
+        InferenceSession& session;
+        std::map<int, StepObserver> observers = std::exchange(session.observers_, {});
+        int64_t step = session.step_;
+        ~QuietSteps() {
+            session.observers_ = std::move(observers);
+            session.step_ = step;
+        }
+    } quiet{*this};
+    ScopedSequence seq(*this);
+    int32_t length = 0;
+    for (const int tokens : passes) {
+        const int32_t pass_tokens = std::min(tokens, n_ctx_ - length);
+        if (pass_tokens <= 0) break;
+        Batch batch;
+        for (int32_t i = 0; i < pass_tokens; ++i) batch.push_back({0, seq.id(), length + i, i + 1 == pass_tokens});
+        decode(batch);
+        length += pass_tokens;
+    }
 }
 
 int InferenceSession::add_step_observer(StepObserver observer) {

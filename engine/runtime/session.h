@@ -76,6 +76,12 @@ public:
     // was recycled meanwhile is emptied instead.
     std::span<const float> decode(std::span<const BatchToken> batch, std::optional<StepPhase> phase = std::nullopt);
 
+    // Runs the backend's warm-up passes (Backend::warm_up_pass_tokens: a device's kernel
+    // compilation) on a scratch sequence, so that the first request's timings are those of
+    // inference alone. Observers are not told and the step count does not move; the cache is
+    // left as it was. Does nothing for a backend without a warm-up (the CPU).
+    void warm_up();
+
     using StepObserver = std::function<void(const StepEvent&)>;
     int add_step_observer(StepObserver observer);
     void remove_step_observer(int id);

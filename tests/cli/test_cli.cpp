@@ -208,6 +208,8 @@ TEST_F(CliTest, GenerateJsonHasIdsTextAndTimings) {
     for (const char* key : {"prefill_ms", "decode_ms_per_token", "ttft_ms", "tokens_per_s"}) {
         EXPECT_TRUE(j["timings"][key].is_number()) << key;
     }
+    EXPECT_EQ(j["timings"]["warm_up_ms"], 0.0) << "the CPU has nothing to warm up";
+    EXPECT_EQ(r.err.find("warm-up"), std::string::npos) << r.err;
     std::ifstream lines(steps);
     std::string line;
     int count = 0;

@@ -88,6 +88,9 @@ TEST_F(GpuCli, GenerateOnVulkanEqualsCpu) {
     ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
     EXPECT_EQ(gpu.out, cpu.out);
     EXPECT_NE(gpu.err.find("Vulkan ("), std::string::npos) << gpu.err;
+    // The kernels were compiled before the prompt was timed, and the run says how long that took.
+    EXPECT_NE(gpu.err.find("warm-up: the GPU's kernels compiled and run once in "), std::string::npos) << gpu.err;
+    EXPECT_EQ(cpu.err.find("warm-up"), std::string::npos) << cpu.err;
 }
 
 // Architectures with per-head Q/K norms (qwen3), and with GeGLU, post-norms, embedding

@@ -2,7 +2,7 @@
 // shape and replays it while the buffers it names live, so a replayed step must give the
 // logits a freshly recorded one gives, bit for bit, across block boundaries, a fork (copy on
 // write), the growth of the RoPE table (a re-recording) and sliding-window layers. Also the
-// counts a decode step submits.
+// counts a decode step submits, and the pipelines a warmed-up session no longer creates.
 #include <gtest/gtest.h>
 
 #include "gpu/vulkan_backend_factory.h"
@@ -221,6 +221,68 @@ TEST(GpuSplitAttention, DecodingMatchesCpu) {
                                  "split attention in the model");
     EXPECT_EQ(gpu::vulkan_validation_errors(gpu_session.backend()), 0);
 }
+
+// What a 40-token prompt and the 20 decode steps after it, across KV block boundaries, run:
+// each step's logits and the kernels created to record it.
+struct Conversation {
+    std::vector<std::vector<float>> logits;
+    std::vector<int> pipelines_created;  // per step
+};
+
+Conversation run_conversation(InferenceSession& session) {
+    const auto n_vocab = session.model().config().n_vocab;
+    ScopedSequence seq(session);
+    Batch batch;
+    for (int i = 0; i < 40; ++i) batch.push_back({static_cast<TokenId>(1 + (i * 37) % (n_vocab - 1)), seq.id(), i, i == 39});
+    Conversation c;
+    for (int step = 0; step <= 20; ++step) {
+        const std::span<const float> logits = session.decode(batch);
+        c.logits.emplace_back(logits.begin(), logits.end());
+        c.pipelines_created.push_back(session.backend().last_forward_submission().value().pipelines_created);
+        batch = {{argmax(c.logits.back()), seq.id(), session.sequence_length(seq.id()), true}};
+    }
+    return c;
+}
+
+class GpuWarmUp : public ::testing::TestWithParam<const char*> {};
+
+// A warmed-up session creates no kernel for a prompt and its decode steps, so that their timings
+// are those of inference alone; without the warm-up the prompt and the first decode step create
+// theirs. The warm-up leaves no trace: no step for the observers, an empty cache, the same
+// logits bit for bit.
+TEST_P(GpuWarmUp, WarmedUpSessionCreatesNoKernelForAPromptAndItsDecodeSteps) {
+    const auto model = testing::tiny_model(testing::tiny_spec(GetParam()));
+    const auto session_of = [&model] {
+        gpu::VulkanBackendOptions options;
+        options.validation = true;
+        return std::make_unique<InferenceSession>(model, testing::test_session_options(KvDtype::F16, 512),
+                                                  gpu::make_vulkan_backend(model, options));
+    };
+    std::unique_ptr<InferenceSession> cold;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(cold, session_of());
+    const Conversation first = run_conversation(*cold);
+    EXPECT_GT(first.pipelines_created[0], 0) << "the prompt";
+    EXPECT_GT(first.pipelines_created[1], 0) << "the first decode step";
+
+    const auto warm = session_of();
+    std::vector<int64_t> observed_steps;
+    warm->add_step_observer([&](const StepEvent& e) { observed_steps.push_back(e.step); });
+    warm->warm_up();
+    EXPECT_TRUE(observed_steps.empty());
+    EXPECT_EQ(warm->kv_cache().bytes_in_use(), 0u);
+    const Conversation later = run_conversation(*warm);
+    for (size_t step = 0; step < later.pipelines_created.size(); ++step) {
+        EXPECT_EQ(later.pipelines_created[step], 0) << "step " << step;
+    }
+    ASSERT_EQ(observed_steps.size(), later.logits.size());
+    EXPECT_EQ(observed_steps.front(), 0);
+    ASSERT_EQ(later.logits.size(), first.logits.size());
+    for (size_t step = 0; step < later.logits.size(); ++step)
+        EXPECT_EQ(later.logits[step], first.logits[step]) << "step " << step;
+    EXPECT_EQ(gpu::vulkan_validation_errors(warm->backend()), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GpuWarmUp, ::testing::Values("qwen2", "gemma3"));
 
 }  // namespace
 }  // namespace inferscope

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/default_backend.h"
 #include "engine/core/error.h"
 #include "engine/runtime/generator.h"
 #include "engine/synth/synthetic_model.h"
@@ -146,6 +147,87 @@ TEST(Session, AModelFileTruncatedWhileInUseEndsTheStepWithAClearError) {
     }
     EXPECT_EQ(session.kv_cache().sequence_length(seq), 1);
     fs::remove(path);
+}
+
+// The CPU backend with a warm-up (as a device compiling its kernels would ask), recording the
+// batches it runs.
+class WarmedUpCpuBackend final : public Backend {
+public:
+    WarmedUpCpuBackend(const std::shared_ptr<const Model>& m, std::vector<int> passes, std::vector<Batch>& batches)
+        : cpu_(make_default_backend(m, 1)), passes_(std::move(passes)), batches_(batches) {}
+    std::string name() const override { return "cpu with a warm-up"; }
+    void allocate_kv(const KvCacheLayout& layout) override { cpu_->allocate_kv(layout); }
+    void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) override {
+        batches_.emplace_back(tokens.begin(), tokens.end());
+        cpu_->forward(tokens, cache, logits);
+    }
+    void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override { cpu_->copy_kv_blocks(group, copies); }
+    void set_activation_tap(ActivationTap* tap) override { cpu_->set_activation_tap(tap); }
+    std::vector<int> warm_up_pass_tokens() const override { return passes_; }
+
+private:
+    std::unique_ptr<Backend> cpu_;
+    std::vector<int> passes_;
+    std::vector<Batch>& batches_;
+};
+
+std::vector<std::vector<float>> greedy_logits(InferenceSession& session) {
+    std::vector<std::vector<float>> rows;
+    GenerationOptions options;
+    options.n_predict = 4;
+    options.sampling.temperature = 0;
+    options.stop_at_end_of_generation = false;
+    generate(session, std::vector<TokenId>{1, 2, 3, 4, 5}, options, {},
+             [&](std::span<const float> logits) { rows.emplace_back(logits.begin(), logits.end()); });
+    return rows;
+}
+
+TEST(Session, WarmUpRunsTheBackendsPassesUnseenAndLeavesNoTrace) {
+    std::vector<Batch> batches;
+    InferenceSession session(model(), testing::test_session_options(KvDtype::F16, 64),
+                             std::make_unique<WarmedUpCpuBackend>(model(), std::vector<int>{16, 1}, batches));
+    std::vector<int64_t> steps;
+    session.add_step_observer([&](const StepEvent& e) { steps.push_back(e.step); });
+    session.warm_up();
+    ASSERT_EQ(batches.size(), 2u);
+    ASSERT_EQ(batches[0].size(), 16u);
+    for (int i = 0; i < 16; ++i) {
+        EXPECT_EQ(batches[0][i].pos, i);
+        EXPECT_EQ(batches[0][i].output, i == 15);
+    }
+    ASSERT_EQ(batches[1].size(), 1u);
+    EXPECT_EQ(batches[1][0].pos, 16);
+    EXPECT_EQ(batches[1][0].seq, batches[0][0].seq);
+    EXPECT_TRUE(batches[1][0].output);
+    EXPECT_TRUE(steps.empty()) << "the warm-up's passes reached the observers";
+    EXPECT_EQ(session.kv_cache().used_block_count(), 0);
+
+    // Later requests: their steps numbered from 0, their logits those of a session never warmed up.
+    const std::vector<std::vector<float>> warmed = greedy_logits(session);
+    ASSERT_FALSE(steps.empty());
+    EXPECT_EQ(steps.front(), 0);
+    std::vector<Batch> fresh_batches;
+    InferenceSession fresh(model(), testing::test_session_options(KvDtype::F16, 64),
+                           std::make_unique<WarmedUpCpuBackend>(model(), std::vector<int>{}, fresh_batches));
+    EXPECT_EQ(warmed, greedy_logits(fresh));
+}
+
+TEST(Session, WarmUpFitsItsPassesToTheContextAndIsNothingWithoutOne) {
+    std::vector<Batch> batches;
+    InferenceSession small(model(), testing::test_session_options(KvDtype::F16, 10),
+                           std::make_unique<WarmedUpCpuBackend>(model(), std::vector<int>{16, 1}, batches));
+    small.warm_up();
+    ASSERT_EQ(batches.size(), 1u) << "a prompt of the whole context, then no room for a decode step";
+    EXPECT_EQ(batches[0].size(), 10u);
+    EXPECT_EQ(small.kv_cache().used_block_count(), 0);
+
+    batches.clear();
+    InferenceSession without(model(), testing::test_session_options(KvDtype::F16, 64),
+                             std::make_unique<WarmedUpCpuBackend>(model(), std::vector<int>{}, batches));
+    without.warm_up();
+    EXPECT_TRUE(batches.empty());
+    EXPECT_TRUE(InferenceSession(model(), testing::test_session_options()).backend().warm_up_pass_tokens().empty())
+        << "the CPU backend has nothing to warm up";
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ struct Recorder {
         QObject::connect(&c, &EngineController::steps_completed, [this](const QVector<StepRecord>& s) { steps += s.size(); });
         QObject::connect(&c, &EngineController::generation_finished, [this](const GenerationReport& r) { reports.push_back(r); });
         QObject::connect(&c, &EngineController::text_generated, [this](const QString& t) { text += t; });
+        QObject::connect(&c, &EngineController::load_progress, [this](double, const QString& stage) { stages << stage; });
     }
     std::vector<ModelSummary> loaded;
     QStringList failures;
@@ -48,6 +49,7 @@ struct Recorder {
     int steps = 0;
     std::vector<GenerationReport> reports;
     QString text;  // everything generated so far
+    QStringList stages;  // of loading, as the progress bar shows them
 };
 
 GenerationRequest request(const QString& prompt, int n) {
@@ -173,6 +175,8 @@ TEST(EngineController, VulkanBackendGeneratesTheCpuText) {
     c.generate(request(QStringLiteral("Once upon a time"), 24));
     ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 1 && !c.busy(); }, kEngineWaitMs));
     const QString cpu_text = rec.text;
+    const int cpu_steps = rec.steps;
+    EXPECT_FALSE(rec.stages.contains(QStringLiteral("Compiling the GPU's kernels"))) << "the CPU compiles nothing";
 
     c.set_vulkan(true);
     ASSERT_TRUE(wait_until([&] { return (rec.loaded.size() == 2 || !rec.failures.isEmpty()) && !c.busy(); }, kEngineWaitMs));
@@ -181,11 +185,15 @@ TEST(EngineController, VulkanBackendGeneratesTheCpuText) {
         GTEST_SKIP() << "no usable Vulkan device: " << rec.failures.front().toStdString();
     }
     EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("Vulkan"))) << c.model().backend.toStdString();
+    // Its kernels are compiled (the session warmed up) before the first generation times them.
+    EXPECT_TRUE(rec.stages.contains(QStringLiteral("Compiling the GPU's kernels"))) << rec.stages.join(u", ").toStdString();
+    EXPECT_EQ(rec.stages.back(), QStringLiteral("Ready"));
     rec.text.clear();
     c.generate(request(QStringLiteral("Once upon a time"), 24));
     ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kEngineWaitMs));
     EXPECT_FALSE(cpu_text.isEmpty());
     EXPECT_EQ(rec.text, cpu_text);
+    EXPECT_EQ(rec.steps, 2 * cpu_steps) << "the warm-up's passes are no steps of the generation";
 
     c.set_vulkan(false);
     ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 3 && !c.busy(); }, kEngineWaitMs));
