@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "gpu/shader_spirv.h"
@@ -194,6 +198,41 @@ Kernels::Pipeline& Kernels::pipeline(Shader shader, const SpecConstants& spec) {
     return it->second;
 }
 
+void Kernels::create_noted_pipelines() {
+    const std::vector<PipelineKey> keys(noted_.begin(), noted_.end());
+    noted_.clear();
+    if (keys.empty()) return;
+    std::vector<Pipeline> made(keys.size());
+    std::vector<std::exception_ptr> errors(keys.size());
+    const size_t threads = std::min<size_t>(keys.size(), std::max(1u, std::thread::hardware_concurrency()));
+    const auto create_share = [&](size_t first) {
+        for (size_t i = first; i < keys.size(); i += threads) {
+            try {
+                made[i] = create(keys[i].first, keys[i].second);
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        }
+    };
+    {
+        std::vector<std::jthread> workers;
+        for (size_t t = 1; t < threads; ++t) {
+            try {
+                workers.emplace_back(create_share, t);
+            } catch (const std::system_error&) {
+                create_share(t);  // no thread to be had: this one takes the share
+            }
+        }
+        create_share(0);
+    }  // joined
+    for (size_t i = 0; i < keys.size(); ++i) {
+        if (!errors[i]) pipelines_.emplace(keys[i], made[i]);
+    }
+    for (const std::exception_ptr& error : errors) {
+        if (error) std::rethrow_exception(error);
+    }
+}
+
 VkDescriptorSet Kernels::descriptor_set(Shader shader, const Pipeline& p, const std::vector<VkBuffer>& buffers) {
     auto key = std::make_pair(shader, buffers);
     if (auto it = sets_.find(key); it != sets_.end()) return it->second;
@@ -231,6 +270,10 @@ void Kernels::dispatch(VkCommandBuffer cmd, Shader shader, const SpecConstants& 
     if (groups_x > max_groups_x_) {
         throw Error(std::string("internal: ") + spec.name + " launches more workgroups than the device allows along X");
     }
+    if (noting_) {
+        if (pipelines_.find({shader, constants}) == pipelines_.end()) noted_.insert({shader, constants});
+        return;
+    }
     const Pipeline& p = pipeline(shader, constants);
     const VkDescriptorSet set = descriptor_set(shader, p, buffers);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
@@ -244,6 +287,7 @@ void Kernels::dispatch(VkCommandBuffer cmd, Shader shader, const SpecConstants& 
 }
 
 void Kernels::barrier(VkCommandBuffer cmd) {
+    if (noting_) return;
     ++counts_.barriers;
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;

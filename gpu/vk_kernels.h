@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,6 +118,13 @@ public:
     void reset_counts() { counts_ = {}; }
     // Pipelines created so far (each shader and specialization once, on first use).
     uint64_t pipelines_created() const { return pipelines_.size(); }
+    // While on, dispatch() and barrier() record nothing, and dispatch() notes each pipeline it
+    // would have to create; create_noted_pipelines() then creates them.
+    void note_pipelines_only(bool on) { noting_ = on; }
+    // Creates the noted pipelines side by side, one thread each up to the host's threads: a
+    // driver compiles a pipeline as it is created, so a pass recorded first would otherwise
+    // wait for its kernels' compilations one after another.
+    void create_noted_pipelines();
     // `count` workgroups launched as X x Y with X within the device's limit (the shaders
     // linearise the ids and skip those past the end).
     std::pair<uint32_t, uint32_t> fold_groups(uint64_t count) const {
@@ -159,6 +167,7 @@ private:
         VkPipelineLayout layout = VK_NULL_HANDLE;
         VkPipeline pipeline = VK_NULL_HANDLE;
     };
+    using PipelineKey = std::pair<Shader, SpecConstants>;
     Pipeline& pipeline(Shader shader, const SpecConstants& spec);
     Pipeline create(Shader shader, const SpecConstants& spec);
     VkDescriptorSet descriptor_set(Shader shader, const Pipeline& p, const std::vector<VkBuffer>& buffers);
@@ -174,7 +183,9 @@ private:
     uint32_t max_storage_buffers_ = 4;
     uint64_t generation_ = 0;
     RecordCounts counts_;
-    std::map<std::pair<Shader, SpecConstants>, Pipeline> pipelines_;
+    std::map<PipelineKey, Pipeline> pipelines_;
+    bool noting_ = false;
+    std::set<PipelineKey> noted_;  // wanted by dispatches recorded while noting_, not created yet
     // Keyed by shader, not pipeline: every specialization of a shader has the same set layout.
     std::map<std::pair<Shader, std::vector<VkBuffer>>, VkDescriptorSet> sets_;
     std::vector<VkDescriptorPool> pools_;  // the last one has room; full ones are kept until forgotten

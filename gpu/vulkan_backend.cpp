@@ -370,14 +370,17 @@ VulkanBackend::Recording& VulkanBackend::recording_for(const PassShape& shape) {
         recordings_.erase(recordings_.begin());
     }
     const auto start = std::chrono::steady_clock::now();
+    const uint64_t pipelines_before = kernels_->pipelines_created();
+    create_pipelines_ahead(shape);
+    submission_.pipelines_created += static_cast<int>(kernels_->pipelines_created() - pipelines_before);
+    const uint64_t pipelines_ahead = kernels_->pipelines_created();
     Recording r{ctx_->allocate_command_buffer(), shape, generation, {}, {}};
     try {
         const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         vk_check(vkBeginCommandBuffer(r.cmd, &begin), "vkBeginCommandBuffer");
         kernels_->reset_counts();
-        const uint64_t pipelines_before = kernels_->pipelines_created();
         record_pass(r.cmd, shape);
-        submission_.pipelines_created += static_cast<int>(kernels_->pipelines_created() - pipelines_before);
+        if (kernels_->pipelines_created() != pipelines_ahead) throw Error("internal: a pass bound a pipeline its notes missed");
         vk_check(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer");
     } catch (...) {
         ctx_->free_command_buffer(r.cmd);
@@ -388,6 +391,26 @@ VulkanBackend::Recording& VulkanBackend::recording_for(const PassShape& shape) {
     submission_.host_record_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
     recordings_.push_back(std::move(r));
     return recordings_.back();
+}
+
+// The pipelines `shape`'s pass binds, noted by recording it once without its dispatches into a
+// command buffer never submitted, then created side by side.
+void VulkanBackend::create_pipelines_ahead(const PassShape& shape) {
+    const VkCommandBuffer scratch = ctx_->allocate_command_buffer();
+    try {
+        const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vk_check(vkBeginCommandBuffer(scratch, &begin), "vkBeginCommandBuffer");
+        kernels_->note_pipelines_only(true);
+        record_pass(scratch, shape);
+        kernels_->note_pipelines_only(false);
+        vk_check(vkEndCommandBuffer(scratch), "vkEndCommandBuffer");
+    } catch (...) {
+        kernels_->note_pipelines_only(false);
+        ctx_->free_command_buffer(scratch);
+        throw;
+    }
+    ctx_->free_command_buffer(scratch);
+    kernels_->create_noted_pipelines();
 }
 
 void VulkanBackend::forget_recordings() {

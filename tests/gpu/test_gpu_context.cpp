@@ -1,5 +1,6 @@
 // The Vulkan context's limits and labels: allocations past the device's limits fail with an
 // error naming the sizes, before any memory is asked for; a CPU driver is never named a GPU.
+// Also the pipelines a pass binds, noted and created before it records.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "gpu/vk_arena.h"
 #include "gpu/vk_context.h"
+#include "gpu/vk_kernels.h"
 #include "gpu/vulkan_backend_factory.h"
 #include "gpu_test_util.h"
 #include "support/tiny_models.h"
@@ -79,6 +81,44 @@ TEST(GpuContext, TransfersLargerThanTheStagingBufferGoInChunks) {
     std::vector<uint8_t> tail(1000);
     ctx->download(device, offset + bytes - tail.size(), tail.data(), tail.size());
     EXPECT_TRUE(std::equal(tail.begin(), tail.end(), data.end() - static_cast<std::ptrdiff_t>(tail.size())));
+    EXPECT_EQ(ctx->validation_errors(), 0);
+}
+
+// A pass's pipelines are noted by recording it without its dispatches, then created together
+// (side by side): noting records nothing and notes each pipeline once, and the pass recorded
+// afterwards creates none. The Vulkan backend does this before recording each new pass shape.
+TEST(GpuKernels, NotedPipelinesAreCreatedTogetherBeforeTheirPassRecords) {
+    gpu::ContextOptions options;
+    options.validation = true;
+    std::unique_ptr<gpu::VkContext> ctx;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(ctx, std::make_unique<gpu::VkContext>(options));
+    gpu::Kernels kernels(*ctx);
+    const gpu::Buffer a(*ctx, 1024, gpu::Buffer::Kind::Device), b(*ctx, 1024, gpu::Buffer::Kind::Device);
+    const uint32_t push[2] = {256, 0};
+    const auto record_pass = [&](VkCommandBuffer cmd) {
+        kernels.dispatch(cmd, gpu::Shader::Swiglu, {}, {a.handle(), b.handle()}, push, sizeof push, 1);
+        kernels.dispatch(cmd, gpu::Shader::Swiglu, {}, {a.handle(), b.handle()}, push, sizeof push, 1);
+        kernels.dispatch(cmd, gpu::Shader::ReadBandwidth, {}, {a.handle(), b.handle()}, push, sizeof push[0], 1);
+    };
+    const VkCommandBuffer cmd = ctx->allocate_command_buffer();
+    VkCommandBufferBeginInfo begin{};
+    begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    ASSERT_EQ(vkBeginCommandBuffer(cmd, &begin), VK_SUCCESS);
+    kernels.note_pipelines_only(true);
+    record_pass(cmd);
+    kernels.note_pipelines_only(false);
+    EXPECT_EQ(kernels.counts().dispatches, 0u);
+    EXPECT_EQ(kernels.counts().barriers, 0u);
+    EXPECT_EQ(kernels.pipelines_created(), 0u);
+    kernels.create_noted_pipelines();
+    EXPECT_EQ(kernels.pipelines_created(), 2u);
+    record_pass(cmd);
+    EXPECT_EQ(kernels.pipelines_created(), 2u);
+    EXPECT_EQ(kernels.counts().dispatches, 3u);
+    kernels.create_noted_pipelines();  // nothing noted since
+    EXPECT_EQ(kernels.pipelines_created(), 2u);
+    ASSERT_EQ(vkEndCommandBuffer(cmd), VK_SUCCESS);
+    ctx->free_command_buffer(cmd);
     EXPECT_EQ(ctx->validation_errors(), 0);
 }
 
