@@ -5,6 +5,7 @@
 // pass itself fills from host staging at its start.
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,7 @@ private:
     struct PassShape {
         uint32_t n = 0, n_out = 0;    // tokens, and those that want logits
         uint32_t attention_tile = 1;  // tokens per attention tile (attention_pass_tile)
-        bool operator==(const PassShape&) const = default;
+        auto operator<=>(const PassShape&) const = default;
     };
     // A recorded pass: valid while the buffers it names live (the kernels' generation).
     struct Recording {
@@ -143,6 +144,7 @@ private:
     StepBuffers step_;
     bool replay_ = true;
     std::vector<Recording> recordings_;  // least recently used first
+    std::set<PassShape> shapes_with_pipelines_;  // recorded once: their pipelines exist
     VkQueryPool queries_ = VK_NULL_HANDLE;
     uint32_t query_capacity_ = 0;
     std::vector<const char*> query_ops_;  // while recording: the op each timestamp after the first closes
