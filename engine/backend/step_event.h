@@ -29,7 +29,7 @@ struct DeviceSubmission {
     int barriers = 0;            // pipeline barriers in them
     int replayed = 0;            // of the passes, those whose command buffer was recorded for an earlier one
     int64_t host_record_ns = 0;  // host time spent recording the others
-    int pipelines_created = 0;   // kernels compiled while recording them (each shape's first use)
+    int pipelines_created = 0;   // pipelines created to record them (a shape's first recording)
 };
 
 struct StepEvent {
