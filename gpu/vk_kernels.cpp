@@ -198,10 +198,10 @@ Kernels::Pipeline& Kernels::pipeline(Shader shader, const SpecConstants& spec) {
     return it->second;
 }
 
-void Kernels::create_noted_pipelines() {
+size_t Kernels::create_noted_pipelines() {
     const std::vector<PipelineKey> keys(noted_.begin(), noted_.end());
     noted_.clear();
-    if (keys.empty()) return;
+    if (keys.empty()) return 0;
     std::vector<Pipeline> made(keys.size());
     std::vector<std::exception_ptr> errors(keys.size());
     const size_t threads = std::min<size_t>(keys.size(), std::max(1u, std::thread::hardware_concurrency()));
@@ -214,11 +214,13 @@ void Kernels::create_noted_pipelines() {
             }
         }
     };
+    size_t threads_used = 1;
     {
         std::vector<std::jthread> workers;
         for (size_t t = 1; t < threads; ++t) {
             try {
                 workers.emplace_back(create_share, t);
+                ++threads_used;
             } catch (const std::system_error&) {
                 create_share(t);  // no thread to be had: this one takes the share
             }
@@ -231,6 +233,7 @@ void Kernels::create_noted_pipelines() {
     for (const std::exception_ptr& error : errors) {
         if (error) std::rethrow_exception(error);
     }
+    return threads_used;
 }
 
 VkDescriptorSet Kernels::descriptor_set(Shader shader, const Pipeline& p, const std::vector<VkBuffer>& buffers) {

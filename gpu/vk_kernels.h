@@ -116,15 +116,15 @@ public:
     // Dispatches and barriers recorded since the last reset_counts().
     RecordCounts counts() const { return counts_; }
     void reset_counts() { counts_ = {}; }
-    // Pipelines created so far (each shader and specialization once, on first use).
+    // Pipelines created so far (each shader and specialization once).
     uint64_t pipelines_created() const { return pipelines_.size(); }
     // While on, dispatch() and barrier() record nothing, and dispatch() notes each pipeline it
     // would have to create; create_noted_pipelines() then creates them.
     void note_pipelines_only(bool on) { noting_ = on; }
     // Creates the noted pipelines side by side, one thread each up to the host's threads: a
     // driver compiles a pipeline as it is created, so a pass recorded first would otherwise
-    // wait for its kernels' compilations one after another.
-    void create_noted_pipelines();
+    // wait for its kernels' compilations one after another. Returns the threads it used.
+    size_t create_noted_pipelines();
     // `count` workgroups launched as X x Y with X within the device's limit (the shaders
     // linearise the ids and skip those past the end).
     std::pair<uint32_t, uint32_t> fold_groups(uint64_t count) const {

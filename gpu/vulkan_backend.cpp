@@ -377,21 +377,13 @@ VulkanBackend::Recording& VulkanBackend::recording_for(const PassShape& shape) {
     const bool new_shape = shapes_with_pipelines_.insert(shape).second;
     if (new_shape) create_pipelines_ahead(shape);
     const uint64_t pipelines_ahead = kernels_->pipelines_created();
-    Recording r{ctx_->allocate_command_buffer(), shape, generation, {}, {}};
-    try {
-        const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        vk_check(vkBeginCommandBuffer(r.cmd, &begin), "vkBeginCommandBuffer");
-        kernels_->reset_counts();
-        record_pass(r.cmd, shape);
-        if (new_shape && kernels_->pipelines_created() != pipelines_ahead) {
-            throw Error("internal: a pass bound a pipeline its notes missed");
-        }
-        submission_.pipelines_created += static_cast<int>(kernels_->pipelines_created() - pipelines_before);
-        vk_check(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer");
-    } catch (...) {
+    kernels_->reset_counts();
+    Recording r{recorded_pass(shape), shape, generation, {}, {}};
+    if (new_shape && kernels_->pipelines_created() != pipelines_ahead) {
         ctx_->free_command_buffer(r.cmd);
-        throw;
+        throw Error("internal: a pass bound a pipeline its notes missed");
     }
+    submission_.pipelines_created += static_cast<int>(kernels_->pipelines_created() - pipelines_before);
     r.counts = kernels_->counts();
     r.query_ops = std::move(query_ops_);
     submission_.host_record_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
@@ -399,22 +391,33 @@ VulkanBackend::Recording& VulkanBackend::recording_for(const PassShape& shape) {
     return recordings_.back();
 }
 
+// A new command buffer holding `shape`'s pass (freed again where recording fails).
+VkCommandBuffer VulkanBackend::recorded_pass(const PassShape& shape) {
+    const VkCommandBuffer cmd = ctx_->allocate_command_buffer();
+    try {
+        const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vk_check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
+        record_pass(cmd, shape);
+        vk_check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    } catch (...) {
+        ctx_->free_command_buffer(cmd);
+        throw;
+    }
+    return cmd;
+}
+
 // The pipelines `shape`'s pass binds, noted by recording it once without its dispatches into a
 // command buffer never submitted, then created side by side.
 void VulkanBackend::create_pipelines_ahead(const PassShape& shape) {
-    const VkCommandBuffer scratch = ctx_->allocate_command_buffer();
+    kernels_->note_pipelines_only(true);
+    VkCommandBuffer scratch = VK_NULL_HANDLE;
     try {
-        const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        vk_check(vkBeginCommandBuffer(scratch, &begin), "vkBeginCommandBuffer");
-        kernels_->note_pipelines_only(true);
-        record_pass(scratch, shape);
-        kernels_->note_pipelines_only(false);
-        vk_check(vkEndCommandBuffer(scratch), "vkEndCommandBuffer");
+        scratch = recorded_pass(shape);
     } catch (...) {
         kernels_->note_pipelines_only(false);
-        ctx_->free_command_buffer(scratch);
         throw;
     }
+    kernels_->note_pipelines_only(false);
     ctx_->free_command_buffer(scratch);
     kernels_->create_noted_pipelines();
 }

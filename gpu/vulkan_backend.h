@@ -101,6 +101,7 @@ private:
     void ensure_rope_positions(int n_positions);
     void ensure_logit_rows(int rows);
     Recording& recording_for(const PassShape& shape);
+    VkCommandBuffer recorded_pass(const PassShape& shape);
     void create_pipelines_ahead(const PassShape& shape);
     void forget_recordings();
     void record_input_copies(VkCommandBuffer cmd);

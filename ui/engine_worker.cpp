@@ -152,7 +152,7 @@ std::unique_ptr<InferenceSession> EngineWorker::make_session(const std::shared_p
 }
 
 bool EngineWorker::warm_up(quint64 request, InferenceSession& session) {
-    if (session.backend().warm_up_pass_tokens().empty()) return false;
+    if (!session.needs_warm_up()) return false;
     Q_EMIT load_progress(request, 0.97, tr("Compiling the GPU's kernels"));
     session.warm_up();
     return true;

@@ -192,7 +192,7 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::sh
 }
 
 double warm_up(InferenceSession& session) {
-    if (session.backend().warm_up_pass_tokens().empty()) return 0;
+    if (!session.needs_warm_up()) return 0;
     const auto start = std::chrono::steady_clock::now();
     session.warm_up();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

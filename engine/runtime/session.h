@@ -81,6 +81,8 @@ public:
     // inference alone. Observers are not told and the step count does not move; the cache is
     // left as it was. Does nothing for a backend without a warm-up (the CPU).
     void warm_up();
+    // Whether warm_up() has passes to run.
+    bool needs_warm_up() const { return !backend_->warm_up_pass_tokens().empty(); }
 
     using StepObserver = std::function<void(const StepEvent&)>;
     int add_step_observer(StepObserver observer);

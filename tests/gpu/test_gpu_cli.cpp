@@ -93,6 +93,20 @@ TEST_F(GpuCli, GenerateOnVulkanEqualsCpu) {
     EXPECT_EQ(cpu.err.find("warm-up"), std::string::npos) << cpu.err;
 }
 
+// spec times a draft against its target: both sessions warm up before either is timed.
+TEST_F(GpuCli, SpecWarmsUpTheTargetAndTheDraft) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("stories260K.gguf");
+    const std::string model = testing::shared_model("stories260K.gguf").string();
+    const auto r = run_cli("spec -m " + model + " --draft " + model + " -p 'Once upon a time' -n 4 --backend vulkan");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    size_t warm_ups = 0;
+    for (size_t at = r.err.find("warm-up: the GPU's kernels"); at != std::string::npos;
+         at = r.err.find("warm-up: the GPU's kernels", at + 1)) {
+        ++warm_ups;
+    }
+    EXPECT_EQ(warm_ups, 2u) << r.err;
+}
+
 // Architectures with per-head Q/K norms (qwen3), and with GeGLU, post-norms, embedding
 // scaling and sliding-window layers (gemma3): the same greedy tokens as the CPU.
 TEST_F(GpuCli, GenerateModernArchitecturesOnVulkanEqualsCpu) {

@@ -226,8 +226,10 @@ TEST(Session, WarmUpFitsItsPassesToTheContextAndIsNothingWithoutOne) {
                              std::make_unique<WarmedUpCpuBackend>(model(), std::vector<int>{}, batches));
     without.warm_up();
     EXPECT_TRUE(batches.empty());
-    EXPECT_TRUE(InferenceSession(model(), testing::test_session_options()).backend().warm_up_pass_tokens().empty())
+    EXPECT_FALSE(without.needs_warm_up());
+    EXPECT_FALSE(InferenceSession(model(), testing::test_session_options()).needs_warm_up())
         << "the CPU backend has nothing to warm up";
+    EXPECT_TRUE(small.needs_warm_up());
 }
 
 }  // namespace
