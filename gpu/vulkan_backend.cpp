@@ -57,7 +57,8 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
     : model_(std::move(model)),
       ctx_(std::make_unique<VkContext>(context)),
       kernels_(std::make_unique<Kernels>(*ctx_, kernel_tuning(ctx_->info(), options.kernel_tuning, options.integer_dot))),
-      replay_(options.replay) {
+      replay_(options.replay),
+      prompt_kernels_ahead_(options.prompt_kernels_ahead.value_or(ctx_->info().type != "cpu")) {
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
@@ -406,9 +407,15 @@ VkCommandBuffer VulkanBackend::recorded_pass(const PassShape& shape) {
     return cmd;
 }
 
-// The pipelines `shape`'s pass binds, noted by recording it once without its dispatches into a
-// command buffer never submitted, then created side by side.
+// The pipelines `shape`'s pass binds, noted then created side by side.
 void VulkanBackend::create_pipelines_ahead(const PassShape& shape) {
+    note_pipelines(shape);
+    kernels_->create_noted_pipelines();
+}
+
+// Notes the pipelines `shape`'s pass binds by recording it once without its dispatches into a
+// command buffer never submitted.
+void VulkanBackend::note_pipelines(const PassShape& shape) {
     kernels_->note_pipelines_only(true);
     VkCommandBuffer scratch = VK_NULL_HANDLE;
     try {
@@ -419,6 +426,19 @@ void VulkanBackend::create_pipelines_ahead(const PassShape& shape) {
     }
     kernels_->note_pipelines_only(false);
     ctx_->free_command_buffer(scratch);
+}
+
+// From kTiledMinTokens tokens on, a prompt's products are the tiles the warm-up's first pass ran,
+// whatever its length. The shorter shapes are not marked as recorded, so that their first
+// recording checks its notes again.
+void VulkanBackend::prepare_prompt_passes(int most_tokens) {
+    if (!prompt_kernels_ahead_) return;
+    const int longest = std::min({most_tokens, max_tokens_, static_cast<int>(Kernels::kTiledMinTokens) - 1});
+    std::vector<BatchToken> prompt;  // one sequence; logits for its last token
+    for (int n = 1; n <= longest; ++n) {
+        prompt.push_back({0, 0, n - 1});
+        if (n > 1) note_pipelines({static_cast<uint32_t>(n), 1, attention_tile(prompt)});
+    }
     kernels_->create_noted_pipelines();
 }
 

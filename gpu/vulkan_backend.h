@@ -35,6 +35,9 @@ public:
     // passes a conversation runs, created and (on a CPU driver, which compiles at first
     // dispatch) run once.
     std::vector<int> warm_up_pass_tokens() const override { return {static_cast<int>(Kernels::kTiledMinTokens), 1}; }
+    // Shorter prompts' mat-vec kernels, specialized by their token count: created side by side
+    // (VulkanBackendOptions::prompt_kernels_ahead), not run.
+    void prepare_prompt_passes(int most_tokens) override;
 
     int validation_errors() const { return ctx_->validation_errors(); }
     bool encodes_quantized_inputs() const { return kernels_->integer_dot(); }
@@ -103,6 +106,7 @@ private:
     Recording& recording_for(const PassShape& shape);
     VkCommandBuffer recorded_pass(const PassShape& shape);
     void create_pipelines_ahead(const PassShape& shape);
+    void note_pipelines(const PassShape& shape);
     void forget_recordings();
     void record_input_copies(VkCommandBuffer cmd);
     int fill_inputs(std::span<const BatchToken> tokens, const KvCache& cache);
@@ -144,6 +148,7 @@ private:
     int pass_token_limit_ = 0;   // what a pass takes: max_tokens_, or fewer where passes ran too long
     StepBuffers step_;
     bool replay_ = true;
+    bool prompt_kernels_ahead_ = false;
     std::vector<Recording> recordings_;  // least recently used first
     std::set<PassShape> shapes_with_pipelines_;  // recorded once: their pipelines exist
     VkQueryPool queries_ = VK_NULL_HANDLE;

@@ -58,6 +58,10 @@ public:
     // InferenceSession::warm_up takes instead of the first request. Empty (the default): the
     // first run of every shape costs what later ones do.
     virtual std::vector<int> warm_up_pass_tokens() const { return {}; }
+    // After those passes: makes that one-time cost of every other prompt of one sequence up to
+    // `most_tokens` long without running it, where the backend can (InferenceSession::warm_up).
+    // Nothing by default.
+    virtual void prepare_prompt_passes(int most_tokens) { (void)most_tokens; }
 
     // Precision of the activations entering the linear layers (F32 by default). A backend
     // without INT8 activations refuses the others.

@@ -295,6 +295,7 @@ void InferenceSession::warm_up() {
         decode(batch);
         length += pass_tokens;
     }
+    backend_->prepare_prompt_passes(n_ctx_);
 }
 
 int InferenceSession::add_step_observer(StepObserver observer) {

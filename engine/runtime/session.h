@@ -77,7 +77,8 @@ public:
     std::span<const float> decode(std::span<const BatchToken> batch, std::optional<StepPhase> phase = std::nullopt);
 
     // Runs the backend's warm-up passes (Backend::warm_up_pass_tokens: a device's kernel
-    // compilation) on a scratch sequence, so that the first request's timings are those of
+    // compilation) on a scratch sequence, then has it prepare prompts of other lengths up to the
+    // context (Backend::prepare_prompt_passes), so that the first request's timings are those of
     // inference alone. Observers are not told and the step count does not move; the cache is
     // left as it was. Does nothing for a backend without a warm-up (the CPU).
     void warm_up();

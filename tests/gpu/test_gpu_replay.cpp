@@ -282,6 +282,39 @@ TEST_P(GpuWarmUp, WarmedUpSessionCreatesNoKernelForAPromptAndItsDecodeSteps) {
     EXPECT_EQ(gpu::vulkan_validation_errors(warm->backend()), 0);
 }
 
+// The kernels a prompt of `tokens` tokens on a sequence of its own creates.
+int pipelines_created_by_prompt(InferenceSession& session, int tokens) {
+    ScopedSequence seq(session);
+    Batch batch;
+    for (int i = 0; i < tokens; ++i) batch.push_back({static_cast<TokenId>(1 + i), seq.id(), i, i + 1 == tokens});
+    session.decode(batch);
+    return session.backend().last_forward_submission().value().pipelines_created;
+}
+
+// A prompt of 2 to 15 tokens runs mat-vec kernels specialized by its token count. Created ahead at
+// the warm-up, a prompt of any length finds its kernels; otherwise such a prompt creates its own.
+TEST_P(GpuWarmUp, PromptsOfEveryLengthFindTheirKernelsCreatedAhead) {
+    const auto model = testing::tiny_model(testing::tiny_spec(GetParam()));
+    const auto session_of = [&model](bool prompt_kernels_ahead) {
+        gpu::VulkanBackendOptions options;
+        options.validation = true;
+        options.prompt_kernels_ahead = prompt_kernels_ahead;
+        return std::make_unique<InferenceSession>(model, testing::test_session_options(KvDtype::F16, 512),
+                                                  gpu::make_vulkan_backend(model, options));
+    };
+    std::unique_ptr<InferenceSession> without;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(without, session_of(false));
+    without->warm_up();
+    EXPECT_GT(pipelines_created_by_prompt(*without, 5), 0) << "a 5-token prompt after a warm-up without its kernels";
+
+    const auto ahead = session_of(true);
+    ahead->warm_up();
+    for (int tokens = 1; tokens <= 20; ++tokens) {
+        EXPECT_EQ(pipelines_created_by_prompt(*ahead, tokens), 0) << "a prompt of " << tokens << " tokens";
+    }
+    EXPECT_EQ(gpu::vulkan_validation_errors(ahead->backend()), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuWarmUp, ::testing::Values("qwen2", "gemma3"));
 
 }  // namespace

@@ -155,6 +155,8 @@ class WarmedUpCpuBackend final : public Backend {
 public:
     WarmedUpCpuBackend(const std::shared_ptr<const Model>& m, std::vector<int> passes, std::vector<Batch>& batches)
         : cpu_(make_default_backend(m, 1)), passes_(std::move(passes)), batches_(batches) {}
+    // Each prepare_prompt_passes call's most_tokens, and how many passes had run by then.
+    std::vector<std::pair<int, size_t>> prepared;
     std::string name() const override { return "cpu with a warm-up"; }
     void allocate_kv(const KvCacheLayout& layout) override { cpu_->allocate_kv(layout); }
     void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) override {
@@ -164,6 +166,7 @@ public:
     void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override { cpu_->copy_kv_blocks(group, copies); }
     void set_activation_tap(ActivationTap* tap) override { cpu_->set_activation_tap(tap); }
     std::vector<int> warm_up_pass_tokens() const override { return passes_; }
+    void prepare_prompt_passes(int most_tokens) override { prepared.emplace_back(most_tokens, batches_.size()); }
 
 private:
     std::unique_ptr<Backend> cpu_;
@@ -201,6 +204,10 @@ TEST(Session, WarmUpRunsTheBackendsPassesUnseenAndLeavesNoTrace) {
     EXPECT_TRUE(batches[1][0].output);
     EXPECT_TRUE(steps.empty()) << "the warm-up's passes reached the observers";
     EXPECT_EQ(session.kv_cache().used_block_count(), 0);
+    const auto& backend = dynamic_cast<const WarmedUpCpuBackend&>(session.backend());
+    ASSERT_EQ(backend.prepared.size(), 1u) << "the other prompts prepared once";
+    EXPECT_EQ(backend.prepared[0].first, 64) << "up to the context";
+    EXPECT_EQ(backend.prepared[0].second, 2u) << "after the passes";
 
     // Later requests: their steps numbered from 0, their logits those of a session never warmed up.
     const std::vector<std::vector<float>> warmed = greedy_logits(session);
@@ -226,6 +233,8 @@ TEST(Session, WarmUpFitsItsPassesToTheContextAndIsNothingWithoutOne) {
                              std::make_unique<WarmedUpCpuBackend>(model(), std::vector<int>{}, batches));
     without.warm_up();
     EXPECT_TRUE(batches.empty());
+    EXPECT_TRUE(dynamic_cast<const WarmedUpCpuBackend&>(without.backend()).prepared.empty())
+        << "nothing to prepare where nothing warms up";
     EXPECT_FALSE(without.needs_warm_up());
     EXPECT_FALSE(InferenceSession(model(), testing::test_session_options()).needs_warm_up())
         << "the CPU backend has nothing to warm up";
