@@ -1,9 +1,12 @@
 // inferscope-cli with --backend vulkan end to end: devices, generate equal to the CPU (also
-// for qwen3 and gemma3), and bench with a given device bandwidth as its floor and its per-step submission counts.
+// for qwen3 and gemma3), generate, spec, chat and serve warming up before their first request,
+// and bench with a given device bandwidth as its floor and its per-step submission counts.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
@@ -105,6 +108,41 @@ TEST_F(GpuCli, SpecWarmsUpTheTargetAndTheDraft) {
         ++warm_ups;
     }
     EXPECT_EQ(warm_ups, 2u) << r.err;
+}
+
+// chat and serve warm up before their first turn or request: the warm-up's line comes before the
+// one that opens the conversation or says where the server listens.
+TEST_F(GpuCli, ChatAndServeWarmUpBeforeTheyTakeInput) {
+    INFERSCOPE_REQUIRE_SHARED_FILE("vocab/ggml-vocab-qwen2-rebuilt.gguf");
+    INFERSCOPE_REQUIRE_SHARED_FILE("chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+    namespace fs = std::filesystem;
+    const fs::path model = fs::temp_directory_path() / ("inferscope-gpu-chat-" + std::to_string(::getpid()) + ".gguf");
+    const auto made =
+        run_cli("make-model --preset tiny-qwen3 --vocab " +
+                testing::shared_model("vocab/ggml-vocab-qwen2-rebuilt.gguf").string() + " --chat-template " +
+                testing::shared_model("chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja").string() + " -o " + model.string());
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const std::string warm_up_line = "warm-up: the GPU's kernels compiled and run once in ";
+
+    const auto chat = testing::run_command("printf 'hello\\n' | " + testing::cli_path() + " chat -m " + model.string() +
+                                           " --backend vulkan -n 2 --temp 0");
+    EXPECT_EQ(chat.exit_code, 0) << chat.err;
+    EXPECT_LT(chat.err.find(warm_up_line), chat.err.find("chat with ")) << chat.err;
+    EXPECT_NE(chat.err.find("[turn 1: "), std::string::npos) << chat.err;
+
+    // The server runs until stopped: it is stopped once it says where it listens (or has exited).
+    const fs::path log = fs::path(model).replace_extension(".log");
+    const auto serve =
+        testing::run_command("{ " + testing::cli_path() + " serve -m " + model.string() + " --backend vulkan --port 0 2>" +
+                             log.string() + " & pid=$!; while ! grep -q ' on http' " + log.string() +
+                             " && kill -0 $pid 2>/dev/null; do sleep 0.2; done; kill -TERM $pid; wait $pid; code=$?; cat " +
+                             log.string() + " >&2; exit $code; }");
+    fs::remove(model);
+    fs::remove(log);
+    EXPECT_EQ(serve.exit_code, 0) << serve.err;
+    const size_t listening = serve.err.find(" on http://127.0.0.1:");
+    ASSERT_NE(listening, std::string::npos) << serve.err;
+    EXPECT_LT(serve.err.find(warm_up_line), listening) << serve.err;
 }
 
 // Architectures with per-head Q/K norms (qwen3), and with GeGLU, post-norms, embedding
