@@ -58,7 +58,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
       ctx_(std::make_unique<VkContext>(context)),
       kernels_(std::make_unique<Kernels>(*ctx_, kernel_tuning(ctx_->info(), options.kernel_tuning, options.integer_dot))),
       replay_(options.replay),
-      prompt_kernels_ahead_(options.prompt_kernels_ahead.value_or(ctx_->info().type != "cpu")) {
+      kernels_ahead_(options.kernels_ahead.value_or(ctx_->info().type != "cpu")) {
     const ModelConfig& c = model_->config();
     if (c.head_dim > 256) throw UnsupportedError("Vulkan backend: head_dim " + std::to_string(c.head_dim) + " > 256");
     if (c.n_head % c.n_head_kv != 0) throw UnsupportedError("Vulkan backend: n_head is not a multiple of n_head_kv");
@@ -428,16 +428,28 @@ void VulkanBackend::note_pipelines(const PassShape& shape) {
     ctx_->free_command_buffer(scratch);
 }
 
-// From kTiledMinTokens tokens on, a prompt's products are the tiles the warm-up's first pass ran,
-// whatever its length. The shorter shapes are not marked as recorded, so that their first
-// recording checks its notes again.
-void VulkanBackend::prepare_prompt_passes(int most_tokens) {
-    if (!prompt_kernels_ahead_) return;
-    const int longest = std::min({most_tokens, max_tokens_, static_cast<int>(Kernels::kTiledMinTokens) - 1});
+// From kTiledMinTokens tokens or logit rows on, the products are tiles whatever their count, as
+// the warm-up's first pass ran them for its tokens. A pass's layers depend on its token count
+// alone (and its attention tile: one sequence's tokens, or one token per sequence); its output
+// product on the rows wanting logits, all of the pass's (normed inside the mat-vec) or some
+// (gathered first). The shapes are not marked as recorded, so that their first recording checks
+// its notes again.
+void VulkanBackend::prepare_passes(int most_tokens, int most_logit_rows) {
+    if (!kernels_ahead_) return;
+    const auto tiled = static_cast<int>(Kernels::kTiledMinTokens);
+    const int longest = std::min({most_tokens, max_tokens_, tiled - 1});
     std::vector<BatchToken> prompt;  // one sequence; logits for its last token
     for (int n = 1; n <= longest; ++n) {
         prompt.push_back({0, 0, n - 1});
         if (n > 1) note_pipelines({static_cast<uint32_t>(n), 1, attention_tile(prompt)});
+    }
+    const int most_rows = std::min({most_logit_rows, max_tokens_, tiled});
+    if (most_rows > 1) ensure_logit_rows(most_rows);
+    const uint32_t prompt_tile = attention_tile(std::vector<BatchToken>{{0, 0, 0}, {0, 0, 1}});
+    for (uint32_t rows = 2; rows <= static_cast<uint32_t>(most_rows); ++rows) {
+        note_pipelines({rows, rows, 1});  // a decode step of as many sequences
+        // ... and one where a sequence's prompt ends beside the others' decode steps
+        if (rows < static_cast<uint32_t>(max_tokens_)) note_pipelines({rows + 1, rows, prompt_tile});
     }
     kernels_->create_noted_pipelines();
 }

@@ -35,9 +35,9 @@ public:
     // passes a conversation runs, created and (on a CPU driver, which compiles at first
     // dispatch) run once.
     std::vector<int> warm_up_pass_tokens() const override { return {static_cast<int>(Kernels::kTiledMinTokens), 1}; }
-    // Shorter prompts' mat-vec kernels, specialized by their token count: created side by side
-    // (VulkanBackendOptions::prompt_kernels_ahead), not run.
-    void prepare_prompt_passes(int most_tokens) override;
+    // Shorter prompts' and several logit rows' mat-vec kernels, specialized by their token count:
+    // created side by side (VulkanBackendOptions::kernels_ahead), not run.
+    void prepare_passes(int most_tokens, int most_logit_rows) override;
 
     int validation_errors() const { return ctx_->validation_errors(); }
     bool encodes_quantized_inputs() const { return kernels_->integer_dot(); }
@@ -148,7 +148,7 @@ private:
     int pass_token_limit_ = 0;   // what a pass takes: max_tokens_, or fewer where passes ran too long
     StepBuffers step_;
     bool replay_ = true;
-    bool prompt_kernels_ahead_ = false;
+    bool kernels_ahead_ = false;
     std::vector<Recording> recordings_;  // least recently used first
     std::set<PassShape> shapes_with_pipelines_;  // recorded once: their pipelines exist
     VkQueryPool queries_ = VK_NULL_HANDLE;

@@ -25,11 +25,13 @@ struct VulkanBackendOptions {
     // Replays a pass recorded earlier for the same shape (tokens, logit rows) while its
     // buffers live; false records every pass anew (tests compare the two).
     bool replay = true;
-    // Whether InferenceSession::warm_up also creates the kernels of prompts of 2 to 15 tokens
-    // (each token count its own mat-vec kernels) without running them. By default on a GPU, whose
-    // driver compiles a kernel as it creates it; not on a CPU driver (lavapipe), which compiles
-    // most of a kernel's code at its first dispatch anyway (tests set it).
-    std::optional<bool> prompt_kernels_ahead;
+    // Whether InferenceSession::warm_up also creates, without running them, the kernels of the
+    // passes its own passes did not run (Backend::prepare_passes): prompts of 2 to 15 tokens and
+    // passes wanting several rows of logits, each token or row count with kernels of its own. By
+    // default on a GPU, whose driver compiles a kernel as it creates it; not on a CPU driver
+    // (lavapipe), where that adds seconds to a load for kernels a session may never run (tests
+    // set it).
+    std::optional<bool> kernels_ahead;
     // An entry of the kernel tuning table (gpu/vk_tuning.h) instead of the device's, as
     // INFERSCOPE_VK_TUNING sets it; empty: the device's (or the variable's).
     std::string kernel_tuning;

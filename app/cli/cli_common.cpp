@@ -191,10 +191,10 @@ std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::sh
 #endif
 }
 
-double warm_up(InferenceSession& session) {
+double warm_up(InferenceSession& session, int most_logit_rows) {
     if (!session.needs_warm_up()) return 0;
     const auto start = std::chrono::steady_clock::now();
-    session.warm_up();
+    session.warm_up(most_logit_rows);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "warm-up: the GPU's kernels compiled and run once in %.2f ms (not in the timings below)\n", ms);
     return ms;

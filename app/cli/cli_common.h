@@ -46,10 +46,10 @@ void add_sampling_options(CLI::App& command, SamplingParams& sampling);
 // GPU times in step events (commands that do not show them pass false: they cost speed).
 std::unique_ptr<Backend> make_backend(const ModelOptions& options, const std::shared_ptr<const Model>& model,
                                       bool op_timestamps = true);
-// Runs the session's warm-up (a GPU's kernels compiled: InferenceSession::warm_up) so that
-// the command's timings are those of inference alone, and says on stderr how long it took.
-// Returns its milliseconds; 0 where the backend has none (the CPU).
-double warm_up(InferenceSession& session);
+// Runs the session's warm-up (a GPU's kernels compiled: InferenceSession::warm_up, with its
+// `most_logit_rows`) so that the command's timings are those of inference alone, and says on
+// stderr how long it took. Returns its milliseconds; 0 where the backend has none (the CPU).
+double warm_up(InferenceSession& session, int most_logit_rows = 0);
 // The read bandwidth, in bytes/s, of the device the Vulkan backend make_backend made runs on;
 // 0 when the device cannot time it.
 double device_read_bandwidth(Backend& backend);

@@ -86,7 +86,7 @@ void run_spec(const SpecCliOptions& o) {
     check_same_vocabulary(*target_model, *draft_model);
     InferenceSession target(target_model, session_options(o.model), make_backend(o.model, target_model, /*op_timestamps=*/false));
     InferenceSession draft(draft_model, session_options(o.model), make_backend(o.model, draft_model, /*op_timestamps=*/false));
-    warm_up(target);
+    warm_up(target, o.gamma + 1);  // a verification wants logits for every proposal and one more
     warm_up(draft);
     const std::vector<TokenId> prompt = tokenize_prompt(*target_model, o.prompt);
     SpeculativeOptions so;

@@ -58,10 +58,14 @@ public:
     // InferenceSession::warm_up takes instead of the first request. Empty (the default): the
     // first run of every shape costs what later ones do.
     virtual std::vector<int> warm_up_pass_tokens() const { return {}; }
-    // After those passes: makes that one-time cost of every other prompt of one sequence up to
-    // `most_tokens` long without running it, where the backend can (InferenceSession::warm_up).
-    // Nothing by default.
-    virtual void prepare_prompt_passes(int most_tokens) { (void)most_tokens; }
+    // After those passes: makes that one-time cost of the other passes requests may run without
+    // running them, where the backend can (InferenceSession::warm_up): prompts of one sequence up
+    // to `most_tokens` long, and passes wanting logits for up to `most_logit_rows` tokens (a
+    // batch of several sequences, a speculative verification). Nothing by default.
+    virtual void prepare_passes(int most_tokens, int most_logit_rows) {
+        (void)most_tokens;
+        (void)most_logit_rows;
+    }
 
     // Precision of the activations entering the linear layers (F32 by default). A backend
     // without INT8 activations refuses the others.

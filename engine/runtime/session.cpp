@@ -117,6 +117,7 @@ InferenceSession::InferenceSession(std::shared_ptr<const Model> model, const Ses
     : model_(std::move(model)),
       n_ctx_(resolve_context(*model_, options.n_ctx)),
       n_threads_(options.n_threads > 0 ? options.n_threads : ThreadPool::default_thread_count()),
+      max_sequences_(options.max_sequences),
       backend_(backend ? std::move(backend) : make_default_backend(model_, n_threads_)),
       cache_(checked_layout(model_->config(), options, n_ctx_)) {
     backend_->set_activation_precision(options.activation_precision);
@@ -272,7 +273,7 @@ std::span<const float> InferenceSession::decode(std::span<const BatchToken> batc
     return logits_;
 }
 
-void InferenceSession::warm_up() {
+void InferenceSession::warm_up(int most_logit_rows) {
     const std::vector<int> passes = backend_->warm_up_pass_tokens();
     if (passes.empty()) return;
     // Restored however the warm-up ends: requests alone are steps for the observers.
@@ -295,7 +296,7 @@ void InferenceSession::warm_up() {
         decode(batch);
         length += pass_tokens;
     }
-    backend_->prepare_prompt_passes(n_ctx_);
+    backend_->prepare_passes(n_ctx_, most_logit_rows > 0 ? most_logit_rows : max_sequences_);
 }
 
 int InferenceSession::add_step_observer(StepObserver observer) {

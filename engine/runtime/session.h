@@ -78,10 +78,11 @@ public:
 
     // Runs the backend's warm-up passes (Backend::warm_up_pass_tokens: a device's kernel
     // compilation) on a scratch sequence, then has it prepare prompts of other lengths up to the
-    // context (Backend::prepare_prompt_passes), so that the first request's timings are those of
+    // context and passes wanting up to `most_logit_rows` rows of logits (0: one per sequence the
+    // session holds; Backend::prepare_passes), so that the first request's timings are those of
     // inference alone. Observers are not told and the step count does not move; the cache is
     // left as it was. Does nothing for a backend without a warm-up (the CPU).
-    void warm_up();
+    void warm_up(int most_logit_rows = 0);
     // Whether warm_up() has passes to run.
     bool needs_warm_up() const { return !backend_->warm_up_pass_tokens().empty(); }
 
@@ -98,6 +99,7 @@ private:
     std::shared_ptr<const Model> model_;
     int n_ctx_;
     int n_threads_;
+    int max_sequences_;
     int64_t largest_checked_batch_ = 0;    // tokens of the largest batch checked against memory
     int64_t largest_checked_outputs_ = 0;  // and its rows of logits
     std::unique_ptr<Backend> backend_;

@@ -282,36 +282,50 @@ TEST_P(GpuWarmUp, WarmedUpSessionCreatesNoKernelForAPromptAndItsDecodeSteps) {
     EXPECT_EQ(gpu::vulkan_validation_errors(warm->backend()), 0);
 }
 
-// The kernels a prompt of `tokens` tokens on a sequence of its own creates.
-int pipelines_created_by_prompt(InferenceSession& session, int tokens) {
-    ScopedSequence seq(session);
+// The kernels a pass creates where `tokens` is the length of each sequence's part (its tokens
+// after a one-token prompt already cached: a decode step for 1) and `logits_from` the first of
+// its part's tokens that want logits.
+int pipelines_created_by(InferenceSession& session, const std::vector<int>& tokens, const std::vector<int>& logits_from) {
+    std::vector<std::unique_ptr<ScopedSequence>> sequences;
     Batch batch;
-    for (int i = 0; i < tokens; ++i) batch.push_back({static_cast<TokenId>(1 + i), seq.id(), i, i + 1 == tokens});
+    for (size_t s = 0; s < tokens.size(); ++s) {
+        const SeqId seq = sequences.emplace_back(std::make_unique<ScopedSequence>(session))->id();
+        session.decode(std::vector<BatchToken>{{1, seq, 0, true}});
+        for (int i = 0; i < tokens[s]; ++i) batch.push_back({static_cast<TokenId>(2 + i), seq, 1 + i, i >= logits_from[s]});
+    }
     session.decode(batch);
     return session.backend().last_forward_submission().value().pipelines_created;
 }
 
-// A prompt of 2 to 15 tokens runs mat-vec kernels specialized by its token count. Created ahead at
-// the warm-up, a prompt of any length finds its kernels; otherwise such a prompt creates its own.
-TEST_P(GpuWarmUp, PromptsOfEveryLengthFindTheirKernelsCreatedAhead) {
+// A pass of 2 to 15 tokens runs mat-vec kernels specialized by its token count, and its output
+// product by its rows of logits. Created ahead at the warm-up, a prompt of any length, a decode
+// step of up to the session's sequences, a batch where a prompt ends beside decode steps and a
+// verification of a few proposals find their kernels; without, such passes create their own.
+TEST_P(GpuWarmUp, PassesOfOtherShapesFindTheirKernelsCreatedAhead) {
     const auto model = testing::tiny_model(testing::tiny_spec(GetParam()));
-    const auto session_of = [&model](bool prompt_kernels_ahead) {
+    const auto session_of = [&model](bool kernels_ahead) {
         gpu::VulkanBackendOptions options;
         options.validation = true;
-        options.prompt_kernels_ahead = prompt_kernels_ahead;
-        return std::make_unique<InferenceSession>(model, testing::test_session_options(KvDtype::F16, 512),
-                                                  gpu::make_vulkan_backend(model, options));
+        options.kernels_ahead = kernels_ahead;
+        SessionOptions so = testing::test_session_options(KvDtype::F16, 512);
+        so.max_sequences = 4;
+        return std::make_unique<InferenceSession>(model, so, gpu::make_vulkan_backend(model, options));
     };
     std::unique_ptr<InferenceSession> without;
     INFERSCOPE_MAKE_OR_SKIP_GPU(without, session_of(false));
     without->warm_up();
-    EXPECT_GT(pipelines_created_by_prompt(*without, 5), 0) << "a 5-token prompt after a warm-up without its kernels";
+    EXPECT_GT(pipelines_created_by(*without, {5}, {4}), 0) << "a 5-token prompt after a warm-up without its kernels";
+    EXPECT_GT(pipelines_created_by(*without, {1, 1, 1}, {0, 0, 0}), 0) << "a decode step of 3 sequences";
 
     const auto ahead = session_of(true);
     ahead->warm_up();
     for (int tokens = 1; tokens <= 20; ++tokens) {
-        EXPECT_EQ(pipelines_created_by_prompt(*ahead, tokens), 0) << "a prompt of " << tokens << " tokens";
+        EXPECT_EQ(pipelines_created_by(*ahead, {tokens}, {tokens - 1}), 0) << "a prompt of " << tokens << " tokens";
     }
+    EXPECT_EQ(pipelines_created_by(*ahead, {1, 1}, {0, 0}), 0) << "a decode step of 2 sequences";
+    EXPECT_EQ(pipelines_created_by(*ahead, {1, 1, 1, 1}, {0, 0, 0, 0}), 0) << "a decode step of 4 sequences";
+    EXPECT_EQ(pipelines_created_by(*ahead, {3, 1, 1}, {2, 0, 0}), 0) << "a prompt's end beside 2 decode steps";
+    EXPECT_EQ(pipelines_created_by(*ahead, {4}, {0}), 0) << "a verification of 3 proposals";
     EXPECT_EQ(gpu::vulkan_validation_errors(ahead->backend()), 0);
 }
 

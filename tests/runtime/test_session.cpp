@@ -155,8 +155,12 @@ class WarmedUpCpuBackend final : public Backend {
 public:
     WarmedUpCpuBackend(const std::shared_ptr<const Model>& m, std::vector<int> passes, std::vector<Batch>& batches)
         : cpu_(make_default_backend(m, 1)), passes_(std::move(passes)), batches_(batches) {}
-    // Each prepare_prompt_passes call's most_tokens, and how many passes had run by then.
-    std::vector<std::pair<int, size_t>> prepared;
+    // Each prepare_passes call: its arguments, and how many passes had run by then.
+    struct Prepared {
+        int most_tokens, most_logit_rows;
+        size_t passes_before;
+    };
+    std::vector<Prepared> prepared;
     std::string name() const override { return "cpu with a warm-up"; }
     void allocate_kv(const KvCacheLayout& layout) override { cpu_->allocate_kv(layout); }
     void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) override {
@@ -166,7 +170,9 @@ public:
     void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override { cpu_->copy_kv_blocks(group, copies); }
     void set_activation_tap(ActivationTap* tap) override { cpu_->set_activation_tap(tap); }
     std::vector<int> warm_up_pass_tokens() const override { return passes_; }
-    void prepare_prompt_passes(int most_tokens) override { prepared.emplace_back(most_tokens, batches_.size()); }
+    void prepare_passes(int most_tokens, int most_logit_rows) override {
+        prepared.push_back({most_tokens, most_logit_rows, batches_.size()});
+    }
 
 private:
     std::unique_ptr<Backend> cpu_;
@@ -205,9 +211,10 @@ TEST(Session, WarmUpRunsTheBackendsPassesUnseenAndLeavesNoTrace) {
     EXPECT_TRUE(steps.empty()) << "the warm-up's passes reached the observers";
     EXPECT_EQ(session.kv_cache().used_block_count(), 0);
     const auto& backend = dynamic_cast<const WarmedUpCpuBackend&>(session.backend());
-    ASSERT_EQ(backend.prepared.size(), 1u) << "the other prompts prepared once";
-    EXPECT_EQ(backend.prepared[0].first, 64) << "up to the context";
-    EXPECT_EQ(backend.prepared[0].second, 2u) << "after the passes";
+    ASSERT_EQ(backend.prepared.size(), 1u) << "the other passes prepared once";
+    EXPECT_EQ(backend.prepared[0].most_tokens, 64) << "prompts up to the context";
+    EXPECT_EQ(backend.prepared[0].most_logit_rows, 1) << "a row of logits for the session's one sequence";
+    EXPECT_EQ(backend.prepared[0].passes_before, 2u) << "after the passes";
 
     // Later requests: their steps numbered from 0, their logits those of a session never warmed up.
     const std::vector<std::vector<float>> warmed = greedy_logits(session);
@@ -227,6 +234,20 @@ TEST(Session, WarmUpFitsItsPassesToTheContextAndIsNothingWithoutOne) {
     ASSERT_EQ(batches.size(), 1u) << "a prompt of the whole context, then no room for a decode step";
     EXPECT_EQ(batches[0].size(), 10u);
     EXPECT_EQ(small.kv_cache().used_block_count(), 0);
+    EXPECT_EQ(dynamic_cast<const WarmedUpCpuBackend&>(small.backend()).prepared.at(0).most_tokens, 10);
+
+    // Passes of several sequences want a row of logits for each; a caller may ask for more.
+    SessionOptions several = testing::test_session_options(KvDtype::F16, 64);
+    several.max_sequences = 6;
+    for (const int asked : {0, 9}) {
+        std::vector<Batch> its_batches;
+        InferenceSession session(model(), several,
+                                 std::make_unique<WarmedUpCpuBackend>(model(), std::vector<int>{16, 1}, its_batches));
+        session.warm_up(asked);
+        const auto& prepared = dynamic_cast<const WarmedUpCpuBackend&>(session.backend()).prepared;
+        ASSERT_EQ(prepared.size(), 1u);
+        EXPECT_EQ(prepared[0].most_logit_rows, asked == 0 ? 6 : 9);
+    }
 
     batches.clear();
     InferenceSession without(model(), testing::test_session_options(KvDtype::F16, 64),
