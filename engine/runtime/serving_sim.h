@@ -33,7 +33,8 @@ public:
     // Measures on `session` (which needs room for max(decode_batches) sequences and for
     // max(contexts) + max(chunk_tokens) tokens): steps of B decoding sequences for each B in
     // decode_batches, and prompt chunks of each size in chunk_tokens, at every context; each
-    // point is the mean of `repetitions` timed steps (a replay pays the slow steps too).
+    // point is the mean of `repetitions` timed steps (a replay pays the slow steps too), after an
+    // untimed one where the backend has a warm-up (InferenceSession::needs_warm_up).
     // Reported after each point (stage "pricing steps"); once cancelled, the model holds the
     // points priced so far.
     static StepCostModel measure(InferenceSession& session, std::span<const int> decode_batches,

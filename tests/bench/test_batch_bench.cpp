@@ -2,14 +2,16 @@
 // repetitions, and its argument checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
 #include "engine/bench/batch_bench.h"
+#include "engine/core/error.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
+#include "support/warmed_up_backend.h"
 
 namespace inferscope {
 namespace {
@@ -45,6 +47,31 @@ TEST(BatchBench, RepeatedRunsGiveAMeanAndASpreadPerBatchSize) {
     for (const BatchBenchRow& row : run_batch_bench(session, options).rows) {
         EXPECT_EQ(row.runs, 1);
         EXPECT_EQ(row.decode_tokens_per_s_stddev, 0.0);  // no spread from a single run
+    }
+}
+
+// Where the backend has a warm-up (a device compiling its kernels at a shape's first run), each
+// batch size runs once untimed before its timed runs; on the CPU only the first-touch run is extra.
+TEST(BatchBench, EachBatchSizeRunsOnceUntimedWhereTheBackendWarmsUp) {
+    const auto model = testing::tiny_model(testing::tiny_spec("llama"));
+    for (const bool warms_up : {false, true}) {
+        std::vector<Batch> batches;
+        SessionOptions session_options = testing::test_session_options(KvDtype::F16, 32);
+        session_options.max_sequences = 4;
+        InferenceSession session(model, session_options,
+                                 std::make_unique<testing::WarmedUpCpuBackend>(
+                                     model, warms_up ? std::vector<int>{16, 1} : std::vector<int>{}, batches));
+        BatchBenchOptions options;
+        options.batch_sizes = {1, 4};
+        options.prompt_tokens = 8;
+        options.generate_tokens = 2;
+        options.repetitions = 3;
+        run_batch_bench(session, options);
+        const auto prefills_of = [&batches](int batch) {
+            return std::count_if(batches.begin(), batches.end(), [&](const Batch& b) { return b.size() == 8u * batch; });
+        };
+        EXPECT_EQ(prefills_of(1), warms_up ? 5 : 4) << "first-touch, untimed, 3 timed";
+        EXPECT_EQ(prefills_of(4), warms_up ? 4 : 3);
     }
 }
 

@@ -13,6 +13,7 @@
 #include "engine/runtime/serving_sim.h"
 #include "support/engine_helpers.h"
 #include "support/tiny_models.h"
+#include "support/warmed_up_backend.h"
 
 namespace inferscope {
 namespace {
@@ -416,6 +417,28 @@ TEST(Trace, LogNormalLengthsWithTheRequestedMedianAndMaximum) {
     const auto poisson = generate_trace(o);
     for (size_t i = 1; i < poisson.size(); ++i) EXPECT_GE(poisson[i].arrival_s, poisson[i - 1].arrival_s);
     EXPECT_GT(poisson.back().arrival_s, 0.0);
+}
+
+// Where the backend has a warm-up (a device compiling its kernels at a shape's first run), each
+// priced step runs once untimed first; the CPU's steps are all timed.
+TEST(StepCostModel, PricesStepsAfterAnUntimedOneWhereTheBackendWarmsUp) {
+    const auto model = testing::tiny_model(testing::tiny_spec("llama"));
+    for (const bool warms_up : {false, true}) {
+        std::vector<Batch> batches;
+        SessionOptions options = testing::test_session_options(KvDtype::F16, 64);
+        options.max_sequences = 2;
+        InferenceSession session(model, options,
+                                 std::make_unique<testing::WarmedUpCpuBackend>(
+                                     model, warms_up ? std::vector<int>{16, 1} : std::vector<int>{}, batches));
+        const std::vector<int> decode_batches = {2}, chunks = {4}, contexts = {8};
+        StepCostModel::measure(session, decode_batches, chunks, contexts, 3, {});
+        const auto runs_of = [&batches](size_t tokens) {
+            return std::count_if(batches.begin(), batches.end(),
+                                 [&](const Batch& b) { return b.size() == tokens && b.front().pos == 8; });
+        };
+        EXPECT_EQ(runs_of(2), warms_up ? 4 : 3) << "a decode step of 2 sequences";
+        EXPECT_EQ(runs_of(4), warms_up ? 4 : 3) << "a 4-token chunk";
+    }
 }
 
 TEST(StepCostModel, InterpolatesInTokensAndContext) {
