@@ -437,19 +437,16 @@ void VulkanBackend::note_pipelines(const PassShape& shape) {
 void VulkanBackend::prepare_passes(int most_tokens, int most_logit_rows) {
     if (!kernels_ahead_) return;
     const auto tiled = static_cast<int>(Kernels::kTiledMinTokens);
+    const uint32_t prompt_tile = attention_tile(std::vector<BatchToken>{{0, 0, 0}, {0, 0, 1}});  // one sequence's tokens
     const int longest = std::min({most_tokens, max_tokens_, tiled - 1});
-    std::vector<BatchToken> prompt;  // one sequence; logits for its last token
-    for (int n = 1; n <= longest; ++n) {
-        prompt.push_back({0, 0, n - 1});
-        if (n > 1) note_pipelines({static_cast<uint32_t>(n), 1, attention_tile(prompt)});
-    }
+    for (int n = 2; n <= longest; ++n) note_pipelines({static_cast<uint32_t>(n), 1, prompt_tile});  // a prompt
     const int most_rows = std::min({most_logit_rows, max_tokens_, tiled});
     if (most_rows > 1) ensure_logit_rows(most_rows);
-    const uint32_t prompt_tile = attention_tile(std::vector<BatchToken>{{0, 0, 0}, {0, 0, 1}});
-    for (uint32_t rows = 2; rows <= static_cast<uint32_t>(most_rows); ++rows) {
-        note_pipelines({rows, rows, 1});  // a decode step of as many sequences
+    for (int rows = 2; rows <= most_rows; ++rows) {
+        const auto r = static_cast<uint32_t>(rows);
+        note_pipelines({r, r, 1});  // a decode step of as many sequences
         // ... and one where a sequence's prompt ends beside the others' decode steps
-        if (rows < static_cast<uint32_t>(max_tokens_)) note_pipelines({rows + 1, rows, prompt_tile});
+        if (rows < max_tokens_) note_pipelines({r + 1, r, prompt_tile});
     }
     kernels_->create_noted_pipelines();
 }

@@ -58,9 +58,7 @@ TEST(BatchBench, EachBatchSizeRunsOnceUntimedWhereTheBackendWarmsUp) {
         std::vector<Batch> batches;
         SessionOptions session_options = testing::test_session_options(KvDtype::F16, 32);
         session_options.max_sequences = 4;
-        InferenceSession session(model, session_options,
-                                 std::make_unique<testing::WarmedUpCpuBackend>(
-                                     model, warms_up ? std::vector<int>{16, 1} : std::vector<int>{}, batches));
+        InferenceSession session(model, session_options, testing::recording_cpu_backend(model, warms_up, batches));
         BatchBenchOptions options;
         options.batch_sizes = {1, 4};
         options.prompt_tokens = 8;

@@ -130,13 +130,14 @@ TEST_F(GpuCli, ChatAndServeWarmUpBeforeTheyTakeInput) {
     EXPECT_LT(chat.err.find(warm_up_line), chat.err.find("chat with ")) << chat.err;
     EXPECT_NE(chat.err.find("[turn 1: "), std::string::npos) << chat.err;
 
-    // The server runs until stopped: it is stopped once it says where it listens (or has exited).
+    // The server runs until stopped: it is stopped once it says where it listens, has exited, or
+    // after 1,500 polls (five minutes) without either.
     const fs::path log = fs::path(model).replace_extension(".log");
-    const auto serve =
-        testing::run_command("{ " + testing::cli_path() + " serve -m " + model.string() + " --backend vulkan --port 0 2>" +
-                             log.string() + " & pid=$!; while ! grep -q ' on http' " + log.string() +
-                             " && kill -0 $pid 2>/dev/null; do sleep 0.2; done; kill -TERM $pid; wait $pid; code=$?; cat " +
-                             log.string() + " >&2; exit $code; }");
+    const auto serve = testing::run_command(
+        "{ " + testing::cli_path() + " serve -m " + model.string() + " --backend vulkan --port 0 2>" + log.string() +
+        " & pid=$!; for poll in $(seq 1500); do grep -q ' on http' " + log.string() +
+        " || ! kill -0 $pid 2>/dev/null && break; sleep 0.2; done; kill -TERM $pid; wait $pid; code=$?; cat " + log.string() +
+        " >&2; exit $code; }");
     fs::remove(model);
     fs::remove(log);
     EXPECT_EQ(serve.exit_code, 0) << serve.err;

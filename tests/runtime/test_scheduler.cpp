@@ -427,9 +427,7 @@ TEST(StepCostModel, PricesStepsAfterAnUntimedOneWhereTheBackendWarmsUp) {
         std::vector<Batch> batches;
         SessionOptions options = testing::test_session_options(KvDtype::F16, 64);
         options.max_sequences = 2;
-        InferenceSession session(model, options,
-                                 std::make_unique<testing::WarmedUpCpuBackend>(
-                                     model, warms_up ? std::vector<int>{16, 1} : std::vector<int>{}, batches));
+        InferenceSession session(model, options, testing::recording_cpu_backend(model, warms_up, batches));
         const std::vector<int> decode_batches = {2}, chunks = {4}, contexts = {8};
         StepCostModel::measure(session, decode_batches, chunks, contexts, 3, {});
         const auto runs_of = [&batches](size_t tokens) {

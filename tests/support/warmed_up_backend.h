@@ -43,4 +43,11 @@ private:
     std::vector<Batch>& batches_;
 };
 
+// The CPU backend recording its batches, asking for the Vulkan backend's warm-up passes (a
+// 16-token prompt, then a decode step) where `warms_up`, for none otherwise.
+inline std::unique_ptr<WarmedUpCpuBackend> recording_cpu_backend(const std::shared_ptr<const Model>& m, bool warms_up,
+                                                                 std::vector<Batch>& batches) {
+    return std::make_unique<WarmedUpCpuBackend>(m, warms_up ? std::vector<int>{16, 1} : std::vector<int>{}, batches);
+}
+
 }  // namespace inferscope::testing
