@@ -20,7 +20,9 @@ const char* result_name(VkResult result) {
         case VK_ERROR_OUT_OF_HOST_MEMORY: return "out of host memory";
         case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "out of device memory";
         case VK_ERROR_INITIALIZATION_FAILED: return "initialization failed";
-        case VK_ERROR_DEVICE_LOST: return "device lost";
+        case VK_ERROR_DEVICE_LOST:
+            return "device lost (its driver gave the GPU up after a fault or a hang; the Vulkan backend runs again once the "
+                   "model is loaded anew, the CPU backend at once)";
         case VK_ERROR_LAYER_NOT_PRESENT: return "layer not present";
         case VK_ERROR_EXTENSION_NOT_PRESENT: return "extension not present";
         case VK_ERROR_FEATURE_NOT_PRESENT: return "feature not present";
@@ -334,7 +336,8 @@ uint64_t device_local_budget_bytes(const DeviceInfo& info) {
     return best;
 }
 
-VkContext::VkContext(const ContextOptions& options) : staging_limit_bytes_(std::max<uint64_t>(options.staging_bytes, 16)) {
+VkContext::VkContext(const ContextOptions& options)
+    : staging_limit_bytes_(std::max<uint64_t>(options.staging_bytes, 16)), submission_timeout_(options.submission_timeout) {
     create_instance(options.validation);
     try {
         create_device();
@@ -489,8 +492,11 @@ int VkContext::unified_memory_type(uint32_t allowed_bits) const {
 }
 
 namespace {
-// Longer than any single pass takes, even on a CPU driver; a wait past it means the device hangs.
-constexpr uint64_t kSubmissionTimeoutNs = 300'000'000'000;
+std::string seconds_text(std::chrono::nanoseconds duration) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g s", static_cast<double>(duration.count()) / 1e9);
+    return text;
+}
 }  // namespace
 
 VkCommandBuffer VkContext::allocate_command_buffer() {
@@ -503,18 +509,45 @@ VkCommandBuffer VkContext::allocate_command_buffer() {
     return cmd;
 }
 
-void VkContext::submit_and_wait(VkCommandBuffer cmd) {
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &cmd;
-    vk_check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
-    const VkResult waited = vkWaitForFences(device_, 1, &fence_, VK_TRUE, kSubmissionTimeoutNs);
-    if (waited != VK_SUCCESS) {
-        vkQueueWaitIdle(queue_);
-        vkResetFences(device_, 1, &fence_);
-        throw Error("Vulkan: the GPU did not finish a submission (vkWaitForFences returned " + std::to_string(waited) + ")");
+void VkContext::submit_and_wait(VkCommandBuffer cmd) { submit(cmd, false); }
+
+void VkContext::submit(VkCommandBuffer cmd, bool one_time) {
+    try {
+        finish_pending();
+        VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        submit.commandBufferCount = 1;
+        submit.pCommandBuffers = &cmd;
+        vk_check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
+    } catch (...) {
+        if (one_time) vkFreeCommandBuffers(device_, command_pool_, 1, &cmd);
+        throw;
     }
+    pending_ = true;
+    if (one_time) pending_one_time_ = cmd;
+    await_submission();
+}
+
+void VkContext::finish_pending() {
+    if (pending_) await_submission();
+}
+
+// A fence cannot be reset, nor a command buffer freed, while the submission it belongs to runs:
+// a failed wait leaves both to the next call.
+void VkContext::await_submission() {
+    const VkResult waited = vkWaitForFences(device_, 1, &fence_, VK_TRUE, static_cast<uint64_t>(submission_timeout_.count()));
+    if (waited == VK_TIMEOUT) {
+        throw Error("Vulkan: the GPU (" + info_.name + ") did not finish its work within " + seconds_text(submission_timeout_) +
+                    "; the next call waits for it first");
+    }
+    vk_check(waited, "vkWaitForFences");
+    pending_ = false;
+    if (pending_one_time_ != VK_NULL_HANDLE) vkFreeCommandBuffers(device_, command_pool_, 1, &pending_one_time_);
+    pending_one_time_ = VK_NULL_HANDLE;
     vk_check(vkResetFences(device_, 1, &fence_), "vkResetFences");
+}
+
+void VkContext::wait_idle() noexcept {
+    if (device_ != VK_NULL_HANDLE) vkDeviceWaitIdle(device_);
 }
 
 void VkContext::free_command_buffer(VkCommandBuffer cmd) { vkFreeCommandBuffers(device_, command_pool_, 1, &cmd); }
@@ -527,12 +560,11 @@ void VkContext::run_now(const std::function<void(VkCommandBuffer)>& record) {
         vk_check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
         record(cmd);
         vk_check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-        submit_and_wait(cmd);
     } catch (...) {
         vkFreeCommandBuffers(device_, command_pool_, 1, &cmd);
         throw;
     }
-    vkFreeCommandBuffers(device_, command_pool_, 1, &cmd);
+    submit(cmd, true);
 }
 
 Buffer& VkContext::staging(uint64_t bytes) {
@@ -563,6 +595,7 @@ double VkContext::time_calls_us(const std::function<void(VkCommandBuffer)>& reco
         result = vkGetQueryPoolResults(device_, queries, 0, 2, sizeof stamps, stamps, sizeof(uint64_t),
                                        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     } catch (...) {
+        wait_idle();  // a submission whose wait failed may still write the queries
         vkDestroyQueryPool(device_, queries, nullptr);
         throw;
     }
@@ -573,6 +606,7 @@ double VkContext::time_calls_us(const std::function<void(VkCommandBuffer)>& reco
 
 void VkContext::upload(const Buffer& dst, uint64_t dst_offset_bytes, const void* src, uint64_t bytes) {
     if (bytes == 0) return;
+    finish_pending();
     if (dst.mapped() != nullptr) {  // coherent memory: visible to the device's next submission
         std::memcpy(static_cast<char*>(dst.mapped()) + dst_offset_bytes, src, bytes);
         return;
@@ -590,6 +624,7 @@ void VkContext::upload(const Buffer& dst, uint64_t dst_offset_bytes, const void*
 }
 
 void VkContext::download(const Buffer& src, uint64_t src_offset_bytes, void* dst, uint64_t bytes) {
+    finish_pending();
     for (uint64_t done = 0; done < bytes;) {
         const Buffer& stage = staging(bytes - done);
         const uint64_t chunk = std::min(bytes - done, stage.size_bytes());

@@ -4,6 +4,7 @@
 #include <vulkan/vulkan.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,8 @@ struct ContextOptions {
     // host-visible buffer of at most this many bytes, in chunks: a large tensor never needs a
     // staging allocation of its own size.
     uint64_t staging_bytes = 32ull << 20;
+    // How long a submission may run before the wait for it gives up with an error (set_submission_timeout).
+    std::chrono::nanoseconds submission_timeout = std::chrono::minutes(5);
 };
 
 class VkContext {
@@ -89,10 +92,18 @@ public:
     // GPU microseconds per call of `reps` calls of `record` recorded back to back after one
     // untimed call (pipelines created, caches warm); needs timestamps (info().timestamps).
     double time_calls_us(const std::function<void(VkCommandBuffer)>& record, int reps);
-    // Submits a recorded command buffer and waits for it to finish. A wait that fails (a lost
-    // device, a GPU that does not finish within five minutes) drains the queue and resets the fence
-    // before the error, so the context stays usable.
+    // Submits a recorded command buffer and waits for it to finish. A wait that fails (a GPU
+    // that does not finish within the submission timeout, a lost device) throws at once and
+    // leaves the submission pending: every later call that submits or transfers waits for it
+    // first (finish_pending), so that nothing it still reads is overwritten or freed.
     void submit_and_wait(VkCommandBuffer cmd);
+    // Waits for a submission whose wait failed earlier; throws as submit_and_wait does while it
+    // has not finished. Callers about to write host-visible memory a pass reads call it first.
+    void finish_pending();
+    // Waits until the device is idle, whatever its state (before freeing what a pending
+    // submission may use); on a GPU that hangs, until its driver gives it up as lost.
+    void wait_idle() noexcept;
+    void set_submission_timeout(std::chrono::nanoseconds timeout) { submission_timeout_ = timeout; }
     VkCommandBuffer allocate_command_buffer();
     void free_command_buffer(VkCommandBuffer cmd);
 
@@ -103,6 +114,9 @@ public:
 
 private:
     Buffer& staging(uint64_t bytes);
+    // Submits `cmd`; `one_time`: a run_now buffer, freed once it has finished.
+    void submit(VkCommandBuffer cmd, bool one_time);
+    void await_submission();
     void create_instance(bool validation);
     void create_device();
     void destroy();
@@ -123,6 +137,9 @@ private:
     uint64_t staging_limit_bytes_;
     std::unique_ptr<Buffer> staging_;  // grown up to staging_limit_bytes_ as transfers need
     double timestamp_period_ns_ = 0;
+    std::chrono::nanoseconds submission_timeout_;
+    bool pending_ = false;                               // the last submission's wait failed
+    VkCommandBuffer pending_one_time_ = VK_NULL_HANDLE;  // its run_now buffer, freed once it finishes
     std::atomic<int> validation_errors_{0};
 };
 

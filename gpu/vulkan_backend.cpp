@@ -79,6 +79,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<const Model> model, const ContextOp
 }
 
 VulkanBackend::~VulkanBackend() {
+    ctx_->wait_idle();  // a pass whose wait failed may still use the buffers and recordings freed below
     forget_recordings();
     if (queries_ != VK_NULL_HANDLE) vkDestroyQueryPool(ctx_->device(), queries_, nullptr);
 }
@@ -196,6 +197,7 @@ void VulkanBackend::ensure_logit_rows(int rows) {
 
 void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
     check_kv_layout(model_->config(), layout);
+    ctx_->finish_pending();
     for (const KvLayout* group : {&layout.global, &layout.local}) {
         if (group->n_layer == 0) continue;
         const uint64_t layer_bytes = group->pool_bytes() / 2 / static_cast<uint64_t>(group->n_layer);
@@ -321,6 +323,7 @@ void VulkanBackend::fill_kv_tables(std::span<const BatchToken> tokens, const KvB
 
 void VulkanBackend::forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) {
     const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
+    ctx_->finish_pending();  // before the inputs of a pass whose wait failed are overwritten
     gpu_times_.clear();
     submission_ = {};
     for (size_t begin = 0; begin < tokens.size();) {

@@ -40,6 +40,7 @@ public:
     void prepare_passes(int most_tokens, int most_logit_rows) override;
 
     int validation_errors() const { return ctx_->validation_errors(); }
+    VkContext& context() { return *ctx_; }
     bool encodes_quantized_inputs() const { return kernels_->integer_dot(); }
     const BufferArena& weight_arena() const { return *weight_arena_; }
     // The device's read bandwidth (gpu/vk_bandwidth.h); passes recorded before are recorded anew.

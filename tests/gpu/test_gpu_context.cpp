@@ -1,6 +1,7 @@
 // The Vulkan context's limits and labels: allocations past the device's limits fail with an
 // error naming the sizes, before any memory is asked for; a CPU driver is never named a GPU.
-// Also the pipelines a pass binds, noted and created before it records.
+// Also the pipelines a pass binds, noted and created before it records, and a submission whose
+// wait fails: an error at once, and the context and backend usable once the GPU finishes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +13,10 @@
 #include "gpu/vk_arena.h"
 #include "gpu/vk_context.h"
 #include "gpu/vk_kernels.h"
+#include "gpu/vulkan_backend.h"
 #include "gpu/vulkan_backend_factory.h"
 #include "gpu_test_util.h"
+#include "support/engine_helpers.h"
 #include "support/tiny_models.h"
 
 namespace inferscope {
@@ -53,6 +56,108 @@ TEST(GpuContext, TheBackendNamesACpuDriverAsOne) {
     const gpu::DeviceInfo chosen = gpu::choose_vulkan_device();
     EXPECT_NE(backend->name().find(chosen.name), std::string::npos) << backend->name();
     EXPECT_EQ(backend->name().find("CPU driver") != std::string::npos, chosen.type == "cpu") << backend->name();
+}
+
+// A VkEvent the host sets: a submission that waits on it cannot finish before the host opens it.
+class HostGate {
+public:
+    explicit HostGate(VkDevice device) : device_(device) {
+        VkEventCreateInfo create{};
+        create.sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO;
+        gpu::vk_check(vkCreateEvent(device_, &create, nullptr, &event_), "vkCreateEvent");
+    }
+    ~HostGate() { vkDestroyEvent(device_, event_, nullptr); }
+    HostGate(const HostGate&) = delete;
+    HostGate& operator=(const HostGate&) = delete;
+    void record_wait(VkCommandBuffer cmd) const {
+        vkCmdWaitEvents(cmd, 1, &event_, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, nullptr, 0, nullptr, 0,
+                        nullptr);
+    }
+    void open() const { gpu::vk_check(vkSetEvent(device_, event_), "vkSetEvent"); }
+
+private:
+    VkDevice device_;
+    VkEvent event_ = VK_NULL_HANDLE;
+};
+
+constexpr auto kDefaultSubmissionTimeout = gpu::ContextOptions{}.submission_timeout;
+
+// A wait that fails (here: past its timeout, the GPU held by a closed gate) throws at once, and
+// the submission stays pending: a later call waits for it before it submits, so nothing it still
+// reads is overwritten, and once it finishes the context goes on.
+TEST(GpuContext, ASubmissionPastItsTimeoutFailsAtOnceAndTheNextCallWaitsForIt) {
+    std::unique_ptr<gpu::VkContext> ctx;
+    gpu::ContextOptions options;
+    options.validation = true;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(ctx, std::make_unique<gpu::VkContext>(options));
+    const gpu::Buffer buffer(*ctx, 1024, gpu::Buffer::Kind::Host);
+    const auto fill = [&buffer](uint32_t offset, uint32_t value) {
+        return [&buffer, offset, value](VkCommandBuffer cmd) { vkCmdFillBuffer(cmd, buffer.handle(), offset, 512, value); };
+    };
+    ctx->run_now(fill(0, 0));
+    ctx->run_now(fill(512, 0));
+    const HostGate gate(ctx->device());
+    ctx->set_submission_timeout(std::chrono::milliseconds(10));
+    try {
+        ctx->run_now([&](VkCommandBuffer cmd) {
+            gate.record_wait(cmd);
+            fill(0, 7)(cmd);
+        });
+        FAIL() << "the wait for a submission held by a closed gate returned";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("did not finish its work within 0.01 s"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(ctx->run_now(fill(512, 9)), Error) << "the gate is still closed";
+    const auto* words = static_cast<const uint32_t*>(buffer.mapped());
+    EXPECT_EQ(words[128], 0u) << "a call submitted while an earlier submission was pending";
+    gate.open();
+    ctx->set_submission_timeout(kDefaultSubmissionTimeout);
+    ctx->run_now(fill(512, 9));
+    EXPECT_EQ(words[0], 7u);
+    EXPECT_EQ(words[128], 9u);
+    EXPECT_EQ(ctx->validation_errors(), 0) << "Vulkan validation errors (printed above)";
+}
+
+// Through the session: a pass that meets a pending submission it cannot wait for fails
+// before it writes its inputs, the sequence is rolled back, and once the GPU finishes the same
+// prompt gives, bit for bit, the logits of a backend that never failed.
+TEST(GpuContext, APassAfterAFailedWaitRunsOnceTheGpuFinishesWithTheLogitsOfOneThatNeverFailed) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2", GgmlType::Q8_0));
+    gpu::ContextOptions context;
+    context.validation = true;
+    gpu::VulkanBackendOptions options;
+    options.validation = true;
+    const auto session_on = [&](std::unique_ptr<Backend> backend) {
+        return std::make_unique<InferenceSession>(model, testing::test_session_options(KvDtype::F16, 64), std::move(backend));
+    };
+    std::unique_ptr<gpu::VulkanBackend> failing;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(failing, std::make_unique<gpu::VulkanBackend>(model, context, options));
+    gpu::VkContext& ctx = failing->context();
+    const gpu::VulkanBackend& backend = *failing;
+    const auto session = session_on(std::move(failing));
+    const auto clean = session_on(gpu::make_vulkan_backend(model, options));
+    const auto prompt = [](SeqId seq) {
+        Batch batch;
+        for (int i = 0; i < 12; ++i) batch.push_back({static_cast<TokenId>(3 + 11 * i), seq, i, i == 11});
+        return batch;
+    };
+    const std::vector<float> expected = [&] {
+        const std::span<const float> logits = clean->decode(prompt(clean->new_sequence()));
+        return std::vector<float>(logits.begin(), logits.end());
+    }();
+
+    const HostGate gate(ctx.device());
+    ctx.set_submission_timeout(std::chrono::milliseconds(10));
+    EXPECT_THROW(ctx.run_now([&](VkCommandBuffer cmd) { gate.record_wait(cmd); }), Error);
+    const SeqId seq = session->new_sequence();
+    EXPECT_THROW(session->decode(prompt(seq)), Error) << "the gate is still closed";
+    EXPECT_EQ(session->sequence_length(seq), 0) << "the failed pass's tokens were kept";
+    gate.open();
+    ctx.set_submission_timeout(kDefaultSubmissionTimeout);
+    const std::span<const float> logits = session->decode(prompt(seq));
+    EXPECT_EQ(std::vector<float>(logits.begin(), logits.end()), expected);
+    EXPECT_EQ(session->sequence_length(seq), 12);
+    EXPECT_EQ(backend.validation_errors(), 0) << "Vulkan validation errors (printed above)";
 }
 
 TEST(GpuContext, DeviceLocalBudgetIsTheLargestDeviceLocalHeap) {
