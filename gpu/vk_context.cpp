@@ -33,10 +33,11 @@ const char* result_name(VkResult result) {
 }  // namespace
 
 void vk_check(VkResult result, const char* what) {
-    if (result != VK_SUCCESS) {
-        throw Error(std::string("Vulkan: ") + what + " failed: " + result_name(result) + " (VkResult " +
-                    std::to_string(result) + ")");
-    }
+    if (result == VK_SUCCESS) return;
+    const std::string message =
+        std::string("Vulkan: ") + what + " failed: " + result_name(result) + " (VkResult " + std::to_string(result) + ")";
+    if (result == VK_ERROR_DEVICE_LOST) throw DeviceLostError(message);
+    throw Error(message);
 }
 
 namespace {

@@ -2,6 +2,8 @@
 
 #include <sys/resource.h>
 
+#include <utility>
+
 #include "ui/engine_worker.h"
 
 namespace inferscope::ui {
@@ -9,7 +11,8 @@ namespace {
 constexpr int kEngineNiceValue = 5;
 }  // namespace
 
-EngineController::EngineController(QObject* parent) : QObject(parent), worker_(new EngineWorker(latest_request_, engine_calls_)) {
+EngineController::EngineController(QObject* parent, GpuBackendFactory gpu_backend)
+    : QObject(parent), worker_(new EngineWorker(latest_request_, engine_calls_, std::move(gpu_backend))) {
     qRegisterMetaType<ModelSummary>();
     qRegisterMetaType<GenerationRequest>();
     qRegisterMetaType<StepRecord>();

@@ -31,7 +31,8 @@ class EngineWorker;
 class EngineController : public QObject {
     Q_OBJECT
 public:
-    explicit EngineController(QObject* parent = nullptr);
+    // `gpu_backend`: what set_vulkan(true) runs on (EngineWorker's); null: the Vulkan backend.
+    explicit EngineController(QObject* parent = nullptr, GpuBackendFactory gpu_backend = {});
     ~EngineController() override;
 
     // Loads a GGUF file, or the built-in synthetic model for an empty path. The current

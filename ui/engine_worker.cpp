@@ -72,8 +72,11 @@ ModelSummary summarize_file(const GgufFile& file) {
     return s;
 }
 
-EngineWorker::EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls)
-    : latest_request_(latest_request), calls_(calls) {}
+EngineWorker::EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls, GpuBackendFactory gpu_backend)
+    : latest_request_(latest_request), calls_(calls), gpu_backend_(std::move(gpu_backend)) {
+    if (!gpu_backend_)
+        gpu_backend_ = [](std::shared_ptr<const Model> model) { return gpu::make_vulkan_backend(std::move(model)); };
+}
 
 void EngineWorker::count_engine_call() {
     calls_.total.fetch_add(1);
@@ -148,7 +151,7 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
 std::unique_ptr<InferenceSession> EngineWorker::make_session(const std::shared_ptr<const Model>& model) const {
     SessionOptions options;
     options.n_threads = threads_;
-    return std::make_unique<InferenceSession>(model, options, vulkan_ ? gpu::make_vulkan_backend(model) : nullptr);
+    return std::make_unique<InferenceSession>(model, options, vulkan_ ? gpu_backend_(model) : nullptr);
 }
 
 bool EngineWorker::warm_up(quint64 request, InferenceSession& session) {
@@ -309,11 +312,27 @@ void EngineWorker::generate(quint64 request, const GenerationRequest& request_da
             if (request_data.compare_recompute && !is_stale(request)) {
                 Q_EMIT generation_finished(request, run_generation(request, request_data, false));
             }
+        } catch (const DeviceLostError& e) {
+            Q_EMIT generation_failed(request, tr("%1\nThe model now runs on the CPU backend.").arg(QString::fromUtf8(e.what())));
+            move_to_cpu(request);
         } catch (const std::exception& e) {
             Q_EMIT generation_failed(request, QString::fromUtf8(e.what()));
         }
     }
     Q_EMIT request_finished(request);
+}
+
+void EngineWorker::move_to_cpu(quint64 request) {
+    vulkan_ = false;
+    try {
+        session_ = make_session(session_model());
+    } catch (const std::exception& e) {  // the session stays, and each generation names the lost device
+        Q_EMIT load_failed(request, summary_.path, QString::fromUtf8(e.what()));
+        return;
+    }
+    summary_ = describe(*model_, *session_, summary_.path);
+    summary_.weights = weights_description_;
+    Q_EMIT model_loaded(request, summary_);
 }
 
 void EngineWorker::run_lab_job(quint64 job, const LabJob& lab_job, std::shared_ptr<const std::atomic<bool>> cancelled) {

@@ -22,14 +22,17 @@ namespace inferscope::ui {
 class EngineWorker : public QObject {
     Q_OBJECT
 public:
-    EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls);
+    // `gpu_backend`: what set_vulkan(true) runs on; null: the Vulkan backend.
+    EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls, GpuBackendFactory gpu_backend = {});
     ~EngineWorker() override;
 
     // Rebuilds the session on `threads` CPU threads (0: one per physical core); the model
     // stays loaded and model_loaded is emitted again with the new backend description.
     void set_threads(quint64 request, int threads);
     // Runs the model on the Vulkan device (true) or the CPU; rebuilds the session of a loaded
-    // model, and falls back to the CPU with load_failed when no Vulkan device can be used.
+    // model, and falls back to the CPU with load_failed when no Vulkan device can be used. A
+    // device lost during a generation (DeviceLostError) moves the model to the CPU too: the
+    // generation fails saying so, and model_loaded follows with the CPU backend.
     void set_vulkan(quint64 request, bool vulkan);
 
     // Generation runs on `weights` (derived from the loaded model, e.g. quantized; null: the
@@ -77,9 +80,12 @@ private:
     bool page_in_weights(quint64 request, const Model& model);
     std::vector<int32_t> prompt_tokens(const GenerationRequest& request_data, QString& rendered) const;
     GenerationReport run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache);
+    // After a lost device: the session on the CPU, announced with model_loaded.
+    void move_to_cpu(quint64 request);
 
     const std::atomic<quint64>& latest_request_;
     EngineCallCounts& calls_;
+    GpuBackendFactory gpu_backend_;
     int threads_ = 0;
     bool vulkan_ = false;
     std::shared_ptr<const Model> model_;

@@ -42,6 +42,13 @@ public:
     using Error::Error;
 };
 
+// A compute device that stopped working: a GPU its driver gave up after a fault or a hang.
+// Nothing more runs on the backend that used it; another backend (the CPU) can run the model.
+class DeviceLostError : public Error {
+public:
+    using Error::Error;
+};
+
 // Invalid arguments from a caller (bad flag values, inconsistent shapes in a request).
 class InvalidArgument : public Error {
 public:

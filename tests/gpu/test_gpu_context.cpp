@@ -58,6 +58,27 @@ TEST(GpuContext, TheBackendNamesACpuDriverAsOne) {
     EXPECT_EQ(backend->name().find("CPU driver") != std::string::npos, chosen.type == "cpu") << backend->name();
 }
 
+// A lost device is its own error, which the app answers by moving the model to the CPU, and
+// says what to do; other failures stay plain errors.
+TEST(GpuContext, ALostDeviceIsADeviceLostErrorSayingWhatToDo) {
+    try {
+        gpu::vk_check(VK_ERROR_DEVICE_LOST, "vkWaitForFences");
+        FAIL() << "VK_ERROR_DEVICE_LOST passed vk_check";
+    } catch (const DeviceLostError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("vkWaitForFences failed: device lost"), std::string::npos) << message;
+        EXPECT_NE(message.find("the CPU backend"), std::string::npos) << message;
+    }
+    try {
+        gpu::vk_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkQueueSubmit");
+        FAIL() << "VK_ERROR_OUT_OF_DEVICE_MEMORY passed vk_check";
+    } catch (const DeviceLostError& e) {
+        FAIL() << "out of memory was reported as a lost device: " << e.what();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("out of device memory"), std::string::npos) << e.what();
+    }
+}
+
 // A VkEvent the host sets: a submission that waits on it cannot finish before the host opens it.
 class HostGate {
 public:

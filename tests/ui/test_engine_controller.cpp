@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend/default_backend.h"
+#include "engine/core/error.h"
 #include "support/raw_gguf.h"
 #include "support/test_paths.h"
 #include "ui/engine_controller.h"
@@ -198,6 +200,59 @@ TEST(EngineController, VulkanBackendGeneratesTheCpuText) {
     c.set_vulkan(false);
     ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 3 && !c.busy(); }, kEngineWaitMs));
     EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("CPU"))) << c.model().backend.toStdString();
+}
+
+// The CPU backend under a GPU's name, lost (DeviceLostError) at its pass `lost_at` and after.
+class GpuLostAtPass final : public Backend {
+public:
+    GpuLostAtPass(std::shared_ptr<const Model> model, int lost_at)
+        : cpu_(make_default_backend(std::move(model), 1)), lost_at_(lost_at) {}
+    std::string name() const override { return "Vulkan (a GPU its driver gives up)"; }
+    void allocate_kv(const KvCacheLayout& layout) override { cpu_->allocate_kv(layout); }
+    void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) override {
+        if (++passes_ >= lost_at_) throw DeviceLostError("Vulkan: vkWaitForFences failed: device lost");
+        cpu_->forward(tokens, cache, logits);
+    }
+    void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override { cpu_->copy_kv_blocks(group, copies); }
+    void set_activation_tap(ActivationTap* tap) override { cpu_->set_activation_tap(tap); }
+
+private:
+    std::unique_ptr<Backend> cpu_;
+    int lost_at_;
+    int passes_ = 0;
+};
+
+// A GPU lost in the middle of a generation: the generation fails saying so, the model moves to
+// the CPU (model_loaded names it), and the next generation runs there, as a CPU run does.
+TEST(EngineController, AGpuLostDuringAGenerationMovesTheModelToTheCpu) {
+    EngineController c(nullptr,
+                       [](std::shared_ptr<const Model> model) { return std::make_unique<GpuLostAtPass>(std::move(model), 3); });
+    Recorder rec(c);
+    QStringList generation_failures;
+    QObject::connect(&c, &EngineController::generation_failed, [&](const QString& m) { generation_failures << m; });
+    load_builtin(c, rec);
+    c.generate(request(QStringLiteral("Once upon a time"), 16));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 1 && !c.busy(); }, kEngineWaitMs));
+    const QString cpu_text = rec.text;
+
+    c.set_vulkan(true);
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kEngineWaitMs));
+    EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("Vulkan"))) << c.model().backend.toStdString();
+    c.generate(request(QStringLiteral("Once upon a time"), 16));
+    ASSERT_TRUE(wait_until([&] { return !generation_failures.isEmpty() && !c.busy(); }, kEngineWaitMs));
+    EXPECT_EQ(rec.reports.size(), 1u);
+    EXPECT_TRUE(generation_failures.front().contains(QLatin1String("device lost"))) << generation_failures.front().toStdString();
+    EXPECT_TRUE(generation_failures.front().contains(QLatin1String("now runs on the CPU backend")))
+        << generation_failures.front().toStdString();
+    ASSERT_EQ(rec.loaded.size(), 3u) << "no model_loaded announced the move";
+    EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("CPU"))) << c.model().backend.toStdString();
+
+    rec.text.clear();
+    c.generate(request(QStringLiteral("Once upon a time"), 16));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 2 && !c.busy(); }, kEngineWaitMs));
+    EXPECT_FALSE(cpu_text.isEmpty());
+    EXPECT_EQ(rec.text, cpu_text);
+    EXPECT_EQ(generation_failures.size(), 1);
 }
 
 }  // namespace
