@@ -228,6 +228,9 @@ ServingReport ServingRun::run(const StepCallback& on_step) {
             out.tokens.clear();
             out.logprobs.clear();
             step.duration_s = executor_.run(work, out);
+        } catch (const DeviceLostError& e) {
+            if (feed_ != nullptr) fail_step(work, e.what());
+            throw;  // nothing more can run on the device: a live run ends here
         } catch (const std::exception& e) {
             if (feed_ == nullptr) throw;
             fail_step(work, e.what());

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -172,6 +173,7 @@ private:
     std::condition_variable stop_changed_;
     bool stop_requested_ = false;
     bool listener_returned_ = false;
+    std::exception_ptr engine_failure_;  // what stopped the engine, rethrown by run()
     socket_t listening_socket_ = -1;
     httplib::Server server_;
 };
@@ -341,8 +343,8 @@ void CompletionServer::Impl::run_engine() {
         serve_live(feed_, options_.scheduler, *executor, on_step);
         feed_.end_remaining("abort", "");
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "serve: the engine stopped: %s\n", e.what());
         feed_.end_remaining("error", std::string("the engine stopped: ") + e.what());
+        engine_failure_ = std::current_exception();
         stop();
     }
 }
@@ -383,6 +385,7 @@ void CompletionServer::Impl::run() {
     feed_.close();  // requests in flight end, so that the listener's threads can return
     stop_listener(listener);
     engine.join();
+    if (engine_failure_) std::rethrow_exception(engine_failure_);
 }
 
 CompletionServer::CompletionServer(InferenceSession& session, ServeOptions options)

@@ -47,7 +47,9 @@ public:
     // Binds host:port; Error naming the address when it cannot. Returns the port bound.
     int bind();
     int port() const;
-    // Serves until stop(); blocks. Requests in flight then end (finish reason "abort").
+    // Serves until stop(); blocks. Requests in flight then end (finish reason "abort"). Where
+    // the engine stops on an error instead (a lost device), the server stops too, its requests
+    // end with that error, and run() throws it once the listener has stopped.
     void run();
     // From any thread, once or more; run() returns soon after.
     void stop();

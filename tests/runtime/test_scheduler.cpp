@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -308,12 +309,13 @@ public:
     SeqId open_sequence() override { return inner.open_sequence(); }
     void close_sequence(SeqId seq) override { inner.close_sequence(seq); }
     double run(std::span<const SlotWork> work, StepOutput& out) override {
-        if (++runs == fail_at_run) throw CapacityError("the KV pool is full");
+        if (++runs == fail_at_run) failure();
         return inner.run(work, out);
     }
     CountingExecutor inner;
     int runs = 0;
     int fail_at_run = -1;
+    std::function<void()> failure = [] { throw CapacityError("the KV pool is full"); };
 };
 
 TEST(LiveScheduler, ServesWhatIsSubmittedAndReportsEveryTokenAndEnd) {
@@ -387,6 +389,21 @@ TEST(LiveScheduler, AFailedStepEndsItsRequestsAndTheRunGoesOn) {
                                                      {5, "length"}}));
     EXPECT_EQ(feed.tokens[5], (std::vector<TokenId>{1000, 1001}));
     EXPECT_TRUE(executor.inner.open.empty());
+}
+
+// Unlike other failures, a lost device ends the live run: its step's requests end with the
+// error, and serve_live throws it (the server then stops).
+TEST(LiveScheduler, ALostDeviceEndsItsStepsRequestsAndTheRun) {
+    ScriptedFeed feed;
+    feed.submit_at[1] = three_requests();
+    FailingExecutor executor;
+    executor.fail_at_run = 2;  // request 0 ended in the first step; 1 and 2 are in the second
+    executor.failure = [] { throw DeviceLostError("device lost"); };
+    SchedulerOptions options;
+    options.slots = 2;
+    EXPECT_THROW(serve_live(feed, options, executor), DeviceLostError);
+    EXPECT_EQ(feed.ends, (std::map<int, std::string>{{0, "length"}, {1, "error: device lost"}, {2, "error: device lost"}}));
+    EXPECT_EQ(executor.runs, 2) << "a step ran after the device was lost";
 }
 
 TEST(LiveScheduler, ClosingCancelsWhatIsStillRunningOrWaiting) {

@@ -27,6 +27,7 @@
 #include "engine/serve/completion_server.h"
 #include "engine/serve/openai_protocol.h"
 #include "engine/synth/builtin_models.h"
+#include "support/lost_gpu_backend.h"
 #include "support/running_server.h"
 
 namespace inferscope {
@@ -257,6 +258,22 @@ TEST(CompletionServer, StopsWithStreamsInFlight) {
     server.reset();  // stop() and join
     for (std::thread& t : clients) t.join();
     EXPECT_EQ(ended.load(), 3);
+}
+
+// A device lost under the server stops it: the request in flight ends with the device's error,
+// and run() throws it, so that `serve` exits with it instead of answering every later request
+// with the same failure.
+TEST(CompletionServer, ALostDeviceStopsTheServerWithItsError) {
+    RunningServer server(
+        {}, 4, [](std::shared_ptr<const Model> model) { return std::make_unique<testing::GpuLostAtPass>(std::move(model), 3); });
+    auto client = server.client();
+    const auto reply = client.Post("/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 8, "ignore_eos": true})",
+                                   "application/json");
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 500) << reply->body;
+    EXPECT_NE(reply->body.find("device lost"), std::string::npos) << reply->body;
+    const std::string failure = server.wait_stopped();
+    EXPECT_NE(failure.find("device lost"), std::string::npos) << "run() ended with: '" << failure << "'";
 }
 
 nlohmann::json post_json(const RunningServer& server, const char* path, const std::string& body,

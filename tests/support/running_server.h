@@ -3,6 +3,8 @@
 // own until destroyed: what the remote client and the app's Server tab are tested against.
 #include <httplib.h>
 
+#include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,20 +24,34 @@ constexpr int kContextTokens = 512;
 // A server on a free loopback port, serving until the test ends.
 class RunningServer {
 public:
-    explicit RunningServer(server::ServeOptions options = {}, int slots = 4) {
+    // `backend`: what the session runs on, given the model (null: the CPU backend).
+    using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)>;
+    explicit RunningServer(server::ServeOptions options = {}, int slots = 4, const BackendFactory& backend = {}) {
         SessionOptions so = testing::test_session_options(KvDtype::F16, kContextTokens, 1);
         so.max_sequences = slots;
-        session_ = std::make_unique<InferenceSession>(load_builtin_model(), so);
+        std::shared_ptr<const Model> model = load_builtin_model();
+        session_ = std::make_unique<InferenceSession>(model, so, backend ? backend(model) : nullptr);
         options.port = 0;
         options.model_name = "stories260K";
         options.scheduler.slots = slots;
         server_ = std::make_unique<server::CompletionServer>(*session_, options);
         port_ = server_->bind();
-        thread_ = std::thread([this] { server_->run(); });
+        thread_ = std::thread([this] {
+            try {
+                server_->run();
+            } catch (const std::exception& e) {
+                failure_ = e.what();
+            }
+        });
     }
-    ~RunningServer() {
-        server_->stop();
-        thread_.join();
+    ~RunningServer() { wait_stopped(); }
+    // Stops the server (where it still runs) and returns what run() threw, or "".
+    std::string wait_stopped() {
+        if (thread_.joinable()) {
+            server_->stop();
+            thread_.join();
+        }
+        return failure_;
     }
     int port() const { return port_; }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
@@ -59,6 +75,7 @@ private:
     std::unique_ptr<InferenceSession> session_;
     std::unique_ptr<server::CompletionServer> server_;
     std::thread thread_;
+    std::string failure_;
     int port_ = 0;
 };
 

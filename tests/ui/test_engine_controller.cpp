@@ -9,8 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/backend/default_backend.h"
-#include "engine/core/error.h"
+#include "support/lost_gpu_backend.h"
 #include "support/raw_gguf.h"
 #include "support/test_paths.h"
 #include "ui/engine_controller.h"
@@ -202,31 +201,12 @@ TEST(EngineController, VulkanBackendGeneratesTheCpuText) {
     EXPECT_TRUE(c.model().backend.startsWith(QLatin1String("CPU"))) << c.model().backend.toStdString();
 }
 
-// The CPU backend under a GPU's name, lost (DeviceLostError) at its pass `lost_at` and after.
-class GpuLostAtPass final : public Backend {
-public:
-    GpuLostAtPass(std::shared_ptr<const Model> model, int lost_at)
-        : cpu_(make_default_backend(std::move(model), 1)), lost_at_(lost_at) {}
-    std::string name() const override { return "Vulkan (a GPU its driver gives up)"; }
-    void allocate_kv(const KvCacheLayout& layout) override { cpu_->allocate_kv(layout); }
-    void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) override {
-        if (++passes_ >= lost_at_) throw DeviceLostError("Vulkan: vkWaitForFences failed: device lost");
-        cpu_->forward(tokens, cache, logits);
-    }
-    void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override { cpu_->copy_kv_blocks(group, copies); }
-    void set_activation_tap(ActivationTap* tap) override { cpu_->set_activation_tap(tap); }
-
-private:
-    std::unique_ptr<Backend> cpu_;
-    int lost_at_;
-    int passes_ = 0;
-};
-
 // A GPU lost in the middle of a generation: the generation fails saying so, the model moves to
 // the CPU (model_loaded names it), and the next generation runs there, as a CPU run does.
 TEST(EngineController, AGpuLostDuringAGenerationMovesTheModelToTheCpu) {
-    EngineController c(nullptr,
-                       [](std::shared_ptr<const Model> model) { return std::make_unique<GpuLostAtPass>(std::move(model), 3); });
+    EngineController c(nullptr, [](std::shared_ptr<const Model> model) {
+        return std::make_unique<inferscope::testing::GpuLostAtPass>(std::move(model), 3);
+    });
     Recorder rec(c);
     QStringList generation_failures;
     QObject::connect(&c, &EngineController::generation_failed, [&](const QString& m) { generation_failures << m; });
