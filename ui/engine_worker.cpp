@@ -200,20 +200,22 @@ void EngineWorker::set_vulkan(quint64 request, bool vulkan) {
 }
 
 void EngineWorker::rebuild_session(quint64 request) {
-    if (model_ && !is_stale(request)) {
-        try {
-            auto session = make_session(session_model());
-            if (warm_up(request, *session)) Q_EMIT load_progress(request, 1.0, tr("Ready"));
-            session_ = std::move(session);
-            summary_ = describe(*model_, *session_, summary_.path);
-            summary_.weights = weights_description_;
-            Q_EMIT model_loaded(request, summary_);
-        } catch (const std::exception& e) {
-            vulkan_ = false;  // the session in use stays; later sessions run where it runs
-            Q_EMIT load_failed(request, summary_.path, QString::fromUtf8(e.what()));
-        }
-    }
+    if (model_ && !is_stale(request)) replace_session(request);
     Q_EMIT request_finished(request);
+}
+
+void EngineWorker::replace_session(quint64 request) {
+    try {
+        auto session = make_session(session_model());
+        if (warm_up(request, *session)) Q_EMIT load_progress(request, 1.0, tr("Ready"));
+        session_ = std::move(session);
+        summary_ = describe(*model_, *session_, summary_.path);
+        summary_.weights = weights_description_;
+        Q_EMIT model_loaded(request, summary_);
+    } catch (const std::exception& e) {
+        vulkan_ = false;  // the session in use stays; later sessions run where it runs
+        Q_EMIT load_failed(request, summary_.path, QString::fromUtf8(e.what()));
+    }
 }
 
 void EngineWorker::use_weights(quint64 request, std::shared_ptr<const Model> weights, const QString& description) {
@@ -314,25 +316,13 @@ void EngineWorker::generate(quint64 request, const GenerationRequest& request_da
             }
         } catch (const DeviceLostError& e) {
             Q_EMIT generation_failed(request, tr("%1\nThe model now runs on the CPU backend.").arg(QString::fromUtf8(e.what())));
-            move_to_cpu(request);
+            vulkan_ = false;
+            replace_session(request);
         } catch (const std::exception& e) {
             Q_EMIT generation_failed(request, QString::fromUtf8(e.what()));
         }
     }
     Q_EMIT request_finished(request);
-}
-
-void EngineWorker::move_to_cpu(quint64 request) {
-    vulkan_ = false;
-    try {
-        session_ = make_session(session_model());
-    } catch (const std::exception& e) {  // the session stays, and each generation names the lost device
-        Q_EMIT load_failed(request, summary_.path, QString::fromUtf8(e.what()));
-        return;
-    }
-    summary_ = describe(*model_, *session_, summary_.path);
-    summary_.weights = weights_description_;
-    Q_EMIT model_loaded(request, summary_);
 }
 
 void EngineWorker::run_lab_job(quint64 job, const LabJob& lab_job, std::shared_ptr<const std::atomic<bool>> cancelled) {

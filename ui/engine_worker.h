@@ -71,6 +71,9 @@ private:
     void load_model(quint64 request, const QString& path);
     // A new session for the loaded model after a change of threads or backend.
     void rebuild_session(quint64 request);
+    // The loaded model's session made anew where it now runs (threads, backend), announced with
+    // model_loaded; where that fails, load_failed, the old session kept and later ones on the CPU.
+    void replace_session(quint64 request);
     const std::shared_ptr<const Model>& session_model() const { return weights_ ? weights_ : model_; }
     std::unique_ptr<InferenceSession> make_session(const std::shared_ptr<const Model>& model) const;
     // The session's warm-up (a GPU's kernels compiled before the first request times them),
@@ -80,8 +83,6 @@ private:
     bool page_in_weights(quint64 request, const Model& model);
     std::vector<int32_t> prompt_tokens(const GenerationRequest& request_data, QString& rendered) const;
     GenerationReport run_generation(quint64 request, const GenerationRequest& request_data, bool use_cache);
-    // After a lost device: the session on the CPU, announced with model_loaded.
-    void move_to_cpu(quint64 request);
 
     const std::atomic<quint64>& latest_request_;
     EngineCallCounts& calls_;
