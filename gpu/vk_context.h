@@ -138,7 +138,7 @@ private:
     std::unique_ptr<Buffer> staging_;  // grown up to staging_limit_bytes_ as transfers need
     double timestamp_period_ns_ = 0;
     std::chrono::nanoseconds submission_timeout_;
-    bool pending_ = false;                               // the last submission's wait failed
+    bool pending_ = false;                               // the last submission is not yet seen finished
     VkCommandBuffer pending_one_time_ = VK_NULL_HANDLE;  // its run_now buffer, freed once it finishes
     std::atomic<int> validation_errors_{0};
 };

@@ -11,7 +11,7 @@ namespace {
 constexpr int kEngineNiceValue = 5;
 }  // namespace
 
-EngineController::EngineController(QObject* parent, GpuBackendFactory gpu_backend)
+EngineController::EngineController(QObject* parent, BackendFactory gpu_backend)
     : QObject(parent), worker_(new EngineWorker(latest_request_, engine_calls_, std::move(gpu_backend))) {
     qRegisterMetaType<ModelSummary>();
     qRegisterMetaType<GenerationRequest>();

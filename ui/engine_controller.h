@@ -32,7 +32,7 @@ class EngineController : public QObject {
     Q_OBJECT
 public:
     // `gpu_backend`: what set_vulkan(true) runs on (EngineWorker's); null: the Vulkan backend.
-    explicit EngineController(QObject* parent = nullptr, GpuBackendFactory gpu_backend = {});
+    explicit EngineController(QObject* parent = nullptr, BackendFactory gpu_backend = {});
     ~EngineController() override;
 
     // Loads a GGUF file, or the built-in synthetic model for an empty path. The current

@@ -6,22 +6,12 @@
 #include <QStringList>
 #include <QVector>
 #include <atomic>
-#include <functional>
-#include <memory>
 
+#include "engine/backend/default_backend.h"
 #include "engine/model/model_config.h"
 #include "engine/plan/kv_formula.h"
 
-namespace inferscope {
-class Backend;
-class Model;
-}  // namespace inferscope
-
 namespace inferscope::ui {
-
-// Makes the backend a session runs on where the Vulkan backend is chosen: the Vulkan backend
-// itself (gpu::make_vulkan_backend), or a test's own.
-using GpuBackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)>;
 
 // Calls to the worker's entry points, and how many of them ran on the UI thread (none may:
 // a test drives every panel and checks).

@@ -72,7 +72,7 @@ ModelSummary summarize_file(const GgufFile& file) {
     return s;
 }
 
-EngineWorker::EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls, GpuBackendFactory gpu_backend)
+EngineWorker::EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls, BackendFactory gpu_backend)
     : latest_request_(latest_request), calls_(calls), gpu_backend_(std::move(gpu_backend)) {
     if (!gpu_backend_)
         gpu_backend_ = [](std::shared_ptr<const Model> model) { return gpu::make_vulkan_backend(std::move(model)); };

@@ -23,7 +23,7 @@ class EngineWorker : public QObject {
     Q_OBJECT
 public:
     // `gpu_backend`: what set_vulkan(true) runs on; null: the Vulkan backend.
-    EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls, GpuBackendFactory gpu_backend = {});
+    EngineWorker(const std::atomic<quint64>& latest_request, EngineCallCounts& calls, BackendFactory gpu_backend = {});
     ~EngineWorker() override;
 
     // Rebuilds the session on `threads` CPU threads (0: one per physical core); the model
@@ -86,7 +86,7 @@ private:
 
     const std::atomic<quint64>& latest_request_;
     EngineCallCounts& calls_;
-    GpuBackendFactory gpu_backend_;
+    BackendFactory gpu_backend_;
     int threads_ = 0;
     bool vulkan_ = false;
     std::shared_ptr<const Model> model_;

@@ -4,11 +4,11 @@
 #include <httplib.h>
 
 #include <exception>
-#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "engine/backend/default_backend.h"
 #include "engine/remote/http_client.h"
 #include "engine/remote/prometheus.h"
 #include "engine/remote/server_metrics.h"
@@ -24,8 +24,7 @@ constexpr int kContextTokens = 512;
 // A server on a free loopback port, serving until the test ends.
 class RunningServer {
 public:
-    // `backend`: what the session runs on, given the model (null: the CPU backend).
-    using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)>;
+    // `backend`: what the session runs on (null: the CPU backend).
     explicit RunningServer(server::ServeOptions options = {}, int slots = 4, const BackendFactory& backend = {}) {
         SessionOptions so = testing::test_session_options(KvDtype::F16, kContextTokens, 1);
         so.max_sequences = slots;

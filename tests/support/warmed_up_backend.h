@@ -7,17 +7,16 @@
 #include <utility>
 #include <vector>
 
-#include "engine/backend/backend.h"
-#include "engine/backend/default_backend.h"
+#include "support/cpu_backed_backend.h"
 
 namespace inferscope::testing {
 
 // The CPU backend with a warm-up (as a device compiling its kernels would ask), recording the
 // batches it runs.
-class WarmedUpCpuBackend final : public Backend {
+class WarmedUpCpuBackend final : public CpuBackedBackend {
 public:
     WarmedUpCpuBackend(const std::shared_ptr<const Model>& m, std::vector<int> passes, std::vector<Batch>& batches)
-        : cpu_(make_default_backend(m, 1)), passes_(std::move(passes)), batches_(batches) {}
+        : CpuBackedBackend(m), passes_(std::move(passes)), batches_(batches) {}
     // Each prepare_passes call: its arguments, and how many passes had run by then.
     struct Prepared {
         int most_tokens, most_logit_rows;
@@ -25,20 +24,16 @@ public:
     };
     std::vector<Prepared> prepared;
     std::string name() const override { return "cpu with a warm-up"; }
-    void allocate_kv(const KvCacheLayout& layout) override { cpu_->allocate_kv(layout); }
     void forward(std::span<const BatchToken> tokens, const KvCache& cache, float* logits) override {
         batches_.emplace_back(tokens.begin(), tokens.end());
-        cpu_->forward(tokens, cache, logits);
+        CpuBackedBackend::forward(tokens, cache, logits);
     }
-    void copy_kv_blocks(KvGroup group, std::span<const BlockCopy> copies) override { cpu_->copy_kv_blocks(group, copies); }
-    void set_activation_tap(ActivationTap* tap) override { cpu_->set_activation_tap(tap); }
     std::vector<int> warm_up_pass_tokens() const override { return passes_; }
     void prepare_passes(int most_tokens, int most_logit_rows) override {
         prepared.push_back({most_tokens, most_logit_rows, batches_.size()});
     }
 
 private:
-    std::unique_ptr<Backend> cpu_;
     std::vector<int> passes_;
     std::vector<Batch>& batches_;
 };
