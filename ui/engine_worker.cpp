@@ -132,11 +132,11 @@ void EngineWorker::load_model(quint64 request, const QString& path) {
             return;
         }
         Q_EMIT load_progress(request, 0.95, tr("Allocating the KV cache"));
-        auto session = make_session(model);
-        warm_up(request, *session);
-        const ModelSummary summary = describe(*model, *session, path);
+        ReadySession ready = make_ready_session(request, model);
+        ModelSummary summary = describe(*model, *ready.session, path);
+        if (!ready.gpu_lost.isEmpty()) summary.load_warnings << ready.gpu_lost;
         // Replace the previous model only now that the new one is complete.
-        session_ = std::move(session);
+        session_ = std::move(ready.session);
         model_ = std::move(model);
         weights_.reset();
         weights_description_.clear();
@@ -152,6 +152,22 @@ std::unique_ptr<InferenceSession> EngineWorker::make_session(const std::shared_p
     SessionOptions options;
     options.n_threads = threads_;
     return std::make_unique<InferenceSession>(model, options, vulkan_ ? gpu_backend_(model) : nullptr);
+}
+
+EngineWorker::ReadySession EngineWorker::make_ready_session(quint64 request, const std::shared_ptr<const Model>& model) {
+    ReadySession ready;
+    try {
+        ready.session = make_session(model);
+        ready.warmed_up = warm_up(request, *ready.session);
+    } catch (const DeviceLostError& e) {
+        if (!vulkan_) throw;
+        vulkan_ = false;
+        ready.session.reset();  // the GPU's buffers go before the CPU's are allocated
+        ready.session = make_session(model);
+        ready.warmed_up = false;
+        ready.gpu_lost = tr("%1\nThe model runs on the CPU backend.").arg(QString::fromUtf8(e.what()));
+    }
+    return ready;
 }
 
 bool EngineWorker::warm_up(quint64 request, InferenceSession& session) {
@@ -206,11 +222,12 @@ void EngineWorker::rebuild_session(quint64 request) {
 
 void EngineWorker::replace_session(quint64 request) {
     try {
-        auto session = make_session(session_model());
-        if (warm_up(request, *session)) Q_EMIT load_progress(request, 1.0, tr("Ready"));
-        session_ = std::move(session);
+        ReadySession ready = make_ready_session(request, session_model());
+        if (ready.warmed_up) Q_EMIT load_progress(request, 1.0, tr("Ready"));
+        session_ = std::move(ready.session);
         summary_ = describe(*model_, *session_, summary_.path);
         summary_.weights = weights_description_;
+        if (!ready.gpu_lost.isEmpty()) summary_.load_warnings << ready.gpu_lost;
         Q_EMIT model_loaded(request, summary_);
     } catch (const std::exception& e) {
         vulkan_ = false;  // the session in use stays; later sessions run where it runs

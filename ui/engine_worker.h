@@ -76,6 +76,14 @@ private:
     void replace_session(quint64 request);
     const std::shared_ptr<const Model>& session_model() const { return weights_ ? weights_ : model_; }
     std::unique_ptr<InferenceSession> make_session(const std::shared_ptr<const Model>& model) const;
+    struct ReadySession {
+        std::unique_ptr<InferenceSession> session;
+        bool warmed_up = false;
+        QString gpu_lost;  // why it runs on the CPU though the GPU was chosen, or empty
+    };
+    // A session made and warmed up where the model is to run. A GPU its driver gives up on the
+    // way leaves the model on the CPU (and later sessions there) rather than not loaded.
+    ReadySession make_ready_session(quint64 request, const std::shared_ptr<const Model>& model);
     // The session's warm-up (a GPU's kernels compiled before the first request times them),
     // with its progress; false where the backend has none.
     bool warm_up(quint64 request, InferenceSession& session);

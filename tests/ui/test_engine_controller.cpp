@@ -235,5 +235,32 @@ TEST(EngineController, AGpuLostDuringAGenerationMovesTheModelToTheCpu) {
     EXPECT_EQ(generation_failures.size(), 1);
 }
 
+// A GPU lost while a load or a switch to it compiles its kernels (the warm-up's first pass)
+// leaves the model loaded on the CPU, saying why, instead of not loaded.
+TEST(EngineController, AGpuLostWhileItWarmsUpLeavesTheModelOnTheCpu) {
+    EngineController c(nullptr, [](std::shared_ptr<const Model> model) {
+        return std::make_unique<inferscope::testing::GpuLostAtPass>(std::move(model), 1, std::vector<int>{16, 1});
+    });
+    Recorder rec(c);
+    const auto expect_on_cpu_saying_why = [&](const ModelSummary& summary) {
+        EXPECT_TRUE(summary.backend.startsWith(QLatin1String("CPU"))) << summary.backend.toStdString();
+        const QString warnings = summary.load_warnings.join(QLatin1Char('\n'));
+        EXPECT_TRUE(warnings.contains(QLatin1String("device lost"))) << warnings.toStdString();
+        EXPECT_TRUE(warnings.contains(QLatin1String("runs on the CPU backend"))) << warnings.toStdString();
+    };
+    c.set_vulkan(true);
+    load_builtin(c, rec);
+    EXPECT_TRUE(rec.failures.isEmpty()) << rec.failures.join(QLatin1Char('\n')).toStdString();
+    expect_on_cpu_saying_why(rec.loaded.back());
+    c.generate(request(QStringLiteral("Once upon a time"), 16));
+    ASSERT_TRUE(wait_until([&] { return rec.reports.size() == 1 && !c.busy(); }, kEngineWaitMs));
+    EXPECT_FALSE(rec.text.isEmpty());
+
+    c.set_vulkan(true);  // chosen again: lost again while it warms up
+    ASSERT_TRUE(wait_until([&] { return rec.loaded.size() == 2 && !c.busy(); }, kEngineWaitMs));
+    EXPECT_TRUE(rec.failures.isEmpty()) << rec.failures.join(QLatin1Char('\n')).toStdString();
+    expect_on_cpu_saying_why(rec.loaded.back());
+}
+
 }  // namespace
 }  // namespace inferscope::ui
