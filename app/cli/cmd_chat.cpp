@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <memory>
 
 #include "app/cli/chat_cli_common.h"
 #include "app/cli/cli_checks.h"
@@ -88,12 +89,47 @@ void print_turn_figures(const chat::ChatTurn& turn, int turn_number) {
                  t.tokens_per_s, turn.generation.stop_reason.c_str());
 }
 
+// A CPU session in place of one whose GPU its driver gave up, said on stderr.
+std::unique_ptr<InferenceSession> cpu_session_after(const DeviceLostError& lost, const ModelOptions& o,
+                                                    const std::shared_ptr<const Model>& model) {
+    std::fprintf(stderr, "\nerror: %s\nthe chat goes on on the CPU backend\n", lost.what());
+    return std::make_unique<InferenceSession>(model, session_options(o), nullptr);
+}
+
+// The chat's session on --backend's device, warmed up; on the CPU where that GPU is lost on the way.
+std::unique_ptr<InferenceSession> chat_session(const ModelOptions& o, const std::shared_ptr<const Model>& model) {
+    try {
+        auto session = std::make_unique<InferenceSession>(model, session_options(o), make_backend(o, model));
+        warm_up(*session);
+        return session;
+    } catch (const DeviceLostError& e) {
+        return cpu_session_after(e, o, model);
+    }
+}
+
+// One turn: the reply streamed to stdout, its figures to stderr. A conversation too long for
+// the context is said and stays as it was.
+void answer(chat::Conversation& conversation, const std::string& line, const GenerationOptions& g, const Tokenizer& tok,
+            int& turn_number) {
+    try {
+        TerminalTextStream out;
+        const chat::ChatTurn turn = conversation.reply(line, g, [&](TokenId id) {
+            if (!tok.is_end_of_generation(id)) out.write(tok.token_to_piece(id));
+            return true;
+        });
+        out.flush();
+        std::cout << std::endl;
+        print_turn_figures(turn, ++turn_number);
+    } catch (const CapacityError& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+    }
+}
+
 void run_chat(const ChatCliOptions& o) {
     const auto model = load_model(o.model);
     const std::string text = chat_template_text(o.input, &model->file());
-    InferenceSession session(model, session_options(o.model), make_backend(o.model, model));
-    warm_up(session);
-    chat::Conversation conversation(session, text, o.input.system);
+    std::unique_ptr<InferenceSession> session = chat_session(o.model, model);
+    chat::Conversation conversation(*session, text, o.input.system);
     if (!o.input.user.empty() || !o.input.messages_path.empty()) {
         for (const auto& m : chat_messages(o.input, "")) {
             if (m["role"] != "system") conversation.add_message(m["role"].get<std::string>(), m.value("content", ""));
@@ -117,16 +153,15 @@ void run_chat(const ChatCliOptions& o) {
         }
         if (line.empty()) continue;
         try {
-            TerminalTextStream out;
-            const chat::ChatTurn turn = conversation.reply(line, g, [&](TokenId id) {
-                if (!tok.is_end_of_generation(id)) out.write(tok.token_to_piece(id));
-                return true;
-            });
-            out.flush();
+            answer(conversation, line, g, tok, turn_number);
+        } catch (const DeviceLostError& e) {
+            // The turn did not happen (the conversation rolled it back): it is asked again on the CPU,
+            // below what it had printed.
             std::cout << std::endl;
-            print_turn_figures(turn, ++turn_number);
-        } catch (const CapacityError& e) {
-            std::fprintf(stderr, "error: %s\n", e.what());  // the conversation stays as it was
+            std::unique_ptr<InferenceSession> cpu = cpu_session_after(e, o.model, model);
+            conversation.continue_in(*cpu);
+            session = std::move(cpu);
+            answer(conversation, line, g, tok, turn_number);
         }
     }
 }

@@ -78,12 +78,22 @@ RenderedConversation chat_prompt(const std::string& template_text, const Tokeniz
 }
 
 Conversation::Conversation(InferenceSession& session, std::string template_text, std::string system_prompt)
-    : session_(session),
+    : session_(&session),
       template_text_(std::move(template_text)),
       template_(template_text_),
       system_prompt_(std::move(system_prompt)) {
-    check_end_of_turn(template_text_, session_.model().tokenizer());
+    check_end_of_turn(template_text_, session_->model().tokenizer());
     clear();
+}
+
+void Conversation::continue_in(InferenceSession& session) {
+    const Tokenizer& ours = session_->model().tokenizer();
+    const Tokenizer& theirs = session.model().tokenizer();
+    if (&ours != &theirs && ours.vocab_size() != theirs.vocab_size()) {
+        throw InvalidArgument("a conversation goes on only in a session of its vocabulary (" + std::to_string(ours.vocab_size()) +
+                              " tokens, not " + std::to_string(theirs.vocab_size()) + ")");
+    }
+    session_ = &session;
 }
 
 void Conversation::clear() {
@@ -96,7 +106,7 @@ void Conversation::add_message(const std::string& role, const std::string& conte
 }
 
 RenderedConversation Conversation::render(bool add_generation_prompt) const {
-    return render_conversation(template_, session_.model().tokenizer(), messages_, add_generation_prompt);
+    return render_conversation(template_, session_->model().tokenizer(), messages_, add_generation_prompt);
 }
 
 ChatTurn Conversation::reply(const std::string& user_text, const GenerationOptions& options, const TokenCallback& on_token) {
@@ -104,17 +114,17 @@ ChatTurn Conversation::reply(const std::string& user_text, const GenerationOptio
     ChatTurn turn;
     try {
         turn.prompt = render(true);
-        if (static_cast<int>(turn.prompt.ids.size()) >= session_.context_size()) {
+        if (static_cast<int>(turn.prompt.ids.size()) >= session_->context_size()) {
             throw CapacityError("the conversation is " + std::to_string(turn.prompt.ids.size()) +
                                 " tokens long, which does not leave room for a reply in the context of " +
-                                std::to_string(session_.context_size()) + " tokens: start a new chat (or raise -c)");
+                                std::to_string(session_->context_size()) + " tokens: start a new chat (or raise -c)");
         }
-        turn.generation = generate(session_, turn.prompt.ids, options, on_token);
+        turn.generation = generate(*session_, turn.prompt.ids, options, on_token);
     } catch (...) {
         messages_.erase(messages_.end() - 1);  // the turn did not happen
         throw;
     }
-    const Tokenizer& tokenizer = session_.model().tokenizer();
+    const Tokenizer& tokenizer = session_->model().tokenizer();
     std::vector<TokenId> content = turn.generation.generated;
     if (!content.empty() && tokenizer.is_end_of_generation(content.back())) content.pop_back();
     turn.reply = tokenizer.decode(content);

@@ -68,13 +68,17 @@ public:
     ChatTurn reply(const std::string& user_text, const GenerationOptions& options, const TokenCallback& on_token = {});
 
     void add_message(const std::string& role, const std::string& content);
+    // Goes on in `session` (of the same vocabulary), as after a GPU lost: the next reply
+    // computes the whole conversation there, since that session's cache holds none of it.
+    // InvalidArgument for a session of another vocabulary.
+    void continue_in(InferenceSession& session);
     // Forgets every turn; the system prompt stays.
     void clear();
     const nlohmann::ordered_json& messages() const { return messages_; }
     RenderedConversation render(bool add_generation_prompt) const;
 
 private:
-    InferenceSession& session_;
+    InferenceSession* session_;  // never null
     std::string template_text_;
     ChatTemplate template_;
     std::string system_prompt_;

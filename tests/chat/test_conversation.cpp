@@ -91,6 +91,36 @@ TEST(Conversation, ASecondTurnStartsWithTheFirstAndReusesItsBlocks) {
     EXPECT_EQ(conversation.messages().size(), 1u);
 }
 
+// Moved to another session (as the CLI's chat does after losing its GPU), a conversation goes
+// on from its whole history, computed anew there, with the replies of one that stayed.
+TEST(Conversation, AConversationContinuedInAnotherSessionGoesOnFromItsWholeHistory) {
+    REQUIRE_CHAT_DATA();
+    const auto model = chatml_model();
+    GenerationOptions options;
+    options.n_predict = 6;
+    options.sampling.temperature = 0;
+    InferenceSession stays(model, testing::test_session_options(KvDtype::F32));
+    Conversation staying(stays, *model_chat_template(model->file()));
+    staying.reply("Hello there, how are you today?", options);
+    const ChatTurn stayed = staying.reply("And tomorrow?", options);
+
+    InferenceSession first(model, testing::test_session_options(KvDtype::F32));
+    InferenceSession second(model, testing::test_session_options(KvDtype::F32));
+    Conversation moving(first, *model_chat_template(model->file()));
+    moving.reply("Hello there, how are you today?", options);
+    moving.continue_in(second);
+    const ChatTurn moved = moving.reply("And tomorrow?", options);
+    EXPECT_EQ(moved.generation.timings.n_prompt_cached, 0);
+    EXPECT_EQ(moved.prompt.ids, stayed.prompt.ids);
+    EXPECT_EQ(moved.generation.generated, stayed.generation.generated);
+    EXPECT_EQ(moving.messages(), staying.messages());
+
+    const auto other_vocabulary = testing::tiny_model(testing::tiny_spec("qwen3"));
+    ASSERT_NE(other_vocabulary->tokenizer().vocab_size(), model->tokenizer().vocab_size());
+    InferenceSession elsewhere(other_vocabulary, testing::test_session_options(KvDtype::F32));
+    EXPECT_THROW(moving.continue_in(elsewhere), InvalidArgument);
+}
+
 TEST(Conversation, AConversationLongerThanTheContextIsRefusedAndForgotten) {
     REQUIRE_CHAT_DATA();
     const auto model = chatml_model();

@@ -1,6 +1,7 @@
 // The programs under a failing disk (tests/faults/fault_io.cpp preloaded): every writer
 // reports the failure, exits 1, and leaves each file whole (old or new) with no temporaries.
-// And the app killed in the middle of an export: each file whole or absent.
+// And the app killed in the middle of an export: each file whole or absent. And the CLI on a
+// Vulkan driver that gives its GPU up (tests/faults/fault_vulkan.cpp preloaded).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -9,6 +10,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "support/cli_runner.h"
+#include "support/test_paths.h"
 
 namespace inferscope {
 namespace {
@@ -218,6 +222,87 @@ TEST_F(FaultyDisk, LostStandardOutputAndSpecialTargetsAreFailures) {
     const CliRunResult steps = run_cli("generate -m " + model_ + " -p ab -n 2 --steps /dev/full");
     EXPECT_EQ(steps.exit_code, 1);
     EXPECT_NE(steps.err.find("/dev/full: is a device"), std::string::npos) << steps.err;
+}
+
+// The CLI on the Vulkan backend whose driver gives the GPU up after a chosen number of fence
+// waits: counted first in an unharmed run of the same command, so the loss lands where meant.
+class LostGpu : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (std::string(INFERSCOPE_FAULT_VULKAN_PATH).empty()) GTEST_SKIP() << "built without the Vulkan backend";
+        const CliRunResult devices = run_cli("devices");
+        if (devices.exit_code != 0) GTEST_SKIP() << "no usable Vulkan device (install Mesa's lavapipe): " << devices.err;
+        INFERSCOPE_REQUIRE_SHARED_FILE("chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+        dir_ = fs::temp_directory_path() / ("inferscope-lost-gpu-" + std::to_string(::getpid()));
+        fs::create_directories(dir_);
+        model_ = (dir_ / "chat.gguf").string();
+        // Weights of a larger spread than a preset's, so that its replies are varied text.
+        const CliRunResult made =
+            run_cli("make-model --preset tiny-qwen3 --weight-std 0.3 --vocab " +
+                    testing::shared_model("vocab/ggml-vocab-qwen2-rebuilt.gguf").string() + " --chat-template " +
+                    testing::shared_model("chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja").string() + " -o " + model_);
+        ASSERT_EQ(made.exit_code, 0) << made.err;
+        std::ofstream(dir_ / "two-turns.txt") << "Hello there\nTell me more\n";
+        std::ofstream(dir_ / "no-turns.txt") << "";
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    // `args` under the preloaded driver fault, the GPU lost after `waits` fence waits (never: -1).
+    CliRunResult run_lost_after(const std::string& args, long long waits) const {
+        std::string env = "env LD_PRELOAD=" + std::string(INFERSCOPE_FAULT_VULKAN_PATH) + " ";
+        if (waits >= 0) env += "INFERSCOPE_FAULT_VK_LOST_AFTER_WAITS=" + std::to_string(waits) + " ";
+        return run_command(env + testing::cli_path() + " " + args);
+    }
+    static long long fence_waits(const CliRunResult& r) {
+        const size_t at = r.err.rfind("fault_vulkan: ");
+        return at == std::string::npos ? -1 : std::atoll(r.err.c_str() + at + std::strlen("fault_vulkan: "));
+    }
+    std::string chat(const std::string& backend, const std::string& input) const {
+        return "chat -m " + model_ + " --backend " + backend + " -n 6 --temp 0 < " + (dir_ / input).string();
+    }
+
+    fs::path dir_;
+    std::string model_;
+};
+
+// Lost in the middle of a reply, the chat asks that turn again on the CPU and goes on there: its
+// replies are the CPU's, after whatever the lost turn had printed.
+TEST_F(LostGpu, AChatGoesOnOnTheCpuAndAnswersTheLostTurnThere) {
+    const CliRunResult on_cpu = run_cli(chat("cpu", "two-turns.txt"));
+    ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
+    const long long load_waits = fence_waits(run_lost_after(chat("vulkan", "no-turns.txt"), -1));
+    const long long all_waits = fence_waits(run_lost_after(chat("vulkan", "two-turns.txt"), -1));
+    ASSERT_GT(load_waits, 0);
+    ASSERT_GT(all_waits, load_waits + 4) << "a reply's steps wait on fences";
+
+    const CliRunResult lost = run_lost_after(chat("vulkan", "two-turns.txt"), load_waits + 2);
+    ASSERT_EQ(lost.exit_code, 0) << lost.err;
+    EXPECT_NE(lost.err.find("device lost"), std::string::npos) << lost.err;
+    EXPECT_NE(lost.err.find("the chat goes on on the CPU backend"), std::string::npos) << lost.err;
+    EXPECT_NE(lost.err.find("[turn 2:"), std::string::npos) << lost.err;
+    ASSERT_FALSE(on_cpu.out.empty());
+    EXPECT_TRUE(lost.out.ends_with(on_cpu.out)) << "lost:\n" << lost.out << "\non the CPU:\n" << on_cpu.out;
+}
+
+// Lost while the model goes onto the GPU (its weights' upload): the chat starts on the CPU.
+TEST_F(LostGpu, AChatWhoseGpuIsLostAtLoadStartsOnTheCpu) {
+    const CliRunResult on_cpu = run_cli(chat("cpu", "two-turns.txt"));
+    ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
+    const CliRunResult lost = run_lost_after(chat("vulkan", "two-turns.txt"), 1);
+    ASSERT_EQ(lost.exit_code, 0) << lost.err;
+    EXPECT_NE(lost.err.find("the chat goes on on the CPU backend"), std::string::npos) << lost.err;
+    EXPECT_EQ(lost.out, on_cpu.out);
+}
+
+// A one-shot command stops with the error, saying what to do, instead of crashing or hanging.
+TEST_F(LostGpu, AGenerationStopsWithAnErrorSayingWhatToDo) {
+    const std::string generate = "generate -m " + model_ + " --backend vulkan -p hello --temp 0";
+    const long long first_token_waits = fence_waits(run_lost_after(generate + " -n 1", -1));
+    ASSERT_GT(first_token_waits, 0);
+    const CliRunResult lost = run_lost_after(generate + " -n 8", first_token_waits + 1);
+    EXPECT_EQ(lost.exit_code, 1) << lost.err;
+    EXPECT_NE(lost.err.find("device lost (its driver gave the GPU up"), std::string::npos) << lost.err;
+    EXPECT_NE(lost.err.find("the CPU backend at once"), std::string::npos) << lost.err;
 }
 
 }  // namespace
