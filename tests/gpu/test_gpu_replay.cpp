@@ -327,6 +327,13 @@ TEST_P(GpuWarmUp, PassesOfOtherShapesFindTheirKernelsCreatedAhead) {
     EXPECT_EQ(pipelines_created_by(*ahead, {3, 1, 1}, {2, 0, 0}), 0) << "a prompt's end beside 2 decode steps";
     EXPECT_EQ(pipelines_created_by(*ahead, {4}, {0}), 0) << "a verification of 3 proposals";
     EXPECT_EQ(gpu::vulkan_validation_errors(ahead->backend()), 0);
+    // More rows of logits than the session has sequences are what `spec` asks its target's
+    // warm-up for (a verification's gamma + 1); a warm-up for fewer leaves them out.
+    EXPECT_GT(pipelines_created_by(*ahead, {6}, {0}), 0) << "a verification of 5 proposals after a warm-up for 4 rows";
+    const auto for_six_rows = session_of(true);
+    for_six_rows->warm_up(6);
+    EXPECT_EQ(pipelines_created_by(*for_six_rows, {6}, {0}), 0) << "a verification of 5 proposals after a warm-up for 6 rows";
+    EXPECT_EQ(pipelines_created_by(*for_six_rows, {1, 1, 1, 1}, {0, 0, 0, 0}), 0) << "a decode step of 4 sequences";
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuWarmUp, ::testing::Values("qwen2", "gemma3"));
