@@ -638,8 +638,16 @@ void VkContext::download(const Buffer& src, uint64_t src_offset_bytes, void* dst
     }
 }
 
+void VkContext::count_buffer(uint64_t bytes) const {
+    int left = buffers_before_refusal_.load();
+    while (left >= 0 && !buffers_before_refusal_.compare_exchange_weak(left, left - 1)) {
+    }
+    if (left == 0) throw CapacityError("Vulkan: cannot allocate " + std::to_string(bytes) + " bytes (refused for the test)");
+}
+
 Buffer::Buffer(const VkContext& ctx, uint64_t size_bytes, Kind kind) : device_(ctx.device()), size_(size_bytes) {
     check_allocation_fits(ctx.info(), size_bytes);
+    ctx.count_buffer(size_bytes);
     buffer_ = create_storage_buffer(device_, size_bytes);
     VkMemoryRequirements requirements{};
     vkGetBufferMemoryRequirements(device_, buffer_, &requirements);

@@ -104,6 +104,11 @@ public:
     // submission may use); on a GPU that hangs, until its driver gives it up as lost.
     void wait_idle() noexcept;
     void set_submission_timeout(std::chrono::nanoseconds timeout) { submission_timeout_ = timeout; }
+    // For tests: the next `count` buffers are created and the one after them is refused, as by a
+    // driver out of device memory (a CapacityError); later ones are created again.
+    void refuse_buffer_after(int count) { buffers_before_refusal_ = count; }
+    // Throws the refusal refuse_buffer_after asked for; Buffer calls it before it allocates.
+    void count_buffer(uint64_t bytes) const;
     VkCommandBuffer allocate_command_buffer();
     void free_command_buffer(VkCommandBuffer cmd);
 
@@ -141,6 +146,7 @@ private:
     bool pending_ = false;                               // the last submission is not yet seen finished
     VkCommandBuffer pending_one_time_ = VK_NULL_HANDLE;  // its run_now buffer, freed once it finishes
     std::atomic<int> validation_errors_{0};
+    mutable std::atomic<int> buffers_before_refusal_{-1};  // none refused while negative
 };
 
 // Throws Error naming `what` and the VkResult unless it is VK_SUCCESS.

@@ -189,10 +189,14 @@ void VulkanBackend::ensure_logit_rows(int rows) {
     if (rows <= step_.logit_rows) return;
     const int grown = std::min(std::max(rows, 2 * step_.logit_rows), max_tokens_);
     const auto bytes = static_cast<uint64_t>(grown) * static_cast<uint64_t>(model_->config().n_vocab) * sizeof(float);
-    step_.logits = Buffer(*ctx_, bytes, Buffer::Kind::Device);
-    step_.logits_host = Buffer(*ctx_, bytes, Buffer::Kind::Host);
-    step_.logit_rows = grown;
+    // Both are made before either replaces the buffer recorded passes bind, so that a refused
+    // allocation leaves those passes valid.
+    Buffer logits(*ctx_, bytes, Buffer::Kind::Device);
+    Buffer logits_host(*ctx_, bytes, Buffer::Kind::Host);
     kernels_->forget_descriptor_sets();
+    step_.logits = std::move(logits);
+    step_.logits_host = std::move(logits_host);
+    step_.logit_rows = grown;
 }
 
 void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
@@ -265,12 +269,14 @@ void VulkanBackend::ensure_rope_positions(int n_positions) {
     if (n_positions <= rope_positions_) return;
     const int grown = std::max({n_positions, 2 * rope_positions_, 256});
     const ModelConfig& c = model_->config();
-    rope_table_ = upload_floats(*ctx_, rope_table(rope_params(c, model_->rope_freq_factors()), grown));
-    if (c.has_local_layers()) {
-        rope_table_local_ = upload_floats(*ctx_, rope_table(local_rope_params(c, model_->rope_freq_factors()), grown));
-    }
-    rope_positions_ = grown;
+    // Both tables are made before either replaces one that recorded passes bind (as for the logits).
+    Buffer global = upload_floats(*ctx_, rope_table(rope_params(c, model_->rope_freq_factors()), grown));
+    Buffer local;
+    if (c.has_local_layers()) local = upload_floats(*ctx_, rope_table(local_rope_params(c, model_->rope_freq_factors()), grown));
     kernels_->forget_descriptor_sets();
+    rope_table_ = std::move(global);
+    if (c.has_local_layers()) rope_table_local_ = std::move(local);
+    rope_positions_ = grown;
 }
 
 // Writes the pass's host inputs; returns the number of tokens that want logits.

@@ -1,7 +1,8 @@
 // The Vulkan context's limits and labels: allocations past the device's limits fail with an
 // error naming the sizes, before any memory is asked for; a CPU driver is never named a GPU.
 // Also the pipelines a pass binds, noted and created before it records, and a submission whose
-// wait fails: an error at once, and the context and backend usable once the GPU finishes.
+// wait fails: an error at once, and the context and backend usable once the GPU finishes; and
+// a buffer whose growth is refused halfway through a session, which leaves the backend as it was.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -179,6 +180,86 @@ TEST(GpuContext, APassAfterAFailedWaitRunsOnceTheGpuFinishesWithTheLogitsOfOneTh
     EXPECT_EQ(std::vector<float>(logits.begin(), logits.end()), expected);
     EXPECT_EQ(session->sequence_length(seq), 12);
     EXPECT_EQ(backend.validation_errors(), 0) << "Vulkan validation errors (printed above)";
+}
+
+// A session on a Vulkan backend whose context a test can reach, beside one on a backend left
+// alone, both with the validation layer on.
+struct FailingAndCleanSessions {
+    explicit FailingAndCleanSessions(const std::shared_ptr<const Model>& model) {
+        gpu::ContextOptions context;
+        context.validation = true;
+        context.staging_bytes = 4096;  // made at load, never grown: a refusal meets the buffer a test counts
+        gpu::VulkanBackendOptions options;
+        options.validation = true;
+        SessionOptions session_options = testing::test_session_options(KvDtype::F16, 512);
+        session_options.max_sequences = 2;
+        auto backend = std::make_unique<gpu::VulkanBackend>(model, context, options);
+        ctx = &backend->context();
+        failing_backend = backend.get();
+        failing = std::make_unique<InferenceSession>(model, session_options, std::move(backend));
+        clean = std::make_unique<InferenceSession>(model, session_options, gpu::make_vulkan_backend(model, options));
+    }
+    // The same batch on both; the two sessions' logits.
+    std::pair<std::vector<float>, std::vector<float>> decode(const Batch& batch) const {
+        const std::span<const float> a = failing->decode(batch);
+        std::vector<float> failing_logits(a.begin(), a.end());
+        const std::span<const float> b = clean->decode(batch);
+        return {failing_logits, std::vector<float>(b.begin(), b.end())};
+    }
+    gpu::VkContext* ctx = nullptr;
+    const gpu::VulkanBackend* failing_backend = nullptr;
+    std::unique_ptr<InferenceSession> failing, clean;
+};
+
+Batch prompt_of(SeqId seq, int from, int n) {
+    Batch batch;
+    for (int i = 0; i < n; ++i) batch.push_back({static_cast<TokenId>(3 + (7 * (from + i)) % 200), seq, from + i, i == n - 1});
+    return batch;
+}
+
+// A buffer grown in the middle of a session and refused halfway (the logits of more rows: the
+// device's part made, the host's refused) fails its pass and leaves the recorded passes valid:
+// the next step, replayed, gives bit for bit the logits of a backend that never failed.
+TEST(GpuContext, LogitRowsRefusedHalfwayLeaveTheRecordedPassesValid) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2", GgmlType::Q8_0));
+    std::unique_ptr<FailingAndCleanSessions> s;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(s, std::make_unique<FailingAndCleanSessions>(model));
+    for (InferenceSession* session : {s->failing.get(), s->clean.get()}) EXPECT_EQ(session->new_sequence(), 0);
+    s->decode(prompt_of(0, 0, 12));
+    s->decode(prompt_of(0, 12, 1));  // recorded: the shape of the steps below
+    s->failing->new_sequence();
+    s->ctx->refuse_buffer_after(1);
+    Batch two_rows = prompt_of(0, 13, 1);
+    two_rows.push_back({5, 1, 0, true});
+    EXPECT_THROW(s->failing->decode(two_rows), CapacityError);
+    for (int pos = 13; pos < 16; ++pos) {
+        const auto [failing, clean] = s->decode(prompt_of(0, pos, 1));
+        EXPECT_EQ(failing, clean) << "position " << pos;
+    }
+    EXPECT_EQ(s->failing_backend->validation_errors(), 0) << "Vulkan validation errors (printed above)";
+}
+
+// The same for the RoPE tables of a model with sliding-window layers: the global table grown,
+// the local one refused. A step that needs no more positions replays its recording.
+TEST(GpuContext, RopeTablesRefusedHalfwayLeaveTheRecordedPassesValid) {
+    const auto model = testing::tiny_model(testing::tiny_spec("gemma3", GgmlType::Q8_0));
+    ASSERT_TRUE(model->config().has_local_layers());
+    std::unique_ptr<FailingAndCleanSessions> s;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(s, std::make_unique<FailingAndCleanSessions>(model));
+    for (InferenceSession* session : {s->failing.get(), s->clean.get()}) {
+        EXPECT_EQ(session->new_sequence(), 0);
+        EXPECT_EQ(session->new_sequence(), 1);
+    }
+    s->decode(prompt_of(0, 0, 250));
+    s->decode(prompt_of(1, 0, 8));
+    s->decode(prompt_of(1, 8, 1));  // recorded: the shape of the steps below
+    s->ctx->refuse_buffer_after(1);
+    EXPECT_THROW(s->failing->decode(prompt_of(0, 250, 16)), CapacityError) << "positions past the tables' 256";
+    for (int pos = 9; pos < 12; ++pos) {
+        const auto [failing, clean] = s->decode(prompt_of(1, pos, 1));
+        EXPECT_EQ(failing, clean) << "position " << pos;
+    }
+    EXPECT_EQ(s->failing_backend->validation_errors(), 0) << "Vulkan validation errors (printed above)";
 }
 
 TEST(GpuContext, DeviceLocalBudgetIsTheLargestDeviceLocalHeap) {
