@@ -164,7 +164,6 @@ EngineWorker::ReadySession EngineWorker::make_ready_session(quint64 request, con
         vulkan_ = false;
         ready.session.reset();  // the GPU's buffers go before the CPU's are allocated
         ready.session = make_session(model);
-        ready.warmed_up = false;
         ready.gpu_lost = tr("%1\nThe model runs on the CPU backend.").arg(QString::fromUtf8(e.what()));
     }
     return ready;

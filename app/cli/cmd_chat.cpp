@@ -92,7 +92,7 @@ void print_turn_figures(const chat::ChatTurn& turn, int turn_number) {
 // A CPU session in place of one whose GPU its driver gave up, said on stderr.
 std::unique_ptr<InferenceSession> cpu_session_after(const DeviceLostError& lost, const ModelOptions& o,
                                                     const std::shared_ptr<const Model>& model) {
-    std::fprintf(stderr, "\nerror: %s\nthe chat goes on on the CPU backend\n", lost.what());
+    std::fprintf(stderr, "\nerror: %s\nthe chat continues on the CPU backend\n", lost.what());
     return std::make_unique<InferenceSession>(model, session_options(o), nullptr);
 }
 

@@ -265,9 +265,9 @@ protected:
     std::string model_;
 };
 
-// Lost in the middle of a reply, the chat asks that turn again on the CPU and goes on there: its
+// Lost in the middle of a reply, the chat asks that turn again on the CPU and continues there: its
 // replies are the CPU's, after whatever the lost turn had printed.
-TEST_F(LostGpu, AChatGoesOnOnTheCpuAndAnswersTheLostTurnThere) {
+TEST_F(LostGpu, AChatContinuesOnTheCpuAndAnswersTheLostTurnThere) {
     const CliRunResult on_cpu = run_cli(chat("cpu", "two-turns.txt"));
     ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
     const long long load_waits = fence_waits(run_lost_after(chat("vulkan", "no-turns.txt"), -1));
@@ -278,19 +278,20 @@ TEST_F(LostGpu, AChatGoesOnOnTheCpuAndAnswersTheLostTurnThere) {
     const CliRunResult lost = run_lost_after(chat("vulkan", "two-turns.txt"), load_waits + 2);
     ASSERT_EQ(lost.exit_code, 0) << lost.err;
     EXPECT_NE(lost.err.find("device lost"), std::string::npos) << lost.err;
-    EXPECT_NE(lost.err.find("the chat goes on on the CPU backend"), std::string::npos) << lost.err;
+    EXPECT_NE(lost.err.find("the chat continues on the CPU backend"), std::string::npos) << lost.err;
     EXPECT_NE(lost.err.find("[turn 2:"), std::string::npos) << lost.err;
     ASSERT_FALSE(on_cpu.out.empty());
     EXPECT_TRUE(lost.out.ends_with(on_cpu.out)) << "lost:\n" << lost.out << "\non the CPU:\n" << on_cpu.out;
 }
 
-// Lost while the model goes onto the GPU (its weights' upload): the chat starts on the CPU.
+// Lost while the model is made ready on the GPU (its upload, its warm-up): the chat starts on
+// the CPU.
 TEST_F(LostGpu, AChatWhoseGpuIsLostAtLoadStartsOnTheCpu) {
     const CliRunResult on_cpu = run_cli(chat("cpu", "two-turns.txt"));
     ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
     const CliRunResult lost = run_lost_after(chat("vulkan", "two-turns.txt"), 1);
     ASSERT_EQ(lost.exit_code, 0) << lost.err;
-    EXPECT_NE(lost.err.find("the chat goes on on the CPU backend"), std::string::npos) << lost.err;
+    EXPECT_NE(lost.err.find("the chat continues on the CPU backend"), std::string::npos) << lost.err;
     EXPECT_EQ(lost.out, on_cpu.out);
 }
 
