@@ -212,6 +212,18 @@ void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
                                 " bytes); lower the context size (-c)");
         }
     }
+    const int64_t kv_tokens = static_cast<int64_t>(layout.global.n_blocks) * layout.global.block_tokens;
+    const uint64_t kv_bytes = layout.global.pool_bytes() + (layout.local.n_layer > 0 ? layout.local.pool_bytes() : 0);
+    check_kv_cache_fits(ctx_->info(), weight_arena_->allocated_bytes(), kv_bytes, kv_tokens);
+    try {
+        allocate_kv_buffers(layout);
+    } catch (const CapacityError& e) {
+        throw CapacityError("the KV cache of " + std::to_string(kv_tokens) + " tokens (" + std::to_string(kv_bytes >> 20) +
+                            " MiB): " + e.what() + "; lower the context size (-c)");
+    }
+}
+
+void VulkanBackend::allocate_kv_buffers(const KvCacheLayout& layout) {
     kv_layout_ = layout;
     // A sequence's context is bounded by the global pool; the split count is fixed per recording.
     attention_max_context_ = static_cast<uint32_t>(layout.global.n_blocks * layout.global.block_tokens);

@@ -101,6 +101,8 @@ private:
     uint64_t check_weights_fit() const;  // the weight matrices' device bytes
     void upload_weights();
     void allocate_step_buffers();
+    // The attention's partials and counters and each layer's K and V for `layout` (allocate_kv's checks passed).
+    void allocate_kv_buffers(const KvCacheLayout& layout);
     StagedInts staged_ints(size_t count) const;
     void ensure_rope_positions(int n_positions);
     void ensure_logit_rows(int rows);

@@ -60,6 +60,10 @@ std::vector<std::string> device_shortfalls(const DeviceInfo& info);
 // The largest device-local heap's budget (its size where the driver reports no budget).
 uint64_t device_local_budget_bytes(const DeviceInfo& info);
 
+// CapacityError, naming the sizes and what to lower, where a KV cache of `kv_bytes` (for
+// `kv_tokens` positions) does not fit the device-local budget beside `weight_bytes` of weights.
+void check_kv_cache_fits(const DeviceInfo& info, uint64_t weight_bytes, uint64_t kv_bytes, int64_t kv_tokens);
+
 // Every Vulkan device of the system; empty when there is no Vulkan loader or driver.
 std::vector<DeviceInfo> list_vulkan_devices();
 

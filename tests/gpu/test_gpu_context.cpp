@@ -270,6 +270,44 @@ TEST(GpuContext, DeviceLocalBudgetIsTheLargestDeviceLocalHeap) {
     EXPECT_EQ(gpu::device_local_budget_bytes(info), 0u);
 }
 
+// A KV cache that cannot fit beside the weights is refused before it is allocated, naming its
+// tokens, both sizes and the context as what to lower.
+TEST(GpuContext, AKvCacheBeyondTheBudgetNamesItsSizeAndTheContext) {
+    gpu::DeviceInfo info;
+    info.name = "Laptop GPU";
+    info.heaps = {{6ull << 30, 5ull << 30, true}};
+    EXPECT_NO_THROW(gpu::check_kv_cache_fits(info, 4ull << 30, 1ull << 30, 8192));
+    try {
+        gpu::check_kv_cache_fits(info, 4ull << 30, (1ull << 30) + 1, 8193);
+        FAIL() << "a KV cache one byte past the budget was accepted";
+    } catch (const CapacityError& e) {
+        const std::string message = e.what();
+        for (const char* part : {"KV cache of 8193 tokens needs 1025 MiB", "weights' 4096 MiB", "Laptop GPU",
+                                 "budget of 5120 MiB", "lower the context size"}) {
+            EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+        }
+    }
+}
+
+// A KV cache the driver refuses (past a budget the driver did not report) is named as such,
+// with the context as what to lower, instead of as a bare allocation.
+TEST(GpuContext, ARefusedKvCacheNamesItAndTheContext) {
+    const auto model = testing::tiny_model(testing::tiny_spec("qwen2", GgmlType::Q8_0));
+    std::unique_ptr<gpu::VulkanBackend> backend;
+    INFERSCOPE_MAKE_OR_SKIP_GPU(backend,
+                                std::make_unique<gpu::VulkanBackend>(model, gpu::ContextOptions{}, gpu::VulkanBackendOptions{}));
+    backend->context().refuse_buffer_after(0);
+    try {
+        InferenceSession session(model, testing::test_session_options(KvDtype::F16, 512), std::move(backend));
+        FAIL() << "a session was made without its KV cache";
+    } catch (const CapacityError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("the KV cache of 512 tokens"), std::string::npos) << message;
+        EXPECT_NE(message.find("cannot allocate"), std::string::npos) << message;
+        EXPECT_NE(message.find("lower the context size"), std::string::npos) << message;
+    }
+}
+
 TEST(GpuContext, TransfersLargerThanTheStagingBufferGoInChunks) {
     gpu::ContextOptions options;
     options.validation = true;
