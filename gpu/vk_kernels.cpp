@@ -239,7 +239,8 @@ size_t Kernels::create_noted_pipelines() {
 VkDescriptorSet Kernels::descriptor_set(Shader shader, const Pipeline& p, const std::vector<VkBuffer>& buffers) {
     auto key = std::make_pair(shader, buffers);
     if (auto it = sets_.find(key); it != sets_.end()) return it->second;
-    if (sets_in_last_pool_ == kSetsPerPool) add_descriptor_pool();
+    // No pool is left where forget_descriptor_sets failed to create its new one.
+    if (pools_.empty() || sets_in_last_pool_ == kSetsPerPool) add_descriptor_pool();
     VkDescriptorSetAllocateInfo allocate{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
     allocate.descriptorPool = pools_.back();
     allocate.descriptorSetCount = 1;
