@@ -261,6 +261,31 @@ protected:
         return "chat -m " + model_ + " --backend " + backend + " -n 6 --temp 0 < " + (dir_ / input).string();
     }
 
+    // `serve` under the fault, stopped once it listens or has exited; with `request`, it is
+    // first sent a completion over bash's /dev/tcp, whose raw response goes to stdout, and given
+    // 30 s to exit by itself. stderr: the server's.
+    CliRunResult serve_lost_after(long long waits, bool request) const {
+        const fs::path script = dir_ / "serve.sh";
+        std::ofstream(script) << R"(log="$DIR/serve.log"
+env LD_PRELOAD="$FAULT" $LOST "$CLI" serve -m "$MODEL" --backend vulkan --port 0 2>"$log" & pid=$!
+for poll in $(seq 1500); do grep -q ' on http' "$log" || ! kill -0 $pid 2>/dev/null && break; sleep 0.2; done
+port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
+if [ "$REQUEST" = 1 ] && [ -n "$port" ]; then
+  body='{"prompt":"hello","max_tokens":4}'
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  printf 'POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' ${#body} "$body" >&3
+  cat <&3
+  exec 3<&-
+  for poll in $(seq 150); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+fi
+kill -TERM $pid 2>/dev/null; wait $pid; code=$?; cat "$log" >&2; exit $code
+)";
+        std::string env = "env DIR=" + dir_.string() + " FAULT=" + INFERSCOPE_FAULT_VULKAN_PATH + " CLI=" + testing::cli_path() +
+                          " MODEL=" + model_ + " REQUEST=" + (request ? "1" : "0");
+        if (waits >= 0) env += " LOST=INFERSCOPE_FAULT_VK_LOST_AFTER_WAITS=" + std::to_string(waits);
+        return run_command(env + " bash " + script.string());
+    }
+
     fs::path dir_;
     std::string model_;
 };
@@ -304,6 +329,18 @@ TEST_F(LostGpu, AGenerationStopsWithAnErrorSayingWhatToDo) {
     EXPECT_EQ(lost.exit_code, 1) << lost.err;
     EXPECT_NE(lost.err.find("device lost (its driver gave the GPU up"), std::string::npos) << lost.err;
     EXPECT_NE(lost.err.find("the CPU backend at once"), std::string::npos) << lost.err;
+}
+
+// A server whose GPU is lost answers the request that met it with a 500 naming the loss, and
+// exits 1 with the error, so that a supervisor restarts it, instead of failing every later request.
+TEST_F(LostGpu, AServerStopsWithTheErrorAndStatus1) {
+    const long long startup_waits = fence_waits(serve_lost_after(-1, false));
+    ASSERT_GT(startup_waits, 0);
+    const CliRunResult lost = serve_lost_after(startup_waits, true);
+    EXPECT_EQ(lost.exit_code, 1) << lost.err;
+    EXPECT_NE(lost.out.find("HTTP/1.1 500"), std::string::npos) << lost.out;
+    EXPECT_NE(lost.out.find("device lost (its driver gave the GPU up"), std::string::npos) << lost.out;
+    EXPECT_NE(lost.err.find("error: Vulkan: vkWaitForFences failed: device lost"), std::string::npos) << lost.err;
 }
 
 }  // namespace
