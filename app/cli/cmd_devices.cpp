@@ -1,4 +1,5 @@
 // `devices`: the Vulkan devices the GPU backend can use, and which one it would pick.
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -76,8 +77,12 @@ void print_device(const nlohmann::json& d) {
                 tuning["name"].get<std::string>().c_str(), tuning["attention_workgroups"].get<unsigned>(),
                 tuning["matvec_integer_dot"].get<bool>() ? "on encoded inputs, integer dot products" : "on F32 inputs");
     for (const auto& h : d["heaps"]) {
-        std::printf("      heap %.0f MiB%s, budget %.0f MiB\n", h["size_bytes"].get<double>() / (1024.0 * 1024.0),
-                    h["device_local"].get<bool>() ? " device-local" : "", h["budget_bytes"].get<double>() / (1024.0 * 1024.0));
+        const double budget_mib = h["budget_bytes"].get<double>() / (1024.0 * 1024.0);
+        // A driver without VK_EXT_memory_budget reports none (0): the heap's size is what there is.
+        const std::string budget =
+            budget_mib > 0 ? "budget " + std::to_string(std::llround(budget_mib)) + " MiB" : "no budget reported";
+        std::printf("      heap %.0f MiB%s, %s\n", h["size_bytes"].get<double>() / (1024.0 * 1024.0),
+                    h["device_local"].get<bool>() ? " device-local" : "", budget.c_str());
     }
     std::string features;
     for (const auto& [name, on] : d["features"].items()) features += " " + name + (on.get<bool>() ? "=yes" : "=no");
