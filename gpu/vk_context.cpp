@@ -337,13 +337,14 @@ uint64_t device_local_budget_bytes(const DeviceInfo& info) {
     return best;
 }
 
+std::string mib_text(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+
 void check_kv_cache_fits(const DeviceInfo& info, uint64_t weight_bytes, uint64_t kv_bytes, int64_t kv_tokens) {
     const uint64_t budget = device_local_budget_bytes(info);
     if (budget == 0 || weight_bytes + kv_bytes <= budget) return;
-    const auto mib = [](uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; };
-    throw CapacityError("the KV cache of " + std::to_string(kv_tokens) + " tokens needs " + mib(kv_bytes) +
-                        " of device memory beside the weights' " + mib(weight_bytes) + "; " + info.name +
-                        " has a device-local budget of " + mib(budget) + ": lower the context size (-c)");
+    throw CapacityError("the KV cache of " + std::to_string(kv_tokens) + " tokens needs " + mib_text(kv_bytes) +
+                        " of device memory beside the weights' " + mib_text(weight_bytes) + "; " + info.name +
+                        " has a device-local budget of " + mib_text(budget) + ": lower the context size (-c)");
 }
 
 VkContext::VkContext(const ContextOptions& options)

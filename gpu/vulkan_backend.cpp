@@ -104,9 +104,8 @@ uint64_t VulkanBackend::check_weights_fit() const {
     }
     const uint64_t budget = device_local_budget_bytes(ctx_->info());
     if (budget > 0 && bytes > budget) {
-        throw CapacityError("the model's weights need " + std::to_string(bytes / (1024 * 1024)) + " MiB of device memory; " +
-                            ctx_->info().name + " has a device-local budget of " + std::to_string(budget / (1024 * 1024)) +
-                            " MiB");
+        throw CapacityError("the model's weights need " + mib_text(bytes) + " of device memory; " + ctx_->info().name +
+                            " has a device-local budget of " + mib_text(budget));
     }
     return bytes;
 }
@@ -218,8 +217,8 @@ void VulkanBackend::allocate_kv(const KvCacheLayout& layout) {
     try {
         allocate_kv_buffers(layout);
     } catch (const CapacityError& e) {
-        throw CapacityError("the KV cache of " + std::to_string(kv_tokens) + " tokens (" + std::to_string(kv_bytes >> 20) +
-                            " MiB): " + e.what() + "; lower the context size (-c)");
+        throw CapacityError("the KV cache of " + std::to_string(kv_tokens) + " tokens (" + mib_text(kv_bytes) + "): " + e.what() +
+                            "; lower the context size (-c)");
     }
 }
 
@@ -287,7 +286,7 @@ void VulkanBackend::ensure_rope_positions(int n_positions) {
     if (c.has_local_layers()) local = upload_floats(*ctx_, rope_table(local_rope_params(c, model_->rope_freq_factors()), grown));
     kernels_->forget_descriptor_sets();
     rope_table_ = std::move(global);
-    if (c.has_local_layers()) rope_table_local_ = std::move(local);
+    rope_table_local_ = std::move(local);  // empty without sliding-window layers
     rope_positions_ = grown;
 }
 

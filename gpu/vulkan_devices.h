@@ -60,6 +60,9 @@ std::vector<std::string> device_shortfalls(const DeviceInfo& info);
 // The largest device-local heap's budget (its size where the driver reports no budget).
 uint64_t device_local_budget_bytes(const DeviceInfo& info);
 
+// `bytes` in MiB, rounded up (so that a size past a budget never prints equal to it), e.g. "1025 MiB".
+std::string mib_text(uint64_t bytes);
+
 // CapacityError, naming the sizes and what to lower, where a KV cache of `kv_bytes` (for
 // `kv_tokens` positions) does not fit the device-local budget beside `weight_bytes` of weights.
 void check_kv_cache_fits(const DeviceInfo& info, uint64_t weight_bytes, uint64_t kv_bytes, int64_t kv_tokens);

@@ -89,7 +89,7 @@ Conversation::Conversation(InferenceSession& session, std::string template_text,
 void Conversation::continue_in(InferenceSession& session) {
     const Tokenizer& ours = session_->model().tokenizer();
     const Tokenizer& theirs = session.model().tokenizer();
-    if (&ours != &theirs && ours.vocab_size() != theirs.vocab_size()) {
+    if (ours.vocab_size() != theirs.vocab_size()) {
         throw InvalidArgument("a conversation goes on only in a session of its vocabulary (" + std::to_string(ours.vocab_size()) +
                               " tokens, not " + std::to_string(theirs.vocab_size()) + ")");
     }
